@@ -1,0 +1,189 @@
+/* harness.c -- the timed loops: a ping-pong of switches between two contexts, and the
+ * same loop without the switch, whose cost is subtracted (lmbench's lat_ctx does the same).
+ *
+ * One round trip is two switches: main -> co and co -> main. Each side bumps its
+ * own volatile counter once per switch it makes, so after R rounds the counters
+ * must add up to 2R: proof that every switch happened. */
+#define _GNU_SOURCE
+#include "labkit_core.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <ucontext.h>
+
+#include "lk_timer.h"
+
+void lk_swap_asm(void **, void *);
+void lk_swap_asm_ret(void **, void *);
+void lk_swap_asm_fpu(void **, void *);
+#if defined(__x86_64__)
+void lk_swap_asm_fxsave(void **, void *);
+void lk_swap_asm_xsave(void **, void *);
+#endif
+
+typedef struct {
+    void *main_sp, *co_sp;   /* asm kernels: the two stored stack pointers */
+    ucontext_t main_uc;      /* ucontext: main's context ... */
+    ucontext_t *co_uc;       /* ... and the other one's, at the top of its stack */
+    int sl_state;            /* stackless: the state machine's resume point */
+    volatile uint64_t main_count, co_count;
+} pingpong;
+
+typedef void (*loop_fn)(pingpong *, uint64_t);
+
+/* The asm kernels are called directly, not through a pointer, as
+ * Boost.Context's jump_fcontext is: one loop and one entry per kernel. */
+#define LK_PINGPONG(NAME, SWAP)                                              \
+    static void co_##NAME(void *arg) {                                       \
+        pingpong *p = arg;                                                   \
+        for (;;) {                                                           \
+            p->co_count++;                                                   \
+            SWAP(&p->co_sp, p->main_sp);                                     \
+        }                                                                    \
+    }                                                                        \
+    __attribute__((noinline)) static void loop_##NAME(pingpong *p, uint64_t rounds) { \
+        for (uint64_t i = 0; i < rounds; i++) {                              \
+            SWAP(&p->main_sp, p->co_sp);                                     \
+            p->main_count++;                                                 \
+        }                                                                    \
+    }
+
+LK_PINGPONG(asm, lk_swap_asm)
+LK_PINGPONG(asm_ret, lk_swap_asm_ret)
+LK_PINGPONG(asm_fpu, lk_swap_asm_fpu)
+#if defined(__x86_64__)
+LK_PINGPONG(asm_fxsave, lk_swap_asm_fxsave)
+LK_PINGPONG(asm_xsave, lk_swap_asm_xsave)
+#endif
+
+static void co_ucontext(void *arg) {
+    pingpong *p = arg;
+    for (;;) {
+        p->co_count++;
+        swapcontext(p->co_uc, &p->main_uc);
+    }
+}
+__attribute__((noinline)) static void loop_ucontext(pingpong *p, uint64_t rounds) {
+    for (uint64_t i = 0; i < rounds; i++) {
+        swapcontext(&p->main_uc, p->co_uc);
+        p->main_count++;
+    }
+}
+
+/* Stackless: what a C++20 coroutine's resume() compiles to, written by hand.
+ * The body is entered through a pointer read from memory (the compiler cannot
+ * inline it), jumps to its resume point, runs to the next suspension, records
+ * where to continue, and returns: one resume + one suspend = two transfers. */
+__attribute__((noinline)) static void stackless_body(pingpong *p) {
+    switch (p->sl_state) {
+    case 0: p->co_count++; p->sl_state = 1; return;   /* first suspension point */
+    default: p->co_count++; p->sl_state = 0; return;  /* second, then loop */
+    }
+}
+static void (*volatile stackless_resume)(pingpong *) = stackless_body;
+__attribute__((noinline)) static void loop_stackless(pingpong *p, uint64_t rounds) {
+    for (uint64_t i = 0; i < rounds; i++) {
+        stackless_resume(p);
+        p->main_count++;
+    }
+}
+
+/* The loop without the switch: the same counters, the same loop control. */
+__attribute__((noinline)) static void loop_base(pingpong *p, uint64_t rounds) {
+    for (uint64_t i = 0; i < rounds; i++) {
+        p->co_count++;
+        p->main_count++;
+    }
+}
+
+static uint64_t minor_faults(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    return (uint64_t)ru.ru_minflt;
+}
+
+static void timed(loop_fn f, pingpong *p, uint64_t rounds, uint64_t *ns, uint64_t *ticks,
+                  uint64_t *faults, uint64_t *counted) {
+    uint64_t c0 = p->main_count + p->co_count;
+    uint64_t f0 = minor_faults();
+    uint64_t n0 = lk_now_ns();
+    uint64_t t0 = lk_ticks_begin();
+    f(p, rounds);
+    uint64_t t1 = lk_ticks_end();
+    uint64_t n1 = lk_now_ns();
+    *faults = minor_faults() - f0;
+    *ns = n1 - n0;
+    *ticks = t1 - t0;
+    *counted = p->main_count + p->co_count - c0;
+}
+
+int lk_pingpong(int kernel, size_t stack_size, int prefault, uint64_t rounds, int warmup,
+                int repeats, lk_sample *out, char *err, size_t errlen) {
+    const char *why;
+    loop_fn loop = 0;
+    void (*entry)(void *) = 0;
+    if (!lk_kernel_available(kernel, &why)) {
+        snprintf(err, errlen, "kernel %s is not available here: %s", lk_kernel_name(kernel), why);
+        return -1;
+    }
+    switch (kernel) {
+    case LK_ASM: loop = loop_asm; entry = co_asm; break;
+    case LK_ASM_RET: loop = loop_asm_ret; entry = co_asm_ret; break;
+    case LK_ASM_FPU: loop = loop_asm_fpu; entry = co_asm_fpu; break;
+#if defined(__x86_64__)
+    case LK_ASM_FXSAVE: loop = loop_asm_fxsave; entry = co_asm_fxsave; break;
+    case LK_ASM_XSAVE: loop = loop_asm_xsave; entry = co_asm_xsave; break;
+#endif
+    case LK_UCONTEXT: loop = loop_ucontext; entry = co_ucontext; break;
+    case LK_STACKLESS: loop = loop_stackless; break;
+    default:
+        snprintf(err, errlen, "unknown kernel %d", kernel);
+        return -1;
+    }
+
+    static pingpong p;  /* static: its address is stable and off the stacks being measured */
+    memset(&p, 0, sizeof p);
+    lk_stack s;
+    memset(&s, 0, sizeof s);
+    if (entry) {
+        int rc = lk_stack_alloc(&s, stack_size, 0, prefault);
+        if (rc != 0) {
+            snprintf(err, errlen, "mmap of a %zu-byte stack failed: %s", stack_size, strerror(-rc));
+            return -1;
+        }
+        void *ctx = lk_make(kernel, &s, entry, &p);
+        if (!ctx) {
+            snprintf(err, errlen, "could not make a %s context", lk_kernel_name(kernel));
+            lk_stack_free(&s);
+            return -1;
+        }
+        if (kernel == LK_UCONTEXT) p.co_uc = ctx;
+        else p.co_sp = ctx;
+    }
+
+    uint64_t ns, ticks, faults, counted;
+    for (int w = 0; w < warmup; w++) {
+        timed(loop_base, &p, rounds, &ns, &ticks, &faults, &counted);
+        timed(loop, &p, rounds, &ns, &ticks, &faults, &counted);
+    }
+    for (int r = 0; r < repeats; r++) {
+        lk_sample *o = &out[r];
+        timed(loop_base, &p, rounds, &o->base_ns, &o->base_ticks, &faults, &counted);
+        timed(loop, &p, rounds, &o->loop_ns, &o->loop_ticks, &o->minor_faults, &o->counted);
+        o->switches = 2 * rounds;
+    }
+    /* The other context stays suspended for good; its stack simply goes away. */
+    lk_stack_free(&s);
+    return 0;
+}
+
+double lk_ticks_per_ns(int ms) {
+    uint64_t n0 = lk_now_ns(), t0 = lk_ticks_begin();
+    uint64_t target = n0 + (uint64_t)ms * 1000000ull, n1;
+    do n1 = lk_now_ns(); while (n1 < target);
+    uint64_t t1 = lk_ticks_end();
+    return (double)(t1 - t0) / (double)(n1 - n0);
+}
+
+const char *lk_timer_name(void) { return LK_TIMER_NAME; }

@@ -1,0 +1,302 @@
+/* kernels.c -- the kernel table, guarded stacks, new contexts, and the self-checks the tests run. */
+#define _GNU_SOURCE
+#include "labkit_core.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "switch_platform.h"
+
+#ifndef LK_CFLAGS
+#define LK_CFLAGS "unknown"
+#endif
+
+/* The asm kernels, defined in the architecture's switch file. */
+void lk_swap_asm(void **, void *);
+void lk_swap_asm_ret(void **, void *);
+void lk_swap_asm_fpu(void **, void *);
+#if LK_HAVE_FXSAVE
+void lk_swap_asm_fxsave(void **, void *);
+#endif
+#if LK_HAVE_XSAVE
+void lk_swap_asm_xsave(void **, void *);
+#endif
+void lk_regprobe(lk_swap_fn fn, void **save, void *load, const uint64_t *in, uint64_t *out);
+
+static const char *const names[LK_NKERNELS] = {
+    "asm", "asm_ret", "asm_fpu", "asm_fxsave", "asm_xsave", "ucontext", "stackless",
+};
+
+const char *lk_kernel_name(int k) { return (k >= 0 && k < LK_NKERNELS) ? names[k] : "?"; }
+const char *lk_arch_name(void) { return LK_ARCH_NAME; }
+const char *lk_compiler(void) { return "gcc-compatible " __VERSION__; }
+const char *lk_cflags(void) { return LK_CFLAGS; }
+int lk_kernel_is_stackful(int k) { return k >= 0 && k < LK_NKERNELS && k != LK_STACKLESS; }
+
+static int arch_state = -1; /* -1 not asked yet; else lk_arch_init()'s answer */
+
+int lk_kernel_available(int k, const char **why) {
+    if (arch_state < 0) arch_state = lk_arch_init();
+    *why = "";
+    switch (k) {
+    case LK_ASM: case LK_ASM_RET: case LK_ASM_FPU: case LK_UCONTEXT: case LK_STACKLESS:
+        return 1;
+    case LK_ASM_FXSAVE:
+#if LK_HAVE_FXSAVE
+        return 1;
+#else
+        *why = "fxsave is an x86-64 instruction";
+        return 0;
+#endif
+    case LK_ASM_XSAVE:
+#if LK_HAVE_XSAVE
+        if (arch_state) return 1;
+        *why = "the CPU or the OS does not enable xsave (CPUID.1:ECX.OSXSAVE = 0)";
+        return 0;
+#else
+        *why = "xsave is an x86-64 instruction";
+        return 0;
+#endif
+    default:
+        *why = "unknown kernel";
+        return 0;
+    }
+}
+
+size_t lk_kernel_frame_bytes(int k) {
+    const char *why;
+    if (!lk_kernel_available(k, &why)) return 0;
+    if (k == LK_UCONTEXT) return 0;  /* the ucontext_t lives outside the stack */
+    return lk_arch_frame_bytes(k);
+}
+
+lk_swap_fn lk_swap_of(int k) {
+    switch (k) {
+    case LK_ASM: return lk_swap_asm;
+    case LK_ASM_RET: return lk_swap_asm_ret;
+    case LK_ASM_FPU: return lk_swap_asm_fpu;
+#if LK_HAVE_FXSAVE
+    case LK_ASM_FXSAVE: return lk_swap_asm_fxsave;
+#endif
+#if LK_HAVE_XSAVE
+    case LK_ASM_XSAVE: return lk_swap_asm_xsave;
+#endif
+    default: return 0;
+    }
+}
+
+/* ---------------------------------------------------------------- stacks */
+
+size_t lk_page_size(void) { return (size_t)sysconf(_SC_PAGESIZE); }
+
+int lk_stack_alloc(lk_stack *s, size_t usable, size_t offset, int prefault) {
+    size_t page = lk_page_size();
+    memset(s, 0, sizeof *s);
+    usable = (usable + offset + page - 1) / page * page;
+    size_t total = usable + page;
+    /* MAP_NORESERVE: an 8 MB stack costs only the pages a context touches,
+     * which is the lazily committed memory the experiments look at. */
+    void *m = mmap(0, total, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (m == MAP_FAILED) return -errno;
+    if (mprotect(m, page, PROT_NONE) != 0) {  /* the guard page, below the stack */
+        int e = errno;
+        munmap(m, total);
+        return -e;
+    }
+    s->map = m;
+    s->map_size = total;
+    s->usable = usable;
+    s->top = (char *)m + total - offset;
+    if (prefault) {
+        /* One write per page, top down as a stack would, so no first-touch
+         * fault lands inside a timed loop. */
+        for (char *p = (char *)m + total - page; p >= (char *)m + page; p -= page)
+            *(volatile char *)p = 0;
+    }
+    return 0;
+}
+
+void lk_stack_free(lk_stack *s) {
+    if (s->map) munmap(s->map, s->map_size);
+    memset(s, 0, sizeof *s);
+}
+
+/* ------------------------------------------------------------- contexts */
+
+/* makecontext passes int arguments only: a pointer travels as two halves. */
+static void uc_entry(unsigned hi, unsigned lo, unsigned fhi, unsigned flo) {
+    void *arg = (void *)(((uintptr_t)hi << 32) | lo);
+    void (*entry)(void *) = (void (*)(void *))(((uintptr_t)fhi << 32) | flo);
+    entry(arg);
+    abort();  /* entry functions never return */
+}
+
+/* Apart from lk_make: getcontext returns twice, and the compiler then fears for
+ * every local of the function that calls it. */
+__attribute__((noinline)) static void *make_ucontext(lk_stack *s, void (*entry)(void *), void *arg) {
+    {
+        /* The ucontext_t sits at the top of the stack it describes. */
+        ucontext_t *uc = (ucontext_t *)(((uintptr_t)s->top - sizeof(ucontext_t)) & ~(uintptr_t)63);
+        if (getcontext(uc) != 0) return 0;
+        uc->uc_stack.ss_sp = (char *)s->map + lk_page_size();
+        uc->uc_stack.ss_size = (size_t)((char *)uc - (char *)uc->uc_stack.ss_sp);
+        uc->uc_link = 0;
+        uintptr_t a = (uintptr_t)arg, f = (uintptr_t)entry;
+        makecontext(uc, (void (*)(void))uc_entry, 4, (unsigned)(a >> 32), (unsigned)a,
+                    (unsigned)(f >> 32), (unsigned)f);
+        return uc;
+    }
+}
+
+void *lk_make(int kernel, lk_stack *s, void (*entry)(void *), void *arg) {
+    if (kernel == LK_UCONTEXT) return make_ucontext(s, entry, arg);
+    return lk_arch_make(kernel, s->top, entry, arg);
+}
+
+/* swapcontext behind the asm kernels' prototype, for the self-checks. */
+static void uc_swap(void **save, void *load) {
+    swapcontext((ucontext_t *)save, (ucontext_t *)load);
+}
+
+/* ----------------------------------------------------------- self-checks */
+
+int lk_regprobe_count(void) { return LK_NREGPROBE; }
+const char *lk_regprobe_name(int i) {
+    return (i >= 0 && i < LK_NREGPROBE) ? lk_regprobe_names[i] : "?";
+}
+
+/* Two sides of a switch: main and one context ("co"). For ucontext the
+ * save/load words hold ucontext_t pointers instead of stack pointers. */
+typedef struct {
+    lk_swap_fn swap;
+    void *main_sp, *co_sp;
+    ucontext_t main_uc;
+    int uc;
+    uint64_t co_in[LK_NREGPROBE], co_out[LK_NREGPROBE];
+    uint32_t co_set[2], co_after[2];
+    size_t use_bytes;
+} side;
+
+static void **save_main(side *d) { return d->uc ? (void **)&d->main_uc : &d->main_sp; }
+static void *load_main(side *d) { return d->uc ? (void *)&d->main_uc : d->main_sp; }
+static void **save_co(side *d) { return d->uc ? (void **)d->co_sp : &d->co_sp; }
+static void *load_co(side *d) { return d->co_sp; }
+/* For ucontext, co_sp is the ucontext_t and never moves: saving into it is fine. */
+
+static void regtest_co(void *arg) {
+    side *d = arg;
+    /* Load our own sentinels and switch back: main checks its registers. */
+    lk_regprobe(d->swap, save_co(d), load_main(d), d->co_in, d->co_out);
+    /* Resumed: co_out holds what survived here. */
+    for (;;) d->swap(save_co(d), load_main(d));
+}
+
+static int setup(int kernel, side *d, lk_stack *s, size_t size, void (*entry)(void *)) {
+    const char *why;
+    if (!lk_kernel_available(kernel, &why) || !lk_kernel_is_stackful(kernel)) return -1;
+    memset(d, 0, sizeof *d);
+    d->uc = kernel == LK_UCONTEXT;
+    d->swap = d->uc ? uc_swap : lk_swap_of(kernel);
+    if (lk_stack_alloc(s, size, 0, 0) != 0) return -1;
+    d->co_sp = lk_make(kernel, s, entry, d);
+    if (!d->co_sp) {
+        lk_stack_free(s);
+        return -1;
+    }
+    return 0;
+}
+
+int lk_regtest(int kernel, uint64_t *main_in, uint64_t *main_out, uint64_t *co_in,
+               uint64_t *co_out) {
+    side d;
+    lk_stack s;
+    if (setup(kernel, &d, &s, 64 * 1024, regtest_co) != 0) return -1;
+    for (int i = 0; i < LK_NREGPROBE; i++) {
+        main_in[i] = 0x1111111111111111ull * (uint64_t)(i + 1) ^ 0xA5A5000000000000ull;
+        d.co_in[i] = 0x0F0F0F0F0F0F0F0Full + (uint64_t)i * 0x0101010101010101ull;
+    }
+    /* main loads its sentinels and switches into co, which loads its own
+     * (clobbering every callee-saved register) and switches back. */
+    lk_regprobe(d.swap, save_main(&d), load_co(&d), main_in, main_out);
+    /* Resume co: its probe returns and records what it holds. */
+    d.swap(save_main(&d), load_co(&d));
+    memcpy(co_in, d.co_in, sizeof d.co_in);
+    memcpy(co_out, d.co_out, sizeof d.co_out);
+    lk_stack_free(&s);
+    return 0;
+}
+
+static void fptest_co(void *arg) {
+    side *d = arg;
+    const uint32_t co[2] = {LK_FPCTL_CO0, LK_FPCTL_CO1};
+    lk_fpctl_set(co);
+    lk_fpctl_get(d->co_set);
+    d->swap(save_co(d), load_main(d));
+    lk_fpctl_get(d->co_after);
+    for (;;) d->swap(save_co(d), load_main(d));
+}
+
+int lk_fptest(int kernel, uint32_t *main_set, uint32_t *main_after, uint32_t *co_set,
+              uint32_t *co_after, uint32_t *masks) {
+    side d;
+    lk_stack s;
+    uint32_t saved[2];
+    const uint32_t mine[2] = {LK_FPCTL_MAIN0, LK_FPCTL_MAIN1};
+    const uint32_t dflt[2] = {LK_FPCTL_DEFAULT0, LK_FPCTL_DEFAULT1};
+    lk_fpctl_get(saved);
+    lk_fpctl_set(dflt);  /* co starts from defaults (lk_make copies them) */
+    if (setup(kernel, &d, &s, 64 * 1024, fptest_co) != 0) {
+        lk_fpctl_set(saved);
+        return -1;
+    }
+    lk_fpctl_set(mine);
+    lk_fpctl_get(main_set);
+    d.swap(save_main(&d), load_co(&d));  /* co sets its own values and comes back */
+    lk_fpctl_get(main_after);
+    lk_fpctl_set(mine);                  /* make sure co sees ours, not its own, if it leaks */
+    d.swap(save_main(&d), load_co(&d));  /* co records what it holds after resuming */
+    lk_fpctl_set(saved);
+    memcpy(co_set, d.co_set, sizeof d.co_set);
+    memcpy(co_after, d.co_after, sizeof d.co_after);
+    masks[0] = LK_FPCTL_MASK0;
+    masks[1] = LK_FPCTL_MASK1;
+    lk_stack_free(&s);
+    return 0;
+}
+
+/* Uses about 512 bytes of stack a level; the buffer is volatile so each level keeps it. */
+__attribute__((noinline)) static size_t burn_stack(size_t left) {
+    volatile char buf[512];
+    buf[0] = (char)left;
+    buf[511] = (char)(left >> 8);
+    if (left <= sizeof buf) return sizeof buf + (size_t)(buf[0] & 0);
+    return sizeof buf + burn_stack(left - sizeof buf) + (size_t)(buf[511] & 0);
+}
+
+static void probe_co(void *arg) {
+    side *d = arg;
+    d->use_bytes = burn_stack(d->use_bytes);
+    for (;;) d->swap(save_co(d), load_main(d));
+}
+
+int lk_stack_probe(int kernel, size_t stack_size, size_t use_bytes) {
+    side d;
+    lk_stack s;
+    const char *why;
+    if (!lk_kernel_available(kernel, &why) || !lk_kernel_is_stackful(kernel)) return -1;
+    memset(&d, 0, sizeof d);
+    d.uc = kernel == LK_UCONTEXT;
+    d.swap = d.uc ? uc_swap : lk_swap_of(kernel);
+    d.use_bytes = use_bytes;
+    if (lk_stack_alloc(&s, stack_size, 0, 0) != 0) return -1;
+    d.co_sp = lk_make(kernel, &s, probe_co, &d);
+    if (!d.co_sp) return -1;
+    d.swap(save_main(&d), load_co(&d));
+    lk_stack_free(&s);
+    return 0;
+}

@@ -1,0 +1,85 @@
+/* labkit_core.h -- the C side of labkit: kernels, stacks, the timed loops and the self-checks.
+ * Everything here is called from labkit/_core.pyx, inside a worker process. */
+#ifndef LABKIT_CORE_H
+#define LABKIT_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum lk_kernel {
+    LK_ASM = 0,      /* callee-saved GPRs + sp, pop + jmp */
+    LK_ASM_RET,      /* the same, ending in ret */
+    LK_ASM_FPU,      /* + MXCSR and x87 control word (AArch64: + FPCR) */
+    LK_ASM_FXSAVE,   /* + the whole x87/SSE state, fxsave64 (x86-64 only) */
+    LK_ASM_XSAVE,    /* + every XCR0 component, xsave64 (x86-64 only) */
+    LK_UCONTEXT,     /* glibc swapcontext */
+    LK_STACKLESS,    /* a C state machine called through a pointer */
+    LK_NKERNELS
+};
+
+typedef void (*lk_swap_fn)(void **save_sp, void *load_sp);
+
+/* ---- kernels.c ---- */
+const char *lk_kernel_name(int kernel);
+/* 1 if the kernel can run here; else 0 and *why says why not. */
+int lk_kernel_available(int kernel, const char **why);
+int lk_kernel_is_stackful(int kernel);
+/* Bytes a suspended context keeps on its stack for this kernel. */
+size_t lk_kernel_frame_bytes(int kernel);
+const char *lk_arch_name(void);
+const char *lk_timer_name(void);
+const char *lk_compiler(void);
+const char *lk_cflags(void);
+
+/* A mmapped stack with a PROT_NONE guard page below it. */
+typedef struct {
+    void *map;          /* start of the mapping (the guard page) */
+    size_t map_size;    /* guard + usable */
+    size_t usable;      /* usable bytes, a whole number of pages */
+    char *top;          /* highest address; the stack grows down from here */
+} lk_stack;
+
+size_t lk_page_size(void);
+/* usable is rounded up to whole pages; offset moves the top down (stack colouring). */
+int lk_stack_alloc(lk_stack *s, size_t usable, size_t offset, int prefault);
+void lk_stack_free(lk_stack *s);
+
+/* A new stackful context that starts in entry(arg); entry must never return.
+ * For LK_UCONTEXT, ctx must point at a ucontext_t; for the asm kernels it is unused
+ * and the returned stack pointer is the context. */
+void *lk_make(int kernel, lk_stack *s, void (*entry)(void *), void *arg);
+lk_swap_fn lk_swap_of(int kernel);
+
+/* Self-checks, run by the tests. Return 0 on success, -1 if the kernel is not
+ * available or stackless. */
+int lk_regprobe_count(void);
+const char *lk_regprobe_name(int i);
+/* Fills main_out/co_out with the registers each side holds after switches; the
+ * sentinels each side loaded are written to main_in/co_in. */
+int lk_regtest(int kernel, uint64_t *main_in, uint64_t *main_out, uint64_t *co_in, uint64_t *co_out);
+/* FP control state: values set and seen after a switch, in main and in the other context.
+ * Each array holds 2 words (x86-64: MXCSR, x87 CW; AArch64: FPCR, 0). masks[] says which bits count. */
+int lk_fptest(int kernel, uint32_t *main_set, uint32_t *main_after, uint32_t *co_set,
+              uint32_t *co_after, uint32_t *masks);
+/* Runs a coroutine that uses about use_bytes of stack, then returns to main.
+ * Past the stack's end it faults on the guard page: the worker dies by SIGSEGV. */
+int lk_stack_probe(int kernel, size_t stack_size, size_t use_bytes);
+
+/* ---- harness.c ---- */
+typedef struct {
+    uint64_t loop_ns, loop_ticks;    /* the ping-pong loop */
+    uint64_t base_ns, base_ticks;    /* the same loop without the switch */
+    uint64_t switches;               /* transfers of control the loop made */
+    uint64_t counted;                /* transfers the two sides counted */
+    uint64_t minor_faults;           /* page faults during the timed loop */
+} lk_sample;
+
+/* Ping-pong between two contexts: rounds round trips = 2*rounds switches.
+ * warmup repeats are run and dropped; repeats samples are written to out.
+ * Returns 0, or -1 with err filled. */
+int lk_pingpong(int kernel, size_t stack_size, int prefault, uint64_t rounds, int warmup,
+                int repeats, lk_sample *out, char *err, size_t errlen);
+/* Ticks of the cycle counter per nanosecond of CLOCK_MONOTONIC, over about ms milliseconds. */
+double lk_ticks_per_ns(int ms);
+
+#endif

@@ -1,0 +1,53 @@
+/* selftest.c -- the kernels' correctness checks as a plain C program, without Python.
+ * Built natively by the tests, and with a cross compiler to run under qemu-user
+ * (AArch64). Prints one line per check and exits non-zero if any failed. */
+#include <stdio.h>
+#include <string.h>
+
+#include "labkit_core.h"
+
+static int failures = 0;
+
+static void check(int ok, const char *kernel, const char *what) {
+    printf("%s %s %s\n", ok ? "ok" : "FAIL", kernel, what);
+    if (!ok) failures++;
+}
+
+int main(void) {
+    printf("arch %s\n", lk_arch_name());
+    for (int k = 0; k < LK_NKERNELS; k++) {
+        const char *why, *name = lk_kernel_name(k);
+        if (!lk_kernel_available(k, &why)) {
+            printf("skip %s %s\n", name, why);
+            continue;
+        }
+        if (lk_kernel_is_stackful(k)) {
+            uint64_t mi[32], mo[32], ci[32], co[32];
+            int n = lk_regprobe_count();
+            check(lk_regtest(k, mi, mo, ci, co) == 0, name, "regtest ran");
+            for (int i = 0; i < n; i++) {
+                char what[64];
+                snprintf(what, sizeof what, "%s survives in main", lk_regprobe_name(i));
+                check(mi[i] == mo[i], name, what);
+                snprintf(what, sizeof what, "%s survives in the other context", lk_regprobe_name(i));
+                check(ci[i] == co[i], name, what);
+            }
+            uint32_t ms[2], ma[2], cs[2], ca[2], mask[2];
+            check(lk_fptest(k, ms, ma, cs, ca, mask) == 0, name, "fptest ran");
+            int keeps = ((ms[0] ^ ma[0]) & mask[0]) == 0 && ((ms[1] ^ ma[1]) & mask[1]) == 0 &&
+                        ((cs[0] ^ ca[0]) & mask[0]) == 0 && ((cs[1] ^ ca[1]) & mask[1]) == 0;
+            /* asm and asm_ret keep no FP control state by design: they must leak it. */
+            int should_keep = !(k == LK_ASM || k == LK_ASM_RET);
+            check(keeps == should_keep, name,
+                  should_keep ? "FP control state survives" : "FP control state leaks, as documented");
+            check(lk_stack_probe(k, 64 * 1024, 16 * 1024) == 0, name, "16 KiB of a 64 KiB stack usable");
+        }
+        lk_sample s[2];
+        char err[256];
+        int rc = lk_pingpong(k, 64 * 1024, 1, 1000, 1, 2, s, err, sizeof err);
+        check(rc == 0 && s[0].counted == 2000 && s[1].counted == 2000 && s[1].switches == 2000,
+              name, "2000 switches counted");
+    }
+    printf("%s\n", failures ? "SELFTEST FAILED" : "SELFTEST PASSED");
+    return failures ? 1 : 0;
+}

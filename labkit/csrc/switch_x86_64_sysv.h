@@ -1,0 +1,374 @@
+/*
+ * switch_x86_64_sysv.h -- labkit's stackful switch kernels for x86-64, System V ABI (ELF, GNU as).
+ *
+ * C prototype, shared by every kernel in this file:
+ *
+ *     void lk_swap_<kernel>(void **save_sp, void *load_sp);
+ *
+ * Pushes what the kernel preserves onto the current stack, stores the stack
+ * pointer to *save_sp, loads load_sp (a pointer that an earlier lk_swap_<kernel>
+ * or lk_make_<kernel> produced), pops the same frame and transfers control.
+ *
+ * Why these registers (System V AMD64 ABI, section 3.2.1 and 3.2.3):
+ *   rbx, rbp, r12-r15  callee-saved: the code we return into expects them intact.
+ *   rsp                the stack pointer is the context: it is stored, not pushed.
+ *   rip                the return address the `call` pushed; popped and jumped to.
+ *   MXCSR control bits callee-saved ("the control bits of the MXCSR register are
+ *   x87 control word   callee-saved, while the status bits are caller-saved"; the
+ *                      x87 control word likewise): asm_fpu and above keep them.
+ *   xmm0-15, x87 stack caller-saved: a C caller has already spilled what it needs,
+ *   and k0-7, zmm16-31 so asm/asm_fpu do not save them. asm_fxsave/asm_xsave do,
+ *                      needlessly, to measure what that costs (claim C002.3).
+ *   rax..r11 (others)  caller-saved or argument registers: not saved.
+ *   red zone           unaffected: we only ever push below rsp inside a call.
+ *   direction flag     the ABI requires DF=0 at calls and returns: nothing to do.
+ *
+ * Saved frame, at the stored stack pointer (offsets in bytes, growing upwards):
+ *
+ *   asm, asm_ret        asm_fpu              asm_fxsave           asm_xsave
+ *   0x00 r15            0x00 mxcsr (4 B)     0x000 fxsave area    0x0000 xsave area (64-aligned,
+ *   0x08 r14            0x04 x87 cw (2 B)          (512 B) +8 pad        lk_xsave_area_size B)
+ *   0x10 r13            0x08 r15             0x208 r15            size   -> pointer to r15 slot
+ *   0x18 r12            0x10 r14             0x210 r14            then the asm frame (r15 ... rip)
+ *   0x20 rbx            0x18 r13             0x218 r13
+ *   0x28 rbp            0x20 r12             0x220 r12
+ *   0x30 rip            0x28 rbx             0x228 rbx
+ *                       0x30 rbp             0x230 rbp
+ *                       0x38 rip             0x238 rip
+ *
+ * Alignment: a C caller enters with rsp = 8 (mod 16); six pushes keep that,
+ * so an 8-byte (fpu) or 520-byte (fxsave) reservation makes rsp 16-aligned,
+ * which fxsave64 needs. xsave64 needs 64-byte alignment: it is made by `and`.
+ *
+ * How control returns: every kernel but asm_ret pops the return address and
+ * jumps to it (as Boost.Context's jump_fcontext does); asm_ret ends in `ret`,
+ * whose target the return-stack predictor did not push (issue 3, notebook 06).
+ *
+ * A new context starts in lk_trampoline_x86_64 with r12 = entry, r13 = argument
+ * (see lk_make in kernels.c); the entry function must never return.
+ *
+ * The compiler emits the .note.GNU-stack section for the C file that includes
+ * this header; the pushsection at the end says the same for the asm itself.
+ */
+#ifndef LK_SWITCH_X86_64_SYSV_H
+#define LK_SWITCH_X86_64_SYSV_H
+
+#define LK_ARCH_NAME "x86_64-sysv"
+#define LK_HAVE_FXSAVE 1
+#define LK_HAVE_XSAVE 1
+
+__asm__(
+    ".text\n"
+
+    /* ---- asm: callee-saved GPRs + rsp, ends with pop + indirect jmp ---- */
+    ".globl lk_swap_asm\n"
+    ".hidden lk_swap_asm\n"
+    ".type lk_swap_asm,@function\n"
+    ".p2align 4\n"
+    "lk_swap_asm:\n"
+    "    pushq %rbp\n"                  /* callee-saved */
+    "    pushq %rbx\n"                  /* callee-saved */
+    "    pushq %r12\n"                  /* callee-saved */
+    "    pushq %r13\n"                  /* callee-saved */
+    "    pushq %r14\n"                  /* callee-saved */
+    "    pushq %r15\n"                  /* callee-saved */
+    "    movq  %rsp, (%rdi)\n"          /* *save_sp = rsp: this context is now stored */
+    "    movq  %rsi, %rsp\n"            /* rsp = load_sp: we are on the other stack */
+    "    popq  %r15\n"                  /* restore the other context's registers */
+    "    popq  %r14\n"
+    "    popq  %r13\n"
+    "    popq  %r12\n"
+    "    popq  %rbx\n"
+    "    popq  %rbp\n"
+    "    popq  %r8\n"                   /* its return address (r8 is scratch) */
+    "    jmpq  *%r8\n"                  /* indirect jump: predicted by the BTB */
+    ".size lk_swap_asm,.-lk_swap_asm\n"
+
+    /* ---- asm_ret: same frame as asm, ends with ret ---- */
+    ".globl lk_swap_asm_ret\n"
+    ".hidden lk_swap_asm_ret\n"
+    ".type lk_swap_asm_ret,@function\n"
+    ".p2align 4\n"
+    "lk_swap_asm_ret:\n"
+    "    pushq %rbp\n"                  /* callee-saved */
+    "    pushq %rbx\n"
+    "    pushq %r12\n"
+    "    pushq %r13\n"
+    "    pushq %r14\n"
+    "    pushq %r15\n"
+    "    movq  %rsp, (%rdi)\n"          /* store this context */
+    "    movq  %rsi, %rsp\n"            /* switch stacks */
+    "    popq  %r15\n"
+    "    popq  %r14\n"
+    "    popq  %r13\n"
+    "    popq  %r12\n"
+    "    popq  %rbx\n"
+    "    popq  %rbp\n"
+    "    ret\n"                         /* the return-stack buffer predicts our caller: wrong */
+    ".size lk_swap_asm_ret,.-lk_swap_asm_ret\n"
+
+    /* ---- asm_fpu: asm + MXCSR + x87 control word (what jump_fcontext keeps) ---- */
+    ".globl lk_swap_asm_fpu\n"
+    ".hidden lk_swap_asm_fpu\n"
+    ".type lk_swap_asm_fpu,@function\n"
+    ".p2align 4\n"
+    "lk_swap_asm_fpu:\n"
+    "    pushq %rbp\n"                  /* callee-saved */
+    "    pushq %rbx\n"
+    "    pushq %r12\n"
+    "    pushq %r13\n"
+    "    pushq %r14\n"
+    "    pushq %r15\n"
+    "    leaq  -8(%rsp), %rsp\n"        /* room for MXCSR + x87 CW; rsp now 16-aligned */
+    "    stmxcsr (%rsp)\n"              /* MXCSR: control bits are callee-saved */
+    "    fnstcw  4(%rsp)\n"             /* x87 control word: callee-saved */
+    "    movq  %rsp, (%rdi)\n"          /* store this context */
+    "    movq  %rsi, %rsp\n"            /* switch stacks */
+    "    ldmxcsr (%rsp)\n"              /* the other context's MXCSR */
+    "    fldcw   4(%rsp)\n"             /* and its x87 control word */
+    "    leaq  8(%rsp), %rsp\n"
+    "    popq  %r15\n"
+    "    popq  %r14\n"
+    "    popq  %r13\n"
+    "    popq  %r12\n"
+    "    popq  %rbx\n"
+    "    popq  %rbp\n"
+    "    popq  %r8\n"                   /* return address */
+    "    jmpq  *%r8\n"
+    ".size lk_swap_asm_fpu,.-lk_swap_asm_fpu\n"
+
+    /* ---- asm_fxsave: asm + the whole legacy FP/SSE state (512 B, fxsave64) ---- */
+    ".globl lk_swap_asm_fxsave\n"
+    ".hidden lk_swap_asm_fxsave\n"
+    ".type lk_swap_asm_fxsave,@function\n"
+    ".p2align 4\n"
+    "lk_swap_asm_fxsave:\n"
+    "    pushq %rbp\n"                  /* callee-saved */
+    "    pushq %rbx\n"
+    "    pushq %r12\n"
+    "    pushq %r13\n"
+    "    pushq %r14\n"
+    "    pushq %r15\n"
+    "    leaq  -520(%rsp), %rsp\n"      /* 512 B area + 8 B pad: rsp 16-aligned */
+    "    fxsave64 (%rsp)\n"             /* x87 + MXCSR + xmm0-15: more than the ABI asks */
+    "    movq  %rsp, (%rdi)\n"          /* store this context */
+    "    movq  %rsi, %rsp\n"            /* switch stacks */
+    "    fxrstor64 (%rsp)\n"            /* the other context's FP/SSE state */
+    "    leaq  520(%rsp), %rsp\n"
+    "    popq  %r15\n"
+    "    popq  %r14\n"
+    "    popq  %r13\n"
+    "    popq  %r12\n"
+    "    popq  %rbx\n"
+    "    popq  %rbp\n"
+    "    popq  %r8\n"                   /* return address */
+    "    jmpq  *%r8\n"
+    ".size lk_swap_asm_fxsave,.-lk_swap_asm_fxsave\n"
+
+    /* ---- asm_xsave: asm + every state component enabled in XCR0 (xsave64) ---- */
+    ".globl lk_swap_asm_xsave\n"
+    ".hidden lk_swap_asm_xsave\n"
+    ".type lk_swap_asm_xsave,@function\n"
+    ".p2align 4\n"
+    "lk_swap_asm_xsave:\n"
+    "    pushq %rbp\n"                  /* callee-saved */
+    "    pushq %rbx\n"
+    "    pushq %r12\n"
+    "    pushq %r13\n"
+    "    pushq %r14\n"
+    "    pushq %r15\n"
+    "    movq  %rsp, %r9\n"             /* r9 = address of the r15 slot */
+    "    subq  lk_xsave_area_size(%rip), %rsp\n" /* room for the area (size from CPUID) */
+    "    subq  $64, %rsp\n"             /* and for the back pointer */
+    "    andq  $-64, %rsp\n"            /* xsave64 needs 64-byte alignment */
+    "    movq  lk_xsave_area_size(%rip), %r10\n"
+    "    movq  %r9, (%rsp,%r10)\n"      /* back pointer just above the area */
+    "    xorl  %eax, %eax\n"             /* xsave64 writes only the XSTATE_BV bits */
+    "    movq  %rax, 512(%rsp)\n"        /* that XCR0 enables and none of the rest of */
+    "    movq  %rax, 520(%rsp)\n"        /* the 64-byte header, and xrstor64 faults */
+    "    movq  %rax, 528(%rsp)\n"        /* unless the rest is zero: the stack holds */
+    "    movq  %rax, 536(%rsp)\n"        /* garbage there, so clear all of it */
+    "    movq  %rax, 544(%rsp)\n"
+    "    movq  %rax, 552(%rsp)\n"
+    "    movq  %rax, 560(%rsp)\n"
+    "    movq  %rax, 568(%rsp)\n"
+    "    movl  $-1, %eax\n"             /* requested-feature bitmap: everything */
+    "    movl  $-1, %edx\n"             /* that XCR0 enables */
+    "    xsave64 (%rsp)\n"              /* x87, SSE, AVX, AVX-512, ...: all of it */
+    "    movq  %rsp, (%rdi)\n"          /* store this context */
+    "    movq  %rsi, %rsp\n"            /* switch stacks */
+    "    xrstor64 (%rsp)\n"             /* eax/edx still all ones */
+    "    movq  lk_xsave_area_size(%rip), %r10\n"
+    "    movq  (%rsp,%r10), %rsp\n"     /* follow the back pointer to the GPR frame */
+    "    popq  %r15\n"
+    "    popq  %r14\n"
+    "    popq  %r13\n"
+    "    popq  %r12\n"
+    "    popq  %rbx\n"
+    "    popq  %rbp\n"
+    "    popq  %r8\n"                   /* return address */
+    "    jmpq  *%r8\n"
+    ".size lk_swap_asm_xsave,.-lk_swap_asm_xsave\n"
+
+    /* ---- first entry of a new context ---- */
+    ".globl lk_trampoline_x86_64\n"
+    ".hidden lk_trampoline_x86_64\n"
+    ".type lk_trampoline_x86_64,@function\n"
+    ".p2align 4\n"
+    "lk_trampoline_x86_64:\n"
+    "    movq  %r13, %rdi\n"            /* argument, placed in the r13 slot by lk_make */
+    "    callq *%r12\n"                 /* entry, from the r12 slot; rsp is 16-aligned here */
+    "    ud2\n"                         /* an entry function returned: crash loudly */
+    ".size lk_trampoline_x86_64,.-lk_trampoline_x86_64\n"
+
+    /* ---- register-survival probe for the tests ---- */
+    /* void lk_regprobe(swap_fn fn, void **save, void *load, const uint64_t in[6], uint64_t out[6])
+     * loads in[] into rbx, rbp, r12-r15, calls fn(save, load), and writes the six
+     * registers as they are after the switch came back into out[]. */
+    ".globl lk_regprobe\n"
+    ".hidden lk_regprobe\n"
+    ".type lk_regprobe,@function\n"
+    ".p2align 4\n"
+    "lk_regprobe:\n"
+    "    pushq %rbp\n"                  /* our own caller's callee-saved registers */
+    "    pushq %rbx\n"
+    "    pushq %r12\n"
+    "    pushq %r13\n"
+    "    pushq %r14\n"
+    "    pushq %r15\n"
+    "    pushq %r8\n"                   /* out[]: r8 is clobbered by the switch; rsp now 16-aligned */
+    "    movq  %rdi, %rax\n"            /* fn */
+    "    movq  %rsi, %rdi\n"            /* save */
+    "    movq  %rdx, %rsi\n"            /* load */
+    "    movq  0(%rcx), %rbx\n"         /* sentinels into every callee-saved register */
+    "    movq  8(%rcx), %rbp\n"
+    "    movq  16(%rcx), %r12\n"
+    "    movq  24(%rcx), %r13\n"
+    "    movq  32(%rcx), %r14\n"
+    "    movq  40(%rcx), %r15\n"
+    "    callq *%rax\n"                 /* switch away and, later, back */
+    "    popq  %r8\n"
+    "    movq  %rbx, 0(%r8)\n"          /* what survived */
+    "    movq  %rbp, 8(%r8)\n"
+    "    movq  %r12, 16(%r8)\n"
+    "    movq  %r13, 24(%r8)\n"
+    "    movq  %r14, 32(%r8)\n"
+    "    movq  %r15, 40(%r8)\n"
+    "    popq  %r15\n"
+    "    popq  %r14\n"
+    "    popq  %r13\n"
+    "    popq  %r12\n"
+    "    popq  %rbx\n"
+    "    popq  %rbp\n"
+    "    ret\n"
+    ".size lk_regprobe,.-lk_regprobe\n"
+
+    /* ---- an empty function, for the call-cost baseline ---- */
+    ".globl lk_noop\n"
+    ".hidden lk_noop\n"
+    ".type lk_noop,@function\n"
+    ".p2align 4\n"
+    "lk_noop:\n"
+    "    ret\n"
+    ".size lk_noop,.-lk_noop\n"
+
+    ".pushsection .note.GNU-stack,\"\",@progbits\n"
+    ".popsection\n");
+
+#include <stdint.h>
+#include <string.h>
+
+/* Registers that lk_regprobe fills with sentinels: rbx, rbp, r12-r15. */
+#define LK_NREGPROBE 6
+static const char *const lk_regprobe_names[LK_NREGPROBE] = {"rbx", "rbp", "r12", "r13", "r14", "r15"};
+
+/* Bytes that xsave64 writes for the components XCR0 enables, rounded up to 64:
+ * set once by lk_arch_init() from CPUID leaf 0xD, read by lk_swap_asm_xsave. */
+__attribute__((visibility("hidden"))) uint64_t lk_xsave_area_size = 0;
+
+static inline void lk_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4]) {
+    __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(sub));
+}
+
+/* 1 when the CPU and the OS let us use xsave64/xrstor64 (CPUID.1:ECX.OSXSAVE). */
+static int lk_arch_init(void) {
+    uint32_t r[4];
+    lk_cpuid(1, 0, r);
+    if (!(r[2] & (1u << 27))) return 0;
+    lk_cpuid(0xD, 0, r);
+    lk_xsave_area_size = ((uint64_t)r[1] + 63) & ~(uint64_t)63;
+    return 1;
+}
+
+/* Bytes each kernel keeps on a suspended context's stack (for minimum stack sizes). */
+static size_t lk_arch_frame_bytes(int kernel) {
+    switch (kernel) {
+    case LK_ASM: case LK_ASM_RET: return 56;
+    case LK_ASM_FPU: return 64;
+    case LK_ASM_FXSAVE: return 576;
+    case LK_ASM_XSAVE: return 56 + 64 + 64 + (size_t)lk_xsave_area_size;
+    default: return 0;
+    }
+}
+
+extern void lk_trampoline_x86_64(void);
+
+/* Lay out a new context's first frame below top (16-aligned) so that the
+ * kernel's restore path lands in the trampoline with r12 = entry, r13 = arg.
+ * FP state starts as a copy of the creator's, as a new thread's does. */
+static void *lk_arch_make(int kernel, char *top, void (*entry)(void *), void *arg) {
+    uint64_t *gpr = (uint64_t *)(((uintptr_t)top & ~(uintptr_t)15) - 56);
+    gpr[0] = 0;                               /* r15 */
+    gpr[1] = 0;                               /* r14 */
+    gpr[2] = (uint64_t)(uintptr_t)arg;        /* r13 */
+    gpr[3] = (uint64_t)(uintptr_t)entry;      /* r12 */
+    gpr[4] = 0;                               /* rbx */
+    gpr[5] = 0;                               /* rbp: ends frame-pointer walks */
+    gpr[6] = (uint64_t)(uintptr_t)&lk_trampoline_x86_64; /* rip */
+    char *sp = (char *)gpr;
+    switch (kernel) {
+    case LK_ASM: case LK_ASM_RET:
+        return sp;
+    case LK_ASM_FPU:
+        sp -= 8;
+        __asm__ volatile("stmxcsr (%0)\n\tfnstcw 4(%0)" : : "r"(sp) : "memory");
+        return sp;
+    case LK_ASM_FXSAVE:
+        sp -= 520;
+        __asm__ volatile("fxsave64 (%0)" : : "r"(sp) : "memory");
+        return sp;
+    case LK_ASM_XSAVE: {
+        char *area = (char *)(((uintptr_t)sp - lk_xsave_area_size - 64) & ~(uintptr_t)63);
+        memset(area, 0, lk_xsave_area_size);  /* a clean header for xrstor64 */
+        *(uint64_t *)(area + lk_xsave_area_size) = (uint64_t)(uintptr_t)sp;
+        __asm__ volatile("xsave64 (%0)" : : "r"(area), "a"(-1), "d"(-1) : "memory");
+        return area;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* Floating-point control state: MXCSR and the x87 control word. */
+#define LK_FPCTL_NAMES {"mxcsr", "x87_cw"}
+#define LK_FPCTL_MASK0 0xFFC0u   /* MXCSR without the sticky exception flags (caller-saved) */
+#define LK_FPCTL_MASK1 0xFFFFu
+/* Values the tests set: round-toward-zero in main, round-down in the other context. */
+#define LK_FPCTL_MAIN0 0x7F80u
+#define LK_FPCTL_MAIN1 0x0F7Fu
+#define LK_FPCTL_CO0 0x3F80u
+#define LK_FPCTL_CO1 0x077Fu
+#define LK_FPCTL_DEFAULT0 0x1F80u
+#define LK_FPCTL_DEFAULT1 0x037Fu
+
+static inline void lk_fpctl_get(uint32_t v[2]) {
+    uint32_t mx; uint16_t cw;
+    __asm__ volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(mx), "=m"(cw));
+    v[0] = mx; v[1] = cw;
+}
+static inline void lk_fpctl_set(const uint32_t v[2]) {
+    uint32_t mx = v[0]; uint16_t cw = (uint16_t)v[1];
+    __asm__ volatile("ldmxcsr %0\n\tfldcw %1" : : "m"(mx), "m"(cw));
+}
+
+#endif /* LK_SWITCH_X86_64_SYSV_H */
