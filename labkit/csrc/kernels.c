@@ -141,7 +141,7 @@ static void uc_entry(unsigned hi, unsigned lo, unsigned fhi, unsigned flo) {
 __attribute__((noinline)) static void *make_ucontext(lk_stack *s, void (*entry)(void *), void *arg) {
     {
         /* The ucontext_t sits at the top of the stack it describes. */
-        ucontext_t *uc = (ucontext_t *)(((uintptr_t)s->top - sizeof(ucontext_t)) & ~(uintptr_t)63);
+        ucontext_t *volatile uc = (ucontext_t *)(((uintptr_t)s->top - sizeof(ucontext_t)) & ~(uintptr_t)63);
         if (getcontext(uc) != 0) return 0;
         uc->uc_stack.ss_sp = (char *)s->map + lk_page_size();
         uc->uc_stack.ss_size = (size_t)((char *)uc - (char *)uc->uc_stack.ss_sp);
@@ -269,18 +269,22 @@ int lk_fptest(int kernel, uint32_t *main_set, uint32_t *main_after, uint32_t *co
     return 0;
 }
 
-/* Uses about 512 bytes of stack a level; the buffer is volatile so each level keeps it. */
-__attribute__((noinline)) static size_t burn_stack(size_t left) {
+/* Uses about 512 bytes of stack a level. Each level writes into its parent's
+ * buffer, so every buffer's address escapes and each level needs a frame of its
+ * own: without that, gcc turns the recursion into a loop over one buffer. */
+__attribute__((noinline)) static size_t burn_stack(size_t left, volatile char *parent) {
     volatile char buf[512];
     buf[0] = (char)left;
-    buf[511] = (char)(left >> 8);
-    if (left <= sizeof buf) return sizeof buf + (size_t)(buf[0] & 0);
-    return sizeof buf + burn_stack(left - sizeof buf) + (size_t)(buf[511] & 0);
+    buf[sizeof buf - 1] = 1;
+    if (parent) parent[1] = buf[0];
+    if (left <= sizeof buf) return sizeof buf;
+    size_t below = burn_stack(left - sizeof buf, buf);
+    return sizeof buf + below + (size_t)(buf[1] & 0);
 }
 
 static void probe_co(void *arg) {
     side *d = arg;
-    d->use_bytes = burn_stack(d->use_bytes);
+    d->use_bytes = burn_stack(d->use_bytes, 0);
     for (;;) d->swap(save_co(d), load_main(d));
 }
 

@@ -1,0 +1,38 @@
+# Declarations of labkit's C core (labkit/csrc/labkit_core.h), apart from the bodies in _core.pyx.
+from libc.stdint cimport uint32_t, uint64_t
+
+
+cdef extern from "csrc/labkit_core.h" nogil:
+    enum:
+        LK_NKERNELS
+
+    ctypedef struct lk_sample:
+        uint64_t loop_ns
+        uint64_t loop_ticks
+        uint64_t base_ns
+        uint64_t base_ticks
+        uint64_t switches
+        uint64_t counted
+        uint64_t minor_faults
+
+    const char *lk_kernel_name(int kernel)
+    int lk_kernel_available(int kernel, const char **why)
+    int lk_kernel_is_stackful(int kernel)
+    size_t lk_kernel_frame_bytes(int kernel)
+    const char *lk_arch_name()
+    const char *lk_timer_name()
+    const char *lk_compiler()
+    const char *lk_cflags()
+    size_t lk_page_size()
+
+    int lk_regprobe_count()
+    const char *lk_regprobe_name(int i)
+    int lk_regtest(int kernel, uint64_t *main_in, uint64_t *main_out, uint64_t *co_in,
+                   uint64_t *co_out)
+    int lk_fptest(int kernel, uint32_t *main_set, uint32_t *main_after, uint32_t *co_set,
+                  uint32_t *co_after, uint32_t *masks)
+    int lk_stack_probe(int kernel, size_t stack_size, size_t use_bytes)
+
+    int lk_pingpong(int kernel, size_t stack_size, int prefault, uint64_t rounds, int warmup,
+                    int repeats, lk_sample *out, char *err, size_t errlen)
+    double lk_ticks_per_ns(int ms)

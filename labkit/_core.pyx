@@ -1,0 +1,121 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""labkit's compiled core: thin wrappers over the C kernels and timed loops.
+
+Private: call it only inside a worker process (labkit.worker), where a
+crashing kernel cannot take the caller down. Arguments are validated by
+labkit.validate before they get here.
+"""
+from libc.stdint cimport uint32_t, uint64_t
+from libc.stdlib cimport free, malloc
+
+
+
+def kernel_table():
+    """One dict per kernel the C core knows: name, stackful, available, why_not, frame_bytes."""
+    cdef const char *why
+    rows = []
+    for k in range(LK_NKERNELS):
+        ok = lk_kernel_available(k, &why)
+        rows.append({
+            "index": k,
+            "name": lk_kernel_name(k).decode(),
+            "stackful": bool(lk_kernel_is_stackful(k)),
+            "available": bool(ok),
+            "why_not": why.decode(),
+            "frame_bytes": lk_kernel_frame_bytes(k),
+        })
+    return rows
+
+
+def build_info():
+    """Architecture, timer, compiler and flags the core was built with."""
+    return {
+        "arch": lk_arch_name().decode(),
+        "timer": lk_timer_name().decode(),
+        "compiler": lk_compiler().decode(),
+        "cflags": lk_cflags().decode(),
+        "page_size": lk_page_size(),
+    }
+
+
+def ticks_per_ns(int ms=100):
+    """Cycle-counter ticks per nanosecond of CLOCK_MONOTONIC, over about ms milliseconds."""
+    cdef double r
+    with nogil:
+        r = lk_ticks_per_ns(ms)
+    return r
+
+
+def pingpong(int kernel, size_t stack_size, bint prefault, uint64_t rounds, int warmup,
+             int repeats):
+    """Run the timed ping-pong; one dict per repeat (raw ns and ticks of both loops)."""
+    cdef lk_sample *out = <lk_sample *>malloc(sizeof(lk_sample) * repeats)
+    cdef char err[512]
+    cdef int rc
+    if out == NULL:
+        raise MemoryError("no memory for the samples")
+    try:
+        with nogil:
+            rc = lk_pingpong(kernel, stack_size, prefault, rounds, warmup, repeats, out, err,
+                             sizeof(err))
+        if rc != 0:
+            raise RuntimeError(err.decode())
+        return [
+            {
+                "loop_ns": out[i].loop_ns,
+                "loop_ticks": out[i].loop_ticks,
+                "base_ns": out[i].base_ns,
+                "base_ticks": out[i].base_ticks,
+                "switches": out[i].switches,
+                "counted": out[i].counted,
+                "minor_faults": out[i].minor_faults,
+            }
+            for i in range(repeats)
+        ]
+    finally:
+        free(out)
+
+
+def regtest(int kernel):
+    """Sentinels loaded into every callee-saved register on each side, and what survived."""
+    cdef uint64_t mi[32]
+    cdef uint64_t mo[32]
+    cdef uint64_t ci[32]
+    cdef uint64_t co[32]
+    cdef int n = lk_regprobe_count()
+    if lk_regtest(kernel, mi, mo, ci, co) != 0:
+        raise RuntimeError(f"regtest cannot run kernel {lk_kernel_name(kernel).decode()}")
+    return [
+        {
+            "register": lk_regprobe_name(i).decode(),
+            "main_in": mi[i], "main_out": mo[i],
+            "other_in": ci[i], "other_out": co[i],
+        }
+        for i in range(n)
+    ]
+
+
+def fptest(int kernel):
+    """FP control words set on each side of a switch and seen after it, with the masks that count."""
+    cdef uint32_t ms[2]
+    cdef uint32_t ma[2]
+    cdef uint32_t cs[2]
+    cdef uint32_t ca[2]
+    cdef uint32_t mask[2]
+    if lk_fptest(kernel, ms, ma, cs, ca, mask) != 0:
+        raise RuntimeError(f"fptest cannot run kernel {lk_kernel_name(kernel).decode()}")
+    return {
+        "main_set": [ms[0], ms[1]], "main_after": [ma[0], ma[1]],
+        "other_set": [cs[0], cs[1]], "other_after": [ca[0], ca[1]],
+        "mask": [mask[0], mask[1]],
+    }
+
+
+def stack_probe(int kernel, size_t stack_size, size_t use_bytes):
+    """Use about use_bytes of a new context's stack; past its end the process dies of SIGSEGV."""
+    cdef int rc
+    with nogil:
+        rc = lk_stack_probe(kernel, stack_size, use_bytes)
+    if rc != 0:
+        raise RuntimeError("stack_probe could not set up the context")
+    return use_bytes

@@ -1,0 +1,54 @@
+"""Entry point of a labkit worker process: reads one JSON job a line on stdin, runs it
+in the compiled core, writes one JSON answer a line on stdout.
+
+A kernel that crashes (a stack overflow into the guard page, say) kills only this
+process; labkit.worker turns that into a Python exception in the caller.
+Only the standard library and labkit._core are imported here, to start fast.
+"""
+import json
+import os
+import sys
+
+
+def _run(job: dict):
+    from labkit import _core
+
+    op = job["op"]
+    cpu = job.get("cpu")
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
+    if op == "pingpong":
+        return _core.pingpong(job["kernel"], job["stack_size"], job["prefault"],
+                              job["rounds"], job["warmup"], job["repeats"])
+    if op == "regtest":
+        return _core.regtest(job["kernel"])
+    if op == "fptest":
+        return _core.fptest(job["kernel"])
+    if op == "stack_probe":
+        return _core.stack_probe(job["kernel"], job["stack_size"], job["use_bytes"])
+    if op == "ticks_per_ns":
+        return _core.ticks_per_ns(job["ms"])
+    if op == "ping":
+        return os.getpid()
+    if op == "sleep":  # for the tests of time-outs
+        import time
+
+        time.sleep(job["seconds"])
+        return None
+    raise ValueError(f"unknown worker op {op!r}")
+
+
+def main() -> None:
+    out = sys.stdout
+    for line in sys.stdin:
+        job = json.loads(line)
+        try:
+            answer = {"ok": True, "result": _run(job)}
+        except Exception as exc:  # reported to the caller, who re-raises it
+            answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        out.write(json.dumps(answer) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()

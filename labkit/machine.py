@@ -1,0 +1,141 @@
+"""What machine and build a measurement came from: pyperf's metadata, plus what it
+lacks for switch kernels (cycle-counter rate, compiler and flags, virtualisation,
+the lab's own commit), and a fingerprint that names the machine in merged results."""
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import platform
+import re
+import subprocess
+from pathlib import Path
+
+from labkit import _core, worker
+
+_REPO = Path(__file__).resolve().parent.parent
+
+# The columns every measured row carries, so that a row read alone still says where it came from.
+ROW_METADATA = (
+    "machine_id", "hostname", "cpu_model", "arch", "cpu_count", "kernel_release",
+    "compiler", "cflags", "opt_level", "timer", "tsc_ghz", "virtualization",
+    "governor", "turbo", "smt", "labkit_commit",
+)
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def _cpu_model() -> str:
+    text = _read("/proc/cpuinfo") or ""
+    for key in ("model name", "Model", "CPU part"):
+        m = re.search(rf"^{key}\s*:\s*(.+)$", text, re.M)
+        if m:
+            return m.group(1).strip()
+    return platform.processor() or "unknown"
+
+
+def _virtualization() -> str:
+    """The hypervisor if there is one: timings in a VM include its exits and steal time."""
+    try:
+        out = subprocess.run(["systemd-detect-virt"], capture_output=True, text=True, timeout=5)
+        if out.stdout.strip():
+            return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    flags = _read("/proc/cpuinfo") or ""
+    if re.search(r"^flags\s*:.*\bhypervisor\b", flags, re.M):
+        return "yes (hypervisor flag)"
+    return "none detected"
+
+
+def _turbo() -> str:
+    no_turbo = _read("/sys/devices/system/cpu/intel_pstate/no_turbo")
+    if no_turbo is not None:
+        return "off" if no_turbo == "1" else "on"
+    boost = _read("/sys/devices/system/cpu/cpufreq/boost")
+    if boost is not None:
+        return "on" if boost == "1" else "off"
+    return "unknown"
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(_REPO), *args], capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def labkit_commit() -> str:
+    """The lab's git commit, with '-dirty' if the tree has uncommitted changes."""
+    commit = _git("rev-parse", "--short=12", "HEAD")
+    if commit is None:
+        return "unknown"
+    dirty = _git("status", "--porcelain", "--untracked-files=no")
+    return commit + ("-dirty" if dirty else "")
+
+
+def _opt_level(cflags: str) -> str:
+    levels = re.findall(r"(?<!\S)-O(\S*)", cflags)
+    return f"-O{levels[-1]}" if levels else "unknown"
+
+
+@functools.lru_cache(maxsize=1)
+def _static_info() -> dict:
+    import pyperf
+
+    meta = pyperf.Run([1.0], collect_metadata=True).get_metadata()
+    build = _core.build_info()
+    ticks = worker.run({"op": "ticks_per_ns", "ms": 200}, describe="TSC calibration",
+                       timeout=60)
+    info = {
+        "cpu_model": _cpu_model(),
+        "arch": build["arch"],
+        "cpu_count": os.cpu_count(),
+        "cpu_freq": meta.get("cpu_freq", "unknown"),
+        "cpu_config": meta.get("cpu_config", "unknown"),
+        "hostname": platform.node(),
+        "platform": meta.get("platform", platform.platform()),
+        "kernel_release": platform.release(),
+        "python": platform.python_version(),
+        "compiler": build["compiler"],
+        "cflags": build["cflags"],
+        "opt_level": _opt_level(build["cflags"]),
+        "timer": build["timer"] + " / clock_gettime(CLOCK_MONOTONIC)",
+        "tsc_ghz": round(ticks, 4),
+        "page_size": build["page_size"],
+        "memory_bytes": os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
+        "virtualization": _virtualization(),
+        "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor") or "unknown",
+        "turbo": _turbo(),
+        "smt": _read("/sys/devices/system/cpu/smt/active") or "unknown",
+        "isolated_cpus": _read("/sys/devices/system/cpu/isolated") or "",
+        "aslr": meta.get("aslr", "unknown"),
+        "labkit_commit": labkit_commit(),
+    }
+    key = "|".join(str(info[k]) for k in ("cpu_model", "arch", "cpu_count", "hostname",
+                                          "kernel_release", "memory_bytes"))
+    info["machine_id"] = hashlib.sha256(key.encode()).hexdigest()[:12]
+    return info
+
+
+def machine_info(refresh: bool = False) -> dict:
+    """CPU model, cycle-counter rate, cores, kernel, compiler and flags, governor/turbo/SMT
+    where readable, virtualisation, git commit and a machine fingerprint, plus the load now."""
+    if refresh:
+        _static_info.cache_clear()
+    info = dict(_static_info())
+    info["load_avg_1min"] = os.getloadavg()[0]
+    return info
+
+
+def row_metadata() -> dict:
+    """The metadata columns every measured row carries."""
+    info = machine_info()
+    return {k: info[k] for k in ROW_METADATA}

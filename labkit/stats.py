@@ -1,0 +1,57 @@
+"""Medians and spread over repeats, and pyperf's rule for when a result is too noisy to trust."""
+from __future__ import annotations
+
+# pyperf warns when the standard deviation is 10% of the mean or more.
+NOISY_CV = 0.10
+# Columns carried into a summary row when they are the same for the whole group.
+_KEPT = ("kind", "stack_size", "machine_id", "cpu_model", "tsc_ghz", "compiler", "opt_level")
+
+
+def summarize(df, by=("kernel",), value: str = "ns_per_switch"):
+    """One row per group: repeats, median, quartiles, IQR, min, max, mean, std, coefficient
+    of variation, the median of ticks per switch if present, and a `noisy` flag (std >= 10%
+    of the mean, pyperf's rule). The metadata columns that are constant in a group are kept."""
+    import pandas as pd
+
+    by = [by] if isinstance(by, str) else list(by)
+    rows = []
+    for key, g in df.groupby(by, sort=False, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        v = g[value].astype(float)
+        mean, std = v.mean(), v.std(ddof=1) if len(v) > 1 else 0.0
+        q1, med, q3 = v.quantile([0.25, 0.5, 0.75])
+        row = dict(zip(by, key))
+        row.update({
+            "repeats": len(v),
+            "median": med,
+            "q1": q1,
+            "q3": q3,
+            "iqr": q3 - q1,
+            "min": v.min(),
+            "max": v.max(),
+            "mean": mean,
+            "std": std,
+            "cv": std / mean if mean else float("nan"),
+        })
+        if value == "ns_per_switch" and "ticks_per_switch" in g:
+            row["median_ticks"] = g["ticks_per_switch"].median()
+        row["noisy"] = bool(abs(std) >= NOISY_CV * abs(mean)) if mean else True
+        for col in _KEPT:
+            if col in g and col not in row and g[col].nunique(dropna=False) == 1:
+                row[col] = g[col].iloc[0]
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def noise_warnings(summary) -> list[str]:
+    """pyperf-style warnings, one per noisy group, to print before the results."""
+    out = []
+    for _, r in summary.iterrows():
+        if r.get("noisy"):
+            label = ", ".join(str(r[c]) for c in summary.columns[:1])
+            out.append(
+                f"WARNING: {label}: std dev is {100 * r['cv']:.0f}% of the mean "
+                f"(>= {100 * NOISY_CV:.0f}%): the result may be unstable; "
+                "run more repeats or on a quieter machine"
+            )
+    return out

@@ -1,0 +1,130 @@
+"""Argument checks for the public API: a clear ValueError/TypeError naming the parameter
+and the accepted range, before anything reaches C. Never a silent clamp."""
+from __future__ import annotations
+
+import numbers
+import os
+
+from labkit import kernelinfo as _kernels
+
+# Headroom above a kernel's saved frame for the context's own entry function.
+ENTRY_HEADROOM = 2048
+MAX_SWITCHES = 10**10
+MAX_REPEATS = 100_000
+DEFAULT_STACK_SIZE = 64 * 1024
+
+
+class KernelUnavailableError(ValueError):
+    """The kernel exists but cannot run on this machine (the message says why)."""
+
+
+def page_size() -> int:
+    return os.sysconf("SC_PAGE_SIZE")
+
+
+def physical_memory() -> int:
+    return os.sysconf("SC_PHYS_PAGES") * page_size()
+
+
+def round_to_pages(n: int) -> int:
+    p = page_size()
+    return -(-n // p) * p
+
+
+def _integer(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, not {type(value).__name__} ({value!r})")
+    return int(value)
+
+
+def kernel(name) -> str:
+    """A known kernel name that runs here."""
+    if not isinstance(name, str):
+        raise TypeError(f"kernel must be a str naming a kernel, not {type(name).__name__}")
+    if name not in _kernels.KERNEL_NAMES:
+        raise ValueError(
+            f"kernel must be one of {', '.join(_kernels.KERNEL_NAMES)}; got {name!r}"
+        )
+    ok, why = _kernels.availability(name)
+    if not ok:
+        raise KernelUnavailableError(f"kernel {name!r} is not available on this machine: {why}")
+    return name
+
+
+def min_stack_size(kernel_name: str) -> int:
+    """Smallest stack a context of this kernel gets: its saved frame plus room for its entry."""
+    return round_to_pages(_kernels.frame_bytes(kernel_name) + ENTRY_HEADROOM)
+
+
+def stack_size(kernel_name: str, value) -> int | None:
+    """The stack size in bytes, rounded up to whole pages (None: 64 KiB); None for a stackless kernel."""
+    if _kernels.kernel_info(kernel_name).kind == "stackless":
+        if value is not None:
+            raise ValueError(
+                f"stack_size must be left unset (None) for the stackless kernel "
+                f"{kernel_name!r}: it has no stack; got {value!r}"
+            )
+        return None
+    if value is None:
+        value = DEFAULT_STACK_SIZE
+    n = _integer("stack_size", value)
+    lo, hi = min_stack_size(kernel_name), physical_memory()
+    if not lo <= n <= hi:
+        raise ValueError(
+            f"stack_size must be between {lo} bytes (one page at least, plus the "
+            f"{kernel_name} frame and room for the entry function) and {hi} bytes "
+            f"(this machine's memory); got {n}"
+        )
+    return round_to_pages(n)
+
+
+def switches(value) -> int:
+    """An even number of switches: one round trip between two contexts is two."""
+    n = _integer("switches", value)
+    if not 2 <= n <= MAX_SWITCHES or n % 2:
+        raise ValueError(
+            f"switches must be an even integer from 2 to {MAX_SWITCHES} "
+            f"(one round trip = 2 switches); got {n}"
+        )
+    return n
+
+
+def repeats(value) -> int:
+    n = _integer("repeats", value)
+    if not 1 <= n <= MAX_REPEATS:
+        raise ValueError(f"repeats must be an integer from 1 to {MAX_REPEATS}; got {n}")
+    return n
+
+
+def warmup(value) -> int:
+    n = _integer("warmup", value)
+    if not 0 <= n <= MAX_REPEATS:
+        raise ValueError(f"warmup must be an integer from 0 to {MAX_REPEATS}; got {n}")
+    return n
+
+
+def cpu(value) -> int | None:
+    """None (no pinning) or a CPU in this process's affinity set."""
+    if value is None:
+        return None
+    n = _integer("cpu", value)
+    allowed = sorted(os.sched_getaffinity(0))
+    if n not in allowed:
+        raise ValueError(f"cpu must be one of this process's CPUs {allowed}, or None; got {n}")
+    return n
+
+
+def flag(name: str, value) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, not {type(value).__name__} ({value!r})")
+    return value
+
+
+def timeout(value) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"timeout must be a number of seconds or None, not {type(value).__name__}")
+    if not value > 0:
+        raise ValueError(f"timeout must be > 0 seconds; got {value}")
+    return float(value)

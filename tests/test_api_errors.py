@@ -1,0 +1,83 @@
+"""Bad input gets a clear ValueError/TypeError naming the parameter and what it accepts,
+before anything runs: never a crash, a hang or a silent clamp."""
+import os
+
+import pytest
+
+import labkit
+from labkit import validate
+
+HUGE = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") * 2
+NOT_MINE = max(range(os.cpu_count() + 64)) + 1  # beyond any CPU of this machine
+
+CASES = [
+    # (kwargs, exception, words the message must contain)
+    (dict(kernel="nope"), ValueError, ["kernel", "asm_fpu"]),
+    (dict(kernel=3), TypeError, ["kernel"]),
+    (dict(kernel=None), TypeError, ["kernel"]),
+    (dict(kernel="asm", stack_size=-4096), ValueError, ["stack_size", "between"]),
+    (dict(kernel="asm", stack_size=0), ValueError, ["stack_size", "between"]),
+    (dict(kernel="asm", stack_size=100), ValueError, ["stack_size", "between"]),
+    (dict(kernel="asm", stack_size=HUGE), ValueError, ["stack_size", "memory"]),
+    (dict(kernel="asm", stack_size=65536.0), TypeError, ["stack_size", "integer"]),
+    (dict(kernel="asm", stack_size="64k"), TypeError, ["stack_size", "integer"]),
+    (dict(kernel="asm", stack_size=True), TypeError, ["stack_size", "integer"]),
+    (dict(kernel="stackless", stack_size=65536), ValueError, ["stack_size", "stackless"]),
+    (dict(kernel="asm", switches=0), ValueError, ["switches", "even"]),
+    (dict(kernel="asm", switches=-10), ValueError, ["switches"]),
+    (dict(kernel="asm", switches=1001), ValueError, ["switches", "even"]),
+    (dict(kernel="asm", switches=10**20), ValueError, ["switches"]),
+    (dict(kernel="asm", switches=1e6), TypeError, ["switches", "integer"]),
+    (dict(kernel="asm", repeats=0), ValueError, ["repeats"]),
+    (dict(kernel="asm", repeats=-1), ValueError, ["repeats"]),
+    (dict(kernel="asm", repeats="3"), TypeError, ["repeats"]),
+    (dict(kernel="asm", warmup=-1), ValueError, ["warmup"]),
+    (dict(kernel="asm", cpu=NOT_MINE), ValueError, ["cpu", "one of"]),
+    (dict(kernel="asm", cpu=-1), ValueError, ["cpu"]),
+    (dict(kernel="asm", cpu="0"), TypeError, ["cpu"]),
+    (dict(kernel="asm", prefault=1), TypeError, ["prefault"]),
+    (dict(kernel="asm", timeout=0), ValueError, ["timeout"]),
+    (dict(kernel="asm", timeout="1s"), TypeError, ["timeout"]),
+]
+
+
+@pytest.mark.parametrize("kwargs,exc,words", CASES, ids=[str(c[0]) for c in CASES])
+def test_measure_rejects_bad_input(kwargs, exc, words):
+    kwargs = dict(kwargs)
+    kernel = kwargs.pop("kernel")
+    with pytest.raises(exc) as err:
+        labkit.measure(kernel, switches=kwargs.pop("switches", 100), **kwargs)
+    for w in words:
+        assert w in str(err.value), f"{w!r} missing from: {err.value}"
+
+
+def test_minimum_stack_is_accepted_and_rounded_up_to_pages():
+    lo = validate.min_stack_size("asm")
+    df = labkit.measure("asm", stack_size=lo - 1 + 1, switches=100, repeats=1)
+    assert df.stack_size.iloc[0] == lo
+    odd = labkit.measure("asm", stack_size=lo + 1, switches=100, repeats=1)
+    # Rounded up, and the request is kept beside the real size: nothing silent.
+    assert odd.stack_size.iloc[0] == lo + os.sysconf("SC_PAGE_SIZE")
+    assert odd.stack_size_requested.iloc[0] == lo + 1
+
+
+def test_one_byte_under_the_minimum_is_refused():
+    lo = validate.min_stack_size("asm_xsave" if "asm_xsave" in labkit.KERNEL_NAMES else "asm")
+    with pytest.raises(ValueError, match="stack_size"):
+        labkit.measure("asm_xsave", stack_size=lo - 1, switches=100)
+
+
+def test_checks_reject_stackless_and_unknown():
+    with pytest.raises(ValueError, match="stackless"):
+        labkit.check_registers("stackless")
+    with pytest.raises(ValueError, match="kernel"):
+        labkit.check_fp_control("fiber")
+    with pytest.raises(ValueError, match="use_bytes"):
+        labkit.probe_stack("asm", 65536, -1)
+
+
+def test_numpy_integers_are_accepted():
+    np = pytest.importorskip("numpy")
+    df = labkit.measure("asm", stack_size=np.int64(65536), switches=np.int32(100),
+                        repeats=np.int64(1))
+    assert df.switches.iloc[0] == 100

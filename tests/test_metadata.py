@@ -1,0 +1,60 @@
+"""Every measured row says where it came from; the kernel table and machine info are complete."""
+import re
+
+import pandas as pd
+
+import labkit
+from labkit.machine import ROW_METADATA
+
+
+def test_rows_carry_machine_and_build_metadata():
+    df = labkit.measure("asm", switches=1000, repeats=2)
+    for col in ROW_METADATA:
+        assert col in df.columns, col
+        assert df[col].notna().all(), col
+    row = df.iloc[0]
+    assert row.tsc_ghz > 0
+    assert re.fullmatch(r"[0-9a-f]{12}", row.machine_id)
+    assert row.cpu_model and row.cpu_model != "unknown"
+    assert re.search(r"\d+\.\d+", row.compiler)  # a version number
+    assert row.opt_level.startswith("-O")
+    assert row.arch in ("x86_64-sysv", "aarch64-aapcs64")
+    assert "CLOCK_MONOTONIC" in row.timer
+
+
+def test_per_switch_figures_are_consistent():
+    df = labkit.measure("ucontext", switches=2000, repeats=3)
+    n = df.switches
+    # net = raw - baseline, by construction; and both clocks saw the same run.
+    assert ((df.ns_per_switch_raw - df.baseline_ns_per_switch - df.ns_per_switch).abs()
+            < 1e-9).all()
+    assert (df.ticks_per_ns > 0).all()
+    assert (df.ns_per_switch_raw * n > 0).all()
+
+
+def test_kernel_table_lists_every_kernel_with_a_reason_when_missing():
+    k = labkit.kernels()
+    assert list(k.kernel) == list(labkit.KERNEL_NAMES)
+    assert set(k.kind) == {"stackful", "stackless"}
+    assert (k[~k.available].why_not.str.len() > 0).all()
+    assert (k.saves.str.len() > 0).all()
+
+
+def test_machine_info_fields():
+    info = labkit.machine_info()
+    for key in ("cpu_model", "tsc_ghz", "cpu_count", "kernel_release", "compiler", "cflags",
+                "governor", "turbo", "smt", "virtualization", "labkit_commit", "machine_id",
+                "load_avg_1min"):
+        assert key in info, key
+    assert info["cpu_count"] >= 1
+
+
+def test_summarize_flags_noise_by_pyperf_rule():
+    # Synthetic values: the rule is std >= 10% of the mean.
+    quiet = pd.DataFrame({"kernel": "a", "ns_per_switch": [10.0, 10.1, 9.9, 10.0]})
+    loud = pd.DataFrame({"kernel": "b", "ns_per_switch": [10.0, 20.0, 5.0, 12.0]})
+    s = labkit.summarize(pd.concat([quiet, loud]))
+    assert list(s.kernel) == ["a", "b"]
+    assert list(s.noisy) == [False, True]
+    assert s.loc[0, "median"] == 10.0
+    assert len(labkit.noise_warnings(s)) == 1

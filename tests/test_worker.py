@@ -1,0 +1,49 @@
+"""The worker process: crashes and time-outs come back as exceptions, nothing is left running."""
+import os
+
+import pytest
+
+from labkit import worker
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead for our purposes; it is reaped by wait().
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def test_timeout_kills_the_worker_and_says_so():
+    w = worker.Worker()
+    try:
+        pid = w.call({"op": "ping"}, timeout=30, describe="ping")
+        with pytest.raises(worker.MeasurementTimeout, match="did not answer"):
+            w.call({"op": "sleep", "seconds": 60}, timeout=0.5, describe="sleep")
+        assert not _alive(pid)
+        # The next call starts a new worker.
+        assert w.call({"op": "ping"}, timeout=30, describe="ping") != pid
+    finally:
+        w.close()
+
+
+def test_close_leaves_no_process():
+    w = worker.Worker()
+    pid = w.call({"op": "ping"}, timeout=30, describe="ping")
+    assert _alive(pid)
+    w.close()
+    assert not _alive(pid)
+
+
+def test_worker_errors_are_reported():
+    w = worker.Worker()
+    try:
+        with pytest.raises(worker.WorkerError, match="unknown worker op"):
+            w.call({"op": "no-such-op"}, timeout=30, describe="bogus job")
+    finally:
+        w.close()
