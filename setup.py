@@ -19,7 +19,8 @@ recorded = " ".join([python_cflags, *extra]).strip()
 
 core = Extension(
     "labkit._core",
-    sources=["labkit/_core.pyx", "labkit/csrc/kernels.c", "labkit/csrc/harness.c"],
+    sources=["labkit/_core.pyx", "labkit/csrc/kernels.c", "labkit/csrc/harness.c",
+             "labkit/csrc/ring.c"],
     depends=[
         "labkit/csrc/labkit_core.h",
         "labkit/csrc/lk_timer.h",

@@ -11,7 +11,7 @@ Every kernel runs in a worker process: a crash comes back as KernelCrashError.
 from labkit.checks import check_fp_control, check_registers, probe_stack
 from labkit.kernelinfo import KERNEL_NAMES, kernels
 from labkit.machine import machine_info
-from labkit.timing import SwitchCountError, measure
+from labkit.timing import SwitchCountError, measure, measure_ring
 from labkit.stats import noise_warnings, summarize
 from labkit.validate import KernelUnavailableError
 from labkit.worker import KernelCrashError, MeasurementTimeout, WorkerError
@@ -20,7 +20,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     # measuring
-    "measure", "summarize", "noise_warnings",
+    "measure", "measure_ring", "summarize", "noise_warnings",
     # what there is
     "kernels", "KERNEL_NAMES", "machine_info",
     # correctness checks

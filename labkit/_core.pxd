@@ -35,4 +35,7 @@ cdef extern from "csrc/labkit_core.h" nogil:
 
     int lk_pingpong(int kernel, size_t stack_size, int prefault, uint64_t rounds, int warmup,
                     int repeats, lk_sample *out, char *err, size_t errlen)
+    int lk_ring(int kernel, int n, int asymmetric, size_t stack_size, size_t colour_step,
+                int prefault, uint64_t laps, int warmup, int repeats, lk_sample *out, char *err,
+                size_t errlen)
     double lk_ticks_per_ns(int ms)

@@ -46,6 +46,21 @@ def ticks_per_ns(int ms=100):
     return r
 
 
+cdef list _samples(lk_sample *out, int repeats):
+    return [
+        {
+            "loop_ns": out[i].loop_ns,
+            "loop_ticks": out[i].loop_ticks,
+            "base_ns": out[i].base_ns,
+            "base_ticks": out[i].base_ticks,
+            "switches": out[i].switches,
+            "counted": out[i].counted,
+            "minor_faults": out[i].minor_faults,
+        }
+        for i in range(repeats)
+    ]
+
+
 def pingpong(int kernel, size_t stack_size, bint prefault, uint64_t rounds, int warmup,
              int repeats):
     """Run the timed ping-pong; one dict per repeat (raw ns and ticks of both loops)."""
@@ -60,18 +75,26 @@ def pingpong(int kernel, size_t stack_size, bint prefault, uint64_t rounds, int 
                              sizeof(err))
         if rc != 0:
             raise RuntimeError(err.decode())
-        return [
-            {
-                "loop_ns": out[i].loop_ns,
-                "loop_ticks": out[i].loop_ticks,
-                "base_ns": out[i].base_ns,
-                "base_ticks": out[i].base_ticks,
-                "switches": out[i].switches,
-                "counted": out[i].counted,
-                "minor_faults": out[i].minor_faults,
-            }
-            for i in range(repeats)
-        ]
+        return _samples(out, repeats)
+    finally:
+        free(out)
+
+
+def ring(int kernel, int n, bint asymmetric, size_t stack_size, size_t colour_step,
+         bint prefault, uint64_t laps, int warmup, int repeats):
+    """Run n contexts as a symmetric ring or an asymmetric scheduler; one dict per repeat."""
+    cdef lk_sample *out = <lk_sample *>malloc(sizeof(lk_sample) * repeats)
+    cdef char err[512]
+    cdef int rc
+    if out == NULL:
+        raise MemoryError("no memory for the samples")
+    try:
+        with nogil:
+            rc = lk_ring(kernel, n, asymmetric, stack_size, colour_step, prefault, laps,
+                         warmup, repeats, out, err, sizeof(err))
+        if rc != 0:
+            raise RuntimeError(err.decode())
+        return _samples(out, repeats)
     finally:
         free(out)
 

@@ -20,6 +20,10 @@ def _run(job: dict):
     if op == "pingpong":
         return _core.pingpong(job["kernel"], job["stack_size"], job["prefault"],
                               job["rounds"], job["warmup"], job["repeats"])
+    if op == "ring":
+        return _core.ring(job["kernel"], job["n"], job["asymmetric"], job["stack_size"],
+                          job["colour_step"], job["prefault"], job["laps"], job["warmup"],
+                          job["repeats"])
     if op == "regtest":
         return _core.regtest(job["kernel"])
     if op == "fptest":

@@ -55,7 +55,7 @@ def probe_stack(kernel: str, stack_size: int, use_bytes: int) -> int:
     labkit.KernelCrashError (the caller survives)."""
     kernel = _stackful(kernel)
     size = _v.stack_size(kernel, stack_size)
-    n = _v._integer("use_bytes", use_bytes)
+    n = _v.integer("use_bytes", use_bytes)
     if n < 0:
         raise ValueError(f"use_bytes must be >= 0; got {n}")
     return _worker.run(

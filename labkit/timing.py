@@ -46,26 +46,32 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
          "repeats": repeats, "cpu": cpu},
         describe=describe, timeout=timeout,
     )
-    info = _kernels.kernel_info(kernel)
+    common = {"kernel": kernel, "kind": _kernels.kernel_info(kernel).kind,
+              "pattern": "pingpong", "contexts": 2, "stack_size_requested": stack_size,
+              "stack_size": size, "colour_step": 0, "prefault": prefault, "cpu": cpu}
+    return _frame(samples, switches, describe, common, resumptions=switches // 2, meta=meta)
+
+
+def _frame(samples, expected, describe, common, resumptions, meta):
+    """One row per repeat, net of the empty loop; refuses runs whose counters disagree."""
+    import pandas as pd
+
     rows = []
     for i, s in enumerate(samples):
         n = s["switches"]
-        if s["counted"] != n or n != switches:
+        if s["counted"] != n or n != expected:
             raise SwitchCountError(
-                f"{describe}: repeat {i} expected {switches} switches, the loop made {n} "
-                f"and the two contexts counted {s['counted']}"
+                f"{describe}: repeat {i} expected {expected} switches, the loop made {n} "
+                f"and the contexts counted {s['counted']}"
             )
+        net_ns, net_ticks = s["loop_ns"] - s["base_ns"], s["loop_ticks"] - s["base_ticks"]
         rows.append({
-            "kernel": kernel,
-            "kind": info.kind,
+            **common,
             "repeat": i,
             "switches": n,
-            "stack_size_requested": stack_size,
-            "stack_size": size,
-            "prefault": prefault,
-            "cpu": cpu,
-            "ns_per_switch": (s["loop_ns"] - s["base_ns"]) / n,
-            "ticks_per_switch": (s["loop_ticks"] - s["base_ticks"]) / n,
+            "ns_per_switch": net_ns / n,
+            "ticks_per_switch": net_ticks / n,
+            "ns_per_resumption": net_ns / resumptions,
             "ns_per_switch_raw": s["loop_ns"] / n,
             "baseline_ns_per_switch": s["base_ns"] / n,
             "ticks_per_ns": s["loop_ticks"] / s["loop_ns"] if s["loop_ns"] else float("nan"),
@@ -73,6 +79,64 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
             "counted_switches": s["counted"],
             **meta,
         })
-    import pandas as pd
-
     return pd.DataFrame(rows)
+
+
+MAX_CONTEXTS = 65536
+
+
+def measure_ring(kernel: str, *, contexts: int, asymmetric: bool = False, laps: int = 1000,
+                 stack_size: int | None = None, colour_step: int = 0, repeats: int = 10,
+                 warmup: int = 1, cpu: int | None = None, prefault: bool = False,
+                 timeout: float | None = None):
+    """Time `contexts` stackful contexts switching `laps` times around a symmetric ring
+    (main -> c0 -> ... -> c(N-1) -> main: N+1 switches a lap) or, with asymmetric=True,
+    resumed in turn by a scheduler (main -> c(i) -> main: 2N switches a lap).
+    One row per repeat: ns per switch and per useful resumption (N a lap), net of the
+    empty loop. colour_step > 0 moves stack i's top down by (i mod 1024) * colour_step
+    bytes (stack colouring). Stacks are not prefaulted by default: only the pages the
+    contexts touch are committed."""
+    kernel = _v.kernel(kernel)
+    if _kernels.kernel_info(kernel).kind != "stackful":
+        raise ValueError(f"kernel must be stackful for a ring; {kernel!r} is stackless")
+    n = _v.integer("contexts", contexts)
+    if not 1 <= n <= MAX_CONTEXTS:
+        raise ValueError(f"contexts must be an integer from 1 to {MAX_CONTEXTS}; got {n}")
+    asymmetric = _v.flag("asymmetric", asymmetric)
+    laps = _v.integer("laps", laps)
+    if not 1 <= laps <= _v.MAX_SWITCHES:
+        raise ValueError(f"laps must be an integer from 1 to {_v.MAX_SWITCHES}; got {laps}")
+    size = _v.stack_size(kernel, stack_size)
+    step = _v.integer("colour_step", colour_step)
+    if not 0 <= step <= 4096:
+        raise ValueError(f"colour_step must be from 0 to 4096 bytes; got {step}")
+    repeats, warmup = _v.repeats(repeats), _v.warmup(warmup)
+    cpu = _v.cpu(cpu)
+    prefault = _v.flag("prefault", prefault)
+    span = size + 1024 * step
+    if prefault and n * span > _v.physical_memory() // 2:
+        raise ValueError(
+            f"contexts * stack_size = {n * span} bytes would be prefaulted, more than half of "
+            f"this machine's memory ({_v.physical_memory()} bytes): use prefault=False "
+            "(only touched pages are committed) or fewer/smaller stacks")
+    per_lap = 2 * n if asymmetric else n + 1
+    switches = laps * per_lap
+    if switches > _v.MAX_SWITCHES:
+        raise ValueError(f"laps * switches per lap must be at most {_v.MAX_SWITCHES}; "
+                         f"got {switches}")
+    timeout = _v.timeout(timeout) or _default_timeout(switches, repeats + warmup) + n * 0.01
+    meta = _machine.row_metadata()
+    pattern = "scheduler" if asymmetric else "ring"
+    describe = (f"kernel {kernel!r} {pattern} of {n} (stack_size={size}, "
+                f"colour_step={step}, laps={laps}, repeats={repeats}, cpu={cpu})")
+    samples = _worker.run(
+        {"op": "ring", "kernel": _kernels.kernel_index(kernel), "n": n,
+         "asymmetric": asymmetric, "stack_size": size, "colour_step": step,
+         "prefault": prefault, "laps": laps, "warmup": warmup, "repeats": repeats,
+         "cpu": cpu},
+        describe=describe, timeout=timeout,
+    )
+    common = {"kernel": kernel, "kind": "stackful", "pattern": pattern, "contexts": n,
+              "stack_size_requested": stack_size, "stack_size": size, "colour_step": step,
+              "prefault": prefault, "cpu": cpu, "laps": laps}
+    return _frame(samples, switches, describe, common, resumptions=laps * n, meta=meta)

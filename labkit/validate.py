@@ -31,7 +31,7 @@ def round_to_pages(n: int) -> int:
     return -(-n // p) * p
 
 
-def _integer(name: str, value) -> int:
+def integer(name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, not {type(value).__name__} ({value!r})")
     return int(value)
@@ -67,7 +67,7 @@ def stack_size(kernel_name: str, value) -> int | None:
         return None
     if value is None:
         value = DEFAULT_STACK_SIZE
-    n = _integer("stack_size", value)
+    n = integer("stack_size", value)
     lo, hi = min_stack_size(kernel_name), physical_memory()
     if not lo <= n <= hi:
         raise ValueError(
@@ -80,7 +80,7 @@ def stack_size(kernel_name: str, value) -> int | None:
 
 def switches(value) -> int:
     """An even number of switches: one round trip between two contexts is two."""
-    n = _integer("switches", value)
+    n = integer("switches", value)
     if not 2 <= n <= MAX_SWITCHES or n % 2:
         raise ValueError(
             f"switches must be an even integer from 2 to {MAX_SWITCHES} "
@@ -90,14 +90,14 @@ def switches(value) -> int:
 
 
 def repeats(value) -> int:
-    n = _integer("repeats", value)
+    n = integer("repeats", value)
     if not 1 <= n <= MAX_REPEATS:
         raise ValueError(f"repeats must be an integer from 1 to {MAX_REPEATS}; got {n}")
     return n
 
 
 def warmup(value) -> int:
-    n = _integer("warmup", value)
+    n = integer("warmup", value)
     if not 0 <= n <= MAX_REPEATS:
         raise ValueError(f"warmup must be an integer from 0 to {MAX_REPEATS}; got {n}")
     return n
@@ -107,7 +107,7 @@ def cpu(value) -> int | None:
     """None (no pinning) or a CPU in this process's affinity set."""
     if value is None:
         return None
-    n = _integer("cpu", value)
+    n = integer("cpu", value)
     allowed = sorted(os.sched_getaffinity(0))
     if n not in allowed:
         raise ValueError(f"cpu must be one of this process's CPUs {allowed}, or None; got {n}")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 CSRC = Path(__file__).resolve().parent.parent / "labkit" / "csrc"
-SOURCES = [str(CSRC / f) for f in ("selftest.c", "kernels.c", "harness.c")]
+SOURCES = [str(CSRC / f) for f in ("selftest.c", "kernels.c", "harness.c", "ring.c")]
 
 
 def _build_and_run(cc, out, run_prefix=(), opt="-O2", extra=()):

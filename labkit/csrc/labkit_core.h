@@ -79,6 +79,13 @@ typedef struct {
  * Returns 0, or -1 with err filled. */
 int lk_pingpong(int kernel, size_t stack_size, int prefault, uint64_t rounds, int warmup,
                 int repeats, lk_sample *out, char *err, size_t errlen);
+/* ---- ring.c ---- */
+/* n contexts in a symmetric ring (laps of n+1 transfers) or resumed in turn by main
+ * (asymmetric: laps of 2n transfers). colour_step > 0 staggers the stack tops. */
+int lk_ring(int kernel, int n, int asymmetric, size_t stack_size, size_t colour_step,
+            int prefault, uint64_t laps, int warmup, int repeats, lk_sample *out, char *err,
+            size_t errlen);
+
 /* Ticks of the cycle counter per nanosecond of CLOCK_MONOTONIC, over about ms milliseconds. */
 double lk_ticks_per_ns(int ms);
 

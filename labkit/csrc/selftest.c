@@ -42,6 +42,17 @@ int main(void) {
                   should_keep ? "FP control state survives" : "FP control state leaks, as documented");
             check(lk_stack_probe(k, 64 * 1024, 16 * 1024) == 0, name, "16 KiB of a 64 KiB stack usable");
         }
+        if (lk_kernel_is_stackful(k)) {
+            lk_sample r[1];
+            char rerr[256];
+            for (int asym = 0; asym < 2; asym++) {
+                int rc = lk_ring(k, 5, asym, 16 * 1024, asym ? 64 : 0, 0, 100, 1, 1, r, rerr, sizeof rerr);
+                uint64_t want = asym ? 100 * 10 : 100 * 6;
+                check(rc == 0 && r[0].counted == want && r[0].switches == want, name,
+                      asym ? "asymmetric scheduler of 5: every transfer counted"
+                           : "symmetric ring of 5: every transfer counted");
+            }
+        }
         lk_sample s[2];
         char err[256];
         int rc = lk_pingpong(k, 64 * 1024, 1, 1000, 1, 2, s, err, sizeof err);

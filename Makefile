@@ -1,0 +1,70 @@
+# labkit: `make reproduce` and `make test` set everything up themselves.
+# On a fresh machine with Python 3.11 and gcc/g++ they create .venv, install
+# requirements.txt, build the extension and register the Jupyter kernel.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+QUICK ?= 0
+# Debian packages for the real peer systems and the tools (installed when run as root).
+DEB_PACKAGES := g++ libboost-context-dev libboost-fiber-dev libasio-dev liburing-dev \
+	valgrind gcc-aarch64-linux-gnu qemu-user
+
+DEPS_STAMP := $(VENV)/.deps-stamp
+BUILD_STAMP := $(VENV)/.build-stamp
+BUILD_INPUTS := setup.py pyproject.toml $(wildcard labkit/*.pyx labkit/*.pxd \
+	labkit/csrc/*.c labkit/csrc/*.h labkit/cxx/*.cpp labkit/cxx/*.h)
+
+.PHONY: setup system-deps test reproduce lab clean help
+
+help:
+	@echo "make reproduce [QUICK=1]  run every notebook, write data/ figures/ and the HTML report"
+	@echo "make test                 run the test suite"
+	@echo "make setup                make .venv, install requirements, build the extension"
+	@echo "make system-deps          install the Debian packages the peers need (root)"
+	@echo "make lab                  start JupyterLab on the lab's kernel"
+
+setup: $(BUILD_STAMP)
+
+$(DEPS_STAMP): requirements.txt
+	@test -n "$(PYTHON)" || { echo "error: no python3 found: install Python 3.11" >&2; exit 1; }
+	@$(MAKE) --no-print-directory system-deps
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m ipykernel install --sys-prefix --name labkit --display-name "labkit (Python 3)" > /dev/null
+	touch $@
+
+$(BUILD_STAMP): $(DEPS_STAMP) $(BUILD_INPUTS)
+	$(PY) setup.py --quiet build_ext --inplace
+	$(PY) -m pip install --quiet --no-build-isolation --no-deps -e .
+	touch $@
+
+# Root with apt-get: install what is missing. Otherwise: say what to install; the lab
+# still builds and runs, and every missing peer shows as a row that says why.
+system-deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get > /dev/null; then \
+		echo "installing Debian packages:$$missing"; \
+		apt-get update -q > /dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing > /dev/null \
+			|| echo "warning: apt-get could not install:$$missing (the peers that need them will be reported as missing)"; \
+	else \
+		echo "note: these Debian packages are missing:$$missing"; \
+		echo "      as root run: apt-get install$$missing"; \
+		echo "      (labkit builds without them; the peers that need them are reported as missing)"; \
+	fi
+
+test: setup
+	$(PY) -m pytest -q
+
+reproduce: setup
+	$(PY) -m labkit.reproduce $(if $(filter 1 yes true,$(QUICK)),--quick,)
+
+lab: setup
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+
+clean:
+	rm -rf build $(VENV) labkit/_core.c labkit/*.so reports

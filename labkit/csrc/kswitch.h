@@ -1,0 +1,68 @@
+/* kswitch.h -- kernel context switches, measured the way lmbench's lat_ctx does it.
+ *
+ * Two kernel tasks (threads of this process, or this process and a forked child)
+ * hand a turn back and forth; every hand-off forces the receiver to wake up, and
+ * on one CPU forces the kernel to switch from the sender to the receiver. R round
+ * trips are 2R hand-offs, so one-way cost = round trip / 2 = loop time / (2R).
+ * What the communication itself costs (the syscalls, the locking, the counters)
+ * is measured separately in one task where nobody has to wait, and subtracted:
+ *     one-way switch ns = (loop_ns - base_ns) / switches.
+ *
+ * Same CPU vs. two CPUs: pinned to one CPU, the kernel must switch directly from
+ * one task to the other at every hand-off -- that is a context switch. Pinned to
+ * two CPUs, each task has a CPU to itself: when it blocks its CPU goes idle, and
+ * the hand-off is a cross-CPU wake-up (IPI, idle exit; in a VM a halted vCPU that
+ * the hypervisor has to resume). That measures wake-up latency, not a switch.
+ *
+ * All functions are synchronous, start and end everything they create (threads,
+ * the child process, pipes) and return 0, or -1 with a message in err. */
+#ifndef LABKIT_KSWITCH_H
+#define LABKIT_KSWITCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum lk_kmode {
+    LK_K_FUTEX,           /* "thread_futex":   a shared int, FUTEX_WAIT / FUTEX_WAKE (private) */
+    LK_K_CONDVAR,         /* "thread_condvar": mutex + 2 condition variables, queue of length 1 */
+    LK_K_PIPE_THREADS,    /* "thread_pipe":    two threads, two pipes, one byte each way */
+    LK_K_PIPE_PROCESSES,  /* "process_pipe":   fork()ed child, two pipes, one byte each way */
+    LK_K_NMODES
+};
+
+/* The mode's name, or "?" for an unknown mode. */
+const char *lk_kmode_name(int mode);
+
+typedef struct {
+    uint64_t loop_ns, loop_ticks;    /* the ping-pong: rounds round trips */
+    uint64_t base_ns, base_ticks;    /* the same communication in one task, nobody waits */
+    uint64_t switches;               /* hand-offs the loop made: 2 per round trip */
+    uint64_t counted;                /* hand-offs the two sides counted (must equal switches) */
+    uint64_t vol_ctxsw, invol_ctxsw; /* the kernel's voluntary / involuntary context-switch
+                                        counts of both tasks, summed, over the timed loop */
+} lk_ksample;
+
+/* Ping-pong between two kernel tasks. cpu_a pins the measuring side (the calling
+ * thread, temporarily: its affinity is restored before returning), cpu_b the other
+ * side; -1 leaves a side unpinned. warmup repeats are run and dropped, then repeats
+ * samples are written to out. Returns 0, or -1 with err filled. */
+int lk_kpingpong(int mode, int cpu_a, int cpu_b, uint64_t rounds, int warmup, int repeats,
+                 lk_ksample *out, char *err, size_t errlen);
+
+/* C002.2: two CPU-bound threads pinned to one CPU, each doing units units of a
+ * fixed busy work (lk_yield_unit_iters() dependent multiply-adds); every k units
+ * each calls sched_yield() (k = 0: never). ns is from the start signal to the
+ * later thread's finish; units_done counts both threads' units (2 * units). The
+ * kernel counts sched_yield() switches as involuntary. The calling thread is not
+ * pinned. */
+typedef struct {
+    uint64_t ns;
+    uint64_t units_done;
+    uint64_t vol_ctxsw, invol_ctxsw;
+} lk_yield_sample;
+
+int lk_yield_run(int cpu, uint64_t units, uint64_t k, lk_yield_sample *out, char *err,
+                 size_t errlen);
+uint64_t lk_yield_unit_iters(void);
+
+#endif

@@ -1,0 +1,209 @@
+/* ring.c -- N contexts: a symmetric ring (each context transfers straight to the next) and
+ * an asymmetric scheduler (main resumes each worker in turn, each yields back).
+ *
+ * Symmetric, one lap: main -> c0 -> c1 -> ... -> c(N-1) -> main: N+1 transfers.
+ * Asymmetric, one lap: main -> c(i) -> main for every i: 2N transfers, N useful resumptions.
+ * Every context bumps its own counter once per transfer it makes, so after L laps the
+ * counters add up to L*(N+1) or L*2N: proof that every transfer happened.
+ * Stacks are `stack_size` apart in separate mappings; with colour_step > 0, stack i's top
+ * is moved down by (i mod 1024) * colour_step bytes, so that the tops of power-of-two
+ * stacks stop landing in the same cache sets. */
+#define _GNU_SOURCE
+#include "labkit_core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <ucontext.h>
+
+#include "lk_timer.h"
+
+void lk_swap_asm(void **, void *);
+void lk_swap_asm_ret(void **, void *);
+void lk_swap_asm_fpu(void **, void *);
+#if defined(__x86_64__)
+void lk_swap_asm_fxsave(void **, void *);
+void lk_swap_asm_xsave(void **, void *);
+#endif
+
+typedef struct ring ring;
+typedef struct {
+    void *h;                  /* asm: the stored stack pointer; ucontext: its ucontext_t */
+    ring *r;
+    int i;
+    volatile uint64_t count;
+} __attribute__((aligned(64))) slot;  /* one cache line each: no false sharing of counters */
+
+struct ring {
+    int n;
+    slot main;
+    slot *c;
+    ucontext_t main_uc;
+};
+
+/* For ucontext the handle is the ucontext_t itself, which swapcontext saves into. */
+static void uc_swap(void **save, void *load) { swapcontext((ucontext_t *)save, (ucontext_t *)load); }
+
+#define LK_RING(NAME, SWAP, UC)                                                        \
+    static void **save_##NAME(slot *s) { return UC ? (void **)s->h : &s->h; }          \
+    static void sym_##NAME(void *arg) {                                                \
+        slot *s = arg;                                                                 \
+        slot *next = s->i + 1 < s->r->n ? &s->r->c[s->i + 1] : &s->r->main;            \
+        for (;;) {                                                                     \
+            s->count++;                                                                \
+            SWAP(save_##NAME(s), next->h);                                             \
+        }                                                                              \
+    }                                                                                  \
+    static void asym_##NAME(void *arg) {                                               \
+        slot *s = arg;                                                                 \
+        for (;;) {                                                                     \
+            s->count++;                                                                \
+            SWAP(save_##NAME(s), s->r->main.h);                                        \
+        }                                                                              \
+    }                                                                                  \
+    __attribute__((noinline)) static void symloop_##NAME(ring *r, uint64_t laps) {     \
+        for (uint64_t l = 0; l < laps; l++) {                                          \
+            SWAP(save_##NAME(&r->main), r->c[0].h);                                    \
+            r->main.count++;                                                           \
+        }                                                                              \
+    }                                                                                  \
+    __attribute__((noinline)) static void asymloop_##NAME(ring *r, uint64_t laps) {    \
+        for (uint64_t l = 0; l < laps; l++)                                            \
+            for (int i = 0; i < r->n; i++) {                                           \
+                SWAP(save_##NAME(&r->main), r->c[i].h);                                \
+                r->main.count++;                                                       \
+            }                                                                          \
+    }
+
+LK_RING(asm, lk_swap_asm, 0)
+LK_RING(asm_ret, lk_swap_asm_ret, 0)
+LK_RING(asm_fpu, lk_swap_asm_fpu, 0)
+#if defined(__x86_64__)
+LK_RING(asm_fxsave, lk_swap_asm_fxsave, 0)
+LK_RING(asm_xsave, lk_swap_asm_xsave, 0)
+#endif
+LK_RING(ucontext, uc_swap, 1)
+
+/* The same laps without any transfer: every counter bumped as often as in the real loop. */
+__attribute__((noinline)) static void symbase(ring *r, uint64_t laps) {
+    for (uint64_t l = 0; l < laps; l++) {
+        for (int i = 0; i < r->n; i++) r->c[i].count++;
+        r->main.count++;
+    }
+}
+__attribute__((noinline)) static void asymbase(ring *r, uint64_t laps) {
+    for (uint64_t l = 0; l < laps; l++)
+        for (int i = 0; i < r->n; i++) {
+            r->c[i].count++;
+            r->main.count++;
+        }
+}
+
+static uint64_t total(ring *r) {
+    uint64_t t = r->main.count;
+    for (int i = 0; i < r->n; i++) t += r->c[i].count;
+    return t;
+}
+
+static uint64_t faults(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    return (uint64_t)ru.ru_minflt;
+}
+
+typedef void (*ring_loop)(ring *, uint64_t);
+
+static void timed(ring_loop f, ring *r, uint64_t laps, uint64_t *ns, uint64_t *ticks,
+                  uint64_t *flt, uint64_t *counted) {
+    uint64_t c0 = total(r), f0 = faults();
+    uint64_t n0 = lk_now_ns(), t0 = lk_ticks_begin();
+    f(r, laps);
+    uint64_t t1 = lk_ticks_end(), n1 = lk_now_ns();
+    *ns = n1 - n0;
+    *ticks = t1 - t0;
+    *flt = faults() - f0;
+    *counted = total(r) - c0;
+}
+
+int lk_ring(int kernel, int n, int asymmetric, size_t stack_size, size_t colour_step,
+            int prefault, uint64_t laps, int warmup, int repeats, lk_sample *out, char *err,
+            size_t errlen) {
+    void (*sym)(void *) = 0, (*asym)(void *) = 0;
+    ring_loop symloop = 0, asymloop = 0;
+    const char *why;
+    if (!lk_kernel_available(kernel, &why) || !lk_kernel_is_stackful(kernel)) {
+        snprintf(err, errlen, "kernel %s cannot run a ring here", lk_kernel_name(kernel));
+        return -1;
+    }
+#define PICK(NAME) sym = sym_##NAME, asym = asym_##NAME, symloop = symloop_##NAME, asymloop = asymloop_##NAME
+    switch (kernel) {
+    case LK_ASM: PICK(asm); break;
+    case LK_ASM_RET: PICK(asm_ret); break;
+    case LK_ASM_FPU: PICK(asm_fpu); break;
+#if defined(__x86_64__)
+    case LK_ASM_FXSAVE: PICK(asm_fxsave); break;
+    case LK_ASM_XSAVE: PICK(asm_xsave); break;
+#endif
+    case LK_UCONTEXT: PICK(ucontext); break;
+    default:
+        snprintf(err, errlen, "no ring for kernel %s", lk_kernel_name(kernel));
+        return -1;
+    }
+#undef PICK
+    if (n < 1) {
+        snprintf(err, errlen, "a ring needs at least one context");
+        return -1;
+    }
+    ring *r = calloc(1, sizeof *r);
+    lk_stack *stacks = calloc((size_t)n, sizeof *stacks);
+    slot *c = aligned_alloc(64, sizeof(slot) * (size_t)n);
+    int rc = -1, made = 0;
+    if (!r || !stacks || !c) {
+        snprintf(err, errlen, "out of memory for %d contexts", n);
+        goto done;
+    }
+    memset(c, 0, sizeof(slot) * (size_t)n);
+    r->n = n;
+    r->c = c;
+    r->main.r = r;
+    r->main.i = -1;
+    r->main.h = kernel == LK_UCONTEXT ? (void *)&r->main_uc : 0;
+    for (int i = 0; i < n; i++, made++) {
+        size_t offset = colour_step ? (size_t)(i % 1024) * colour_step : 0;
+        int e = lk_stack_alloc(&stacks[i], stack_size, offset, prefault);
+        if (e != 0) {
+            snprintf(err, errlen, "mmap of stack %d (%zu bytes) failed: %s", i, stack_size,
+                     strerror(-e));
+            goto done;
+        }
+        c[i].r = r;
+        c[i].i = i;
+        c[i].h = lk_make(kernel, &stacks[i], asymmetric ? asym : sym, &c[i]);
+        if (!c[i].h) {
+            lk_stack_free(&stacks[i]);
+            snprintf(err, errlen, "could not make context %d", i);
+            goto done;
+        }
+    }
+    ring_loop loop = asymmetric ? asymloop : symloop, base = asymmetric ? asymbase : symbase;
+    uint64_t per_lap = asymmetric ? 2ull * (uint64_t)n : (uint64_t)n + 1;
+    uint64_t ns, ticks, flt, counted;
+    for (int w = 0; w < warmup; w++) {
+        timed(base, r, laps, &ns, &ticks, &flt, &counted);
+        timed(loop, r, laps, &ns, &ticks, &flt, &counted);
+    }
+    for (int k = 0; k < repeats; k++) {
+        lk_sample *o = &out[k];
+        timed(base, r, laps, &o->base_ns, &o->base_ticks, &flt, &counted);
+        timed(loop, r, laps, &o->loop_ns, &o->loop_ticks, &o->minor_faults, &o->counted);
+        o->switches = laps * per_lap;
+    }
+    rc = 0;
+done:
+    for (int i = 0; i < made; i++) lk_stack_free(&stacks[i]);
+    free(c);
+    free(stacks);
+    free(r);
+    return rc;
+}

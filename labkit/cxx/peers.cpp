@@ -1,0 +1,504 @@
+/* peers.cpp -- the real peer systems, timed exactly as harness.c times the lab's kernels.
+ *
+ * Each peer is a loop of R rounds = 2R transfers of control. Each side bumps its own
+ * volatile counter once per transfer it makes, so the two counters must add up to 2R;
+ * the same loop without the transfer (the two increments only) is timed right before
+ * each sample and is the baseline. For the plain calls and the syscall, a "transfer" is
+ * one call: two per round, each bumping one counter.
+ *
+ * Build: g++ -std=c++20 -O2 -fPIC -c peers.cpp; link with -lboost_context -lboost_fiber. */
+#include "peers.h"
+
+#include <coroutine>
+#include <cstdarg>
+#include <cstdio>
+#include <exception>
+#include <new>
+#include <utility>
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <boost/context/detail/fcontext.hpp>
+#include <boost/context/fiber.hpp>
+#include <boost/context/fixedsize_stack.hpp>
+#include <boost/fiber/fiber.hpp>
+#include <boost/fiber/fixedsize_stack.hpp>
+#include <boost/fiber/operations.hpp>
+
+#include "../csrc/lk_timer.h"
+
+namespace bctx = boost::context;
+
+namespace {
+
+/* noipa, not just noinline: GCC would otherwise use what it knows of the callee (which
+ * registers it clobbers, that it is pure) and the call would be cheaper than a call to
+ * code the compiler has not seen. */
+#define LKX_OPAQUE __attribute__((noipa))
+#define LKX_NOINLINE __attribute__((noinline))
+
+struct fibers_pair;
+
+/* One ping-pong's state. Kept in a static, as harness.c does, so that its address is
+ * stable and it lies on none of the stacks being switched. */
+struct pingpong {
+    volatile uint64_t main_count, co_count;
+    uint64_t rounds;                        /* symmetric: round trips per run */
+    bool stop;                              /* fiber: asks the other side to return */
+    size_t stack_size;                      /* fibers_yield: each new fiber's stack */
+    std::coroutine_handle<> gen, sym_a, sym_b;
+    bctx::detail::fcontext_t fctx;          /* the suspended side of the fcontext pair */
+    bctx::fiber *fiber;
+    fibers_pair *pair;
+};
+
+pingpong g_pp;
+
+void reset(pingpong *p) {
+    p->main_count = 0;
+    p->co_count = 0;
+    p->rounds = 0;
+    p->stop = false;
+    p->stack_size = 0;
+    p->gen = p->sym_a = p->sym_b = nullptr;
+    p->fctx = nullptr;
+    p->fiber = nullptr;
+    p->pair = nullptr;
+}
+
+typedef void (*loop_fn)(pingpong *, uint64_t);
+
+/* C++20 deprecates ++ on a volatile; this is the same load, add, store. */
+inline void inc(volatile uint64_t &c) { c = c + 1; }
+
+/* ---- the baseline: harness.c's loop_base, the same counters and loop control ---- */
+
+LKX_NOINLINE void loop_base(pingpong *p, uint64_t rounds) {
+    for (uint64_t i = 0; i < rounds; i++) {
+        inc(p->co_count);
+        inc(p->main_count);
+    }
+}
+
+/* ---- plain calls: each call stands for one transfer, so two calls per round ---- */
+
+LKX_OPAQUE void bump_co(pingpong *p) { inc(p->co_count); }
+LKX_OPAQUE void bump_main(pingpong *p) { inc(p->main_count); }
+
+LKX_NOINLINE void loop_direct(pingpong *p, uint64_t rounds) {
+    for (uint64_t i = 0; i < rounds; i++) {
+        bump_co(p);
+        bump_main(p);
+    }
+}
+
+/* Volatile: the pointer is loaded afresh at each call and the target cannot be proven. */
+void (*volatile g_ind_co)(pingpong *) = bump_co;
+void (*volatile g_ind_main)(pingpong *) = bump_main;
+
+LKX_NOINLINE void loop_indirect(pingpong *p, uint64_t rounds) {
+    for (uint64_t i = 0; i < rounds; i++) {
+        g_ind_co(p);
+        g_ind_main(p);
+    }
+}
+
+/* Two overriders, so that no call site has a single likely target for GCC to guess
+ * (speculative devirtualisation); the objects are reached through volatile pointers. */
+struct side {
+    virtual void bump(pingpong *p) = 0;
+protected:
+    ~side() = default;
+};
+struct co_side final : side {
+    void bump(pingpong *p) override { inc(p->co_count); }
+};
+struct main_side final : side {
+    void bump(pingpong *p) override { inc(p->main_count); }
+};
+co_side g_co_side;
+main_side g_main_side;
+side *volatile g_virt_co = &g_co_side;
+side *volatile g_virt_main = &g_main_side;
+
+LKX_NOINLINE void loop_virtual(pingpong *p, uint64_t rounds) {
+    for (uint64_t i = 0; i < rounds; i++) {
+        g_virt_co->bump(p);
+        g_virt_main->bump(p);
+    }
+}
+
+/* getppid: it cannot fail, takes no lock worth the name, and glibc does not cache it. */
+LKX_NOINLINE void loop_syscall(pingpong *p, uint64_t rounds) {
+    for (uint64_t i = 0; i < rounds; i++) {
+        syscall(SYS_getppid);
+        inc(p->co_count);
+        syscall(SYS_getppid);
+        inc(p->main_count);
+    }
+}
+
+/* ---- C++20 coroutines ---- */
+
+thread_local size_t g_frame_bytes;
+
+/* An owning handle to a coroutine that starts suspended and stays in its frame after
+ * the end, so that destroy() is always the one way it goes away. */
+struct coro {
+    struct promise_type {
+        coro get_return_object() {
+            return coro{std::coroutine_handle<promise_type>::from_promise(*this)};
+        }
+        std::suspend_always initial_suspend() noexcept { return {}; }
+        std::suspend_always final_suspend() noexcept { return {}; }
+        void return_void() noexcept {}
+        void unhandled_exception() noexcept { std::terminate(); }
+        /* The size the compiler computed for the frame: promise, parameters, the locals
+         * that live across a suspension, the resume index and the resume/destroy pointers. */
+        static void *operator new(size_t n) {
+            g_frame_bytes = n;
+            return ::operator new(n);
+        }
+        static void operator delete(void *q, size_t n) noexcept { ::operator delete(q, n); }
+    };
+
+    std::coroutine_handle<promise_type> h;
+
+    explicit coro(std::coroutine_handle<promise_type> h_) : h(h_) {}
+    coro(coro &&o) noexcept : h(std::exchange(o.h, nullptr)) {}
+    coro(const coro &) = delete;
+    coro &operator=(const coro &) = delete;
+    coro &operator=(coro &&) = delete;
+    ~coro() {
+        if (h) h.destroy();
+    }
+};
+
+/* The generator: each resume() runs to the next suspension, one resume + one suspend =
+ * two transfers, one counted on each side, like harness.c's stackless kernel. */
+coro gen_body(pingpong *p) {
+    for (;;) {
+        inc(p->co_count);
+        co_await std::suspend_always{};
+    }
+}
+
+LKX_NOINLINE void loop_generator(pingpong *p, uint64_t rounds) {
+    std::coroutine_handle<> h = p->gen;
+    for (uint64_t i = 0; i < rounds; i++) {
+        h.resume();
+        inc(p->main_count);
+    }
+}
+
+/* Symmetric transfer: returning a handle from await_suspend makes the compiler jump
+ * straight to that coroutine's resume function, with no return to a caller between. */
+struct transfer_to {
+    std::coroutine_handle<> to;
+    bool await_ready() const noexcept { return false; }
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<>) const noexcept { return to; }
+    void await_resume() const noexcept {}
+};
+
+/* A plays main's part, B the other side's. Main resumes A once per timed run; A and B
+ * pass control 2*rounds times; then A suspends and main's resume() returns. That one
+ * resume and return per run stand where the call of the loop function stands for the
+ * other peers, and are not counted. */
+coro sym_a_body(pingpong *p) {
+    for (;;) {
+        for (uint64_t i = 0, n = p->rounds; i < n; i++) {
+            inc(p->main_count);
+            co_await transfer_to{p->sym_b};
+        }
+        co_await std::suspend_always{};
+    }
+}
+
+coro sym_b_body(pingpong *p) {
+    for (;;) {
+        inc(p->co_count);
+        co_await transfer_to{p->sym_a};
+    }
+}
+
+LKX_NOINLINE void loop_symmetric(pingpong *p, uint64_t rounds) {
+    p->rounds = rounds;
+    p->sym_a.resume();
+}
+
+/* ---- Boost.Context, the bare fcontext layer ---- */
+
+/* Entered on the first jump, with main's context in t.fctx; never returns, because
+ * returning from a make_fcontext entry ends the process. */
+void fctx_entry(bctx::detail::transfer_t t) {
+    pingpong *p = static_cast<pingpong *>(t.data);
+    for (;;) {
+        inc(p->co_count);
+        t = bctx::detail::jump_fcontext(t.fctx, nullptr);
+    }
+}
+
+LKX_NOINLINE void loop_fcontext(pingpong *p, uint64_t rounds) {
+    for (uint64_t i = 0; i < rounds; i++) {
+        /* p travels on every jump (one register); the other side reads it on entry only. */
+        p->fctx = bctx::detail::jump_fcontext(p->fctx, p).fctx;
+        inc(p->main_count);
+    }
+}
+
+/* ---- Boost.Context, fiber ---- */
+
+LKX_NOINLINE void loop_fiber(pingpong *p, uint64_t rounds) {
+    bctx::fiber &f = *p->fiber;
+    for (uint64_t i = 0; i < rounds; i++) {
+        f = std::move(f).resume();
+        inc(p->main_count);
+    }
+}
+
+/* ---- Boost.Fiber: two fibers yielding to each other through the scheduler ---- */
+
+struct fibers_pair {
+    boost::fibers::fiber a, b;
+};
+
+/* New fibers for each sample: a fiber that has run its rounds is finished. They are
+ * made before the clock starts (launch::post only queues them) and joined inside. */
+void fibers_prepare(pingpong *p, uint64_t rounds) {
+    fibers_pair &fp = *p->pair;
+    fp.a = boost::fibers::fiber(std::allocator_arg, boost::fibers::fixedsize_stack(p->stack_size),
+                                [p, rounds] {
+                                    for (uint64_t i = 0; i < rounds; i++) {
+                                        inc(p->co_count);
+                                        boost::this_fiber::yield();
+                                    }
+                                });
+    try {
+        fp.b = boost::fibers::fiber(std::allocator_arg,
+                                    boost::fibers::fixedsize_stack(p->stack_size),
+                                    [p, rounds] {
+                                        for (uint64_t i = 0; i < rounds; i++) {
+                                            inc(p->main_count);
+                                            boost::this_fiber::yield();
+                                        }
+                                    });
+    } catch (...) {
+        fp.a.join();  /* a joinable fiber's destructor would call std::terminate */
+        throw;
+    }
+}
+
+LKX_NOINLINE void loop_fibers_yield(pingpong *p, uint64_t) {
+    p->pair->a.join();
+    p->pair->b.join();
+}
+
+/* Finished fibers wait in the scheduler's terminated queue until its dispatcher runs;
+ * one yield here lets it free their stacks now, not inside the next timed loop. */
+void fibers_finish(pingpong *) { boost::this_fiber::yield(); }
+
+/* ---- the timing, as in harness.c ---- */
+
+uint64_t minor_faults() {
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    return (uint64_t)ru.ru_minflt;
+}
+
+void timed(loop_fn f, pingpong *p, uint64_t rounds, uint64_t *ns, uint64_t *ticks,
+           uint64_t *faults, uint64_t *counted) {
+    uint64_t c0 = p->main_count + p->co_count;
+    uint64_t f0 = minor_faults();
+    uint64_t n0 = lk_now_ns();
+    uint64_t t0 = lk_ticks_begin();
+    f(p, rounds);
+    uint64_t t1 = lk_ticks_end();
+    uint64_t n1 = lk_now_ns();
+    *faults = minor_faults() - f0;
+    *ns = n1 - n0;
+    *ticks = t1 - t0;
+    *counted = p->main_count + p->co_count - c0;
+}
+
+/* Warm-up pairs are run and dropped; each sample is the baseline, then the loop, back
+ * to back. prepare and finish run outside the clock. */
+void run_samples(loop_fn loop, pingpong *p, uint64_t rounds, int warmup, int repeats,
+                 lk_sample *out, void (*prepare)(pingpong *, uint64_t) = nullptr,
+                 void (*finish)(pingpong *) = nullptr) {
+    lk_sample scratch;
+    for (int i = 0; i < warmup + repeats; i++) {
+        lk_sample *o = i < warmup ? &scratch : &out[i - warmup];
+        uint64_t faults, counted;
+        if (prepare) prepare(p, rounds);
+        timed(loop_base, p, rounds, &o->base_ns, &o->base_ticks, &faults, &counted);
+        timed(loop, p, rounds, &o->loop_ns, &o->loop_ticks, &o->minor_faults, &o->counted);
+        if (finish) finish(p);
+        o->switches = 2 * rounds;
+    }
+}
+
+void fail(char *err, size_t errlen, const char *fmt, ...) {
+    if (!err || errlen == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+int pingpong_cxx(int peer, size_t stack_size, uint64_t rounds, int warmup, int repeats,
+                 lk_sample *out, char *err, size_t errlen) {
+    pingpong *p = &g_pp;
+    reset(p);
+    switch (peer) {
+    case LKX_DIRECT_CALL:
+        run_samples(loop_direct, p, rounds, warmup, repeats, out);
+        return 0;
+    case LKX_INDIRECT_CALL:
+        run_samples(loop_indirect, p, rounds, warmup, repeats, out);
+        return 0;
+    case LKX_VIRTUAL_CALL:
+        run_samples(loop_virtual, p, rounds, warmup, repeats, out);
+        return 0;
+    case LKX_SYSCALL_GETPPID:
+        run_samples(loop_syscall, p, rounds, warmup, repeats, out);
+        return 0;
+    case LKX_CXX20_GENERATOR: {
+        coro g = gen_body(p);
+        p->gen = g.h;
+        run_samples(loop_generator, p, rounds, warmup, repeats, out);
+        return 0;  /* ~coro destroys the suspended frame */
+    }
+    case LKX_CXX20_SYMMETRIC: {
+        coro a = sym_a_body(p);
+        coro b = sym_b_body(p);
+        p->sym_a = a.h;
+        p->sym_b = b.h;
+        run_samples(loop_symmetric, p, rounds, warmup, repeats, out);
+        return 0;  /* both frames are suspended; destroying them frees them */
+    }
+    case LKX_BOOST_FCONTEXT: {
+        bctx::fixedsize_stack alloc(stack_size);
+        bctx::stack_context sc = alloc.allocate();
+        p->fctx = bctx::detail::make_fcontext(sc.sp, sc.size, fctx_entry);
+        run_samples(loop_fcontext, p, rounds, warmup, repeats, out);
+        /* The other side is parked in jump_fcontext and holds nothing that needs a
+         * destructor; its entry cannot return, so its stack is simply freed. */
+        alloc.deallocate(sc);
+        return 0;
+    }
+    case LKX_BOOST_FIBER: {
+        bctx::fiber f(std::allocator_arg, bctx::fixedsize_stack(stack_size),
+                      [p](bctx::fiber &&back) {
+                          while (!p->stop) {
+                              inc(p->co_count);
+                              back = std::move(back).resume();
+                          }
+                          return std::move(back);
+                      });
+        p->fiber = &f;
+        run_samples(loop_fiber, p, rounds, warmup, repeats, out);
+        /* Let the lambda return: the fiber ends and Boost frees its stack. */
+        p->stop = true;
+        if (f) f = std::move(f).resume();
+        if (f) {
+            fail(err, errlen, "boost_fiber: the fiber did not finish when asked to");
+            return -1;  /* ~fiber still unwinds it */
+        }
+        return 0;
+    }
+    case LKX_BOOST_FIBERS_YIELD: {
+        fibers_pair fp;
+        p->pair = &fp;
+        p->stack_size = stack_size;
+        run_samples(loop_fibers_yield, p, rounds, warmup, repeats, out, fibers_prepare,
+                    fibers_finish);
+        return 0;
+    }
+    default:
+        fail(err, errlen, "unknown peer %d", peer);
+        return -1;
+    }
+}
+
+const char *const peer_names[LKX_NPEERS] = {
+    "direct_call",     "indirect_call", "virtual_call",   "syscall_getppid",   "cxx20_generator",
+    "cxx20_symmetric", "boost_fcontext", "boost_fiber",   "boost_fibers_yield",
+};
+
+#if defined(__x86_64__)
+#define LKX_FCONTEXT_SAVES                                                                  \
+    "jump_fcontext (x86-64 SysV, called through the PLT): stores MXCSR, the x87 control " \
+    "word, R12-R15, RBX, RBP and the return address on its own stack, swaps RSP, loads "  \
+    "the other side's set, jumps"
+#elif defined(__aarch64__)
+#define LKX_FCONTEXT_SAVES                                                                  \
+    "jump_fcontext (AArch64 AAPCS, called through the PLT): stores D8-D15, X19-X29 and "  \
+    "LR on its own stack, swaps SP, loads the other side's set, branches"
+#else
+#define LKX_FCONTEXT_SAVES "jump_fcontext: the callee-saved registers of this ABI, then SP"
+#endif
+
+const char *const peer_saves[LKX_NPEERS] = {
+    "nothing: a direct call and its return; the return address is pushed and popped",
+    "nothing: a call through a pointer loaded from memory, and its return",
+    "nothing: loads of the vtable pointer and the slot, an indirect call, a return",
+    "a user-kernel-user round trip: the kernel saves and restores the user registers on "
+    "its own stack (plus any speculation mitigations), behind libc's syscall() wrapper",
+    "no stack switch: resume() calls the frame's resume function through a pointer; "
+    "suspending stores the resume index in the heap frame and returns",
+    "no stack switch: this frame's resume index is stored, then a tail jump to the other "
+    "coroutine's resume function",
+    LKX_FCONTEXT_SAVES,
+    "jump_fcontext as boost_fcontext, wrapped by fiber::resume(): the handle is swapped "
+    "for null and the context that comes back becomes a new fiber",
+    "a scheduler pass: the yielding fiber is queued on the round-robin ready queue, the "
+    "next is popped and entered by ontop_fcontext; the dispatcher fiber runs once per round",
+};
+
+}  // namespace
+
+extern "C" {
+
+const char *lkx_peer_name(int peer) {
+    return (peer >= 0 && peer < LKX_NPEERS) ? peer_names[peer] : "?";
+}
+
+const char *lkx_peer_saves(int peer) {
+    return (peer >= 0 && peer < LKX_NPEERS) ? peer_saves[peer] : "?";
+}
+
+int lkx_peer_stackful(int peer) {
+    return peer == LKX_BOOST_FCONTEXT || peer == LKX_BOOST_FIBER || peer == LKX_BOOST_FIBERS_YIELD;
+}
+
+int lkx_pingpong(int peer, size_t stack_size, uint64_t rounds, int warmup, int repeats,
+                 lk_sample *out, char *err, size_t errlen) {
+    /* Nothing may unwind into C or Cython. */
+    try {
+        return pingpong_cxx(peer, stack_size, rounds, warmup, repeats, out, err, errlen);
+    } catch (const std::bad_alloc &) {
+        fail(err, errlen, "%s: out of memory (stack of %zu bytes)", lkx_peer_name(peer),
+             stack_size);
+    } catch (const std::exception &e) {
+        fail(err, errlen, "%s: %s", lkx_peer_name(peer), e.what());
+    } catch (...) {
+        fail(err, errlen, "%s: unknown C++ exception", lkx_peer_name(peer));
+    }
+    return -1;
+}
+
+size_t lkx_cxx20_frame_bytes(void) {
+    try {
+        pingpong dummy;
+        reset(&dummy);
+        g_frame_bytes = 0;
+        coro g = gen_body(&dummy);  /* made suspended, never run, destroyed at scope end */
+        return g_frame_bytes;
+    } catch (...) {
+        return 0;
+    }
+}
+
+}  // extern "C"

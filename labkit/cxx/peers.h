@@ -1,0 +1,51 @@
+/* peers.h -- the real systems the articles compare switch costs against (plain calls, a
+ * syscall, C++20 coroutines, Boost.Context, Boost.Fiber), timed by the method of harness.c.
+ * Plain C so that C, C++ and Cython can all include it; the bodies are in peers.cpp. */
+#ifndef LABKIT_PEERS_H
+#define LABKIT_PEERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* labkit_core.h has no extern "C" of its own; lk_sample is a plain struct either way. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "../csrc/labkit_core.h"
+
+enum lkx_peer {
+    LKX_DIRECT_CALL = 0,     /* a call to a function the compiler cannot look into */
+    LKX_INDIRECT_CALL,       /* the same through a pointer read from a volatile */
+    LKX_VIRTUAL_CALL,        /* a C++ virtual call, dynamic type unknown to the compiler */
+    LKX_SYSCALL_GETPPID,     /* syscall(SYS_getppid) */
+    LKX_CXX20_GENERATOR,     /* handle.resume() of a suspended C++20 coroutine */
+    LKX_CXX20_SYMMETRIC,     /* two C++20 coroutines passing control by symmetric transfer */
+    LKX_BOOST_FCONTEXT,      /* boost::context::detail::jump_fcontext */
+    LKX_BOOST_FIBER,         /* boost::context::fiber::resume() */
+    LKX_BOOST_FIBERS_YIELD,  /* boost::this_fiber::yield() between two boost::fibers::fiber */
+    LKX_NPEERS
+};
+
+const char *lkx_peer_name(int peer);
+/* One line: what one switch saves or does. */
+const char *lkx_peer_saves(int peer);
+/* 1 if the peer runs the other side on a stack of its own (stack_size applies). */
+int lkx_peer_stackful(int peer);
+
+/* The ping-pong of harness.c's lk_pingpong: rounds round trips = 2*rounds switches,
+ * the loop without the switch timed right before each sample as the baseline,
+ * warmup pairs dropped, repeats samples written to out. stack_size (bytes) is used by
+ * the stackful peers only and is not validated. Returns 0, or -1 with err filled. */
+int lkx_pingpong(int peer, size_t stack_size, uint64_t rounds, int warmup, int repeats,
+                 lk_sample *out, char *err, size_t errlen);
+
+/* Bytes the compiler asked operator new for, for one frame of the generator coroutine
+ * that LKX_CXX20_GENERATOR resumes; 0 if the frame could not be made. */
+size_t lkx_cxx20_frame_bytes(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,104 @@
+"""Verdicts by rules written down before measuring (data/claims.csv), never tuned after.
+
+Each claim row says what is measured and two conditions on it: `reproduced_if` and
+`contradicted_if` (Python comparisons on named values, `x` by default). A claim is judged
+at the median and at both ends of the spread (the quartiles of the ratio over repeats):
+`reproduced` only if the rule holds at all three, `contradicted` only if the opposite rule
+holds at all three, and `inconclusive` otherwise: a result whose spread straddles a
+bound is too noisy to judge. `never` in both rules means `not-applicable-here`.
+"""
+from __future__ import annotations
+
+import re
+
+from labkit.results import REPO
+
+VERDICTS = ("reproduced", "contradicted", "inconclusive", "not-applicable-here")
+CLAIMS_CSV = REPO / "data" / "claims.csv"
+_SAFE = re.compile(r"^[\sA-Za-z_0-9.<>=!()+\-*/]*$")
+_NAMES = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+_KEYWORDS = {"and", "or", "not"}
+
+
+def claims():
+    """The claims registry: one row per claim id of ../shared/CLAIMS.md."""
+    import pandas as pd
+
+    return pd.read_csv(CLAIMS_CSV, dtype=str).fillna("")
+
+
+def claim(claim_id: str) -> dict:
+    """One claim's row as a dict (ValueError for an unknown id)."""
+    c = claims()
+    row = c[c.claim_id == claim_id]
+    if row.empty:
+        raise ValueError(f"claim_id must be one of the ids in {CLAIMS_CSV}; got {claim_id!r}")
+    return row.iloc[0].to_dict()
+
+
+def _holds(rule: str, values: dict) -> bool:
+    if not _SAFE.match(rule):
+        raise ValueError(f"rule {rule!r} has characters a rule may not use")
+    names = set(_NAMES.findall(rule)) - _KEYWORDS
+    missing = names - set(values)
+    if missing:
+        raise ValueError(f"rule {rule!r} needs values for {sorted(missing)}")
+    return bool(eval(rule, {"__builtins__": {}}, dict(values)))  # noqa: S307 - checked above
+
+
+def judge(claim_id: str, value, *, low=None, high=None, measured: str | None = None,
+          noisy: bool = False, note: str = "") -> dict:
+    """Apply a claim's written rule to a measurement.
+
+    value, low, high: a number (bound to `x`) or a dict of named numbers, at the median
+    and at the two ends of its spread (low/high default to value). noisy=True (pyperf's
+    rule tripped) makes a would-be verdict inconclusive. Returns one verdict-table row."""
+    c = claim(claim_id)
+    as_dict = (lambda v: v if isinstance(v, dict) else {"x": v})
+    points = [as_dict(value)]
+    points += [as_dict(v) for v in (low, high) if v is not None]
+    if c["reproduced_if"].strip() == "never":
+        verdict = "not-applicable-here"
+    else:
+        rep = all(_holds(c["reproduced_if"], p) for p in points)
+        con = all(_holds(c["contradicted_if"], p) for p in points)
+        if rep and not con and not noisy:
+            verdict = "reproduced"
+        elif con and not rep and not noisy:
+            verdict = "contradicted"
+        else:
+            verdict = "inconclusive"
+    return {
+        "claim_id": claim_id,
+        "source": c["source"],
+        "claimed_value": f"{c['claimed_value']} ({c['claimed_unit']})",
+        "measured_value": measured if measured is not None else _fmt(value, low, high),
+        "verdict": verdict,
+        "rule": f"reproduced if {c['reproduced_if']}; contradicted if {c['contradicted_if']}",
+        "note": note,
+    }
+
+
+def _fmt(value, low, high) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v:.3g}" for k, v in value.items())
+    spread = f" [{low:.3g}, {high:.3g}]" if low is not None and high is not None else ""
+    return f"{value:.3g}{spread}"
+
+
+def ratio_with_spread(a, b) -> tuple[float, float, float]:
+    """Median ratio of two samples' medians, and a spread from their quartiles:
+    (median_a/median_b, q1_a/q3_b, q3_a/q1_b): the widest the ratio could honestly be."""
+    import numpy as np
+
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    qa, qb = np.quantile(a, [0.25, 0.5, 0.75]), np.quantile(b, [0.25, 0.5, 0.75])
+    return qa[1] / qb[1], qa[0] / qb[2], qa[2] / qb[0]
+
+
+def table(rows: list[dict]):
+    """The verdict table a notebook ends with."""
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=["claim_id", "source", "claimed_value", "measured_value",
+                                       "verdict", "rule", "note"])
