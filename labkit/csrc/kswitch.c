@@ -224,7 +224,9 @@ static void *b_thread(void *arg) {
 
 /* The child: only async-signal-safe calls, because the parent may have other
  * threads holding locks (malloc, stdio) at the moment of fork(). */
-static _Noreturn void b_child(kshared *s, pid_t parent) {
+/* The fds come as arguments, read before fork(): the parent clears its copies
+ * in the shared mapping right after fork(), and the child would see that. */
+static _Noreturn void b_child(kshared *s, pid_t parent, int rfd, int wfd, const int drop[4]) {
     /* PDEATHSIG covers the parent dying later; getppid() covers it having died
      * before the prctl took effect. */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(3);
@@ -237,17 +239,14 @@ static _Noreturn void b_child(kshared *s, pid_t parent) {
     sigaction(SIGTERM, &dfl, NULL);
     sigaction(SIGHUP, &dfl, NULL);
     sigaction(SIGQUIT, &dfl, NULL);
-    close(s->p1[1]);
-    close(s->p2[0]);
-    close(s->pb[0]);
-    close(s->pb[1]);
+    for (int i = 0; i < 4; i++) close(drop[i]);
     if (s->cpu_b >= 0 && pin_self(s->cpu_b) != 0) {
         char msg[2] = {'E', (char)errno};
-        if (write(s->p2[1], msg, 2) < 0) _exit(4);
+        if (write(wfd, msg, 2) < 0) _exit(4);
         _exit(2);
     }
-    if (put1(s->p2[1], 'R') != 0) _exit(4);
-    b_pipe(s->p1[0], s->p2[1], &s->b_count);
+    if (put1(wfd, 'R') != 0) _exit(4);
+    b_pipe(rfd, wfd, &s->b_count);
     _exit(0);
 }
 
@@ -446,6 +445,8 @@ int lk_kpingpong(int mode, int cpu_a, int cpu_b, uint64_t rounds, int warmup, in
      * inherits the caller's own affinity, not cpu_a. */
     if (is_proc) {
         pid_t parent = getpid();
+        int crfd = s->p1[0], cwfd = s->p2[1];
+        const int drop[4] = {s->p1[1], s->p2[0], s->pb[0], s->pb[1]};
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
         child = _Fork();   /* no atfork handlers: the child runs none of the host's code */
 #else
@@ -455,7 +456,7 @@ int lk_kpingpong(int mode, int cpu_a, int cpu_b, uint64_t rounds, int warmup, in
             ERR("fork: %s", strerror(errno));
             goto out;
         }
-        if (child == 0) b_child(s, parent);
+        if (child == 0) b_child(s, parent, crfd, cwfd, drop);
         close_fd(&s->p1[0]);
         close_fd(&s->p2[1]);
         char c;

@@ -1,0 +1,77 @@
+"""Nothing finished is lost: atomic writes, a failing notebook reported while others run,
+verdict rules applied as written."""
+import pandas as pd
+import pytest
+
+from labkit import reproduce, results, verdicts
+
+
+@pytest.fixture
+def results_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_failed_write_keeps_the_previous_file(results_dir):
+    good = pd.DataFrame({"a": [1, 2, 3]})
+    path = results.save_csv(good, "x")
+
+    class Boom(pd.DataFrame):
+        def to_csv(self, *a, **k):
+            with open(a[0], "w") as f:
+                f.write("half a fi")
+            raise OSError("disk full")
+
+    with pytest.raises(OSError):
+        results.save_csv(Boom({"a": [9]}), "x")
+    assert pd.read_csv(path).equals(good)
+    assert [p.name for p in path.parent.iterdir()] == ["x.csv"]  # no temp file left
+
+
+def test_bad_names_are_refused(results_dir):
+    with pytest.raises(ValueError, match="name"):
+        results.save_csv(pd.DataFrame(), "../escape")
+
+
+def test_failing_notebook_is_reported_not_raised(tmp_path):
+    src = tmp_path / "99_fails.py"
+    src.write_text('# %% tags=["parameters"]\nquick = False\n\n# %%\n'
+                   'raise RuntimeError("this notebook fails on purpose")\n')
+    out = reproduce.run_notebook(src, quick=True, out_dir=tmp_path / "ex",
+                                 results_dir=tmp_path)
+    assert not out.ok
+    assert "fails on purpose" in out.error
+    assert (tmp_path / "ex" / "99_fails.failed.ipynb").exists()
+    assert not (tmp_path / "ex" / "99_fails.ipynb").exists()
+
+
+def test_unknown_notebook_names_are_refused():
+    with pytest.raises(ValueError, match="only"):
+        reproduce.notebook_sources(["no_such_notebook"])
+
+
+def test_claims_registry_has_every_claim_once():
+    import re
+    from pathlib import Path
+
+    claims_md = Path(__file__).resolve().parents[2] / "shared" / "CLAIMS.md"
+    c = verdicts.claims()
+    assert c.claim_id.is_unique
+    if claims_md.exists():
+        ids = set(re.findall(r"^\| (C\d{3}\.\d+) \|", claims_md.read_text(), re.M))
+        assert ids == set(c.claim_id)
+    for col in ("source", "claim", "claimed_value", "reproduced_if", "contradicted_if",
+                "experiment"):
+        assert (c[col].str.len() > 0).all(), col
+
+
+def test_verdict_rules_as_written():
+    # C002.3: reproduced if x >= 2; contradicted if x < 1.2.
+    assert verdicts.judge("C002.3", 3.0, low=2.5, high=3.5)["verdict"] == "reproduced"
+    assert verdicts.judge("C002.3", 1.0, low=0.9, high=1.1)["verdict"] == "contradicted"
+    # A spread that straddles a bound is too noisy to judge.
+    assert verdicts.judge("C002.3", 2.1, low=1.8, high=2.4)["verdict"] == "inconclusive"
+    assert verdicts.judge("C002.3", 3.0, noisy=True)["verdict"] == "inconclusive"
+    assert verdicts.judge("C003.1", 1.0)["verdict"] == "not-applicable-here"
+    with pytest.raises(ValueError, match="claim_id"):
+        verdicts.judge("C999.9", 1.0)
