@@ -1,15 +1,20 @@
-"""Build labkit's compiled core: one Cython extension around C with inline-assembly kernels.
+"""Build labkit's compiled core: one Cython extension around C with inline-assembly kernels,
+and the same C core built at every optimisation level the -O experiment compares
+(labkit/variants/liblabkit_c-<tag>.so, loaded with ctypes inside a worker process).
 
-The optimisation flags of the core are set here, in one place, and recorded
-in the binary (lk_cflags) so that every measured row can say how it was built.
-Override them with LABKIT_CFLAGS="-O3 -march=native" (the -O experiments do).
+The optimisation flags are set here, in one place, and recorded in each binary
+(lk_cflags) so that every measured row can say how it was built. Override the
+extension's with LABKIT_CFLAGS="-O3 -march=native".
 """
 import os
 import shlex
+import subprocess
 import sysconfig
+from pathlib import Path
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 DEFAULT_CFLAGS = "-O2"
 extra = shlex.split(os.environ.get("LABKIT_CFLAGS", DEFAULT_CFLAGS))
@@ -32,12 +37,42 @@ core = Extension(
     extra_compile_args=[*extra, "-Wall", f"-DLK_CFLAGS=\"{recorded}\""],
 )
 
+C_CORE = ["labkit/csrc/kernels.c", "labkit/csrc/harness.c", "labkit/csrc/ring.c"]
+# The builds the optimisation-level experiment puts side by side (notebook 02).
+VARIANTS = {
+    "O0": ["-O0"], "O1": ["-O1"], "O2": ["-O2"], "O3": ["-O3"], "Os": ["-Os"],
+    "O2-native": ["-O2", "-march=native"],
+}
+
+
+class BuildWithVariants(build_ext):
+    """build_ext, then the C core once per optimisation level as a plain shared library."""
+
+    def run(self):
+        super().run()
+        root = Path(".") if self.inplace else Path(self.build_lib)
+        out = root / "labkit" / "variants"
+        out.mkdir(parents=True, exist_ok=True)
+        cc = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")[:1]
+        for tag, flags in VARIANTS.items():
+            target = out / f"liblabkit_c-{tag}.so"
+            sources = [Path(p) for p in C_CORE] + list(Path("labkit/csrc").glob("*.h"))
+            if target.exists() and all(target.stat().st_mtime >= p.stat().st_mtime
+                                       for p in sources):
+                continue
+            cmd = [*cc, *flags, "-shared", "-fPIC", "-Wall", "-o", str(target), *C_CORE,
+                   f"-DLK_CFLAGS=\"{' '.join(flags)}\""]
+            print("building", target)
+            subprocess.run(cmd, check=True)
+
+
 setup(
     name="labkit",
     version="0.1.0",
     description="A lab that measures what a context switch costs",
     packages=["labkit"],
-    package_data={"labkit": ["*.pyi", "*.pxd", "csrc/*.h", "csrc/*.c"]},
+    package_data={"labkit": ["*.pyi", "*.pxd", "csrc/*.h", "csrc/*.c", "variants/*.so"]},
     ext_modules=cythonize([core], language_level=3),
+    cmdclass={"build_ext": BuildWithVariants},
     python_requires=">=3.11",
 )

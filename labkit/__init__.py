@@ -11,6 +11,7 @@ Every kernel runs in a worker process: a crash comes back as KernelCrashError.
 from labkit.checks import check_fp_control, check_registers, probe_stack
 from labkit.kernelinfo import KERNEL_NAMES, kernels
 from labkit.machine import machine_info
+from labkit.native import builds
 from labkit.timing import SwitchCountError, measure, measure_ring
 from labkit.stats import noise_warnings, summarize
 from labkit.validate import KernelUnavailableError
@@ -22,7 +23,7 @@ __all__ = [
     # measuring
     "measure", "measure_ring", "summarize", "noise_warnings",
     # what there is
-    "kernels", "KERNEL_NAMES", "machine_info",
+    "kernels", "KERNEL_NAMES", "builds", "machine_info",
     # correctness checks
     "check_registers", "check_fp_control", "probe_stack",
     # errors

@@ -17,9 +17,19 @@ def _run(job: dict):
     cpu = job.get("cpu")
     if cpu is not None:
         os.sched_setaffinity(0, {cpu})
+    build = job.get("build")
+    if op == "pingpong" and build:
+        from labkit import native
+
+        return native.pingpong(build, job["kernel"], job["stack_size"], job["prefault"],
+                               job["rounds"], job["warmup"], job["repeats"])
     if op == "pingpong":
         return _core.pingpong(job["kernel"], job["stack_size"], job["prefault"],
                               job["rounds"], job["warmup"], job["repeats"])
+    if op == "build_cflags":
+        from labkit import native
+
+        return native.cflags(build)
     if op == "ring":
         return _core.ring(job["kernel"], job["n"], job["asymmetric"], job["stack_size"],
                           job["colour_step"], job["prefault"], job["laps"], job["warmup"],

@@ -135,7 +135,15 @@ def machine_info(refresh: bool = False) -> dict:
     return info
 
 
-def row_metadata() -> dict:
-    """The metadata columns every measured row carries."""
+def row_metadata(build: str | None = None) -> dict:
+    """The metadata columns every measured row carries; build names one of the C core's
+    optimisation-level builds, whose flags then replace the extension's."""
     info = machine_info()
-    return {k: info[k] for k in ROW_METADATA}
+    row = {k: info[k] for k in ROW_METADATA}
+    if build is not None:
+        from labkit import native
+
+        row["cflags"] = native.cflags(build)
+        row["opt_level"] = _opt_level(row["cflags"]) + (
+            " -march=native" if "-march=native" in row["cflags"] else "")
+    return row

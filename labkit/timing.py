@@ -18,7 +18,7 @@ def _default_timeout(switches: int, runs: int) -> float:
 
 def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000_000,
             repeats: int = 10, warmup: int = 1, cpu: int | None = None,
-            prefault: bool = True, timeout: float | None = None):
+            prefault: bool = True, build: str | None = None, timeout: float | None = None):
     """Time `switches` switches between two contexts with `kernel`, `repeats` times after
     `warmup` dropped runs, in a worker process. Returns a DataFrame with one row per repeat:
     ns and cycle-counter ticks per switch with the empty loop's cost subtracted
@@ -27,7 +27,9 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
 
     stack_size is in bytes (None: 64 KiB; must stay None for the stackless kernel);
     it is rounded up to whole pages and the real size is recorded. cpu pins the worker
-    to one CPU. prefault touches the whole stack before timing."""
+    to one CPU. prefault touches the whole stack before timing. build picks one of the
+    C core's optimisation-level builds (labkit.builds(): "O0" ... "O2-native") instead
+    of the extension's own (-O2)."""
     kernel = _v.kernel(kernel)
     size = _v.stack_size(kernel, stack_size)
     switches = _v.switches(switches)
@@ -35,21 +37,37 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
     warmup = _v.warmup(warmup)
     cpu = _v.cpu(cpu)
     prefault = _v.flag("prefault", prefault)
+    build = _build(build)
     timeout = _v.timeout(timeout) or _default_timeout(switches, repeats + warmup)
-    meta = _machine.row_metadata()  # before the run: calibrating the TSC needs the worker too
+    meta = _machine.row_metadata(build)  # before the run: TSC calibration uses the worker
 
     describe = (f"kernel {kernel!r} (stack_size={size}, switches={switches}, "
-                f"repeats={repeats}, cpu={cpu})")
+                f"repeats={repeats}, cpu={cpu}, build={build or 'extension'})")
     samples = _worker.run(
         {"op": "pingpong", "kernel": _kernels.kernel_index(kernel), "stack_size": size or 0,
          "prefault": prefault, "rounds": switches // 2, "warmup": warmup,
-         "repeats": repeats, "cpu": cpu},
+         "repeats": repeats, "cpu": cpu, "build": build},
         describe=describe, timeout=timeout,
     )
     common = {"kernel": kernel, "kind": _kernels.kernel_info(kernel).kind,
               "pattern": "pingpong", "contexts": 2, "stack_size_requested": stack_size,
-              "stack_size": size, "colour_step": 0, "prefault": prefault, "cpu": cpu}
+              "stack_size": size, "colour_step": 0, "prefault": prefault, "cpu": cpu,
+              "build": build or "extension"}
     return _frame(samples, switches, describe, common, resumptions=switches // 2, meta=meta)
+
+
+def _build(build):
+    if build is None:
+        return None
+    from labkit import native
+
+    if not isinstance(build, str):
+        raise TypeError(f"build must be a str naming a build or None, not {type(build).__name__}")
+    have = native.builds()
+    if build not in have:
+        raise ValueError(f"build must be one of {have} (or None for the extension); got "
+                         f"{build!r}" + ("" if have else ": none is built, run `make setup`"))
+    return build
 
 
 def _frame(samples, expected, describe, common, resumptions, meta):

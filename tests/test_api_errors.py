@@ -81,3 +81,10 @@ def test_numpy_integers_are_accepted():
     df = labkit.measure("asm", stack_size=np.int64(65536), switches=np.int32(100),
                         repeats=np.int64(1))
     assert df.switches.iloc[0] == 100
+
+
+def test_unknown_build_is_refused():
+    with pytest.raises(ValueError, match="build must be one of"):
+        labkit.measure("asm", switches=100, build="O9")
+    with pytest.raises(TypeError, match="build"):
+        labkit.measure("asm", switches=100, build=2)

@@ -76,3 +76,16 @@ def test_prefault_changes_page_faults_not_results():
     assert (cold.counted_switches == 1000).all() and (warm.counted_switches == 1000).all()
     # A prefaulted stack takes no page fault inside the timed loop.
     assert warm.minor_faults.iloc[0] == 0
+
+
+@pytest.mark.parametrize("build", labkit.builds())
+def test_every_optimisation_build_switches_and_says_how_it_was_built(build):
+    df = labkit.measure("asm_fpu", switches=1000, repeats=2, build=build)
+    assert (df.counted_switches == 1000).all()
+    flag = build.split("-")[0]
+    assert f"-{flag}" in df.cflags.iloc[0]
+    assert df.build.iloc[0] == build
+
+
+def test_all_six_optimisation_builds_exist():
+    assert labkit.builds() == ["O0", "O1", "O2", "O3", "Os", "O2-native"]

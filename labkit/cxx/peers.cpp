@@ -34,8 +34,8 @@ namespace bctx = boost::context;
 namespace {
 
 /* noipa, not just noinline: GCC would otherwise use what it knows of the callee (which
- * registers it clobbers, that it is pure) and the call would be cheaper than a call to
- * code the compiler has not seen. */
+ * registers it leaves alone) and the call would be cheaper than a call to code the
+ * compiler has not seen, such as a library function. */
 #define LKX_OPAQUE __attribute__((noipa))
 #define LKX_NOINLINE __attribute__((noinline))
 
@@ -228,6 +228,38 @@ LKX_NOINLINE void loop_symmetric(pingpong *p, uint64_t rounds) {
     p->sym_a.resume();
 }
 
+/* Symmetric transfer is a tail jump only where GCC optimises sibling calls (-O2 and up);
+ * below that each transfer is a call nested in the last one, and a long ping-pong runs
+ * off the end of the stack. Two probe coroutines, made like the measured pair, tell
+ * which before anything runs: A's frame address must not move from one entry to the next. */
+struct sym_probe {
+    std::coroutine_handle<> a, b;
+    char *first, *last;
+};
+
+coro probe_a_body(sym_probe *s) {
+    s->first = static_cast<char *>(__builtin_frame_address(0));
+    for (int i = 0; i < 16; i++) {
+        s->last = static_cast<char *>(__builtin_frame_address(0));
+        co_await transfer_to{s->b};
+    }
+    co_await std::suspend_always{};
+}
+
+coro probe_b_body(sym_probe *s) {
+    for (;;) co_await transfer_to{s->a};
+}
+
+bool symmetric_is_tail_jump() {
+    sym_probe s{};
+    coro a = probe_a_body(&s);
+    coro b = probe_b_body(&s);
+    s.a = a.h;
+    s.b = b.h;
+    a.h.resume();
+    return s.first != nullptr && s.first == s.last;
+}
+
 /* ---- Boost.Context, the bare fcontext layer ---- */
 
 /* Entered on the first jump, with main's context in t.fctx; never returns, because
@@ -371,6 +403,13 @@ int pingpong_cxx(int peer, size_t stack_size, uint64_t rounds, int warmup, int r
         return 0;  /* ~coro destroys the suspended frame */
     }
     case LKX_CXX20_SYMMETRIC: {
+        if (!symmetric_is_tail_jump()) {
+            fail(err, errlen,
+                 "cxx20_symmetric: this build does not turn symmetric transfer into a tail "
+                 "jump (GCC does only with -foptimize-sibling-calls, on from -O2), so every "
+                 "transfer would nest one call deeper and overflow the stack");
+            return -1;
+        }
         coro a = sym_a_body(p);
         coro b = sym_b_body(p);
         p->sym_a = a.h;
