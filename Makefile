@@ -12,8 +12,10 @@ DEB_PACKAGES := g++ libboost-context-dev libboost-fiber-dev libasio-dev liburing
 
 DEPS_STAMP := $(VENV)/.deps-stamp
 BUILD_STAMP := $(VENV)/.build-stamp
+# Boost's version header is an input: installing Boost later rebuilds the peers.
 BUILD_INPUTS := setup.py pyproject.toml $(wildcard labkit/*.pyx labkit/*.pxd \
-	labkit/csrc/*.c labkit/csrc/*.h labkit/cxx/*.cpp labkit/cxx/*.h)
+	labkit/csrc/*.c labkit/csrc/*.h labkit/cxx/*.cpp labkit/cxx/*.h \
+	/usr/include/boost/version.hpp)
 
 .PHONY: setup system-deps test reproduce lab clean help
 

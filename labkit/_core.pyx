@@ -62,8 +62,9 @@ cdef list _samples(lk_sample *out, int repeats):
 
 
 def pingpong(int kernel, size_t stack_size, bint prefault, uint64_t rounds, int warmup,
-             int repeats):
-    """Run the timed ping-pong; one dict per repeat (raw ns and ticks of both loops)."""
+             int repeats, int fpctl_mode=0):
+    """Run the timed ping-pong; one dict per repeat (raw ns and ticks of both loops).
+    fpctl_mode: 0 as is, 1 both contexts at the default FP control words, 2 they differ."""
     cdef lk_sample *out = <lk_sample *>malloc(sizeof(lk_sample) * repeats)
     cdef char err[512]
     cdef int rc
@@ -71,8 +72,8 @@ def pingpong(int kernel, size_t stack_size, bint prefault, uint64_t rounds, int 
         raise MemoryError("no memory for the samples")
     try:
         with nogil:
-            rc = lk_pingpong(kernel, stack_size, prefault, rounds, warmup, repeats, out, err,
-                             sizeof(err))
+            rc = lk_pingpong_fp(kernel, stack_size, prefault, rounds, warmup, repeats,
+                                fpctl_mode, out, err, sizeof(err))
         if rc != 0:
             raise RuntimeError(err.decode())
         return _samples(out, repeats)

@@ -18,14 +18,21 @@ def _run(job: dict):
     if cpu is not None:
         os.sched_setaffinity(0, {cpu})
     build = job.get("build")
+    if op == "peer_pingpong":
+        from labkit import native
+
+        return native.peer_pingpong(build, job["peer"], job["stack_size"], job["rounds"],
+                                    job["warmup"], job["repeats"])
     if op == "pingpong" and build:
         from labkit import native
 
         return native.pingpong(build, job["kernel"], job["stack_size"], job["prefault"],
-                               job["rounds"], job["warmup"], job["repeats"])
+                               job["rounds"], job["warmup"], job["repeats"],
+                               job.get("fpctl_mode", 0))
     if op == "pingpong":
         return _core.pingpong(job["kernel"], job["stack_size"], job["prefault"],
-                              job["rounds"], job["warmup"], job["repeats"])
+                              job["rounds"], job["warmup"], job["repeats"],
+                              job.get("fpctl_mode", 0))
     if op == "build_cflags":
         from labkit import native
 

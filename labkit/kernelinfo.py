@@ -1,4 +1,6 @@
-"""The switch kernels labkit can measure: what each one saves, and whether it runs here."""
+"""What can be measured: labkit's own switch kernels and the real peer systems the
+articles name (plain calls, a syscall, C++20 coroutines, Boost.Context, Boost.Fiber),
+what each one saves, and whether it runs here (or why not, and how to get it)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -44,6 +46,28 @@ _INFO = {
 
 KERNEL_NAMES = tuple(_INFO)
 
+# The peers, in the order of enum lkx_peer (labkit/cxx/peers.h).
+_PEER_KIND = {
+    "direct_call": "baseline", "indirect_call": "baseline", "virtual_call": "baseline",
+    "syscall_getppid": "baseline", "cxx20_generator": "stackless",
+    "cxx20_symmetric": "stackless", "boost_fcontext": "stackful", "boost_fiber": "stackful",
+    "boost_fibers_yield": "stackful",
+}
+PEER_NAMES = tuple(_PEER_KIND)
+ALL_NAMES = KERNEL_NAMES + PEER_NAMES
+
+
+def is_peer(name: str) -> bool:
+    return name in _PEER_KIND
+
+
+def _peer_info(name: str) -> KernelInfo:
+    from labkit import native
+
+    saves = native.peer_saves(name) if not native.peers_missing_reason() else "(not built here)"
+    return KernelInfo(name, _PEER_KIND[name], saves, "(the peer's own)",
+                      "a real system, measured by the same harness method as labkit's kernels")
+
 
 def _table() -> dict[str, dict]:
     return {row["name"]: row for row in _core.kernel_table()}
@@ -55,37 +79,46 @@ def kernel_index(name: str) -> int:
 
 
 def kernel_info(name: str) -> KernelInfo:
-    """What a kernel saves and how it returns."""
-    return _INFO[name]
+    """What a kernel or peer saves and how it returns."""
+    return _peer_info(name) if is_peer(name) else _INFO[name]
 
 
 def availability(name: str) -> tuple[bool, str]:
-    """(True, "") if the kernel runs on this machine, else (False, why not)."""
+    """(True, "") if the kernel or peer runs on this machine, else (False, why not)."""
+    if is_peer(name):
+        from labkit import native
+
+        why = native.peers_missing_reason()
+        return not why, why
     row = _table()[name]
     return row["available"], row["why_not"]
 
 
 def frame_bytes(name: str) -> int:
-    """Bytes a suspended context of this kernel keeps on its stack."""
-    return int(_table()[name]["frame_bytes"])
+    """Bytes a suspended context of this kernel keeps on its stack (0 for the peers:
+    their frames are their libraries' business)."""
+    return 0 if is_peer(name) else int(_table()[name]["frame_bytes"])
 
 
-def kernels():
-    """A DataFrame of every kernel: name, kind, what it saves, how it returns, available here or why not."""
+def kernels(peers: bool = True):
+    """A DataFrame of every kernel (and, with peers=True, every peer system): name, system
+    (labkit or peer), kind (stackful, stackless, baseline), what one switch saves, how it
+    returns, available here or why not."""
     import pandas as pd
 
-    table = _table()
     rows = []
-    for name, info in _INFO.items():
-        row = table[name]
+    for name in ALL_NAMES if peers else KERNEL_NAMES:
+        info = kernel_info(name)
+        ok, why = availability(name)
         rows.append({
             "kernel": name,
+            "system": "peer" if is_peer(name) else "labkit",
             "kind": info.kind,
             "saves": info.saves,
             "returns_by": info.returns_by,
-            "frame_bytes": row["frame_bytes"],
-            "available": row["available"],
-            "why_not": row["why_not"],
+            "frame_bytes": frame_bytes(name),
+            "available": ok,
+            "why_not": why,
             "note": info.note,
         })
     return pd.DataFrame(rows)

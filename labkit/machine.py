@@ -135,15 +135,16 @@ def machine_info(refresh: bool = False) -> dict:
     return info
 
 
-def row_metadata(build: str | None = None) -> dict:
-    """The metadata columns every measured row carries; build names one of the C core's
-    optimisation-level builds, whose flags then replace the extension's."""
+def row_metadata(build: str | None = None, peer: bool = False) -> dict:
+    """The metadata columns every measured row carries; build names one of the
+    optimisation-level builds (of the C core, or of the C++ peers if peer), whose flags
+    then replace the extension's."""
     info = machine_info()
     row = {k: info[k] for k in ROW_METADATA}
     if build is not None:
         from labkit import native
 
-        row["cflags"] = native.cflags(build)
+        row["cflags"] = native.peers_cflags(build) if peer else native.cflags(build)
         row["opt_level"] = _opt_level(row["cflags"]) + (
             " -march=native" if "-march=native" in row["cflags"] else "")
     return row

@@ -1,5 +1,7 @@
-"""The C core's optimisation-level builds (labkit/variants/liblabkit_c-<tag>.so), called
-through ctypes. Used inside worker processes only; `builds()` is safe anywhere."""
+"""The C core's optimisation-level builds (labkit/variants/liblabkit_c-<tag>.so) and the
+C++ peers (liblabkit_peers-<tag>.so: Boost.Context, Boost.Fiber, C++20 coroutines, plain
+calls), called through ctypes. Timed runs happen inside worker processes only; the
+look-ups (builds, peer availability, flags) are safe anywhere."""
 from __future__ import annotations
 
 import ctypes
@@ -29,8 +31,9 @@ def _lib(tag: str):
         raise FileNotFoundError(f"no build {tag!r} at {path}: run `make setup`")
     lib = ctypes.CDLL(str(path))
     u64, sz, i = ctypes.c_uint64, ctypes.c_size_t, ctypes.c_int
-    lib.lk_pingpong.argtypes = [i, sz, i, u64, i, i, ctypes.POINTER(_Sample), ctypes.c_char_p, sz]
-    lib.lk_pingpong.restype = i
+    lib.lk_pingpong_fp.argtypes = [i, sz, i, u64, i, i, i, ctypes.POINTER(_Sample),
+                                   ctypes.c_char_p, sz]
+    lib.lk_pingpong_fp.restype = i
     lib.lk_ring.argtypes = [i, i, i, sz, sz, i, u64, i, i, ctypes.POINTER(_Sample),
                             ctypes.c_char_p, sz]
     lib.lk_ring.restype = i
@@ -50,13 +53,78 @@ def _run(fn, repeats, *args):
     return [{name: getattr(s, name) for name in _FIELDS} for s in out]
 
 
-def pingpong(tag, kernel, stack_size, prefault, rounds, warmup, repeats):
-    """lk_pingpong of the given build; the same dicts as labkit._core.pingpong."""
-    return _run(_lib(tag).lk_pingpong, repeats, kernel, stack_size, int(prefault), rounds,
-                warmup, repeats)
+def pingpong(tag, kernel, stack_size, prefault, rounds, warmup, repeats, fpctl_mode=0):
+    """lk_pingpong_fp of the given build; the same dicts as labkit._core.pingpong."""
+    return _run(_lib(tag).lk_pingpong_fp, repeats, kernel, stack_size, int(prefault), rounds,
+                warmup, repeats, fpctl_mode)
 
 
 def ring(tag, kernel, n, asymmetric, stack_size, colour_step, prefault, laps, warmup, repeats):
     """lk_ring of the given build; the same dicts as labkit._core.ring."""
     return _run(_lib(tag).lk_ring, repeats, kernel, n, int(asymmetric), stack_size,
                 colour_step, int(prefault), laps, warmup, repeats)
+
+
+# ---- the C++ peers ----
+
+PEER_BUILD = "O2"  # the build a peer is measured with unless another is asked for
+
+
+def peers_missing_reason() -> str:
+    """Why the peers library is not there ('' if it is)."""
+    if (VARIANTS_DIR / f"liblabkit_peers-{PEER_BUILD}.so").exists():
+        return ""
+    log = VARIANTS_DIR / "peers-missing.txt"
+    detail = ""
+    if log.exists():
+        lines = [ln for ln in log.read_text().splitlines() if "error" in ln]
+        detail = f" (compiler said: {lines[0].strip()[:200]})" if lines else ""
+    return ("the C++ peers are not built: install Boost and a C++20 compiler "
+            "(apt-get install g++ libboost-context-dev libboost-fiber-dev), then run "
+            "`make setup`" + detail)
+
+
+@functools.lru_cache(maxsize=None)
+def _peers(tag: str):
+    path = VARIANTS_DIR / f"liblabkit_peers-{tag}.so"
+    if not path.exists():
+        raise FileNotFoundError(peers_missing_reason() or f"no peers build {tag!r} at {path}")
+    lib = ctypes.CDLL(str(path))
+    u64, sz, i = ctypes.c_uint64, ctypes.c_size_t, ctypes.c_int
+    lib.lkx_pingpong.argtypes = [i, sz, u64, i, i, ctypes.POINTER(_Sample), ctypes.c_char_p, sz]
+    lib.lkx_pingpong.restype = i
+    lib.lkx_peer_name.argtypes = [i]
+    lib.lkx_peer_name.restype = ctypes.c_char_p
+    lib.lkx_peer_saves.argtypes = [i]
+    lib.lkx_peer_saves.restype = ctypes.c_char_p
+    lib.lkx_cflags.restype = ctypes.c_char_p
+    lib.lkx_cxx20_frame_bytes.restype = ctypes.c_size_t
+    return lib
+
+
+def peer_names(tag: str = PEER_BUILD) -> list[str]:
+    lib = _peers(tag)
+    names = []
+    while True:
+        name = lib.lkx_peer_name(len(names)).decode()
+        if name == "?":
+            return names
+        names.append(name)
+
+
+def peer_saves(name: str, tag: str = PEER_BUILD) -> str:
+    return _peers(tag).lkx_peer_saves(peer_names(tag).index(name)).decode()
+
+
+def peers_cflags(tag: str) -> str:
+    return _peers(tag).lkx_cflags().decode()
+
+
+def cxx20_frame_bytes(tag: str = PEER_BUILD) -> int:
+    return int(_peers(tag).lkx_cxx20_frame_bytes())
+
+
+def peer_pingpong(tag, name, stack_size, rounds, warmup, repeats):
+    """lkx_pingpong of the given build; the same dicts as labkit._core.pingpong."""
+    index = peer_names(tag).index(name)
+    return _run(_peers(tag).lkx_pingpong, repeats, index, stack_size, rounds, warmup, repeats)

@@ -11,6 +11,9 @@ class SwitchCountError(RuntimeError):
     """The two sides' counters disagree with the number of switches the loop should make."""
 
 
+FP_CONTROL_MODES = {"as-is": 0, "same": 1, "differ": 2}
+
+
 def _default_timeout(switches: int, runs: int) -> float:
     # Generous: 5 us a switch is 20x the slowest kernel here (ucontext), plus start-up.
     return 60.0 + runs * switches * 5e-6
@@ -18,7 +21,8 @@ def _default_timeout(switches: int, runs: int) -> float:
 
 def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000_000,
             repeats: int = 10, warmup: int = 1, cpu: int | None = None,
-            prefault: bool = True, build: str | None = None, timeout: float | None = None):
+            prefault: bool = True, build: str | None = None, fp_control: str = "as-is",
+            timeout: float | None = None):
     """Time `switches` switches between two contexts with `kernel`, `repeats` times after
     `warmup` dropped runs, in a worker process. Returns a DataFrame with one row per repeat:
     ns and cycle-counter ticks per switch with the empty loop's cost subtracted
@@ -29,7 +33,10 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
     it is rounded up to whole pages and the real size is recorded. cpu pins the worker
     to one CPU. prefault touches the whole stack before timing. build picks one of the
     C core's optimisation-level builds (labkit.builds(): "O0" ... "O2-native") instead
-    of the extension's own (-O2)."""
+    of the extension's own (-O2); the peers (labkit.kernels().query("system == 'peer'"))
+    always come from such a build, "O2" by default. fp_control: "as-is"; "same" (both contexts hold the
+    default FP control words); "differ" (main did an inexact division after making the
+    other context, so on x86-64 their MXCSRs differ in the sticky PE flag)."""
     kernel = _v.kernel(kernel)
     size = _v.stack_size(kernel, stack_size)
     switches = _v.switches(switches)
@@ -37,29 +44,38 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
     warmup = _v.warmup(warmup)
     cpu = _v.cpu(cpu)
     prefault = _v.flag("prefault", prefault)
-    build = _build(build)
+    peer = _kernels.is_peer(kernel)
+    build = _build(build, peer)
+    if fp_control not in FP_CONTROL_MODES:
+        raise ValueError(f"fp_control must be one of {list(FP_CONTROL_MODES)}; got {fp_control!r}")
+    if peer and fp_control != "as-is":
+        raise ValueError(f"fp_control must be 'as-is' for the peer {kernel!r}: only labkit's "
+                         "own kernels can set the FP control words of both contexts")
     timeout = _v.timeout(timeout) or _default_timeout(switches, repeats + warmup)
-    meta = _machine.row_metadata(build)  # before the run: TSC calibration uses the worker
+    meta = _machine.row_metadata(build, peer)  # before the run: TSC calibration uses the worker
 
     describe = (f"kernel {kernel!r} (stack_size={size}, switches={switches}, "
                 f"repeats={repeats}, cpu={cpu}, build={build or 'extension'})")
-    samples = _worker.run(
-        {"op": "pingpong", "kernel": _kernels.kernel_index(kernel), "stack_size": size or 0,
-         "prefault": prefault, "rounds": switches // 2, "warmup": warmup,
-         "repeats": repeats, "cpu": cpu, "build": build},
-        describe=describe, timeout=timeout,
-    )
+    job = {"stack_size": size or 0, "rounds": switches // 2, "warmup": warmup,
+           "repeats": repeats, "cpu": cpu, "build": build}
+    if peer:
+        job.update(op="peer_pingpong", peer=kernel)
+    else:
+        job.update(op="pingpong", kernel=_kernels.kernel_index(kernel), prefault=prefault,
+                   fpctl_mode=FP_CONTROL_MODES[fp_control])
+    samples = _worker.run(job, describe=describe, timeout=timeout)
     common = {"kernel": kernel, "kind": _kernels.kernel_info(kernel).kind,
               "pattern": "pingpong", "contexts": 2, "stack_size_requested": stack_size,
               "stack_size": size, "colour_step": 0, "prefault": prefault, "cpu": cpu,
-              "build": build or "extension"}
+              "build": build or "extension", "fp_control": fp_control}
     return _frame(samples, switches, describe, common, resumptions=switches // 2, meta=meta)
 
 
-def _build(build):
-    if build is None:
-        return None
+def _build(build, peer: bool = False):
     from labkit import native
+
+    if build is None:
+        return native.PEER_BUILD if peer else None
 
     if not isinstance(build, str):
         raise TypeError(f"build must be a str naming a build or None, not {type(build).__name__}")

@@ -41,9 +41,9 @@ def kernel(name) -> str:
     """A known kernel name that runs here."""
     if not isinstance(name, str):
         raise TypeError(f"kernel must be a str naming a kernel, not {type(name).__name__}")
-    if name not in _kernels.KERNEL_NAMES:
+    if name not in _kernels.ALL_NAMES:
         raise ValueError(
-            f"kernel must be one of {', '.join(_kernels.KERNEL_NAMES)}; got {name!r}"
+            f"kernel must be one of {', '.join(_kernels.ALL_NAMES)}; got {name!r}"
         )
     ok, why = _kernels.availability(name)
     if not ok:
@@ -58,11 +58,12 @@ def min_stack_size(kernel_name: str) -> int:
 
 def stack_size(kernel_name: str, value) -> int | None:
     """The stack size in bytes, rounded up to whole pages (None: 64 KiB); None for a stackless kernel."""
-    if _kernels.kernel_info(kernel_name).kind == "stackless":
+    kind = _kernels.kernel_info(kernel_name).kind
+    if kind != "stackful":
         if value is not None:
             raise ValueError(
-                f"stack_size must be left unset (None) for the stackless kernel "
-                f"{kernel_name!r}: it has no stack; got {value!r}"
+                f"stack_size must be left unset (None) for the {kind} kernel "
+                f"{kernel_name!r}: it has no stack of its own; got {value!r}"
             )
         return None
     if value is None:

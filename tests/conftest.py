@@ -5,8 +5,12 @@ import labkit
 
 KERNELS = labkit.kernels()
 AVAILABLE = KERNELS[KERNELS.available]
-STACKFUL = list(AVAILABLE[AVAILABLE.kind == "stackful"].kernel)
+OWN = AVAILABLE[AVAILABLE.system == "labkit"]
+# labkit's own stackful kernels: the ones whose registers and stacks the checks can probe.
+STACKFUL = list(OWN[OWN.kind == "stackful"].kernel)
+# Everything that runs here, labkit's kernels and the real peers.
 ALL = list(AVAILABLE.kernel)
+PEERS = list(AVAILABLE[AVAILABLE.system == "peer"].kernel)
 # Kernels that keep the FP control state (MXCSR + x87 CW, or FPCR) by design.
 KEEPS_FP_CONTROL = {"asm_fpu", "asm_fxsave", "asm_xsave", "ucontext"}
 

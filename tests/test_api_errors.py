@@ -5,6 +5,7 @@ import os
 import pytest
 
 import labkit
+from conftest import PEERS, STACKFUL
 from labkit import validate
 
 HUGE = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") * 2
@@ -23,6 +24,7 @@ CASES = [
     (dict(kernel="asm", stack_size="64k"), TypeError, ["stack_size", "integer"]),
     (dict(kernel="asm", stack_size=True), TypeError, ["stack_size", "integer"]),
     (dict(kernel="stackless", stack_size=65536), ValueError, ["stack_size", "stackless"]),
+    (dict(kernel="direct_call", stack_size=65536), ValueError, ["stack_size", "baseline"]),
     (dict(kernel="asm", switches=0), ValueError, ["switches", "even"]),
     (dict(kernel="asm", switches=-10), ValueError, ["switches"]),
     (dict(kernel="asm", switches=1001), ValueError, ["switches", "even"]),
@@ -61,10 +63,11 @@ def test_minimum_stack_is_accepted_and_rounded_up_to_pages():
     assert odd.stack_size_requested.iloc[0] == lo + 1
 
 
-def test_one_byte_under_the_minimum_is_refused():
-    lo = validate.min_stack_size("asm_xsave" if "asm_xsave" in labkit.KERNEL_NAMES else "asm")
+@pytest.mark.parametrize("kernel", STACKFUL)
+def test_one_byte_under_the_minimum_is_refused(kernel):
+    lo = validate.min_stack_size(kernel)
     with pytest.raises(ValueError, match="stack_size"):
-        labkit.measure("asm_xsave", stack_size=lo - 1, switches=100)
+        labkit.measure(kernel, stack_size=lo - 1, switches=100)
 
 
 def test_checks_reject_stackless_and_unknown():
@@ -88,3 +91,12 @@ def test_unknown_build_is_refused():
         labkit.measure("asm", switches=100, build="O9")
     with pytest.raises(TypeError, match="build"):
         labkit.measure("asm", switches=100, build=2)
+
+
+def test_peers_refuse_fp_control():
+    if "boost_fiber" not in PEERS:
+        pytest.skip("the C++ peers are not built here")
+    with pytest.raises(ValueError, match="fp_control"):
+        labkit.measure("boost_fiber", switches=100, fp_control="differ")
+    with pytest.raises(ValueError, match="fp_control"):
+        labkit.measure("asm", switches=100, fp_control="sometimes")

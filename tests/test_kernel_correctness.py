@@ -4,7 +4,7 @@ kernels that say they keep it, the switch counters add up, the stack ends at its
 import pytest
 
 import labkit
-from conftest import KEEPS_FP_CONTROL, STACKFUL
+from conftest import KEEPS_FP_CONTROL, PEERS, STACKFUL
 
 
 def test_every_kernel_is_checked_here():
@@ -46,13 +46,22 @@ def test_counters_prove_every_switch(any_kernel):
     assert (df.switches == 2000).all()
 
 
+def test_cxx20_symmetric_refuses_builds_without_tail_calls():
+    if "cxx20_symmetric" not in PEERS:
+        pytest.skip("the C++ peers are not built here")
+    # Without -foptimize-sibling-calls every transfer nests a call: a clear refusal,
+    # not a stack overflow.
+    with pytest.raises(labkit.WorkerError, match="tail"):
+        labkit.measure("cxx20_symmetric", switches=1000, build="O0")
+
+
 def test_kernels_in_any_order_share_a_worker():
     # State left behind by one kernel (an xsave header on the stack, say) must not
     # break the next one in the same worker process: run them forwards and backwards.
     order = [k for k in labkit.kernels().query("available").kernel]
     for k in order + order[::-1]:
         df = labkit.measure(k, switches=1000, repeats=1, warmup=0)
-        assert (df.counted_switches == 1000).all()
+        assert (df.counted_switches == 1000).all(), k
 
 
 def test_stack_fits_within_its_size(stackful):

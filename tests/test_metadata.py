@@ -33,9 +33,11 @@ def test_per_switch_figures_are_consistent():
 
 
 def test_kernel_table_lists_every_kernel_with_a_reason_when_missing():
+    from labkit.kernelinfo import ALL_NAMES
+
     k = labkit.kernels()
-    assert list(k.kernel) == list(labkit.KERNEL_NAMES)
-    assert set(k.kind) == {"stackful", "stackless"}
+    assert list(k.kernel) == list(ALL_NAMES)
+    assert set(k.kind) == {"stackful", "stackless", "baseline"}
     assert (k[~k.available].why_not.str.len() > 0).all()
     assert (k.saves.str.len() > 0).all()
 
@@ -58,3 +60,28 @@ def test_summarize_flags_noise_by_pyperf_rule():
     assert list(s.noisy) == [False, True]
     assert s.loc[0, "median"] == 10.0
     assert len(labkit.noise_warnings(s)) == 1
+
+
+def test_a_missing_peer_is_a_row_that_says_why_not_a_crash(tmp_path, monkeypatch):
+    from labkit import native
+
+    monkeypatch.setattr(native, "VARIANTS_DIR", tmp_path)  # as if Boost had not been there
+    k = labkit.kernels().set_index("kernel")
+    assert not k.loc["boost_fiber", "available"]
+    assert "libboost-context-dev" in k.loc["boost_fiber", "why_not"]
+    assert k.loc["asm", "available"]
+    import pytest
+
+    with pytest.raises(labkit.KernelUnavailableError, match="libboost"):
+        labkit.measure("boost_fiber", switches=100)
+
+
+def test_peer_rows_say_which_build_measured_them():
+    import pytest
+
+    k = labkit.kernels().set_index("kernel")
+    if not k.loc["boost_fiber", "available"]:
+        pytest.skip(k.loc["boost_fiber", "why_not"])
+    df = labkit.measure("boost_fiber", switches=1000, repeats=2)
+    assert df.build.iloc[0] == "O2"
+    assert "-std=c++20" in df.cflags.iloc[0] and df.opt_level.iloc[0] == "-O2"

@@ -120,6 +120,12 @@ static void timed(loop_fn f, pingpong *p, uint64_t rounds, uint64_t *ns, uint64_
 
 int lk_pingpong(int kernel, size_t stack_size, int prefault, uint64_t rounds, int warmup,
                 int repeats, lk_sample *out, char *err, size_t errlen) {
+    return lk_pingpong_fp(kernel, stack_size, prefault, rounds, warmup, repeats, 0, out, err,
+                          errlen);
+}
+
+int lk_pingpong_fp(int kernel, size_t stack_size, int prefault, uint64_t rounds, int warmup,
+                   int repeats, int fpctl_mode, lk_sample *out, char *err, size_t errlen) {
     const char *why;
     loop_fn loop = 0;
     void (*entry)(void *) = 0;
@@ -144,23 +150,29 @@ int lk_pingpong(int kernel, size_t stack_size, int prefault, uint64_t rounds, in
 
     static pingpong p;  /* static: its address is stable and off the stacks being measured */
     memset(&p, 0, sizeof p);
+    uint32_t fp_saved[2];
+    lk_fpctl_read(fp_saved);
+    if (fpctl_mode) lk_fpctl_reset();  /* the other context copies these when made */
     lk_stack s;
     memset(&s, 0, sizeof s);
     if (entry) {
         int rc = lk_stack_alloc(&s, stack_size, 0, prefault);
         if (rc != 0) {
             snprintf(err, errlen, "mmap of a %zu-byte stack failed: %s", stack_size, strerror(-rc));
+            lk_fpctl_write(fp_saved);
             return -1;
         }
         void *ctx = lk_make(kernel, &s, entry, &p);
         if (!ctx) {
             snprintf(err, errlen, "could not make a %s context", lk_kernel_name(kernel));
             lk_stack_free(&s);
+            lk_fpctl_write(fp_saved);
             return -1;
         }
         if (kernel == LK_UCONTEXT) p.co_uc = ctx;
         else p.co_sp = ctx;
     }
+    if (fpctl_mode == 2) lk_fpctl_divide();
 
     uint64_t ns, ticks, faults, counted;
     for (int w = 0; w < warmup; w++) {
@@ -175,6 +187,7 @@ int lk_pingpong(int kernel, size_t stack_size, int prefault, uint64_t rounds, in
     }
     /* The other context stays suspended for good; its stack simply goes away. */
     lk_stack_free(&s);
+    lk_fpctl_write(fp_saved);
     return 0;
 }
 

@@ -89,6 +89,21 @@ lk_swap_fn lk_swap_of(int k) {
     }
 }
 
+/* FP control state, for the harness: reset to the ABI's defaults, or dirtied the way
+ * ordinary arithmetic dirties it (an inexact division sets MXCSR's sticky PE flag on
+ * x86-64; on AArch64 it sets FPSR.IXC, which no kernel here saves). */
+void lk_fpctl_reset(void) {
+    const uint32_t dflt[2] = {LK_FPCTL_DEFAULT0, LK_FPCTL_DEFAULT1};
+    lk_fpctl_set(dflt);
+}
+void lk_fpctl_divide(void) {
+    volatile double a = 1.0, b = 3.0, c;
+    c = a / b;
+    (void)c;
+}
+void lk_fpctl_read(uint32_t v[2]) { lk_fpctl_get(v); }
+void lk_fpctl_write(const uint32_t v[2]) { lk_fpctl_set(v); }
+
 /* ---------------------------------------------------------------- stacks */
 
 size_t lk_page_size(void) { return (size_t)sysconf(_SC_PAGESIZE); }

@@ -616,7 +616,7 @@ typedef struct {
     int failed, fail_errno;
     int go;           /* 0 wait, 1 run, 2 give up */
     uint64_t end_ns[2], done[2], vol[2], invol[2];
-    volatile uint64_t sink;
+    volatile uint64_t sink[2];      /* keeps the work alive; one per thread, no sharing */
 } kyield;
 
 typedef struct { kyield *y; int idx; } kyield_arg;
@@ -646,7 +646,7 @@ static void *yield_worker(void *arg) {
     }
     y->end_ns[i] = lk_now_ns();
     self_ctxsw(&v1, &i1);
-    y->sink = x;
+    y->sink[i] = x;
     y->done[i] = done;
     y->vol[i] = v1 - v0;
     y->invol[i] = i1 - i0;

@@ -1,5 +1,10 @@
 /* kswitch_selftest.c -- the kernel-switch measurements as a plain C program.
  *
+ * What is measured (see kswitch.c): two kernel tasks hand a turn back and forth,
+ * lmbench lat_ctx style; one round trip is two hand-offs, so one-way cost is
+ * (loop - baseline) / hand-offs. CPUs 0,0 is a real switch per hand-off; CPUs 0,1
+ * is a cross-CPU wake-up per hand-off (the other CPU idles, it does not switch).
+ *
  * Hard checks (a failure means the code is wrong, not the machine slow):
  *   - every call returns 0;
  *   - every hand-off was counted by the side that made it (counted == switches);

@@ -65,6 +65,11 @@ int lk_fptest(int kernel, uint32_t *main_set, uint32_t *main_after, uint32_t *co
  * Past the stack's end it faults on the guard page: the worker dies by SIGSEGV. */
 int lk_stack_probe(int kernel, size_t stack_size, size_t use_bytes);
 
+void lk_fpctl_reset(void);
+void lk_fpctl_divide(void);
+void lk_fpctl_read(uint32_t v[2]);
+void lk_fpctl_write(const uint32_t v[2]);
+
 /* ---- harness.c ---- */
 typedef struct {
     uint64_t loop_ns, loop_ticks;    /* the ping-pong loop */
@@ -85,6 +90,12 @@ int lk_pingpong(int kernel, size_t stack_size, int prefault, uint64_t rounds, in
 int lk_ring(int kernel, int n, int asymmetric, size_t stack_size, size_t colour_step,
             int prefault, uint64_t laps, int warmup, int repeats, lk_sample *out, char *err,
             size_t errlen);
+
+/* lk_pingpong with control over the FP control words the two contexts hold:
+ * 0 = as they are; 1 = both at the ABI defaults; 2 = main dirtied by an inexact
+ * division after the other context was made (x86-64: their MXCSRs differ in PE). */
+int lk_pingpong_fp(int kernel, size_t stack_size, int prefault, uint64_t rounds, int warmup,
+                   int repeats, int fpctl_mode, lk_sample *out, char *err, size_t errlen);
 
 /* Ticks of the cycle counter per nanosecond of CLOCK_MONOTONIC, over about ms milliseconds. */
 double lk_ticks_per_ns(int ms);

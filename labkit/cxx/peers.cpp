@@ -528,6 +528,11 @@ int lkx_pingpong(int peer, size_t stack_size, uint64_t rounds, int warmup, int r
     return -1;
 }
 
+#ifndef LKX_CFLAGS
+#define LKX_CFLAGS "unknown"
+#endif
+const char *lkx_cflags(void) { return LKX_CFLAGS; }
+
 size_t lkx_cxx20_frame_bytes(void) {
     try {
         pingpong dummy;
