@@ -41,3 +41,9 @@ cdef extern from "csrc/labkit_core.h" nogil:
                 int prefault, uint64_t laps, int warmup, int repeats, lk_sample *out, char *err,
                 size_t errlen)
     double lk_ticks_per_ns(int ms)
+
+
+cdef extern from "csrc/lk_timer.h" nogil:
+    uint64_t lk_ticks_begin()
+    uint64_t lk_ticks_end()
+    uint64_t lk_now_ns()

@@ -143,3 +143,18 @@ def stack_probe(int kernel, size_t stack_size, size_t use_bytes):
     if rc != 0:
         raise RuntimeError("stack_probe could not set up the context")
     return use_bytes
+
+
+def ticks_begin():
+    """The cycle counter, fenced as the C loops read it before timing."""
+    return lk_ticks_begin()
+
+
+def ticks_end():
+    """The cycle counter, fenced as the C loops read it after timing."""
+    return lk_ticks_end()
+
+
+def now_ns():
+    """CLOCK_MONOTONIC in nanoseconds, as the C loops read it."""
+    return lk_now_ns()

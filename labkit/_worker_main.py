@@ -17,6 +17,10 @@ def _run(job: dict):
     cpu = job.get("cpu")
     if cpu is not None:
         os.sched_setaffinity(0, {cpu})
+    if op == "py_pingpong":
+        from labkit import pypeers
+
+        return pypeers.pingpong(job["peer"], job["rounds"], job["warmup"], job["repeats"])
     build = job.get("build")
     if op == "peer_pingpong":
         from labkit import native

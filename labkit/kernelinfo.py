@@ -54,14 +54,32 @@ _PEER_KIND = {
     "boost_fibers_yield": "stackful",
 }
 PEER_NAMES = tuple(_PEER_KIND)
-ALL_NAMES = KERNEL_NAMES + PEER_NAMES
+# Python's peers, timed from Python (labkit.pypeers).
+PY_PEER_NAMES = ("greenlet_switch", "generator_send", "asyncio_task")
+ALL_NAMES = KERNEL_NAMES + PEER_NAMES + PY_PEER_NAMES
 
 
 def is_peer(name: str) -> bool:
+    """A C++ peer (built from labkit/cxx/peers.cpp)."""
     return name in _PEER_KIND
 
 
+def is_py_peer(name: str) -> bool:
+    """A Python peer (labkit.pypeers)."""
+    return name in PY_PEER_NAMES
+
+
+def system(name: str) -> str:
+    return "peer" if is_peer(name) else "python" if is_py_peer(name) else "labkit"
+
+
 def _peer_info(name: str) -> KernelInfo:
+    if is_py_peer(name):
+        from labkit import pypeers
+
+        kind, saves = pypeers.PY_PEERS[name]
+        return KernelInfo(name, kind, saves, "(CPython's own)",
+                          "timed from Python with the same method and statistics")
     from labkit import native
 
     saves = native.peer_saves(name) if not native.peers_missing_reason() else "(not built here)"
@@ -80,11 +98,15 @@ def kernel_index(name: str) -> int:
 
 def kernel_info(name: str) -> KernelInfo:
     """What a kernel or peer saves and how it returns."""
-    return _peer_info(name) if is_peer(name) else _INFO[name]
+    return _INFO[name] if system(name) == "labkit" else _peer_info(name)
 
 
 def availability(name: str) -> tuple[bool, str]:
     """(True, "") if the kernel or peer runs on this machine, else (False, why not)."""
+    if is_py_peer(name):
+        from labkit import pypeers
+
+        return pypeers.available(name)
     if is_peer(name):
         from labkit import native
 
@@ -97,7 +119,7 @@ def availability(name: str) -> tuple[bool, str]:
 def frame_bytes(name: str) -> int:
     """Bytes a suspended context of this kernel keeps on its stack (0 for the peers:
     their frames are their libraries' business)."""
-    return 0 if is_peer(name) else int(_table()[name]["frame_bytes"])
+    return int(_table()[name]["frame_bytes"]) if system(name) == "labkit" else 0
 
 
 def kernels(peers: bool = True):
@@ -112,7 +134,7 @@ def kernels(peers: bool = True):
         ok, why = availability(name)
         rows.append({
             "kernel": name,
-            "system": "peer" if is_peer(name) else "labkit",
+            "system": system(name),
             "kind": info.kind,
             "saves": info.saves,
             "returns_by": info.returns_by,

@@ -44,21 +44,30 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
     warmup = _v.warmup(warmup)
     cpu = _v.cpu(cpu)
     prefault = _v.flag("prefault", prefault)
-    peer = _kernels.is_peer(kernel)
-    build = _build(build, peer)
+    peer, py_peer = _kernels.is_peer(kernel), _kernels.is_py_peer(kernel)
+    if py_peer and build is not None:
+        raise ValueError(f"build must be None for the Python peer {kernel!r}: CPython is "
+                         "what it is")
+    build = None if py_peer else _build(build, peer)
     if fp_control not in FP_CONTROL_MODES:
         raise ValueError(f"fp_control must be one of {list(FP_CONTROL_MODES)}; got {fp_control!r}")
-    if peer and fp_control != "as-is":
+    if (peer or py_peer) and fp_control != "as-is":
         raise ValueError(f"fp_control must be 'as-is' for the peer {kernel!r}: only labkit's "
                          "own kernels can set the FP control words of both contexts")
     timeout = _v.timeout(timeout) or _default_timeout(switches, repeats + warmup)
     meta = _machine.row_metadata(build, peer)  # before the run: TSC calibration uses the worker
+    if py_peer:
+        import platform
+
+        meta.update(cflags=f"CPython {platform.python_version()}", opt_level="n/a")
 
     describe = (f"kernel {kernel!r} (stack_size={size}, switches={switches}, "
                 f"repeats={repeats}, cpu={cpu}, build={build or 'extension'})")
     job = {"stack_size": size or 0, "rounds": switches // 2, "warmup": warmup,
            "repeats": repeats, "cpu": cpu, "build": build}
-    if peer:
+    if py_peer:
+        job.update(op="py_pingpong", peer=kernel)
+    elif peer:
         job.update(op="peer_pingpong", peer=kernel)
     else:
         job.update(op="pingpong", kernel=_kernels.kernel_index(kernel), prefault=prefault,
@@ -67,7 +76,7 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
     common = {"kernel": kernel, "kind": _kernels.kernel_info(kernel).kind,
               "pattern": "pingpong", "contexts": 2, "stack_size_requested": stack_size,
               "stack_size": size, "colour_step": 0, "prefault": prefault, "cpu": cpu,
-              "build": build or "extension", "fp_control": fp_control}
+              "build": "cpython" if py_peer else build or "extension", "fp_control": fp_control}
     return _frame(samples, switches, describe, common, resumptions=switches // 2, meta=meta)
 
 

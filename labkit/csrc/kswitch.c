@@ -9,6 +9,12 @@
  * every hand-off is a switch from one task to the other, and one-way cost is the
  * round trip / 2. Pinned to two CPUs, the waiting CPU idles instead, and a
  * hand-off is a cross-CPU wake-up: a different quantity, reported as such.
+ * Neither CPU then switches between our two tasks; each goes task -> idle and
+ * idle -> task, and the time is the IPI plus the idle exit (in a VM, a halted
+ * vCPU resumed by the hypervisor), typically far dearer than the switch itself.
+ * On one CPU the woken task often preempts the waker at once (wake-up
+ * preemption): that switch is counted as involuntary, so it is vol + invol, not
+ * vol alone, that comes to about one per hand-off.
  *
  * Baseline. lat_ctx subtracts what passing the token costs without a switch; here
  * the baseline runs the same per-hand-off code in A alone, on objects nobody
@@ -295,7 +301,7 @@ __attribute__((noinline)) static int base_futex(kshared *s, uint64_t rounds) {
         s->ba++;
         st(&s->bword, 1);
         futex_wake(&s->bword, 1);
-        wait_change(&s->bword, 0);   /* already 1: returns at once, as B's does after a wake */
+        wait_change(&s->bword, 0);   /* condition already met: no FUTEX_WAIT, like a woken side */
         s->bb++;
         st(&s->bword, 0);
         futex_wake(&s->bword, 1);
