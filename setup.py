@@ -25,7 +25,7 @@ recorded = " ".join([python_cflags, *extra]).strip()
 core = Extension(
     "labkit._core",
     sources=["labkit/_core.pyx", "labkit/csrc/kernels.c", "labkit/csrc/harness.c",
-             "labkit/csrc/ring.c"],
+             "labkit/csrc/ring.c", "labkit/csrc/kswitch.c"],
     depends=[
         "labkit/csrc/labkit_core.h",
         "labkit/csrc/lk_timer.h",
@@ -34,7 +34,8 @@ core = Extension(
         "labkit/csrc/switch_aarch64_aapcs.h",
     ],
     include_dirs=["labkit"],
-    extra_compile_args=[*extra, "-Wall", f"-DLK_CFLAGS=\"{recorded}\""],
+    extra_compile_args=[*extra, "-Wall", "-pthread", f"-DLK_CFLAGS=\"{recorded}\""],
+    extra_link_args=["-pthread"],
 )
 
 C_CORE = ["labkit/csrc/kernels.c", "labkit/csrc/harness.c", "labkit/csrc/ring.c"]

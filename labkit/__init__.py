@@ -9,6 +9,7 @@
 Every kernel runs in a worker process: a crash comes back as KernelCrashError.
 """
 from labkit.checks import check_fp_control, check_registers, probe_stack
+from labkit.kernel_switch import KMODES, measure_kernel_switch, measure_yield
 from labkit.kernelinfo import KERNEL_NAMES, kernels
 from labkit.machine import machine_info
 from labkit.native import builds
@@ -22,6 +23,8 @@ __version__ = "0.1.0"
 __all__ = [
     # measuring
     "measure", "measure_ring", "summarize", "noise_warnings",
+    # kernel threads and processes
+    "measure_kernel_switch", "measure_yield", "KMODES",
     # what there is
     "kernels", "KERNEL_NAMES", "builds", "machine_info",
     # correctness checks

@@ -158,3 +158,52 @@ def ticks_end():
 def now_ns():
     """CLOCK_MONOTONIC in nanoseconds, as the C loops read it."""
     return lk_now_ns()
+
+
+def kmode_names():
+    """Names of the kernel-switch modes, in enum order."""
+    names = []
+    while True:
+        n = lk_kmode_name(len(names)).decode()
+        if n == "?":
+            return names
+        names.append(n)
+
+
+def kpingpong(int mode, int cpu_a, int cpu_b, uint64_t rounds, int warmup, int repeats):
+    """Ping-pong between two kernel tasks (threads or processes); one dict per repeat."""
+    cdef lk_ksample *out = <lk_ksample *>malloc(sizeof(lk_ksample) * repeats)
+    cdef char err[512]
+    cdef int rc
+    if out == NULL:
+        raise MemoryError("no memory for the samples")
+    try:
+        with nogil:
+            rc = lk_kpingpong(mode, cpu_a, cpu_b, rounds, warmup, repeats, out, err,
+                              sizeof(err))
+        if rc != 0:
+            raise RuntimeError(err.decode())
+        return [
+            {
+                "loop_ns": out[i].loop_ns, "loop_ticks": out[i].loop_ticks,
+                "base_ns": out[i].base_ns, "base_ticks": out[i].base_ticks,
+                "switches": out[i].switches, "counted": out[i].counted,
+                "vol_ctxsw": out[i].vol_ctxsw, "invol_ctxsw": out[i].invol_ctxsw,
+            }
+            for i in range(repeats)
+        ]
+    finally:
+        free(out)
+
+
+def yield_run(int cpu, uint64_t units, uint64_t k):
+    """Two CPU-bound threads on one CPU, sched_yield() every k units (0: never)."""
+    cdef lk_yield_sample s
+    cdef char err[512]
+    cdef int rc
+    with nogil:
+        rc = lk_yield_run(cpu, units, k, &s, err, sizeof(err))
+    if rc != 0:
+        raise RuntimeError(err.decode())
+    return {"ns": s.ns, "units_done": s.units_done, "vol_ctxsw": s.vol_ctxsw,
+            "invol_ctxsw": s.invol_ctxsw, "unit_iters": lk_yield_unit_iters()}

@@ -17,6 +17,11 @@ def _run(job: dict):
     cpu = job.get("cpu")
     if cpu is not None:
         os.sched_setaffinity(0, {cpu})
+    if op == "kpingpong":
+        return _core.kpingpong(job["mode"], job["cpu_a"], job["cpu_b"], job["rounds"],
+                               job["warmup"], job["repeats"])
+    if op == "yield_run":
+        return _core.yield_run(job["cpu"], job["units"], job["k"])
     if op == "py_pingpong":
         from labkit import pypeers
 

@@ -8,6 +8,7 @@ import pytest
 
 CSRC = Path(__file__).resolve().parent.parent / "labkit" / "csrc"
 SOURCES = [str(CSRC / f) for f in ("selftest.c", "kernels.c", "harness.c", "ring.c")]
+KSWITCH = [str(CSRC / f) for f in ("kswitch_selftest.c", "kswitch.c")]
 
 
 def _build_and_run(cc, out, run_prefix=(), opt="-O2", extra=()):
@@ -43,3 +44,15 @@ def test_aarch64_selftest_under_qemu(tmp_path, opt):
     assert "SELFTEST PASSED" in res.stdout
     # x19-x29 and d8-d15, both ways, for asm, asm_ret, asm_fpu and ucontext.
     assert res.stdout.count("d15 survives") == 8
+
+
+def test_kswitch_selftest(tmp_path):
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler (gcc/cc) on PATH")
+    out = tmp_path / "kswitch"
+    subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-Werror", "-pthread", "-o", str(out),
+                    *KSWITCH], check=True, capture_output=True, text=True)
+    res = subprocess.run([str(out)], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "KSWITCH SELFTEST PASSED" in res.stdout
