@@ -75,6 +75,11 @@ class BuildWithVariants(build_ext):
                    f"-DLK_CFLAGS=\"{' '.join(flags)}\""]
             print("building", target)
             subprocess.run(cmd, check=True)
+        driver = out / "lk_count"
+        if not _fresh(driver, ["labkit/csrc/count_main.c"] + headers):
+            print("building", driver)
+            subprocess.run([*cc, "-O2", "-Wall", "-o", str(driver), "labkit/csrc/count_main.c",
+                            "-ldl"], check=True)
         self._build_peers(out, headers)
 
     def _build_peers(self, out: Path, headers):
@@ -106,7 +111,7 @@ setup(
     version="0.1.0",
     description="A lab that measures what a context switch costs",
     packages=["labkit"],
-    package_data={"labkit": ["*.pyi", "*.pxd", "csrc/*.h", "csrc/*.c", "variants/*.so"]},
+    package_data={"labkit": ["*.pyi", "*.pxd", "csrc/*.h", "csrc/*.c", "variants/*.so", "variants/lk_count"]},
     ext_modules=cythonize([core], language_level=3),
     cmdclass={"build_ext": BuildWithVariants},
     python_requires=">=3.11",

@@ -97,6 +97,10 @@ int lk_ring(int kernel, int n, int asymmetric, size_t stack_size, size_t colour_
 int lk_pingpong_fp(int kernel, size_t stack_size, int prefault, uint64_t rounds, int warmup,
                    int repeats, int fpctl_mode, lk_sample *out, char *err, size_t errlen);
 
+/* 1: the ping-pong runs only its switch loops; 2: only its empty loops; 0: both (default).
+ * For counting instructions with callgrind, not for timing. */
+void lk_set_only(int which);
+
 /* Ticks of the cycle counter per nanosecond of CLOCK_MONOTONIC, over about ms milliseconds. */
 double lk_ticks_per_ns(int ms);
 

@@ -339,8 +339,16 @@ uint64_t minor_faults() {
     return (uint64_t)ru.ru_minflt;
 }
 
+/* For instruction counting (labkit.callgrind): 1 runs only the switch loops, 2 only the
+ * empty loops. 0, the default, runs both. */
+int g_only = 0;
+
 void timed(loop_fn f, pingpong *p, uint64_t rounds, uint64_t *ns, uint64_t *ticks,
            uint64_t *faults, uint64_t *counted) {
+    if ((g_only == 1 && f == loop_base) || (g_only == 2 && f != loop_base)) {
+        *ns = *ticks = *faults = *counted = 0;
+        return;
+    }
     uint64_t c0 = p->main_count + p->co_count;
     uint64_t f0 = minor_faults();
     uint64_t n0 = lk_now_ns();
@@ -527,6 +535,8 @@ int lkx_pingpong(int peer, size_t stack_size, uint64_t rounds, int warmup, int r
     }
     return -1;
 }
+
+void lkx_set_only(int which) { g_only = which; }
 
 #ifndef LKX_CFLAGS
 #define LKX_CFLAGS "unknown"

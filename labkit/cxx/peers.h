@@ -44,6 +44,10 @@ int lkx_pingpong(int peer, size_t stack_size, uint64_t rounds, int warmup, int r
  * that LKX_CXX20_GENERATOR resumes; 0 if the frame could not be made. */
 size_t lkx_cxx20_frame_bytes(void);
 
+/* 1: lkx_pingpong runs only its switch loops; 2: only its empty loops; 0: both (default).
+ * For counting instructions with callgrind, not for timing. */
+void lkx_set_only(int which);
+
 /* The flags this library was built with (setup.py passes them as LKX_CFLAGS). */
 const char *lkx_cflags(void);
 

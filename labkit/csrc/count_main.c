@@ -1,0 +1,58 @@
+/* count_main.c -- runs one ping-pong of one kernel or peer from a labkit build, untimed,
+ * for valgrind --tool=callgrind to count its instructions (labkit/callgrind.py).
+ *
+ *   lk_count LIB core|peer INDEX ROUNDS ONLY STACK
+ *
+ * LIB is a liblabkit_c-<tag>.so or liblabkit_peers-<tag>.so; ONLY is 1 for the switch
+ * loop alone, 2 for the empty loop alone. Counting two ROUNDS and taking the difference
+ * cancels everything that is not the loop. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "labkit_core.h"
+
+typedef int (*core_fn)(int, size_t, int, uint64_t, int, int, int, lk_sample *, char *, size_t);
+typedef int (*peer_fn)(int, size_t, uint64_t, int, int, lk_sample *, char *, size_t);
+typedef void (*only_fn)(int);
+
+int main(int argc, char **argv) {
+    if (argc != 7) {
+        fprintf(stderr, "usage: %s LIB core|peer INDEX ROUNDS ONLY STACK\n", argv[0]);
+        return 2;
+    }
+    void *lib = dlopen(argv[1], RTLD_NOW);
+    if (!lib) {
+        fprintf(stderr, "%s\n", dlerror());
+        return 2;
+    }
+    int peer = strcmp(argv[2], "peer") == 0;
+    int index = atoi(argv[3]);
+    uint64_t rounds = strtoull(argv[4], 0, 10);
+    int only = atoi(argv[5]);
+    size_t stack = strtoull(argv[6], 0, 10);
+    only_fn set_only = (only_fn)dlsym(lib, peer ? "lkx_set_only" : "lk_set_only");
+    if (!set_only) {
+        fprintf(stderr, "no set_only in %s\n", argv[1]);
+        return 2;
+    }
+    set_only(only);
+    lk_sample s;
+    char err[512] = "";
+    int rc;
+    if (peer) {
+        peer_fn f = (peer_fn)dlsym(lib, "lkx_pingpong");
+        rc = f ? f(index, stack, rounds, 0, 1, &s, err, sizeof err) : -1;
+    } else {
+        core_fn f = (core_fn)dlsym(lib, "lk_pingpong_fp");
+        rc = f ? f(index, stack, 1, rounds, 0, 1, 0, &s, err, sizeof err) : -1;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "run failed: %s\n", err);
+        return 1;
+    }
+    /* The counters prove the loop that was counted really switched. */
+    printf("counted %llu\n", (unsigned long long)s.counted);
+    return 0;
+}

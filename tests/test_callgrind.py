@@ -1,0 +1,35 @@
+"""Instruction counts per switch from callgrind: deterministic, so they can be checked
+exactly against what the switch files say each kernel does."""
+import pytest
+
+from labkit import callgrind
+
+ok, why = callgrind.available()
+pytestmark = pytest.mark.skipif(not ok, reason=why or "callgrind available")
+
+
+def test_counts_are_deterministic_and_ordered():
+    a = callgrind.instructions_per_switch("asm", rounds=(500, 1500))
+    b = callgrind.instructions_per_switch("asm", rounds=(500, 1500))
+    assert a == b  # same binary, same input: the same count, whatever the machine is doing
+    fpu = callgrind.instructions_per_switch("asm_fpu", rounds=(500, 1500))
+    # Every switch leaves one context and enters another: asm_fpu adds lea, stmxcsr, fnstcw
+    # on the way out and ldmxcsr, fldcw, lea on the way in, 6 instructions per switch.
+    assert fpu["net"] - a["net"] == 6
+    # The empty loop is the same loop in both.
+    assert fpu["base"] == a["base"]
+
+
+def test_asm_ret_is_one_instruction_shorter_than_asm():
+    a = callgrind.instructions_per_switch("asm", rounds=(500, 1500))
+    r = callgrind.instructions_per_switch("asm_ret", rounds=(500, 1500))
+    assert a["net"] - r["net"] == 1  # pop + jmp vs ret
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="build"):
+        callgrind.instructions_per_switch("asm", build="O7")
+    with pytest.raises(ValueError, match="rounds"):
+        callgrind.instructions_per_switch("asm", rounds=(10, 5))
+    with pytest.raises(ValueError, match="Python peer"):
+        callgrind.instructions_per_switch("generator_send")
