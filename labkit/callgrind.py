@@ -20,6 +20,11 @@ class ToolMissingError(RuntimeError):
     """valgrind (or the counting driver) is not installed here; the message says how to get it."""
 
 
+class UnsupportedInstructionError(RuntimeError):
+    """valgrind cannot decode an instruction of this build (-march=native may emit AVX-512,
+    which valgrind 3.19 does not know)."""
+
+
 def available() -> tuple[bool, str]:
     """(True, "") if instructions can be counted here, else (False, why not)."""
     if shutil.which("valgrind") is None:
@@ -36,6 +41,10 @@ def _count(lib: Path, system: str, index: int, rounds: int, only: int, stack: in
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", str(DRIVER),
              str(lib), system, str(index), str(rounds), str(only), str(stack)],
             capture_output=True, text=True, timeout=600)
+        if "unhandled instruction" in res.stderr or "vex amd64->IR" in res.stderr:
+            raise UnsupportedInstructionError(
+                f"valgrind cannot decode an instruction of {lib.name} (built for this CPU's "
+                "newest extensions); count a build without -march=native")
         if res.returncode != 0:
             raise RuntimeError(f"callgrind run failed ({res.returncode}): {res.stderr[-1500:]}")
         want = 2 * rounds if only == 1 else 0
@@ -78,3 +87,19 @@ def instructions_per_switch(kernel: str, *, build: str = "O2", stack_size: int |
         per[name] = (b - a) / (2 * (r2 - r1))
     return {"kernel": kernel, "build": build, "loop": per["loop"], "base": per["base"],
             "net": per["loop"] - per["base"]}
+
+
+def instructions_table(kernels, builds, **kw):
+    """instructions_per_switch for every (kernel, build), one row each; a build valgrind
+    cannot decode gets NaN counts and the reason in `why`, instead of stopping the table."""
+    import pandas as pd
+
+    rows = []
+    for k in kernels:
+        for b in builds:
+            try:
+                rows.append({**instructions_per_switch(k, build=b, **kw), "why": ""})
+            except UnsupportedInstructionError as exc:
+                rows.append({"kernel": k, "build": b, "loop": float("nan"),
+                             "base": float("nan"), "net": float("nan"), "why": str(exc)})
+    return pd.DataFrame(rows)

@@ -79,6 +79,23 @@ def judge(claim_id: str, value, *, low=None, high=None, measured: str | None = N
     }
 
 
+def cannot_measure(claim_id: str, why: str) -> dict:
+    """The verdict row for a claim this run could not measure (a missing peer, one CPU):
+    `inconclusive`, with the reason, never a pass. A claim whose rule says `never` stays
+    `not-applicable-here`."""
+    c = claim(claim_id)
+    na = c["reproduced_if"].strip() == "never"
+    return {
+        "claim_id": claim_id,
+        "source": c["source"],
+        "claimed_value": f"{c['claimed_value']} ({c['claimed_unit']})",
+        "measured_value": "not measured",
+        "verdict": "not-applicable-here" if na else "inconclusive",
+        "rule": f"reproduced if {c['reproduced_if']}; contradicted if {c['contradicted_if']}",
+        "note": why,
+    }
+
+
 def _fmt(value, low, high) -> str:
     if isinstance(value, dict):
         return ", ".join(f"{k}={v:.3g}" for k, v in value.items())

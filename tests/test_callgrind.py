@@ -33,3 +33,12 @@ def test_bad_arguments():
         callgrind.instructions_per_switch("asm", rounds=(10, 5))
     with pytest.raises(ValueError, match="Python peer"):
         callgrind.instructions_per_switch("generator_send")
+
+
+def test_a_build_valgrind_cannot_decode_is_a_row_with_a_reason(monkeypatch):
+    def boom(kernel, build, **kw):
+        raise callgrind.UnsupportedInstructionError("valgrind cannot decode")
+
+    monkeypatch.setattr(callgrind, "instructions_per_switch", boom)
+    t = callgrind.instructions_table(["asm"], ["O2-native"])
+    assert t.net.isna().all() and "cannot decode" in t.why.iloc[0]
