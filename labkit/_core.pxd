@@ -1,5 +1,5 @@
 # Declarations of labkit's C core (labkit/csrc/labkit_core.h), apart from the bodies in _core.pyx.
-from libc.stdint cimport uint32_t, uint64_t
+from libc.stdint cimport int64_t, uint32_t, uint64_t
 
 
 cdef extern from "csrc/labkit_core.h" nogil:
@@ -14,6 +14,7 @@ cdef extern from "csrc/labkit_core.h" nogil:
         uint64_t switches
         uint64_t counted
         uint64_t minor_faults
+        int64_t xinuse
 
     const char *lk_kernel_name(int kernel)
     int lk_kernel_available(int kernel, const char **why)

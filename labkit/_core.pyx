@@ -56,6 +56,7 @@ cdef list _samples(lk_sample *out, int repeats):
             "switches": out[i].switches,
             "counted": out[i].counted,
             "minor_faults": out[i].minor_faults,
+            "xinuse": out[i].xinuse,
         }
         for i in range(repeats)
     ]

@@ -14,7 +14,8 @@ _FIELDS = ("loop_ns", "loop_ticks", "base_ns", "base_ticks", "switches", "counte
 
 
 class _Sample(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_uint64) for name in _FIELDS]
+    # Must match lk_sample in labkit/csrc/labkit_core.h.
+    _fields_ = [(name, ctypes.c_uint64) for name in _FIELDS] + [("xinuse", ctypes.c_int64)]
 
 
 def builds() -> list[str]:
@@ -50,7 +51,7 @@ def _run(fn, repeats, *args):
     err = ctypes.create_string_buffer(512)
     if fn(*args, out, err, len(err)) != 0:
         raise RuntimeError(err.value.decode())
-    return [{name: getattr(s, name) for name in _FIELDS} for s in out]
+    return [{name: getattr(s, name) for name in (*_FIELDS, "xinuse")} for s in out]
 
 
 def pingpong(tag, kernel, stack_size, prefault, rounds, warmup, repeats, fpctl_mode=0):

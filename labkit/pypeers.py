@@ -113,5 +113,5 @@ def pingpong(name: str, rounds: int, warmup: int, repeats: int) -> list[dict]:
         if i >= warmup:
             out.append({"loop_ns": loop_ns, "loop_ticks": loop_ticks, "base_ns": base_ns,
                         "base_ticks": base_ticks, "switches": 2 * rounds, "counted": counted,
-                        "minor_faults": None})  # not measured from Python
+                        "minor_faults": None, "xinuse": None})  # not measured from Python
     return out

@@ -193,6 +193,7 @@ int lk_pingpong_fp(int kernel, size_t stack_size, int prefault, uint64_t rounds,
         timed(loop_base, &p, rounds, &o->base_ns, &o->base_ticks, &faults, &counted);
         timed(loop, &p, rounds, &o->loop_ns, &o->loop_ticks, &o->minor_faults, &o->counted);
         o->switches = 2 * rounds;
+        o->xinuse = lk_xinuse();
     }
     /* The other context stays suspended for good; its stack simply goes away. */
     lk_stack_free(&s);

@@ -102,6 +102,7 @@ void lk_fpctl_divide(void) {
     (void)c;
 }
 void lk_fpctl_read(uint32_t v[2]) { lk_fpctl_get(v); }
+int64_t lk_xinuse(void) { return lk_arch_xinuse(); }
 void lk_fpctl_write(const uint32_t v[2]) { lk_fpctl_set(v); }
 
 /* ---------------------------------------------------------------- stacks */

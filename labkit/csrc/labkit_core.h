@@ -69,6 +69,8 @@ void lk_fpctl_reset(void);
 void lk_fpctl_divide(void);
 void lk_fpctl_read(uint32_t v[2]);
 void lk_fpctl_write(const uint32_t v[2]);
+/* The state components in use now (x86-64 XINUSE bitmap), or -1 where unknown. */
+int64_t lk_xinuse(void);
 
 /* ---- harness.c ---- */
 typedef struct {
@@ -77,6 +79,7 @@ typedef struct {
     uint64_t switches;               /* transfers of control the loop made */
     uint64_t counted;                /* transfers the two sides counted */
     uint64_t minor_faults;           /* page faults during the timed loop */
+    int64_t xinuse;                  /* XINUSE after the loop (-1 unknown; see lk_xinuse) */
 } lk_sample;
 
 /* Ping-pong between two contexts: rounds round trips = 2*rounds switches.

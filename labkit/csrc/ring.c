@@ -198,6 +198,7 @@ int lk_ring(int kernel, int n, int asymmetric, size_t stack_size, size_t colour_
         timed(base, r, laps, &o->base_ns, &o->base_ticks, &flt, &counted);
         timed(loop, r, laps, &o->loop_ns, &o->loop_ticks, &o->minor_faults, &o->counted);
         o->switches = laps * per_lap;
+        o->xinuse = lk_xinuse();
     }
     rc = 0;
 done:

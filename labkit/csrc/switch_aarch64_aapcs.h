@@ -309,6 +309,9 @@ static const char *const lk_regprobe_names[LK_NREGPROBE] = {
 };
 
 /* Nothing to ask the CPU: every kernel here uses base AArch64 only. */
+/* x86-64's XINUSE has no AArch64 counterpart here. */
+static int64_t lk_arch_xinuse(void) { return -1; }
+
 static int lk_arch_init(void) { return 1; }
 
 /* Bytes each kernel keeps on a suspended context's stack (for minimum stack sizes). */

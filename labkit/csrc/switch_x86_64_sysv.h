@@ -300,6 +300,19 @@ static int lk_arch_init(void) {
     return 1;
 }
 
+/* XINUSE (xgetbv with ecx = 1): which state components are not in their initial
+ * configuration right now. Saving the FP state costs more when, say, zmm16-31 are in use
+ * (glibc's string functions use them on AVX-512 machines). -1 where not supported. */
+static int64_t lk_arch_xinuse(void) {
+    uint32_t r[4], lo, hi;
+    lk_cpuid(1, 0, r);
+    if (!(r[2] & (1u << 27))) return -1;
+    lk_cpuid(0xD, 1, r);
+    if (!(r[0] & (1u << 2))) return -1;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(1));
+    return (int64_t)(((uint64_t)hi << 32) | lo);
+}
+
 /* Bytes each kernel keeps on a suspended context's stack (for minimum stack sizes). */
 static size_t lk_arch_frame_bytes(int kernel) {
     switch (kernel) {

@@ -376,6 +376,7 @@ void run_samples(loop_fn loop, pingpong *p, uint64_t rounds, int warmup, int rep
         timed(loop, p, rounds, &o->loop_ns, &o->loop_ticks, &o->minor_faults, &o->counted);
         if (finish) finish(p);
         o->switches = 2 * rounds;
+        o->xinuse = -1;  /* not read here: the peers library does not carry the x86 probe */
     }
 }
 
