@@ -9,6 +9,7 @@ extension's with LABKIT_CFLAGS="-O3 -march=native".
 import os
 import shlex
 import subprocess
+import sys
 import sysconfig
 from pathlib import Path
 
@@ -38,7 +39,8 @@ core = Extension(
     extra_link_args=["-pthread"],
 )
 
-C_CORE = ["labkit/csrc/kernels.c", "labkit/csrc/harness.c", "labkit/csrc/ring.c"]
+C_CORE = ["labkit/csrc/kernels.c", "labkit/csrc/harness.c", "labkit/csrc/ring.c",
+          "labkit/csrc/frequency.c"]
 # The builds the optimisation-level experiment puts side by side (notebook 02).
 VARIANTS = {
     "O0": ["-O0"], "O1": ["-O1"], "O2": ["-O2"], "O3": ["-O3"], "Os": ["-Os"],
@@ -46,7 +48,7 @@ VARIANTS = {
 }
 
 
-PEERS = ["labkit/cxx/peers.cpp"]
+PEERS = ["labkit/cxx/peers.cpp", "labkit/cxx/frames.cpp"]
 PEERS_LIBS = ["-lboost_context", "-lboost_fiber"]
 
 
@@ -81,6 +83,13 @@ class BuildWithVariants(build_ext):
             subprocess.run([*cc, "-O2", "-Wall", "-o", str(driver), "labkit/csrc/count_main.c",
                             "-ldl"], check=True)
         self._build_peers(out, headers)
+        self._build_servers(out)
+
+    def _build_servers(self, out: Path):
+        """The echo servers and the load generator (labkit/servers/build.py decides how)."""
+        script = Path("labkit/servers/build.py")
+        if script.exists():
+            subprocess.run([sys.executable, str(script), str(out)], check=True)
 
     def _build_peers(self, out: Path, headers):
         cxx = shlex.split(os.environ.get("CXX") or "g++")[:1]

@@ -58,6 +58,16 @@ def _run(job: dict):
         return _core.stack_probe(job["kernel"], job["stack_size"], job["use_bytes"])
     if op == "ticks_per_ns":
         return _core.ticks_per_ns(job["ms"])
+    if op == "call":
+        # A labkit module's worker-side function: measurement modules keep their C calls
+        # (ctypes, Cython) in functions named worker_*, run here and never in the caller.
+        import importlib
+
+        module, function = job["module"], job["function"]
+        if not module.startswith("labkit.") or not function.startswith("worker_"):
+            raise ValueError(f"call may only run labkit.*.worker_* functions, not "
+                             f"{module}.{function}")
+        return getattr(importlib.import_module(module), function)(**job.get("kwargs", {}))
     if op == "ping":
         return os.getpid()
     if op == "sleep":  # for the tests of time-outs

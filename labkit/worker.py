@@ -184,3 +184,10 @@ def run(job: dict, *, describe: str, timeout: float | None = None):
         return shared_worker().call(job, timeout=timeout, describe=describe)
     except MeasurementTimeout as exc:
         raise MeasurementTimeout(f"{describe}: {exc}") from None
+
+
+def call(module: str, function: str, *, describe: str, timeout: float | None = None, **kwargs):
+    """Run labkit.<module>.worker_<name>(**kwargs) in the shared worker process and return
+    its (JSON-serialisable) result; a crash becomes KernelCrashError naming `describe`."""
+    return run({"op": "call", "module": module, "function": function, "kwargs": kwargs},
+               describe=describe, timeout=timeout)
