@@ -67,7 +67,9 @@ def build(outcomes, *, out_dir: Path, quick: bool) -> Path:
     info = machine_info()
     report = nbformat.v4.new_notebook()
     report.cells.append(nbformat.v4.new_markdown_cell(_machine_cell(outcomes, info, quick)))
-    for o in outcomes:
+    # The ledger first: it is the summary the reader came for.
+    ordered = sorted(outcomes, key=lambda o: o.name != "00_claims_ledger")
+    for o in ordered:
         if not o.ok or o.executed is None:
             continue
         nb = nbformat.read(o.executed, as_version=4)

@@ -23,6 +23,7 @@ from labkit.results import REPO, atomic_path
 
 NOTEBOOKS = REPO / "notebooks"
 KERNEL_NAME = "labkit"
+LEDGER = "00_claims_ledger"  # runs last (it reads everyone's verdicts), shown first
 
 
 @dataclass
@@ -36,8 +37,8 @@ class Outcome:
 
 
 def notebook_sources(only: list[str] | None = None) -> list[Path]:
-    """The experiment notebooks, in order (NN_name.py)."""
-    found = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py"))
+    """The notebooks in the order they run: the experiments (NN_name.py), then the ledger."""
+    found = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py"), key=lambda p: (p.stem == LEDGER, p.stem))
     if only:
         unknown = set(only) - {p.stem for p in found}
         if unknown:
@@ -114,11 +115,20 @@ def main(argv: list[str] | None = None) -> int:
     mode = "quick" if args.quick else "full"
     print(f"labkit reproduce ({mode}): {len(sources)} notebooks; results in {results_dir}")
     outcomes = []
+    os.environ["LABKIT_RESULTS_DIR"] = str(results_dir)  # for the manifest, here and in kernels
+    from labkit import ledger
+
+    manifest = {}
     for src in sources:
         print(f"  running {src.name} ...", flush=True)
         o = run_notebook(src, quick=args.quick, out_dir=out / "executed", results_dir=results_dir)
         print(f"  {'ok    ' if o.ok else 'FAILED'} {o.name} ({o.seconds:.0f} s)", flush=True)
         outcomes.append(o)
+        # The ledger reads this: a notebook that failed now has no fresh verdicts, and an
+        # older verdict file must not pass for this run's.
+        manifest[o.name] = {"ok": o.ok, "seconds": round(o.seconds, 1), "error": o.error[-500:],
+                            "quick": args.quick, "finished": time.time()}
+        ledger.write_manifest(manifest)
 
     from labkit import report
 

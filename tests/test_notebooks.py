@@ -5,7 +5,7 @@ import pytest
 
 from labkit import reproduce, verdicts
 
-NOTEBOOKS = reproduce.notebook_sources()
+NOTEBOOKS = [p for p in reproduce.notebook_sources() if p.stem != reproduce.LEDGER]
 
 
 def test_there_are_notebooks():
@@ -38,3 +38,35 @@ def test_notebook_runs_in_quick_mode(source, tmp_path):
     nb = nbformat.read(out.executed, as_version=4)
     injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
     assert injected and "quick = True" in injected[0].source
+
+
+def test_ledger_lists_every_claim_once_and_never_passes_by_default(tmp_path):
+    import shutil
+
+    from labkit import ledger
+
+    # One experiment's verdicts present, one failed in this run, the rest never ran.
+    (tmp_path / "data").mkdir()
+    claims = verdicts.claims()
+    table = verdicts.table([verdicts.judge("C002.3", 3.0, low=2.5, high=3.5)])
+    table.to_csv(tmp_path / "data" / "06_fp_state_and_return_verdicts.csv", index=False)
+    table2 = verdicts.table([verdicts.judge("C000.3", 8.0, low=7.0, high=9.0)])
+    table2.to_csv(tmp_path / "data" / "02_optimisation_levels_verdicts.csv", index=False)
+    (tmp_path / "data" / "run_manifest.json").write_text(
+        '{"02_optimisation_levels": {"ok": false, "error": "boom"}}')
+    ledger_nb = reproduce.NOTEBOOKS / f"{reproduce.LEDGER}.py"
+    out = reproduce.run_notebook(ledger_nb, quick=True, out_dir=tmp_path / "executed",
+                                 results_dir=tmp_path, timeout=600)
+    assert out.ok, out.error
+    led = pd.read_csv(tmp_path / "data" / f"{reproduce.LEDGER}.csv")
+    assert sorted(led.claim_id) == sorted(claims.claim_id)
+    assert not led.claim_id.duplicated().any()
+    assert set(led.verdict) <= set(ledger.LEDGER_VERDICTS)
+    by = led.set_index("claim_id")
+    assert by.loc["C002.3", "verdict"] == "reproduced"
+    # A notebook that failed in this run does not lend its old verdict.
+    assert by.loc["C000.3", "verdict"] == "not-measured"
+    assert "failed" in by.loc["C000.3", "note"]
+    assert (by.drop(["C002.3"]).verdict == "not-measured").all()
+    assert list((tmp_path / "figures").glob("00_claims_ledger-*.png"))
+    shutil.rmtree(tmp_path / "executed")

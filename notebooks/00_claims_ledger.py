@@ -1,0 +1,78 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: labkit (Python 3)
+#     language: python
+#     name: labkit
+# ---
+
+# %% [markdown]
+# # 00 · The claims ledger
+#
+# Every measurable claim of the five source articles (`CLAIMS.md`, the articles
+# `000_dc0f0e0d023658f3.txt` ... `004_dfc61b1060864bf1.txt`), with the verdict the lab
+# reached on this machine. Each verdict comes from the experiment notebook named beside
+# it, by the rule written in `data/claims.csv` before anything was measured:
+#
+# - `reproduced` / `contradicted`: the rule holds at the median and at both ends of the
+#   spread;
+# - `inconclusive`: the spread straddles a bound, or the result was noisy (std >= 10% of
+#   the mean), or something the rule needs is missing here;
+# - `not-applicable-here`: needs hardware this machine lacks;
+# - `not-measured`: no notebook has produced a verdict for it in the last run. Never a pass.
+#
+# `make reproduce` runs this notebook last, so it sees every experiment's fresh results.
+
+# %% tags=["parameters"]
+quick = False
+
+# %%
+import matplotlib.pyplot as plt
+import pandas as pd
+
+import labkit
+from labkit import ledger, plots, results
+
+pd.set_option("display.max_colwidth", 120)
+table = ledger.ledger()
+ledger.check(table)  # every claim exactly once, verdicts from the allowed set
+print(ledger.environment_note())
+print(plots.machine_caption())
+ledger.counts(table).to_frame("claims")
+
+# %% [markdown]
+# ## The latency ladder and the verdicts at a glance
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(13, 5), gridspec_kw={"width_ratios": [2, 1]})
+try:
+    runs = results.load_csv("04_latency_ladder")
+    s = labkit.summarize(runs, by=["kernel"]).sort_values("median")
+    axes[0].barh(s.kernel, s["median"].clip(lower=0.05),
+                 xerr=[(s["median"] - s["q1"]).clip(lower=0), (s["q3"] - s["median"]).clip(lower=0)],
+                 capsize=2)
+    plots.log_axis(axes[0], "x")
+    axes[0].set_xlabel("ns per switch (median, IQR bars; notebook 04)")
+    axes[0].set_title("the latency ladder")
+except FileNotFoundError as exc:
+    axes[0].text(0.5, 0.5, f"no ladder yet:\n{exc}", ha="center", va="center", wrap=True,
+                 fontsize=8)
+    axes[0].set_axis_off()
+c = ledger.counts(table)
+axes[1].bar(range(len(c)), c.values, color=["#2a9d8f", "#e76f51", "#e9c46a", "#8d99ae", "#cccccc"])
+axes[1].set_xticks(range(len(c)), c.index, rotation=30, ha="right")
+axes[1].set_ylabel("claims")
+axes[1].set_title(f"verdicts ({len(table)} claims)")
+plots.finish(fig, "00_claims_ledger-summary")
+
+# %% [markdown]
+# ## Every claim
+
+# %%
+results.save_csv(table, "00_claims_ledger")
+table[["claim_id", "source", "claim", "claimed_value", "measured_value", "verdict",
+       "note", "notebook", "figures"]]
