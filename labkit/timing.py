@@ -21,7 +21,7 @@ def _default_timeout(switches: int, runs: int) -> float:
 
 def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000_000,
             repeats: int = 10, warmup: int = 1, cpu: int | None = None,
-            prefault: bool = True, build: str | None = None, fp_control: str = "as-is",
+            prefault: bool | None = None, build: str | None = None, fp_control: str = "as-is",
             timeout: float | None = None):
     """Time `switches` switches between two contexts with `kernel`, `repeats` times after
     `warmup` dropped runs, in a worker process. Returns a DataFrame with one row per repeat:
@@ -31,7 +31,8 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
 
     stack_size is in bytes (None: 64 KiB; must stay None for the stackless kernel);
     it is rounded up to whole pages and the real size is recorded. cpu pins the worker
-    to one CPU. prefault touches the whole stack before timing. build picks one of the
+    to one CPU. prefault touches the whole stack before timing (labkit's stackful kernels:
+    default True; must stay None for the others, whose stacks are not labkit's). build picks one of the
     C core's optimisation-level builds (labkit.builds(): "O0" ... "O2-native") instead
     of the extension's own (-O2); the peers (labkit.kernels().query("system == 'peer'"))
     always come from such a build, "O2" by default. fp_control: "as-is"; "same" (both contexts hold the
@@ -43,8 +44,13 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
     repeats = _v.repeats(repeats)
     warmup = _v.warmup(warmup)
     cpu = _v.cpu(cpu)
-    prefault = _v.flag("prefault", prefault)
     peer, py_peer = _kernels.is_peer(kernel), _kernels.is_py_peer(kernel)
+    own_stack = _kernels.system(kernel) == "labkit" and size is not None
+    if own_stack:
+        prefault = True if prefault is None else _v.flag("prefault", prefault)
+    elif prefault is not None:
+        raise ValueError(f"prefault must be left unset (None) for {kernel!r}: only labkit's "
+                         f"stackful kernels allocate their own stacks; got {prefault!r}")
     if py_peer and build is not None:
         raise ValueError(f"build must be None for the Python peer {kernel!r}: CPython is "
                          "what it is")
@@ -70,7 +76,7 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
     elif peer:
         job.update(op="peer_pingpong", peer=kernel)
     else:
-        job.update(op="pingpong", kernel=_kernels.kernel_index(kernel), prefault=prefault,
+        job.update(op="pingpong", kernel=_kernels.kernel_index(kernel), prefault=bool(prefault),
                    fpctl_mode=FP_CONTROL_MODES[fp_control])
     samples = _worker.run(job, describe=describe, timeout=timeout)
     common = {"kernel": kernel, "kind": _kernels.kernel_info(kernel).kind,

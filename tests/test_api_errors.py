@@ -38,6 +38,7 @@ CASES = [
     (dict(kernel="asm", cpu=-1), ValueError, ["cpu"]),
     (dict(kernel="asm", cpu="0"), TypeError, ["cpu"]),
     (dict(kernel="asm", prefault=1), TypeError, ["prefault"]),
+    (dict(kernel="stackless", prefault=True), ValueError, ["prefault", "None"]),
     (dict(kernel="asm", timeout=0), ValueError, ["timeout"]),
     (dict(kernel="asm", timeout="1s"), TypeError, ["timeout"]),
 ]
