@@ -14,13 +14,6 @@
 
 #include "lk_timer.h"
 
-void lk_swap_asm(void **, void *);
-void lk_swap_asm_ret(void **, void *);
-void lk_swap_asm_fpu(void **, void *);
-#if defined(__x86_64__)
-void lk_swap_asm_fxsave(void **, void *);
-void lk_swap_asm_xsave(void **, void *);
-#endif
 
 typedef struct {
     void *main_sp, *co_sp;   /* asm kernels: the two stored stack pointers */

@@ -15,16 +15,6 @@
 #define LK_CFLAGS "unknown"
 #endif
 
-/* The asm kernels, defined in the architecture's switch file. */
-void lk_swap_asm(void **, void *);
-void lk_swap_asm_ret(void **, void *);
-void lk_swap_asm_fpu(void **, void *);
-#if LK_HAVE_FXSAVE
-void lk_swap_asm_fxsave(void **, void *);
-#endif
-#if LK_HAVE_XSAVE
-void lk_swap_asm_xsave(void **, void *);
-#endif
 void lk_regprobe(lk_swap_fn fn, void **save, void *load, const uint64_t *in, uint64_t *out);
 
 static const char *const names[LK_NKERNELS] = {

@@ -19,6 +19,15 @@ enum lk_kernel {
 
 typedef void (*lk_swap_fn)(void **save_sp, void *load_sp);
 
+/* The asm kernels, defined in the architecture's switch file (switch_platform.h). */
+void lk_swap_asm(void **save_sp, void *load_sp);
+void lk_swap_asm_ret(void **save_sp, void *load_sp);
+void lk_swap_asm_fpu(void **save_sp, void *load_sp);
+#if defined(__x86_64__)
+void lk_swap_asm_fxsave(void **save_sp, void *load_sp);
+void lk_swap_asm_xsave(void **save_sp, void *load_sp);
+#endif
+
 /* ---- kernels.c ---- */
 const char *lk_kernel_name(int kernel);
 /* 1 if the kernel can run here; else 0 and *why says why not. */

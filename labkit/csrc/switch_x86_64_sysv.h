@@ -57,68 +57,52 @@
 #define LK_HAVE_FXSAVE 1
 #define LK_HAVE_XSAVE 1
 
+/* Every kernel's entry and exit: the six callee-saved registers, pushed in this order and
+ * popped in the reverse one (the frame tables above list them from the stack pointer up). */
+#define LK_PUSH_CALLEE_SAVED                                                     \
+    "    pushq %rbp\n"                  /* callee-saved (frame pointer) */        \
+    "    pushq %rbx\n"                  /* callee-saved */                        \
+    "    pushq %r12\n"                  /* callee-saved */                        \
+    "    pushq %r13\n"                  /* callee-saved */                        \
+    "    pushq %r14\n"                  /* callee-saved */                        \
+    "    pushq %r15\n"                  /* callee-saved */
+#define LK_POP_CALLEE_SAVED                                                      \
+    "    popq  %r15\n"                  /* the other context's registers */       \
+    "    popq  %r14\n"                                                            \
+    "    popq  %r13\n"                                                            \
+    "    popq  %r12\n"                                                            \
+    "    popq  %rbx\n"                                                            \
+    "    popq  %rbp\n"
+/* A global function private to the extension: .hidden keeps calls off the PLT. */
+#define LK_FUNCTION(name) \
+    ".globl " name "\n.hidden " name "\n.type " name ",@function\n.p2align 4\n" name ":\n"
+#define LK_END(name) ".size " name ",.-" name "\n"
+
 __asm__(
     ".text\n"
 
     /* ---- asm: callee-saved GPRs + rsp, ends with pop + indirect jmp ---- */
-    ".globl lk_swap_asm\n"
-    ".hidden lk_swap_asm\n"
-    ".type lk_swap_asm,@function\n"
-    ".p2align 4\n"
-    "lk_swap_asm:\n"
-    "    pushq %rbp\n"                  /* callee-saved */
-    "    pushq %rbx\n"                  /* callee-saved */
-    "    pushq %r12\n"                  /* callee-saved */
-    "    pushq %r13\n"                  /* callee-saved */
-    "    pushq %r14\n"                  /* callee-saved */
-    "    pushq %r15\n"                  /* callee-saved */
+    LK_FUNCTION("lk_swap_asm")
+    LK_PUSH_CALLEE_SAVED
     "    movq  %rsp, (%rdi)\n"          /* *save_sp = rsp: this context is now stored */
     "    movq  %rsi, %rsp\n"            /* rsp = load_sp: we are on the other stack */
-    "    popq  %r15\n"                  /* restore the other context's registers */
-    "    popq  %r14\n"
-    "    popq  %r13\n"
-    "    popq  %r12\n"
-    "    popq  %rbx\n"
-    "    popq  %rbp\n"
+    LK_POP_CALLEE_SAVED
     "    popq  %r8\n"                   /* its return address (r8 is scratch) */
     "    jmpq  *%r8\n"                  /* indirect jump: predicted by the BTB */
-    ".size lk_swap_asm,.-lk_swap_asm\n"
+    LK_END("lk_swap_asm")
 
     /* ---- asm_ret: same frame as asm, ends with ret ---- */
-    ".globl lk_swap_asm_ret\n"
-    ".hidden lk_swap_asm_ret\n"
-    ".type lk_swap_asm_ret,@function\n"
-    ".p2align 4\n"
-    "lk_swap_asm_ret:\n"
-    "    pushq %rbp\n"                  /* callee-saved */
-    "    pushq %rbx\n"
-    "    pushq %r12\n"
-    "    pushq %r13\n"
-    "    pushq %r14\n"
-    "    pushq %r15\n"
+    LK_FUNCTION("lk_swap_asm_ret")
+    LK_PUSH_CALLEE_SAVED
     "    movq  %rsp, (%rdi)\n"          /* store this context */
     "    movq  %rsi, %rsp\n"            /* switch stacks */
-    "    popq  %r15\n"
-    "    popq  %r14\n"
-    "    popq  %r13\n"
-    "    popq  %r12\n"
-    "    popq  %rbx\n"
-    "    popq  %rbp\n"
+    LK_POP_CALLEE_SAVED
     "    ret\n"                         /* the return-stack buffer predicts our caller: wrong */
-    ".size lk_swap_asm_ret,.-lk_swap_asm_ret\n"
+    LK_END("lk_swap_asm_ret")
 
     /* ---- asm_fpu: asm + MXCSR + x87 control word (what jump_fcontext keeps) ---- */
-    ".globl lk_swap_asm_fpu\n"
-    ".hidden lk_swap_asm_fpu\n"
-    ".type lk_swap_asm_fpu,@function\n"
-    ".p2align 4\n"
-    "lk_swap_asm_fpu:\n"
-    "    pushq %rbp\n"                  /* callee-saved */
-    "    pushq %rbx\n"
-    "    pushq %r12\n"
-    "    pushq %r13\n"
-    "    pushq %r14\n"
-    "    pushq %r15\n"
+    LK_FUNCTION("lk_swap_asm_fpu")
+    LK_PUSH_CALLEE_SAVED
     "    leaq  -8(%rsp), %rsp\n"        /* room for MXCSR + x87 CW; rsp now 16-aligned */
     "    stmxcsr (%rsp)\n"              /* MXCSR: control bits are callee-saved */
     "    fnstcw  4(%rsp)\n"             /* x87 control word: callee-saved */
@@ -127,56 +111,28 @@ __asm__(
     "    ldmxcsr (%rsp)\n"              /* the other context's MXCSR */
     "    fldcw   4(%rsp)\n"             /* and its x87 control word */
     "    leaq  8(%rsp), %rsp\n"
-    "    popq  %r15\n"
-    "    popq  %r14\n"
-    "    popq  %r13\n"
-    "    popq  %r12\n"
-    "    popq  %rbx\n"
-    "    popq  %rbp\n"
+    LK_POP_CALLEE_SAVED
     "    popq  %r8\n"                   /* return address */
     "    jmpq  *%r8\n"
-    ".size lk_swap_asm_fpu,.-lk_swap_asm_fpu\n"
+    LK_END("lk_swap_asm_fpu")
 
     /* ---- asm_fxsave: asm + the whole legacy FP/SSE state (512 B, fxsave64) ---- */
-    ".globl lk_swap_asm_fxsave\n"
-    ".hidden lk_swap_asm_fxsave\n"
-    ".type lk_swap_asm_fxsave,@function\n"
-    ".p2align 4\n"
-    "lk_swap_asm_fxsave:\n"
-    "    pushq %rbp\n"                  /* callee-saved */
-    "    pushq %rbx\n"
-    "    pushq %r12\n"
-    "    pushq %r13\n"
-    "    pushq %r14\n"
-    "    pushq %r15\n"
+    LK_FUNCTION("lk_swap_asm_fxsave")
+    LK_PUSH_CALLEE_SAVED
     "    leaq  -520(%rsp), %rsp\n"      /* 512 B area + 8 B pad: rsp 16-aligned */
     "    fxsave64 (%rsp)\n"             /* x87 + MXCSR + xmm0-15: more than the ABI asks */
     "    movq  %rsp, (%rdi)\n"          /* store this context */
     "    movq  %rsi, %rsp\n"            /* switch stacks */
     "    fxrstor64 (%rsp)\n"            /* the other context's FP/SSE state */
     "    leaq  520(%rsp), %rsp\n"
-    "    popq  %r15\n"
-    "    popq  %r14\n"
-    "    popq  %r13\n"
-    "    popq  %r12\n"
-    "    popq  %rbx\n"
-    "    popq  %rbp\n"
+    LK_POP_CALLEE_SAVED
     "    popq  %r8\n"                   /* return address */
     "    jmpq  *%r8\n"
-    ".size lk_swap_asm_fxsave,.-lk_swap_asm_fxsave\n"
+    LK_END("lk_swap_asm_fxsave")
 
     /* ---- asm_xsave: asm + every state component enabled in XCR0 (xsave64) ---- */
-    ".globl lk_swap_asm_xsave\n"
-    ".hidden lk_swap_asm_xsave\n"
-    ".type lk_swap_asm_xsave,@function\n"
-    ".p2align 4\n"
-    "lk_swap_asm_xsave:\n"
-    "    pushq %rbp\n"                  /* callee-saved */
-    "    pushq %rbx\n"
-    "    pushq %r12\n"
-    "    pushq %r13\n"
-    "    pushq %r14\n"
-    "    pushq %r15\n"
+    LK_FUNCTION("lk_swap_asm_xsave")
+    LK_PUSH_CALLEE_SAVED
     "    movq  %rsp, %r9\n"             /* r9 = address of the r15 slot */
     "    subq  lk_xsave_area_size(%rip), %rsp\n" /* room for the area (size from CPUID) */
     "    subq  $64, %rsp\n"             /* and for the back pointer */
@@ -200,42 +156,24 @@ __asm__(
     "    xrstor64 (%rsp)\n"             /* eax/edx still all ones */
     "    movq  lk_xsave_area_size(%rip), %r10\n"
     "    movq  (%rsp,%r10), %rsp\n"     /* follow the back pointer to the GPR frame */
-    "    popq  %r15\n"
-    "    popq  %r14\n"
-    "    popq  %r13\n"
-    "    popq  %r12\n"
-    "    popq  %rbx\n"
-    "    popq  %rbp\n"
+    LK_POP_CALLEE_SAVED
     "    popq  %r8\n"                   /* return address */
     "    jmpq  *%r8\n"
-    ".size lk_swap_asm_xsave,.-lk_swap_asm_xsave\n"
+    LK_END("lk_swap_asm_xsave")
 
     /* ---- first entry of a new context ---- */
-    ".globl lk_trampoline_x86_64\n"
-    ".hidden lk_trampoline_x86_64\n"
-    ".type lk_trampoline_x86_64,@function\n"
-    ".p2align 4\n"
-    "lk_trampoline_x86_64:\n"
+    LK_FUNCTION("lk_trampoline_x86_64")
     "    movq  %r13, %rdi\n"            /* argument, placed in the r13 slot by lk_make */
     "    callq *%r12\n"                 /* entry, from the r12 slot; rsp is 16-aligned here */
     "    ud2\n"                         /* an entry function returned: crash loudly */
-    ".size lk_trampoline_x86_64,.-lk_trampoline_x86_64\n"
+    LK_END("lk_trampoline_x86_64")
 
     /* ---- register-survival probe for the tests ---- */
     /* void lk_regprobe(swap_fn fn, void **save, void *load, const uint64_t in[6], uint64_t out[6])
      * loads in[] into rbx, rbp, r12-r15, calls fn(save, load), and writes the six
      * registers as they are after the switch came back into out[]. */
-    ".globl lk_regprobe\n"
-    ".hidden lk_regprobe\n"
-    ".type lk_regprobe,@function\n"
-    ".p2align 4\n"
-    "lk_regprobe:\n"
-    "    pushq %rbp\n"                  /* our own caller's callee-saved registers */
-    "    pushq %rbx\n"
-    "    pushq %r12\n"
-    "    pushq %r13\n"
-    "    pushq %r14\n"
-    "    pushq %r15\n"
+    LK_FUNCTION("lk_regprobe")
+    LK_PUSH_CALLEE_SAVED
     "    pushq %r8\n"                   /* out[]: r8 is clobbered by the switch; rsp now 16-aligned */
     "    movq  %rdi, %rax\n"            /* fn */
     "    movq  %rsi, %rdi\n"            /* save */
@@ -254,23 +192,14 @@ __asm__(
     "    movq  %r13, 24(%r8)\n"
     "    movq  %r14, 32(%r8)\n"
     "    movq  %r15, 40(%r8)\n"
-    "    popq  %r15\n"
-    "    popq  %r14\n"
-    "    popq  %r13\n"
-    "    popq  %r12\n"
-    "    popq  %rbx\n"
-    "    popq  %rbp\n"
+    LK_POP_CALLEE_SAVED
     "    ret\n"
-    ".size lk_regprobe,.-lk_regprobe\n"
+    LK_END("lk_regprobe")
 
     /* ---- an empty function, for the call-cost baseline ---- */
-    ".globl lk_noop\n"
-    ".hidden lk_noop\n"
-    ".type lk_noop,@function\n"
-    ".p2align 4\n"
-    "lk_noop:\n"
+    LK_FUNCTION("lk_noop")
     "    ret\n"
-    ".size lk_noop,.-lk_noop\n"
+    LK_END("lk_noop")
 
     ".pushsection .note.GNU-stack,\"\",@progbits\n"
     ".popsection\n");
