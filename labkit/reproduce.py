@@ -103,6 +103,22 @@ def run_notebook(source: Path, *, quick: bool, out_dir: Path, results_dir: Path 
                 os.environ["LABKIT_RESULTS_DIR"] = env_before
 
 
+def _exclusive(out: Path):
+    """Hold a lock for this run's lifetime; a second `make reproduce` on the same results
+    stops at once with a clear message instead of slowing both down."""
+    import fcntl
+
+    out.mkdir(parents=True, exist_ok=True)
+    f = open(out / ".reproduce.lock", "w")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise SystemExit(f"another `make reproduce` is running on {out} (lock "
+                         f"{out / '.reproduce.lock'}): wait for it; two runs at once would "
+                         "disturb each other's timings") from None
+    return f
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for CI (minutes)")
@@ -111,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
 
     out = reports_dir(args.quick)
     results_dir = out if args.quick else REPO
+    lock = _exclusive(out)  # two runs at once would time each other's load  # noqa: F841
     sources = notebook_sources(args.only)
     mode = "quick" if args.quick else "full"
     print(f"labkit reproduce ({mode}): {len(sources)} notebooks; results in {results_dir}")

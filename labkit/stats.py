@@ -45,10 +45,13 @@ def summarize(df, by=("kernel",), value: str = "ns_per_switch"):
 
 def noise_warnings(summary) -> list[str]:
     """pyperf-style warnings, one per noisy group, to print before the results."""
+    # The group keys are the columns before "repeats" (see summarize).
+    keys = list(summary.columns[:list(summary.columns).index("repeats")]) \
+        if "repeats" in summary.columns else list(summary.columns[:1])
     out = []
     for _, r in summary.iterrows():
         if r.get("noisy"):
-            label = ", ".join(str(r[c]) for c in summary.columns[:1])
+            label = ", ".join(f"{k}={r[k]}" for k in keys)
             out.append(
                 f"WARNING: {label}: std dev is {100 * r['cv']:.0f}% of the mean "
                 f"(>= {100 * NOISY_CV:.0f}%): the result may be unstable; "

@@ -113,6 +113,16 @@ def ratio_with_spread(a, b) -> tuple[float, float, float]:
     return qa[1] / qb[1], qa[0] / qb[2], qa[2] / qb[0]
 
 
+def difference_with_spread(a, b) -> tuple[float, float, float]:
+    """Difference of two samples' medians, and the widest honest spread from their
+    quartiles: (median_a - median_b, q1_a - q3_b, q3_a - q1_b)."""
+    import numpy as np
+
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    qa, qb = np.quantile(a, [0.25, 0.5, 0.75]), np.quantile(b, [0.25, 0.5, 0.75])
+    return qa[1] - qb[1], qa[0] - qb[2], qa[2] - qb[0]
+
+
 def table(rows: list[dict]):
     """The verdict table a notebook ends with."""
     import pandas as pd
