@@ -47,11 +47,14 @@ def atomic_path(path: Path):
         raise
 
 
-def save_csv(df, name: str) -> Path:
-    """Write a tidy frame to data/<name>.csv atomically; returns the path."""
+def save_csv(df, name: str, *, subdir: str | None = None) -> Path:
+    """Write a tidy frame to data/<name>.csv (or data/<subdir>/<name>.csv) atomically;
+    returns the path."""
     if not name or "/" in name:
         raise ValueError(f"name must be a plain file name without '/', got {name!r}")
-    path = data_dir() / f"{name}.csv"
+    if subdir is not None and (not subdir or "/" in subdir or subdir.startswith(".")):
+        raise ValueError(f"subdir must be a plain folder name, got {subdir!r}")
+    path = data_dir() / (subdir or "") / f"{name}.csv"
     with atomic_path(path) as tmp:
         df.to_csv(tmp, index=False)
     return path

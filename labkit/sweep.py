@@ -19,7 +19,8 @@ def sweep(measure_one: Callable[..., object], points: list[dict], *, desc: str =
           checkpoint: str | None = None, on_error: str = "raise"):
     """Call measure_one(**point) for each point and concatenate the frames it returns,
     each tagged with the point's parameters. A tqdm progress bar shows the sweep.
-    checkpoint: a data/ name to save the partial frame to after every point (atomically).
+    checkpoint: a name to save the partial frame to after every point (atomically), as
+    data/checkpoints/<name>.csv: the notebook saves the finished frame itself.
     on_error="record" keeps going after a failing point and records its error in an
     `error` row; "raise" (default) stops, after saving what was measured.
     Ctrl-C stops the sweep and returns what was measured so far (also saved)."""
@@ -34,7 +35,8 @@ def sweep(measure_one: Callable[..., object], points: list[dict], *, desc: str =
 
     def save():
         if checkpoint and frames:
-            results.save_csv(pd.concat(frames, ignore_index=True), checkpoint)
+            results.save_csv(pd.concat(frames, ignore_index=True), checkpoint,
+                             subdir="checkpoints")
 
     bar = tqdm(points, desc=desc, unit="pt")
     try:
