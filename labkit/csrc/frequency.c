@@ -1,3 +1,218 @@
-/* frequency.c -- switch frequency and batching (notebook 08): placeholder, filled in by
- * the switch-frequency experiment. */
+/* frequency.c -- switch frequency and batching (notebook 08, claim C000.7): how much of
+ * the time goes to switching when coroutines do W ticks of work between switches, with
+ * one task or a batch of tasks per resumption. See frequency.h for the shape.
+ *
+ * Counting: the scheduler bumps its counter after each transfer back to it, each worker
+ * bumps its own before each transfer to the scheduler, and each task bumps its worker's
+ * task counter; after R resumptions the switch counters must add up to 2R and the task
+ * counters to R * batch, which the Python side checks before it believes any time. */
+#define _GNU_SOURCE
 #include "labkit_core.h"
+#include "frequency.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "lk_timer.h"
+
+void lk_swap_asm_fpu(void **, void *);
+
+typedef struct fq fq;
+typedef struct {
+    void *sp;                    /* the worker's stored stack pointer while it is suspended */
+    fq *q;
+    volatile uint64_t count;     /* transfers this worker made back to the scheduler */
+    volatile uint64_t tasks;     /* tasks this worker ran */
+} __attribute__((aligned(64))) fq_slot;  /* a cache line each, as in ring.c */
+
+struct fq {
+    void *main_sp;
+    int n;
+    uint32_t batch;
+    uint64_t units;
+    uint64_t sink;               /* the busy loop's running value, stored so it is kept */
+    fq_slot *w;
+    volatile uint64_t main_count;
+};
+
+/* The multiplier and increment of Knuth's MMIX generator: any odd pair would do; what
+ * matters is that each round waits on the previous one (a multiply and an add), so the
+ * loop's time is its latency chain and cannot be overlapped or folded away. */
+#define FQ_MUL 6364136223846793005ull
+#define FQ_ADD 1442695040888963407ull
+
+/* One task. Both loops, and the calibration, call this same out-of-line function, so a
+ * unit costs the same wherever it runs. Every task starts from the value the previous
+ * one left in q->sink, whichever worker ran it: the tasks form one serial chain, so a
+ * task takes its W ticks in every mode. (With a chain per worker, the tasks of two
+ * different workers would overlap in the out-of-order core and one task per switch
+ * would get more work done per tick than batches do.) Switches are not fenced off:
+ * the core may run them beside the chain, as it would beside real work. */
+__attribute__((noinline)) static void fq_task(fq *q, fq_slot *s) {
+    uint64_t x = q->sink;
+    for (uint64_t i = 0, n = q->units; i < n; i++) {
+        x = x * FQ_MUL + FQ_ADD;
+        __asm__ volatile("" : "+r"(x));  /* x is opaque: no closed form, no vectorising */
+    }
+    q->sink = x;
+    s->tasks++;
+}
+
+static void fq_worker(void *arg) {
+    fq_slot *s = arg;
+    fq *q = s->q;
+    for (;;) {
+        for (uint32_t b = 0; b < q->batch; b++) fq_task(q, s);
+        s->count++;
+        lk_swap_asm_fpu(&s->sp, q->main_sp);
+    }
+}
+
+/* The scheduler: resumes the workers round-robin, so with N workers each stack top is
+ * revisited only after N-1 others, as in a pool with a shared run queue. */
+__attribute__((noinline)) static void fq_switching(fq *q, uint64_t resumptions) {
+    int i = 0;
+    for (uint64_t r = 0; r < resumptions; r++) {
+        lk_swap_asm_fpu(&q->main_sp, q->w[i].sp);
+        q->main_count++;
+        if (++i == q->n) i = 0;
+    }
+}
+
+/* The same tasks for the same workers' slots in the same order, every counter bumped as
+ * often as above, but called in place: no transfer, no other stack. */
+__attribute__((noinline)) static void fq_work_only(fq *q, uint64_t resumptions) {
+    int i = 0;
+    for (uint64_t r = 0; r < resumptions; r++) {
+        fq_slot *s = &q->w[i];
+        for (uint32_t b = 0; b < q->batch; b++) fq_task(q, s);
+        s->count++;
+        q->main_count++;
+        if (++i == q->n) i = 0;
+    }
+}
+
+static void fq_usage(uint64_t *faults, uint64_t *preempted) {
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    *faults = (uint64_t)ru.ru_minflt;
+    *preempted = (uint64_t)ru.ru_nivcsw;
+}
+
+static void fq_totals(fq *q, uint64_t *switches, uint64_t *tasks) {
+    uint64_t sw = q->main_count, t = 0;
+    for (int i = 0; i < q->n; i++) {
+        sw += q->w[i].count;
+        t += q->w[i].tasks;
+    }
+    *switches = sw;
+    *tasks = t;
+}
+
+typedef void (*fq_loop)(fq *, uint64_t);
+
+static void fq_timed(fq_loop f, fq *q, uint64_t resumptions, uint64_t *ns, uint64_t *ticks,
+                     uint64_t *counted, uint64_t *tasks, uint64_t *faults, uint64_t *preempted) {
+    uint64_t s0, t0c, s1, t1c, f0, f1, p0, p1;
+    fq_totals(q, &s0, &t0c);
+    fq_usage(&f0, &p0);
+    uint64_t n0 = lk_now_ns(), k0 = lk_ticks_begin();
+    f(q, resumptions);
+    uint64_t k1 = lk_ticks_end(), n1 = lk_now_ns();
+    fq_usage(&f1, &p1);
+    *faults = f1 - f0;
+    *preempted = p1 - p0;
+    fq_totals(q, &s1, &t1c);
+    *ns = n1 - n0;
+    *ticks = k1 - k0;
+    *counted = s1 - s0;
+    *tasks = t1c - t0c;
+}
+
+double lk_freq_ticks_per_unit(uint64_t units, int tries) {
+    /* Off any measured stack; their counters are never checked. */
+    static fq probe_q;
+    static fq_slot probe_s;
+    double best = 0;
+    if (units == 0 || tries < 1) return 0;
+    probe_q.units = units;
+    probe_q.sink = 1;
+    for (int k = 0; k < tries; k++) {
+        uint64_t t0 = lk_ticks_begin();
+        fq_task(&probe_q, &probe_s);
+        uint64_t t1 = lk_ticks_end();
+        double per = (double)(t1 - t0) / (double)units;
+        /* The fastest run is the one least disturbed by interrupts and steal time. */
+        if (k == 0 || per < best) best = per;
+    }
+    return best;
+}
+
+int lk_freq_run(size_t stack_size, int workers, uint32_t batch, uint64_t units,
+                uint64_t tasks, int warmup, int repeats, lk_freq_sample *out, char *err,
+                size_t errlen) {
+    if (workers < 1 || batch < 1 || tasks < batch || tasks % batch) {
+        snprintf(err, errlen, "need workers >= 1, batch >= 1 and tasks a positive multiple "
+                 "of batch; got workers=%d batch=%u tasks=%llu", workers, batch,
+                 (unsigned long long)tasks);
+        return -1;
+    }
+    fq *q = calloc(1, sizeof *q);
+    lk_stack *stacks = calloc((size_t)workers, sizeof *stacks);
+    fq_slot *w = aligned_alloc(64, sizeof(fq_slot) * (size_t)workers);
+    int rc = -1, made = 0;
+    if (!q || !stacks || !w) {
+        snprintf(err, errlen, "out of memory for %d workers", workers);
+        goto done;
+    }
+    memset(w, 0, sizeof(fq_slot) * (size_t)workers);
+    q->n = workers;
+    q->batch = batch;
+    q->units = units;
+    q->sink = 1;
+    q->w = w;
+    for (int i = 0; i < workers; i++, made++) {
+        int e = lk_stack_alloc(&stacks[i], stack_size, 0, 0);
+        if (e != 0) {
+            snprintf(err, errlen, "mmap of worker %d's stack (%zu bytes) failed: %s", i,
+                     stack_size, strerror(-e));
+            goto done;
+        }
+        w[i].q = q;
+        w[i].sp = lk_make(LK_ASM_FPU, &stacks[i], fq_worker, &w[i]);
+        if (!w[i].sp) {
+            lk_stack_free(&stacks[i]);
+            snprintf(err, errlen, "could not make worker %d", i);
+            goto done;
+        }
+    }
+    uint64_t resumptions = tasks / batch;
+    uint64_t ns, ticks, counted, done_tasks, faults, pre_work, pre_total;
+    /* The warm-up also takes each stack's first-touch page faults out of the samples. */
+    for (int k = 0; k < warmup; k++) {
+        fq_timed(fq_work_only, q, resumptions, &ns, &ticks, &counted, &done_tasks, &faults,
+                 &pre_work);
+        fq_timed(fq_switching, q, resumptions, &ns, &ticks, &counted, &done_tasks, &faults,
+                 &pre_total);
+    }
+    for (int k = 0; k < repeats; k++) {
+        lk_freq_sample *o = &out[k];
+        fq_timed(fq_work_only, q, resumptions, &o->work_ns, &o->work_ticks, &counted,
+                 &o->work_tasks_counted, &faults, &pre_work);
+        fq_timed(fq_switching, q, resumptions, &o->total_ns, &o->total_ticks, &o->counted,
+                 &o->tasks_counted, &o->minor_faults, &pre_total);
+        o->preemptions = pre_work + pre_total;
+        o->switches = 2 * resumptions;
+        o->tasks = tasks;
+    }
+    rc = 0;
+done:
+    /* The workers stay suspended for good; their stacks simply go away. */
+    for (int i = 0; i < made; i++) lk_stack_free(&stacks[i]);
+    free(w);
+    free(stacks);
+    free(q);
+    return rc;
+}

@@ -1,0 +1,46 @@
+/* frequency.h -- switch frequency and batching (notebook 08, claim C000.7).
+ *
+ * A scheduler (main) resumes N worker coroutines in turn with the asm_fpu kernel, which
+ * keeps what Boost's jump_fcontext keeps. Each resumption runs `batch` tasks, then the
+ * worker yields back: 2 transfers per resumption, tasks / batch resumptions. A task is
+ * `units` rounds of a fixed busy loop (a dependent multiply-add chain); the caller turns
+ * W cycle-counter ticks of work into units with lk_freq_ticks_per_unit.
+ *
+ * The baseline runs the very same tasks through the same function, in the same order
+ * and with the same counter updates, from main's stack and without any transfer: what
+ * is left of the difference is the cost of switching (the transfers and the cache and
+ * branch-predictor damage they do to the work around them).
+ *
+ * Called through ctypes (labkit/frequency.py) inside a worker process only. */
+#ifndef LK_FREQUENCY_H
+#define LK_FREQUENCY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    uint64_t total_ns, total_ticks;  /* the loop with switches */
+    uint64_t work_ns, work_ticks;    /* the same tasks without switches */
+    uint64_t switches;               /* transfers the switching loop makes: 2 per resumption */
+    uint64_t counted;                /* transfers the scheduler and workers counted */
+    uint64_t tasks;                  /* tasks each loop must run */
+    uint64_t tasks_counted;          /* tasks the workers counted in the switching loop */
+    uint64_t work_tasks_counted;     /* tasks counted in the switch-free loop */
+    uint64_t minor_faults;           /* page faults inside the switching loop */
+    uint64_t preemptions;            /* involuntary context switches in either loop: a run
+                                        the OS cut into (a VM's steal time is not counted) */
+} lk_freq_sample;
+
+/* Cycle-counter ticks one unit of the busy loop takes: the fastest of `tries` runs of
+ * `units` units through the same task function the experiment uses. */
+double lk_freq_ticks_per_unit(uint64_t units, int tries);
+
+/* `workers` coroutines with stacks of stack_size bytes (mmapped, guard page below, not
+ * prefaulted), `tasks` tasks of `units` units each, `batch` tasks per resumption
+ * (tasks must be a multiple of batch). warmup runs are dropped, then `repeats` samples
+ * are written to out. Returns 0, or -1 with err filled. */
+int lk_freq_run(size_t stack_size, int workers, uint32_t batch, uint64_t units,
+                uint64_t tasks, int warmup, int repeats, lk_freq_sample *out, char *err,
+                size_t errlen);
+
+#endif

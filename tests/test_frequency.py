@@ -1,0 +1,186 @@
+"""Switch frequency and batching (labkit.frequency, notebook 08): the counters prove every
+switch and every task happened, batching divides the switches by the batch size, the
+share of time switching is what its definition makes it, and bad input is refused by
+name. No test here asserts how fast anything is."""
+import os
+
+import pandas as pd
+import pytest
+
+from labkit import frequency, verdicts, worker
+from labkit.timing import SwitchCountError
+
+KiB = 1 << 10
+# Small runs: a few thousand switches, milliseconds each.
+SMALL = dict(workers=8, repeats=3, warmup=1)
+
+
+@pytest.fixture(scope="module")
+def one_and_32():
+    """The same 2048 tasks with one task per switch and with batches of 32."""
+    return {b: frequency.measure(10, stack_size=64 * KiB, batch=b, tasks=2048, **SMALL)
+            for b in (1, 32)}
+
+
+@pytest.mark.parametrize("work", [0, 50])
+@pytest.mark.parametrize("batch", [1, 4, 32])
+def test_counters_prove_every_switch_and_task(work, batch):
+    tasks = 32 * 8 * 4
+    df = frequency.measure(work, stack_size=16 * KiB, batch=batch, tasks=tasks, **SMALL)
+    assert len(df) == SMALL["repeats"]
+    resumptions = tasks // batch
+    assert (df.resumptions == resumptions).all()
+    assert (df.switches == 2 * resumptions).all()          # main -> worker -> main
+    assert (df.counted_switches == df.switches).all()      # both sides counted each one
+    assert (df.tasks_counted == tasks).all()
+
+
+def test_batching_makes_32_times_fewer_switches(one_and_32):
+    one, batched = one_and_32[1], one_and_32[32]
+    assert (one.tasks == batched.tasks).all()
+    assert (one.switches == 32 * batched.switches).all()
+    assert set(one.switches_per_task) == {2.0}
+    assert set(batched.switches_per_task) == {2 / 32}
+
+
+def test_share_and_throughput_follow_their_definitions(one_and_32):
+    for df in one_and_32.values():
+        assert (df.total_ns > 0).all() and (df.work_only_ns > 0).all()
+        # share = 1 - work/total: below 1 whenever the work-only loop took any time; it
+        # may come out below 0 when noise makes a run beat its baseline, so no lower bound.
+        expected = 1 - df.work_only_ns / df.total_ns
+        assert ((df.share_switching - expected).abs() < 1e-12).all()
+        assert (df.share_switching < 1).all()
+        assert ((df.throughput_mtasks_s - df.tasks / df.total_ns * 1e3).abs() < 1e-9).all()
+        assert ((df.ns_per_switch * df.switches
+                 - (df.total_ns - df.work_only_ns)).abs() < 1e-6).all()
+
+
+def test_work_is_calibrated_in_ticks_per_unit():
+    df = frequency.measure(1000, stack_size=64 * KiB, tasks=256, **SMALL)
+    assert (df.ticks_per_unit > 0).all()
+    assert df.work_units.iloc[0] == round(1000 / df.ticks_per_unit.iloc[0])
+    zero = frequency.measure(0, stack_size=64 * KiB, tasks=256, **SMALL)
+    assert (zero.work_units == 0).all()
+
+
+def test_rows_carry_metadata_and_set_up(one_and_32):
+    df = one_and_32[32]
+    assert {"machine_id", "cpu_model", "compiler", "cflags", "tsc_ghz"} <= set(df.columns)
+    assert set(df.setup) == {"64 KiB, 32 tasks/switch"}
+    assert set(df.kernel) == {"asm_fpu"}
+    assert (df.stack_size == 64 * KiB).all()
+
+
+def test_pinned_run_leaves_the_shared_worker_unpinned():
+    allowed = os.sched_getaffinity(0)
+    df = frequency.measure(0, stack_size=16 * KiB, tasks=256, cpu=min(allowed), **SMALL)
+    assert (df.cpu == min(allowed)).all()
+    pid = worker.shared_worker().pid
+    assert pid is not None and os.sched_getaffinity(pid) == allowed
+
+
+def test_counts_that_disagree_are_refused():
+    good = {"total_ns": 2000, "total_ticks": 5000, "work_ns": 1000, "work_ticks": 2500,
+            "switches": 64, "counted": 64, "tasks": 32, "tasks_counted": 32,
+            "work_tasks_counted": 32, "minor_faults": 0, "preemptions": 0}
+    common = {"tasks": 32, "resumptions": 32}
+    assert len(frequency._frame([good], common, "test", {})) == 1
+    for field, wrong in [("counted", 63), ("tasks_counted", 31), ("switches", 62),
+                         ("work_tasks_counted", 33)]:
+        with pytest.raises(SwitchCountError, match="expected 64 switches and 32 tasks"):
+            frequency._frame([{**good, field: wrong}], common, "test", {})
+
+
+def test_tasks_for_gives_whole_batches_for_every_worker():
+    for w in (0, 100, 100_000):
+        t = frequency.tasks_for(w, seconds=0.001, workers=64, batch=32, tsc_ghz=2.5)
+        assert t % (32 * 64) == 0 and t >= 32 * 64
+    assert (frequency.tasks_for(0, seconds=0.01, workers=4, batch=1, tsc_ghz=1.0)
+            > frequency.tasks_for(1000, seconds=0.01, workers=4, batch=1, tsc_ghz=1.0))
+
+
+def _synthetic(shares_before, shares_after, total_before, total_after):
+    """Rows as measure() makes them, for the two set-ups C000.7 compares."""
+    rows = []
+    for (stack, batch), shares, totals in [((1 << 20, 1), shares_before, total_before),
+                                           ((64 * KiB, 32), shares_after, total_after)]:
+        for s, t in zip(shares, totals):
+            rows.append({"work_cycles": 100, "stack_size": stack, "batch": batch,
+                         "share_switching": s, "total_ns": t, "work_only_ns": t * (1 - s),
+                         "throughput_mtasks_s": 1000 / t})
+    return pd.DataFrame(rows)
+
+
+def test_before_after_gives_the_rule_its_names_and_spread_corners():
+    df = _synthetic([0.14, 0.15, 0.16], [0.02, 0.03, 0.04], [100, 100, 100], [70, 71, 72])
+    value, low, high, noisy = frequency.before_after(
+        df, work_cycles=100, before=(1 << 20, 1), after=(64 * KiB, 32))
+    assert set(value) == set(low) == set(high) == {"share_before", "share_after", "gain"}
+    ratio = {k: d["share_after"] / d["share_before"] for k, d in
+             [("value", value), ("low", low), ("high", high)]}
+    assert ratio["low"] <= ratio["value"] <= ratio["high"]
+    assert high["gain"] <= value["gain"] <= low["gain"]
+    assert not noisy
+    assert verdicts.judge("C000.7", value, low=low, high=high)["verdict"] == "reproduced"
+
+
+def test_a_spread_that_straddles_the_rule_is_inconclusive():
+    # Gain at the median 100/81 = 1.23 passes, but at the unfavourable corner it is < 1.2.
+    df = _synthetic([0.15] * 4, [0.03] * 4, [96, 99, 101, 104], [78, 80, 82, 84])
+    value, low, high, noisy = frequency.before_after(
+        df, work_cycles=100, before=(1 << 20, 1), after=(64 * KiB, 32))
+    assert value["gain"] >= 1.2 > high["gain"]
+    assert verdicts.judge("C000.7", value, low=low, high=high)["verdict"] == "inconclusive"
+
+
+def test_before_after_needs_both_points():
+    df = _synthetic([0.1], [0.01], [100], [90])
+    with pytest.raises(ValueError, match="work_cycles=300"):
+        frequency.before_after(df, work_cycles=300, before=(1 << 20, 1), after=(64 * KiB, 32))
+
+
+BAD = [
+    (dict(work_cycles=-1), ValueError, ["work_cycles"]),
+    (dict(work_cycles=10**9), ValueError, ["work_cycles"]),
+    (dict(work_cycles=1.5), TypeError, ["work_cycles", "integer"]),
+    (dict(work_cycles=True), TypeError, ["work_cycles", "integer"]),
+    (dict(batch=0), ValueError, ["batch"]),
+    (dict(batch=10**6), ValueError, ["batch"]),
+    (dict(batch="32"), TypeError, ["batch"]),
+    (dict(workers=0), ValueError, ["workers"]),
+    (dict(workers=2.0), TypeError, ["workers"]),
+    (dict(tasks=100, batch=32), ValueError, ["tasks", "multiple of batch"]),
+    (dict(tasks=0), ValueError, ["tasks"]),
+    (dict(tasks=10**12), ValueError, ["tasks"]),
+    (dict(tasks=64.0), TypeError, ["tasks"]),
+    (dict(stack_size=100), ValueError, ["stack_size"]),
+    (dict(stack_size="64k"), TypeError, ["stack_size"]),
+    (dict(repeats=0), ValueError, ["repeats"]),
+    (dict(warmup=-1), ValueError, ["warmup"]),
+    (dict(cpu=-1), ValueError, ["cpu"]),
+    (dict(build="O9"), ValueError, ["build", "O2"]),
+    (dict(build=2), TypeError, ["build"]),
+    (dict(timeout=0), ValueError, ["timeout"]),
+]
+
+
+@pytest.mark.parametrize("kwargs,exc,words", BAD, ids=[str(c[0]) for c in BAD])
+def test_measure_rejects_bad_input(kwargs, exc, words):
+    args = dict(work_cycles=10, stack_size=64 * KiB, tasks=64, **SMALL)
+    args.update(kwargs)
+    with pytest.raises(exc) as err:
+        frequency.measure(args.pop("work_cycles"), **args)
+    for w in words:
+        assert w in str(err.value), f"{w!r} missing from: {err.value}"
+
+
+@pytest.mark.parametrize("kwargs,exc,word", [
+    (dict(seconds=0), ValueError, "seconds"),
+    (dict(seconds="1"), TypeError, "seconds"),
+    (dict(seconds=0.01, workers=0), ValueError, "workers"),
+    (dict(seconds=0.01, batch=-1), ValueError, "batch"),
+])
+def test_tasks_for_rejects_bad_input(kwargs, exc, word):
+    with pytest.raises(exc, match=word):
+        frequency.tasks_for(100, tsc_ghz=2.0, **kwargs)
