@@ -96,7 +96,7 @@ class BuildWithVariants(build_ext):
         missing = out / "peers-missing.txt"
         for tag, flags in VARIANTS.items():
             target = out / f"liblabkit_peers-{tag}.so"
-            if _fresh(target, PEERS + headers + ["labkit/cxx/peers.h"]):
+            if _fresh(target, PEERS + headers + [str(p) for p in Path("labkit/cxx").glob("*.h")]):
                 continue
             cmd = [*cxx, "-std=c++20", *flags, "-shared", "-fPIC", "-Wall", "-o", str(target),
                    *PEERS, *PEERS_LIBS, f"-DLKX_CFLAGS=\"-std=c++20 {' '.join(flags)}\""]
