@@ -120,7 +120,7 @@ setup(
     version="0.1.0",
     description="A lab that measures what a context switch costs",
     packages=["labkit"],
-    package_data={"labkit": ["*.pyi", "*.pxd", "csrc/*.h", "csrc/*.c", "variants/*.so", "variants/lk_count"]},
+    package_data={"labkit": ["*.pyi", "*.pxd", "csrc/*.h", "csrc/*.c", "variants/*"]},
     ext_modules=cythonize([core], language_level=3),
     cmdclass={"build_ext": BuildWithVariants},
     python_requires=">=3.11",
