@@ -15,6 +15,7 @@ BUILD_STAMP := $(VENV)/.build-stamp
 # Boost's version header is an input: installing Boost later rebuilds the peers.
 BUILD_INPUTS := setup.py pyproject.toml $(wildcard labkit/*.pyx labkit/*.pxd \
 	labkit/csrc/*.c labkit/csrc/*.h labkit/cxx/*.cpp labkit/cxx/*.h \
+	labkit/servers/*.c labkit/servers/*.cpp labkit/servers/*.h labkit/servers/build.py \
 	/usr/include/boost/version.hpp)
 
 .PHONY: setup system-deps test reproduce lab clean help
@@ -65,8 +66,17 @@ test: setup
 reproduce: setup
 	$(PY) -m labkit.reproduce $(if $(filter 1 yes true,$(QUICK)),--quick,)
 
+# JupyterLab on .venv with the `labkit` kernel, opening on notebooks/start_here.ipynb. The
+# settings in jupyter/ are added to the user's own (a user's settings still win).
+# LAB_PORT: the port (empty: 8888, or the next free one). LAB_ARGS: more options, e.g.
+# LAB_ARGS=--no-browser on a machine without a desktop. As root (a VM, a container) the
+# server must be told that it may run as root.
+LAB_PORT ?=
+LAB_ARGS ?=
 lab: setup
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+	JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \
+		$(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)/notebooks" \
+		$(if $(LAB_PORT),--port=$(LAB_PORT)) $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 clean:
 	rm -rf build $(VENV) labkit/_core.c labkit/*.so reports
