@@ -73,11 +73,14 @@ def _git(*args: str) -> str | None:
 
 
 def labkit_commit() -> str:
-    """The lab's git commit, with '-dirty' if the tree has uncommitted changes."""
+    """The lab's git commit, with '-dirty' if its code (not its results) has uncommitted
+    changes."""
     commit = _git("rev-parse", "--short=12", "HEAD")
     if commit is None:
         return "unknown"
-    dirty = _git("status", "--porcelain", "--untracked-files=no")
+    # Results (data/, figures/) change during a run; only code makes a build "dirty".
+    dirty = _git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!data",
+                 ":!figures")
     return commit + ("-dirty" if dirty else "")
 
 
