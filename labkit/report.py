@@ -39,9 +39,11 @@ def _machine_cell(outcomes, info: dict, quick: bool) -> str:
     warns = machine_warnings(info)
     warn_html = "".join(f"<li>{html.escape(w)}</li>" for w in warns) or "<li>none</li>"
     status = "".join(
-        f"<li><b>{html.escape(o.name)}</b>: {'ok' if o.ok else 'FAILED'} ({o.seconds:.0f} s)"
+        f"<li><b>{html.escape(o.name)}</b>: "
+        + ("ok, from an earlier run" if getattr(o, "earlier", False)
+           else f"{'ok' if o.ok else 'FAILED'} ({o.seconds:.0f} s)")
         + (f"<pre>{html.escape(o.error[-1500:])}</pre>" if not o.ok else "") + "</li>"
-        for o in outcomes
+        for o in sorted(outcomes, key=lambda o: (o.name != "00_claims_ledger", o.name))
     )
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return (
@@ -68,7 +70,7 @@ def build(outcomes, *, out_dir: Path, quick: bool) -> Path:
     report = nbformat.v4.new_notebook()
     report.cells.append(nbformat.v4.new_markdown_cell(_machine_cell(outcomes, info, quick)))
     # The ledger first: it is the summary the reader came for.
-    ordered = sorted(outcomes, key=lambda o: o.name != "00_claims_ledger")
+    ordered = sorted(outcomes, key=lambda o: (o.name != "00_claims_ledger", o.name))
     for o in ordered:
         if not o.ok or o.executed is None:
             continue

@@ -34,6 +34,7 @@ class Outcome:
     executed: Path | None
     error: str = ""
     outputs: list[str] = field(default_factory=list)
+    earlier: bool = False  # not run now: the executed copy of an earlier run
 
 
 def notebook_sources(only: list[str] | None = None) -> list[Path]:
@@ -135,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["LABKIT_RESULTS_DIR"] = str(results_dir)  # for the manifest, here and in kernels
     from labkit import ledger
 
-    manifest = {}
+    # A partial run (--only) keeps what the last run recorded for the other notebooks.
+    manifest = ledger.read_manifest() if args.only else {}
     for src in sources:
         print(f"  running {src.name} ...", flush=True)
         o = run_notebook(src, quick=args.quick, out_dir=out / "executed", results_dir=results_dir)
@@ -149,12 +151,20 @@ def main(argv: list[str] | None = None) -> int:
 
     from labkit import report
 
+    # The report always covers every notebook: those not run now come from their last
+    # executed copy, marked as such.
+    ran = {o.name for o in outcomes}
+    for src in notebook_sources():
+        earlier = out / "executed" / f"{src.stem}.ipynb"
+        if src.stem not in ran and earlier.exists():
+            outcomes.append(Outcome(src.stem, True, 0.0, earlier, error="", earlier=True))
     html = report.build(outcomes, out_dir=out, quick=args.quick)
     print(f"report: {html}")
     failed = [o for o in outcomes if not o.ok]
     for o in failed:
         print(f"\nFAILED {o.name}:\n{o.error}\n", file=sys.stderr)
-    print(f"{len(outcomes) - len(failed)} notebooks ok, {len(failed)} failed")
+    fresh = [o for o in outcomes if not o.earlier]
+    print(f"{len(fresh) - len(failed)} notebooks ok, {len(failed)} failed")
     return 1 if failed else 0
 
 
