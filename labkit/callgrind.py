@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -40,16 +41,18 @@ def _count(lib: Path, system: str, index: int, rounds: int, only: int, stack: in
         res = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", str(DRIVER),
              str(lib), system, str(index), str(rounds), str(only), str(stack)],
-            capture_output=True, text=True, timeout=600)
-        if "unhandled instruction" in res.stderr or "vex amd64->IR" in res.stderr:
+            capture_output=True, timeout=600)
+        stderr = res.stderr.decode(errors="replace")
+        if "unhandled instruction" in stderr or "vex amd64->IR" in stderr:
             raise UnsupportedInstructionError(
                 f"valgrind cannot decode an instruction of {lib.name} (built for this CPU's "
                 "newest extensions); count a build without -march=native")
         if res.returncode != 0:
-            raise RuntimeError(f"callgrind run failed ({res.returncode}): {res.stderr[-1500:]}")
+            raise RuntimeError(f"callgrind run failed ({res.returncode}): {stderr[-1500:]}")
         want = 2 * rounds if only == 1 else 0
-        if f"counted {want}" not in res.stdout:
-            raise RuntimeError(f"the counted run did not make {want} switches: {res.stdout!r}")
+        counted = int.from_bytes(res.stdout[-8:], sys.byteorder) if len(res.stdout) >= 8 else None
+        if counted != want:
+            raise RuntimeError(f"the counted run did not make {want} switches: {counted}")
         m = re.search(r"^(?:summary|totals):\s+(\d+)", out.read_text(), re.M)
         if not m:
             raise RuntimeError("no instruction total in callgrind's output")
