@@ -44,32 +44,22 @@
  *   SVE z/p, SME ZA    a base-PCS call (which this is) only promises the d8-d15
  *                      halves; the caller of a base-PCS function saves the rest.
  *
- * Saved frame, at the stored stack pointer (offsets in bytes, growing upwards):
+ * Saved frame, at the stored stack pointer (offsets in bytes, growing upwards);
+ * asm_fpu keeps asm's frame and adds FPCR above it, so all three share one
+ * store and one load sequence (LK_STORE_CALLEE_SAVED, LK_LOAD_CALLEE_SAVED):
  *
- *   asm, asm_ret       asm_fpu
- *   0x00 d8            0x00 fpcr (8 B: mrs reads 64 bits, upper ones RES0)
- *   0x08 d9            0x08 padding (keeps sp 16-aligned)
- *   0x10 d10           0x10 d8
- *   0x18 d11           0x18 d9
- *   0x20 d12           0x20 d10
- *   0x28 d13           0x28 d11
- *   0x30 d14           0x30 d12
- *   0x38 d15           0x38 d13
- *   0x40 x19           0x40 d14
- *   0x48 x20           0x48 d15
- *   0x50 x21           0x50 x19
- *   0x58 x22           0x58 x20
- *   0x60 x23           0x60 x21
- *   0x68 x24           0x68 x22
- *   0x70 x25           0x70 x23
- *   0x78 x26           0x78 x24
- *   0x80 x27           0x80 x25
- *   0x88 x28           0x88 x26
- *   0x90 x29 (fp)      0x90 x27
- *   0x98 x30 (lr)      0x98 x28
- *   (160 B)            0xa0 x29 (fp)
- *                      0xa8 x30 (lr)
- *                      (176 B)
+ *   asm, asm_ret, asm_fpu        asm_fpu only
+ *   0x00 d8     0x50 x21          0xa0 fpcr (8 B: mrs reads 64 bits, upper ones RES0)
+ *   0x08 d9     0x58 x22          0xa8 padding (keeps sp 16-aligned)
+ *   0x10 d10    0x60 x23          (176 B)
+ *   0x18 d11    0x68 x24
+ *   0x20 d12    0x70 x25
+ *   0x28 d13    0x78 x26
+ *   0x30 d14    0x80 x27
+ *   0x38 d15    0x88 x28
+ *   0x40 x19    0x90 x29 (fp)
+ *   0x48 x20    0x98 x30 (lr)
+ *   (160 B)
  *
  * Alignment: a C caller enters with sp 16-aligned, and 160 and 176 are
  * multiples of 16, so sp stays 16-aligned at every instruction here. The
@@ -105,147 +95,93 @@
 #define LK_HAVE_FXSAVE 0
 #define LK_HAVE_XSAVE 0
 
+/* Every kernel's frame, from sp up: d8-d15, x19-x28, x29, x30 (the table above). The
+ * frame is reserved first, so these stores never land below the live sp. */
+#define LK_STORE_CALLEE_SAVED                                                     \
+    "    stp   d8, d9, [sp, #0x00]\n"   /* low halves of v8-v15: callee-saved */  \
+    "    stp   d10, d11, [sp, #0x10]\n" /* callee-saved */                        \
+    "    stp   d12, d13, [sp, #0x20]\n" /* callee-saved */                        \
+    "    stp   d14, d15, [sp, #0x30]\n" /* callee-saved */                        \
+    "    stp   x19, x20, [sp, #0x40]\n" /* callee-saved */                        \
+    "    stp   x21, x22, [sp, #0x50]\n" /* callee-saved */                        \
+    "    stp   x23, x24, [sp, #0x60]\n" /* callee-saved */                        \
+    "    stp   x25, x26, [sp, #0x70]\n" /* callee-saved */                        \
+    "    stp   x27, x28, [sp, #0x80]\n" /* callee-saved */                        \
+    "    stp   x29, x30, [sp, #0x90]\n" /* frame pointer and return address */
+#define LK_LOAD_CALLEE_SAVED                                                      \
+    "    ldp   d8, d9, [sp, #0x00]\n"   /* the other context's registers */       \
+    "    ldp   d10, d11, [sp, #0x10]\n"                                           \
+    "    ldp   d12, d13, [sp, #0x20]\n"                                           \
+    "    ldp   d14, d15, [sp, #0x30]\n"                                           \
+    "    ldp   x19, x20, [sp, #0x40]\n"                                           \
+    "    ldp   x21, x22, [sp, #0x50]\n"                                           \
+    "    ldp   x23, x24, [sp, #0x60]\n"                                           \
+    "    ldp   x25, x26, [sp, #0x70]\n"                                           \
+    "    ldp   x27, x28, [sp, #0x80]\n"                                           \
+    "    ldp   x29, x30, [sp, #0x90]\n" /* its frame pointer and return address */
+/* A global function private to the extension: .hidden keeps calls off the PLT. */
+#define LK_FUNCTION(name) \
+    ".globl " name "\n.hidden " name "\n.type " name ",%function\n.p2align 4\n" name ":\n"
+#define LK_END(name) ".size " name ",.-" name "\n"
+
 __asm__(
     ".text\n"
 
     /* ---- asm: callee-saved x19-x30, d8-d15 + sp, ends with br to the restored lr ---- */
-    ".globl lk_swap_asm\n"
-    ".hidden lk_swap_asm\n"
-    ".type lk_swap_asm,@function\n"
-    ".p2align 4\n"
-    "lk_swap_asm:\n"
+    LK_FUNCTION("lk_swap_asm")
     "    sub   sp, sp, #160\n"          /* room for the frame; sp stays 16-aligned */
-    "    stp   d8, d9, [sp, #0x00]\n"   /* low halves of v8-v15: callee-saved */
-    "    stp   d10, d11, [sp, #0x10]\n" /* callee-saved */
-    "    stp   d12, d13, [sp, #0x20]\n" /* callee-saved */
-    "    stp   d14, d15, [sp, #0x30]\n" /* callee-saved */
-    "    stp   x19, x20, [sp, #0x40]\n" /* callee-saved */
-    "    stp   x21, x22, [sp, #0x50]\n" /* callee-saved */
-    "    stp   x23, x24, [sp, #0x60]\n" /* callee-saved */
-    "    stp   x25, x26, [sp, #0x70]\n" /* callee-saved */
-    "    stp   x27, x28, [sp, #0x80]\n" /* callee-saved */
-    "    stp   x29, x30, [sp, #0x90]\n" /* frame pointer and our return address */
+    LK_STORE_CALLEE_SAVED
     "    mov   x9, sp\n"                /* str cannot take sp as its data register */
     "    str   x9, [x0]\n"              /* *save_sp = sp: this context is now stored */
     "    mov   sp, x1\n"                /* sp = load_sp: we are on the other stack */
-    "    ldp   d8, d9, [sp, #0x00]\n"   /* restore the other context's registers */
-    "    ldp   d10, d11, [sp, #0x10]\n" /* ... */
-    "    ldp   d12, d13, [sp, #0x20]\n" /* ... */
-    "    ldp   d14, d15, [sp, #0x30]\n" /* ... */
-    "    ldp   x19, x20, [sp, #0x40]\n" /* ... */
-    "    ldp   x21, x22, [sp, #0x50]\n" /* ... */
-    "    ldp   x23, x24, [sp, #0x60]\n" /* ... */
-    "    ldp   x25, x26, [sp, #0x70]\n" /* ... */
-    "    ldp   x27, x28, [sp, #0x80]\n" /* ... */
-    "    ldp   x29, x30, [sp, #0x90]\n" /* its frame pointer and return address */
+    LK_LOAD_CALLEE_SAVED
     "    add   sp, sp, #160\n"          /* pop the frame */
     "    br    x30\n"                   /* indirect branch: predicted by the BTB */
-    ".size lk_swap_asm,.-lk_swap_asm\n"
+    LK_END("lk_swap_asm")
 
     /* ---- asm_ret: same frame as asm, ends with ret ---- */
-    ".globl lk_swap_asm_ret\n"
-    ".hidden lk_swap_asm_ret\n"
-    ".type lk_swap_asm_ret,@function\n"
-    ".p2align 4\n"
-    "lk_swap_asm_ret:\n"
+    LK_FUNCTION("lk_swap_asm_ret")
     "    sub   sp, sp, #160\n"          /* room for the frame */
-    "    stp   d8, d9, [sp, #0x00]\n"   /* callee-saved */
-    "    stp   d10, d11, [sp, #0x10]\n" /* callee-saved */
-    "    stp   d12, d13, [sp, #0x20]\n" /* callee-saved */
-    "    stp   d14, d15, [sp, #0x30]\n" /* callee-saved */
-    "    stp   x19, x20, [sp, #0x40]\n" /* callee-saved */
-    "    stp   x21, x22, [sp, #0x50]\n" /* callee-saved */
-    "    stp   x23, x24, [sp, #0x60]\n" /* callee-saved */
-    "    stp   x25, x26, [sp, #0x70]\n" /* callee-saved */
-    "    stp   x27, x28, [sp, #0x80]\n" /* callee-saved */
-    "    stp   x29, x30, [sp, #0x90]\n" /* frame pointer and return address */
+    LK_STORE_CALLEE_SAVED
     "    mov   x9, sp\n"                /* sp into a GPR to store it */
     "    str   x9, [x0]\n"              /* store this context */
     "    mov   sp, x1\n"                /* switch stacks */
-    "    ldp   d8, d9, [sp, #0x00]\n"   /* the other context's registers */
-    "    ldp   d10, d11, [sp, #0x10]\n" /* ... */
-    "    ldp   d12, d13, [sp, #0x20]\n" /* ... */
-    "    ldp   d14, d15, [sp, #0x30]\n" /* ... */
-    "    ldp   x19, x20, [sp, #0x40]\n" /* ... */
-    "    ldp   x21, x22, [sp, #0x50]\n" /* ... */
-    "    ldp   x23, x24, [sp, #0x60]\n" /* ... */
-    "    ldp   x25, x26, [sp, #0x70]\n" /* ... */
-    "    ldp   x27, x28, [sp, #0x80]\n" /* ... */
-    "    ldp   x29, x30, [sp, #0x90]\n" /* its frame pointer and return address */
+    LK_LOAD_CALLEE_SAVED
     "    add   sp, sp, #160\n"          /* pop the frame */
     "    ret\n"                         /* to x30; the return-stack predictor guesses our caller: wrong */
-    ".size lk_swap_asm_ret,.-lk_swap_asm_ret\n"
+    LK_END("lk_swap_asm_ret")
 
     /* ---- asm_fpu: asm + FPCR (rounding mode, FZ, DN, trap enables) ---- */
-    ".globl lk_swap_asm_fpu\n"
-    ".hidden lk_swap_asm_fpu\n"
-    ".type lk_swap_asm_fpu,@function\n"
-    ".p2align 4\n"
-    "lk_swap_asm_fpu:\n"
-    "    sub   sp, sp, #176\n"          /* frame + 16 B for FPCR; sp stays 16-aligned */
-    "    stp   d8, d9, [sp, #0x10]\n"   /* callee-saved */
-    "    stp   d10, d11, [sp, #0x20]\n" /* callee-saved */
-    "    stp   d12, d13, [sp, #0x30]\n" /* callee-saved */
-    "    stp   d14, d15, [sp, #0x40]\n" /* callee-saved */
-    "    stp   x19, x20, [sp, #0x50]\n" /* callee-saved */
-    "    stp   x21, x22, [sp, #0x60]\n" /* callee-saved */
-    "    stp   x23, x24, [sp, #0x70]\n" /* callee-saved */
-    "    stp   x25, x26, [sp, #0x80]\n" /* callee-saved */
-    "    stp   x27, x28, [sp, #0x90]\n" /* callee-saved */
-    "    stp   x29, x30, [sp, #0xa0]\n" /* frame pointer and return address */
+    LK_FUNCTION("lk_swap_asm_fpu")
+    "    sub   sp, sp, #176\n"          /* asm's frame + 16 B for FPCR; sp stays 16-aligned */
+    LK_STORE_CALLEE_SAVED
     "    mrs   x9, fpcr\n"              /* FPCR: its control bits are callee-preserved */
-    "    str   x9, [sp, #0x00]\n"       /* into the low slot (0x08 is padding) */
+    "    str   x9, [sp, #0xa0]\n"       /* above the registers (0xa8 is padding) */
     "    mov   x10, sp\n"               /* sp into a GPR to store it */
     "    str   x10, [x0]\n"             /* store this context */
     "    mov   sp, x1\n"                /* switch stacks */
-    "    ldr   x9, [sp, #0x00]\n"       /* the other context's FPCR */
+    "    ldr   x9, [sp, #0xa0]\n"       /* the other context's FPCR */
     "    msr   fpcr, x9\n"              /* install it (FPSR flags are left alone) */
-    "    ldp   d8, d9, [sp, #0x10]\n"   /* the other context's registers */
-    "    ldp   d10, d11, [sp, #0x20]\n" /* ... */
-    "    ldp   d12, d13, [sp, #0x30]\n" /* ... */
-    "    ldp   d14, d15, [sp, #0x40]\n" /* ... */
-    "    ldp   x19, x20, [sp, #0x50]\n" /* ... */
-    "    ldp   x21, x22, [sp, #0x60]\n" /* ... */
-    "    ldp   x23, x24, [sp, #0x70]\n" /* ... */
-    "    ldp   x25, x26, [sp, #0x80]\n" /* ... */
-    "    ldp   x27, x28, [sp, #0x90]\n" /* ... */
-    "    ldp   x29, x30, [sp, #0xa0]\n" /* its frame pointer and return address */
+    LK_LOAD_CALLEE_SAVED
     "    add   sp, sp, #176\n"          /* pop the frame */
     "    br    x30\n"                   /* indirect branch, as asm */
-    ".size lk_swap_asm_fpu,.-lk_swap_asm_fpu\n"
+    LK_END("lk_swap_asm_fpu")
 
     /* ---- first entry of a new context ---- */
-    ".globl lk_trampoline_aarch64\n"
-    ".hidden lk_trampoline_aarch64\n"
-    ".type lk_trampoline_aarch64,@function\n"
-    ".p2align 4\n"
-    "lk_trampoline_aarch64:\n"
+    LK_FUNCTION("lk_trampoline_aarch64")
     "    mov   x0, x20\n"               /* argument, placed in the x20 slot by lk_arch_make */
     "    blr   x19\n"                   /* entry, from the x19 slot; sp is 16-aligned here */
     "    brk   #0\n"                    /* an entry function returned: crash loudly (SIGTRAP) */
-    ".size lk_trampoline_aarch64,.-lk_trampoline_aarch64\n"
+    LK_END("lk_trampoline_aarch64")
 
     /* ---- register-survival probe for the tests ---- */
     /* void lk_regprobe(swap_fn fn, void **save, void *load, const uint64_t in[19], uint64_t out[19])
      * loads in[] into x19-x28, x29, d8-d15 (raw 64-bit patterns), calls
      * fn(save, load), and writes those 19 registers as they are after the
      * switch came back into out[]. */
-    ".globl lk_regprobe\n"
-    ".hidden lk_regprobe\n"
-    ".type lk_regprobe,@function\n"
-    ".p2align 4\n"
-    "lk_regprobe:\n"
+    LK_FUNCTION("lk_regprobe")
     "    sub   sp, sp, #176\n"          /* 160 B for our caller's registers + 16 B for out */
-    "    stp   d8, d9, [sp, #0x00]\n"   /* our own caller's callee-saved registers */
-    "    stp   d10, d11, [sp, #0x10]\n" /* ... */
-    "    stp   d12, d13, [sp, #0x20]\n" /* ... */
-    "    stp   d14, d15, [sp, #0x30]\n" /* ... */
-    "    stp   x19, x20, [sp, #0x40]\n" /* ... */
-    "    stp   x21, x22, [sp, #0x50]\n" /* ... */
-    "    stp   x23, x24, [sp, #0x60]\n" /* ... */
-    "    stp   x25, x26, [sp, #0x70]\n" /* ... */
-    "    stp   x27, x28, [sp, #0x80]\n" /* ... */
-    "    stp   x29, x30, [sp, #0x90]\n" /* fp, and lr: blr below overwrites it */
+    LK_STORE_CALLEE_SAVED               /* our own caller's: lr too, blr below overwrites it */
     "    str   x4, [sp, #0xa0]\n"       /* out[]: x4 is clobbered by the switch */
     "    mov   x9, x0\n"                /* fn */
     "    mov   x0, x1\n"                /* save */
@@ -272,28 +208,15 @@ __asm__(
     "    stp   d10, d11, [x4, #104]\n"  /* ... */
     "    stp   d12, d13, [x4, #120]\n"  /* ... */
     "    stp   d14, d15, [x4, #136]\n"  /* ... */
-    "    ldp   d8, d9, [sp, #0x00]\n"   /* our caller's registers back */
-    "    ldp   d10, d11, [sp, #0x10]\n" /* ... */
-    "    ldp   d12, d13, [sp, #0x20]\n" /* ... */
-    "    ldp   d14, d15, [sp, #0x30]\n" /* ... */
-    "    ldp   x19, x20, [sp, #0x40]\n" /* ... */
-    "    ldp   x21, x22, [sp, #0x50]\n" /* ... */
-    "    ldp   x23, x24, [sp, #0x60]\n" /* ... */
-    "    ldp   x25, x26, [sp, #0x70]\n" /* ... */
-    "    ldp   x27, x28, [sp, #0x80]\n" /* ... */
-    "    ldp   x29, x30, [sp, #0x90]\n" /* fp and our return address */
+    LK_LOAD_CALLEE_SAVED                /* our caller's registers back */
     "    add   sp, sp, #176\n"          /* pop */
     "    ret\n"                         /* back to our caller */
-    ".size lk_regprobe,.-lk_regprobe\n"
+    LK_END("lk_regprobe")
 
     /* ---- an empty function, for the call-cost baseline ---- */
-    ".globl lk_noop\n"
-    ".hidden lk_noop\n"
-    ".type lk_noop,@function\n"
-    ".p2align 4\n"
-    "lk_noop:\n"
+    LK_FUNCTION("lk_noop")
     "    ret\n"                         /* nothing to do */
-    ".size lk_noop,.-lk_noop\n"
+    LK_END("lk_noop")
 
     ".pushsection .note.GNU-stack,\"\",@progbits\n"
     ".popsection\n");
@@ -330,27 +253,20 @@ extern void lk_trampoline_aarch64(void);
  * The d8-d15 slots start as zero; FPCR (asm_fpu) starts as a copy of the
  * creator's, as a new thread's does. */
 static void *lk_arch_make(int kernel, char *top, void (*entry)(void *), void *arg) {
-    uint64_t *f = (uint64_t *)(((uintptr_t)top & ~(uintptr_t)15) - 160);
-    memset(f, 0, 160);                        /* d8-d15, x21-x28: zero */
+    if (kernel != LK_ASM && kernel != LK_ASM_RET && kernel != LK_ASM_FPU) return 0;
+    size_t bytes = kernel == LK_ASM_FPU ? 176 : 160;
+    uint64_t *f = (uint64_t *)(((uintptr_t)top & ~(uintptr_t)15) - bytes);
+    memset(f, 0, bytes);                      /* d8-d15, x21-x28, padding: zero */
     f[8] = (uint64_t)(uintptr_t)entry;        /* x19 (0x40) */
     f[9] = (uint64_t)(uintptr_t)arg;          /* x20 (0x48) */
     f[18] = 0;                                /* x29 (0x90): ends frame-pointer walks */
     f[19] = (uint64_t)(uintptr_t)&lk_trampoline_aarch64; /* x30 (0x98): where br/ret goes */
-    char *sp = (char *)f;
-    switch (kernel) {
-    case LK_ASM: case LK_ASM_RET:
-        return sp;
-    case LK_ASM_FPU: {
+    if (kernel == LK_ASM_FPU) {
         uint64_t fpcr;
         __asm__ volatile("mrs %0, fpcr" : "=r"(fpcr));
-        sp -= 16;
-        ((uint64_t *)sp)[0] = fpcr;           /* fpcr (0x00) */
-        ((uint64_t *)sp)[1] = 0;              /* padding (0x08) */
-        return sp;
+        f[20] = fpcr;                         /* fpcr (0xa0): the creator's, as a thread's */
     }
-    default:
-        return 0;
-    }
+    return f;
 }
 
 /* Floating-point control state: FPCR; the second word is unused here. */
