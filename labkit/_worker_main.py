@@ -31,7 +31,7 @@ def _run(job: dict):
         from labkit import native
 
         return native.peer_pingpong(build, job["peer"], job["stack_size"], job["rounds"],
-                                    job["warmup"], job["repeats"])
+                                    job["warmup"], job["repeats"], job.get("fpctl_mode", 0))
     if op == "pingpong" and build:
         from labkit import native
 

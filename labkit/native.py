@@ -99,6 +99,7 @@ def _peers(tag: str):
     lib.lkx_peer_saves.argtypes = [i]
     lib.lkx_peer_saves.restype = ctypes.c_char_p
     lib.lkx_cflags.restype = ctypes.c_char_p
+    lib.lkx_set_fpctl.argtypes = [ctypes.c_int]
     lib.lkx_cxx20_frame_bytes.restype = ctypes.c_size_t
     return lib
 
@@ -125,7 +126,15 @@ def cxx20_frame_bytes(tag: str = PEER_BUILD) -> int:
     return int(_peers(tag).lkx_cxx20_frame_bytes())
 
 
-def peer_pingpong(tag, name, stack_size, rounds, warmup, repeats):
+FPCTL_PEERS = ("boost_fcontext",)  # the peers whose FP control words can be set apart
+
+
+def peer_pingpong(tag, name, stack_size, rounds, warmup, repeats, fpctl_mode=0):
     """lkx_pingpong of the given build; the same dicts as labkit._core.pingpong."""
     index = peer_names(tag).index(name)
-    return _run(_peers(tag).lkx_pingpong, repeats, index, stack_size, rounds, warmup, repeats)
+    lib = _peers(tag)
+    lib.lkx_set_fpctl(fpctl_mode if name in FPCTL_PEERS else 0)
+    try:
+        return _run(lib.lkx_pingpong, repeats, index, stack_size, rounds, warmup, repeats)
+    finally:
+        lib.lkx_set_fpctl(0)

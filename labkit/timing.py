@@ -57,9 +57,12 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
     build = None if py_peer else _build(build, peer)
     if fp_control not in FP_CONTROL_MODES:
         raise ValueError(f"fp_control must be one of {list(FP_CONTROL_MODES)}; got {fp_control!r}")
-    if (peer or py_peer) and fp_control != "as-is":
+    from labkit.native import FPCTL_PEERS
+
+    if (py_peer or (peer and kernel not in FPCTL_PEERS)) and fp_control != "as-is":
         raise ValueError(f"fp_control must be 'as-is' for the peer {kernel!r}: only labkit's "
-                         "own kernels can set the FP control words of both contexts")
+                         f"own kernels and {', '.join(FPCTL_PEERS)} can set the FP control "
+                         "words of both contexts")
     timeout = _v.timeout(timeout) or _default_timeout(switches, repeats + warmup)
     meta = _machine.row_metadata(build, peer)  # before the run: TSC calibration uses the worker
     if py_peer:
@@ -74,7 +77,7 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
     if py_peer:
         job.update(op="py_pingpong", peer=kernel)
     elif peer:
-        job.update(op="peer_pingpong", peer=kernel)
+        job.update(op="peer_pingpong", peer=kernel, fpctl_mode=FP_CONTROL_MODES[fp_control])
     else:
         job.update(op="pingpong", kernel=_kernels.kernel_index(kernel), prefault=bool(prefault),
                    fpctl_mode=FP_CONTROL_MODES[fp_control])

@@ -30,7 +30,9 @@
 #
 # 1. **The control words' values.** Arithmetic sets MXCSR's sticky exception flags, so a
 #    context that divided holds a different MXCSR from a fresh one. Does loading a
-#    *different* value cost more than reloading the same one?
+#    *different* value cost more than reloading the same one? Measured with labkit's
+#    kernels and with Boost's `jump_fcontext` (both contexts at the defaults, or main
+#    dirtied by one inexact division after the other context was made).
 # 2. **The last instruction.** `asm` pops the return address and jumps to it; `asm_ret`
 #    ends in `ret`, whose target the return-stack predictor guesses wrongly (it predicts
 #    the caller of the switch, but we land in the other context).
@@ -68,10 +70,7 @@ catalogue.loc[["asm", "asm_ret", "asm_fpu", "asm_fxsave", "asm_xsave", "boost_fc
 
 # %%
 def one(kernel, fp_control):
-    if catalogue.loc[kernel, "system"] != "labkit":
-        if fp_control != "same":
-            return pd.DataFrame()
-        return labkit.measure(kernel, switches=switches, repeats=repeats, cpu=cpu)
+    # Boost's jump_fcontext can run with its two contexts' control words set apart too.
     return labkit.measure(kernel, switches=switches, repeats=repeats, cpu=cpu,
                           fp_control=fp_control)
 
@@ -107,7 +106,8 @@ axes[0].barh(order.index, order["median"],
 plots.log_axis(axes[0], "x")
 axes[0].set_xlabel("ns per switch (median, IQR bars)")
 axes[0].set_title("what saving more costs (same control words)")
-fpu_like = [k for k in ["asm", "asm_fpu", "asm_fxsave", "asm_xsave"] if k in ladder]
+fpu_like = [k for k in ["asm", "asm_fpu", "boost_fcontext", "asm_fxsave", "asm_xsave"]
+            if k in ladder]
 piv = summary[summary.kernel.isin(fpu_like) & summary.fp_control.isin(["same", "differ"])]
 width = 0.4
 for i, mode in enumerate(["same", "differ"]):
@@ -136,10 +136,13 @@ effects = [("saving the x87/SSE state: asm_fxsave / asm_fpu", ratio("asm_fxsave"
            ("saving every XCR0 component: asm_xsave / asm_fpu", ratio("asm_xsave", "same", "asm_fpu", "same")),
            ("MXCSR values differ / same, asm_fpu", ratio("asm_fpu", "differ", "asm_fpu", "same")),
            ("MXCSR values differ / same, asm_xsave", ratio("asm_xsave", "differ", "asm_xsave", "same")),
+           *([("MXCSR values differ / same, Boost jump_fcontext",
+               ratio("boost_fcontext", "differ", "boost_fcontext", "same"))]
+             if "boost_fcontext" in ladder else []),
            ("ret / pop+jmp: asm_ret / asm", ratio("asm_ret", "same", "asm", "same"))]
 if "boost_fcontext" in ladder:
     effects.append(("Boost jump_fcontext / labkit asm_fpu",
-                    ratio("boost_fcontext", "as-is", "asm_fpu", "same")))
+                    ratio("boost_fcontext", "same", "asm_fpu", "same")))
 pd.DataFrame([{"effect": e, "ratio": r, "low": lo, "high": hi} for e, (r, lo, hi) in effects]).round(3)
 
 # %% [markdown]

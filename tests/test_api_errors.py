@@ -94,6 +94,14 @@ def test_unknown_build_is_refused():
         labkit.measure("asm", switches=100, build=2)
 
 
+def test_boost_fcontext_takes_fp_control():
+    if "boost_fcontext" not in PEERS:
+        pytest.skip("the C++ peers are not built here")
+    for mode in ("same", "differ"):
+        df = labkit.measure("boost_fcontext", switches=1000, repeats=1, fp_control=mode)
+        assert (df.counted_switches == 1000).all() and (df.fp_control == mode).all()
+
+
 def test_peers_refuse_fp_control():
     if "boost_fiber" not in PEERS:
         pytest.skip("the C++ peers are not built here")

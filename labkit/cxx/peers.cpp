@@ -391,6 +391,40 @@ void fail(char *err, size_t errlen, const char *fmt, ...) {
     va_end(ap);
 }
 
+/* FP control words in the two contexts (labkit.measure's fp_control): 0 as they are;
+ * 1 both at the ABI defaults; 2 main dirtied by an inexact division after the other
+ * context was made, so their MXCSRs differ in the sticky PE flag (x86-64 only: on
+ * AArch64 the division sets FPSR, which no switch saves). */
+int g_fpctl_mode = 0;
+
+#if defined(__x86_64__)
+void fpctl_reset() {
+    uint32_t mx = 0x1F80;
+    uint16_t cw = 0x037F;
+    __asm__ volatile("ldmxcsr %0\n\tfldcw %1" : : "m"(mx), "m"(cw));
+}
+#else
+void fpctl_reset() {}
+#endif
+
+void fpctl_divide() {
+    volatile double a = 1.0, b = 3.0, c;
+    c = a / b;
+    (void)c;
+}
+
+/* Around making a context: both start from the defaults (the new context copies main's
+ * control words when it is made), then main alone is dirtied if asked. */
+struct fpctl_scope {
+    explicit fpctl_scope(int mode) : mode(mode) {
+        if (mode) fpctl_reset();
+    }
+    void made() const {
+        if (mode == 2) fpctl_divide();
+    }
+    int mode;
+};
+
 int pingpong_cxx(int peer, size_t stack_size, uint64_t rounds, int warmup, int repeats,
                  lk_sample *out, char *err, size_t errlen) {
     pingpong *p = &g_pp;
@@ -430,9 +464,13 @@ int pingpong_cxx(int peer, size_t stack_size, uint64_t rounds, int warmup, int r
         return 0;  /* both frames are suspended; destroying them frees them */
     }
     case LKX_BOOST_FCONTEXT: {
+        fpctl_scope fp(g_fpctl_mode);
         bctx::fixedsize_stack alloc(stack_size);
         bctx::stack_context sc = alloc.allocate();
         p->fctx = bctx::detail::make_fcontext(sc.sp, sc.size, fctx_entry);
+        /* make_fcontext copied main's (default) MXCSR and CW into the new frame; now main
+         * alone may be dirtied. */
+        fp.made();
         run_samples(loop_fcontext, p, rounds, warmup, repeats, out);
         /* The other side is parked in jump_fcontext and holds nothing that needs a
          * destructor; its entry cannot return, so its stack is simply freed. */
@@ -541,6 +579,7 @@ int lkx_pingpong(int peer, size_t stack_size, uint64_t rounds, int warmup, int r
 }
 
 void lkx_set_only(int which) { g_only = which; }
+void lkx_set_fpctl(int mode) { g_fpctl_mode = mode; }
 
 #ifndef LKX_CFLAGS
 #define LKX_CFLAGS "unknown"

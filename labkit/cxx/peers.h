@@ -48,6 +48,10 @@ size_t lkx_cxx20_frame_bytes(void);
  * For counting instructions with callgrind, not for timing. */
 void lkx_set_only(int which);
 
+/* FP control words for the next boost_fcontext runs: 0 as they are, 1 both contexts at
+ * the ABI defaults, 2 they differ (main did an inexact division after making the other). */
+void lkx_set_fpctl(int mode);
+
 /* The flags this library was built with (setup.py passes them as LKX_CFLAGS). */
 const char *lkx_cflags(void);
 
