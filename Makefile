@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 QUICK ?= 0
 # Debian packages for the real peer systems and the tools (installed when run as root).
-DEB_PACKAGES := g++ libboost-context-dev libboost-fiber-dev libasio-dev liburing-dev \
+DEB_PACKAGES := g++ python3-venv libboost-context-dev libboost-fiber-dev libasio-dev liburing-dev \
 	valgrind gcc-aarch64-linux-gnu qemu-user
 
 DEPS_STAMP := $(VENV)/.deps-stamp

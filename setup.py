@@ -64,7 +64,10 @@ class BuildWithVariants(build_ext):
 
     def run(self):
         super().run()
-        root = Path(".") if self.inplace else Path(self.build_lib)
+        # An editable install (pip install -e) builds in place too: not into a temporary
+        # build_lib that would be thrown away after a second, useless build.
+        in_place = self.inplace or getattr(self, "editable_mode", False)
+        root = Path(".") if in_place else Path(self.build_lib)
         out = root / "labkit" / "variants"
         out.mkdir(parents=True, exist_ok=True)
         cc = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")[:1]

@@ -10,13 +10,17 @@ import os
 import sys
 
 
+# The CPUs this worker may use when a job asks for no pinning: a pin must not outlive
+# the job that asked for it.
+_AFFINITY = os.sched_getaffinity(0)
+
+
 def _run(job: dict):
     from labkit import _core
 
     op = job["op"]
     cpu = job.get("cpu")
-    if cpu is not None:
-        os.sched_setaffinity(0, {cpu})
+    os.sched_setaffinity(0, {cpu} if cpu is not None else _AFFINITY)
     if op == "kpingpong":
         return _core.kpingpong(job["mode"], job["cpu_a"], job["cpu_b"], job["rounds"],
                                job["warmup"], job["repeats"])
@@ -42,10 +46,6 @@ def _run(job: dict):
         return _core.pingpong(job["kernel"], job["stack_size"], job["prefault"],
                               job["rounds"], job["warmup"], job["repeats"],
                               job.get("fpctl_mode", 0))
-    if op == "build_cflags":
-        from labkit import native
-
-        return native.cflags(build)
     if op == "ring":
         return _core.ring(job["kernel"], job["n"], job["asymmetric"], job["stack_size"],
                           job["colour_step"], job["prefault"], job["laps"], job["warmup"],
@@ -83,10 +83,10 @@ def main() -> None:
     for line in sys.stdin:
         job = json.loads(line)
         try:
-            answer = {"ok": True, "result": _run(job)}
+            text = json.dumps({"ok": True, "result": _run(job)})
         except Exception as exc:  # reported to the caller, who re-raises it
-            answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-        out.write(json.dumps(answer) + "\n")
+            text = json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"})
+        out.write(text + "\n")
         out.flush()
 
 

@@ -45,9 +45,11 @@ def make_bundle(out: str | Path, *, quick: bool | None = None) -> Path:
     if out.suffix != SUFFIX:
         out = out.with_name(out.name + SUFFIX)
     frames = []
+    failed = {nb for nb, st in ledger.read_manifest().items() if st.get("ok") is False}
     for nb in _experiment_names():
         path = results.data_dir() / f"{nb}.csv"
-        if path.exists() and nb != "00_claims_ledger":
+        # A notebook that failed in the last run has no fresh measurements to travel.
+        if path.exists() and nb != "00_claims_ledger" and nb not in failed:
             df = pd.read_csv(path)
             df.insert(0, "notebook", nb)
             frames.append(df)

@@ -76,7 +76,7 @@ def instructions_per_switch(kernel: str, *, build: str = "O2", stack_size: int |
         raise ValueError(f"rounds must be two increasing positive integers; got {rounds!r}")
     if _kernels.is_peer(kernel):
         lib = native.VARIANTS_DIR / f"liblabkit_peers-{build}.so"
-        system, index = "peer", _kernels.PEER_NAMES.index(kernel)
+        system, index = "peer", native.peer_names(build).index(kernel)
     elif _kernels.system(kernel) == "labkit":
         lib = native.VARIANTS_DIR / f"liblabkit_c-{build}.so"
         system, index = "core", _kernels.kernel_index(kernel)

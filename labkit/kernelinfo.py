@@ -3,6 +3,7 @@ articles name (plain calls, a syscall, C++20 coroutines, Boost.Context, Boost.Fi
 what each one saves, and whether it runs here (or why not, and how to get it)."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from labkit import _core
@@ -87,7 +88,9 @@ def _peer_info(name: str) -> KernelInfo:
                       "a real system, measured by the same harness method as labkit's kernels")
 
 
+@functools.lru_cache(maxsize=1)
 def _table() -> dict[str, dict]:
+    # What the compiled core knows does not change while the process runs.
     return {row["name"]: row for row in _core.kernel_table()}
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import platform
 from pathlib import Path
 
 VARIANTS_DIR = Path(__file__).resolve().parent / "variants"
@@ -35,9 +36,6 @@ def _lib(tag: str):
     lib.lk_pingpong_fp.argtypes = [i, sz, i, u64, i, i, i, ctypes.POINTER(_Sample),
                                    ctypes.c_char_p, sz]
     lib.lk_pingpong_fp.restype = i
-    lib.lk_ring.argtypes = [i, i, i, sz, sz, i, u64, i, i, ctypes.POINTER(_Sample),
-                            ctypes.c_char_p, sz]
-    lib.lk_ring.restype = i
     lib.lk_cflags.restype = ctypes.c_char_p
     return lib
 
@@ -58,12 +56,6 @@ def pingpong(tag, kernel, stack_size, prefault, rounds, warmup, repeats, fpctl_m
     """lk_pingpong_fp of the given build; the same dicts as labkit._core.pingpong."""
     return _run(_lib(tag).lk_pingpong_fp, repeats, kernel, stack_size, int(prefault), rounds,
                 warmup, repeats, fpctl_mode)
-
-
-def ring(tag, kernel, n, asymmetric, stack_size, colour_step, prefault, laps, warmup, repeats):
-    """lk_ring of the given build; the same dicts as labkit._core.ring."""
-    return _run(_lib(tag).lk_ring, repeats, kernel, n, int(asymmetric), stack_size,
-                colour_step, int(prefault), laps, warmup, repeats)
 
 
 # ---- the C++ peers ----
@@ -126,7 +118,8 @@ def cxx20_frame_bytes(tag: str = PEER_BUILD) -> int:
     return int(_peers(tag).lkx_cxx20_frame_bytes())
 
 
-FPCTL_PEERS = ("boost_fcontext",)  # the peers whose FP control words can be set apart
+# The peers whose FP control words can be set apart (MXCSR: x86-64 only).
+FPCTL_PEERS = ("boost_fcontext",) if platform.machine() in ("x86_64", "AMD64") else ()
 
 
 def peer_pingpong(tag, name, stack_size, rounds, warmup, repeats, fpctl_mode=0):

@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     ran = {o.name for o in outcomes}
     for src in notebook_sources():
         earlier = out / "executed" / f"{src.stem}.ipynb"
-        if src.stem not in ran and earlier.exists():
+        if src.stem not in ran and earlier.exists() and manifest.get(src.stem, {}).get("ok", True):
             outcomes.append(Outcome(src.stem, True, 0.0, earlier, error="", earlier=True))
     html = report.build(outcomes, out_dir=out, quick=args.quick)
     print(f"report: {html}")

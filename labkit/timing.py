@@ -48,6 +48,11 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
     own_stack = _kernels.system(kernel) == "labkit" and size is not None
     if own_stack:
         prefault = True if prefault is None else _v.flag("prefault", prefault)
+        if prefault and size > _v.physical_memory() // 2:
+            raise ValueError(
+                f"stack_size = {size} bytes would be prefaulted, more than half of this "
+                f"machine's memory ({_v.physical_memory()} bytes): pass prefault=False "
+                "(only touched pages are committed) or a smaller stack_size")
     elif prefault is not None:
         raise ValueError(f"prefault must be left unset (None) for {kernel!r}: only labkit's "
                          f"stackful kernels allocate their own stacks; got {prefault!r}")

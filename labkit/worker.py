@@ -123,7 +123,7 @@ class Worker:
                 # so the next call starts clean and nothing is left running.
                 self._kill()
                 raise
-            if not line:
+            if not line.endswith(b"\n"):  # EOF, possibly mid-line: the worker died
                 proc.wait()
                 code = proc.returncode
                 tail = self._stderr_tail()

@@ -85,3 +85,8 @@ def test_peer_rows_say_which_build_measured_them():
     df = labkit.measure("boost_fiber", switches=1000, repeats=2)
     assert df.build.iloc[0] == "O2"
     assert "-std=c++20" in df.cflags.iloc[0] and df.opt_level.iloc[0] == "-O2"
+
+
+def test_ucontext_counts_the_context_it_keeps_on_its_stack():
+    k = labkit.kernels().set_index("kernel")
+    assert k.loc["ucontext", "frame_bytes"] > 900  # a glibc ucontext_t, at the stack's top

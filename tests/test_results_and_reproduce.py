@@ -1,5 +1,7 @@
 """Nothing finished is lost: atomic writes, a failing notebook reported while others run,
 verdict rules applied as written."""
+import os
+
 import pandas as pd
 import pytest
 
@@ -75,3 +77,14 @@ def test_verdict_rules_as_written():
     assert verdicts.judge("C003.1", 1.0)["verdict"] == "not-applicable-here"
     with pytest.raises(ValueError, match="claim_id"):
         verdicts.judge("C999.9", 1.0)
+
+
+def test_results_are_readable_by_others(results_dir):
+    import stat
+
+    umask = os.umask(0o022)
+    try:
+        path = results.save_csv(pd.DataFrame({"a": [1]}), "shared")
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644

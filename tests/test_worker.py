@@ -47,3 +47,13 @@ def test_worker_errors_are_reported():
             w.call({"op": "no-such-op"}, timeout=30, describe="bogus job")
     finally:
         w.close()
+
+
+def test_a_pin_does_not_outlive_its_job():
+    import labkit
+
+    everything = os.sched_getaffinity(0)
+    labkit.measure("asm", switches=100, repeats=1, cpu=min(everything))
+    labkit.measure("asm", switches=100, repeats=1)  # asks for no pinning
+    pid = worker.shared_worker().pid
+    assert os.sched_getaffinity(pid) == everything

@@ -60,7 +60,8 @@ int lk_kernel_available(int k, const char **why) {
 size_t lk_kernel_frame_bytes(int k) {
     const char *why;
     if (!lk_kernel_available(k, &why)) return 0;
-    if (k == LK_UCONTEXT) return 0;  /* the ucontext_t lives outside the stack */
+    /* make_ucontext puts the ucontext_t, 64-byte aligned, at the top of its own stack. */
+    if (k == LK_UCONTEXT) return sizeof(ucontext_t) + 64;
     return lk_arch_frame_bytes(k);
 }
 
@@ -305,7 +306,10 @@ int lk_stack_probe(int kernel, size_t stack_size, size_t use_bytes) {
     d.use_bytes = use_bytes;
     if (lk_stack_alloc(&s, stack_size, 0, 0) != 0) return -1;
     d.co_sp = lk_make(kernel, &s, probe_co, &d);
-    if (!d.co_sp) return -1;
+    if (!d.co_sp) {
+        lk_stack_free(&s);
+        return -1;
+    }
     d.swap(save_main(&d), load_co(&d));
     lk_stack_free(&s);
     return 0;

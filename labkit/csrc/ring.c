@@ -148,7 +148,7 @@ int lk_ring(int kernel, int n, int asymmetric, size_t stack_size, size_t colour_
         snprintf(err, errlen, "a ring needs at least one context");
         return -1;
     }
-    ring *r = calloc(1, sizeof *r);
+    ring *r = aligned_alloc(64, (sizeof *r + 63) & ~(size_t)63);  /* slot main is 64-aligned */
     lk_stack *stacks = calloc((size_t)n, sizeof *stacks);
     slot *c = aligned_alloc(64, sizeof(slot) * (size_t)n);
     int rc = -1, made = 0;
@@ -156,6 +156,7 @@ int lk_ring(int kernel, int n, int asymmetric, size_t stack_size, size_t colour_
         snprintf(err, errlen, "out of memory for %d contexts", n);
         goto done;
     }
+    memset(r, 0, sizeof *r);
     memset(c, 0, sizeof(slot) * (size_t)n);
     r->n = n;
     r->c = c;

@@ -398,12 +398,18 @@ void fail(char *err, size_t errlen, const char *fmt, ...) {
 int g_fpctl_mode = 0;
 
 #if defined(__x86_64__)
-void fpctl_reset() {
-    uint32_t mx = 0x1F80;
-    uint16_t cw = 0x037F;
+/* The ABI's initial values (labkit_core's LK_FPCTL_DEFAULT0/1 for x86-64). */
+void fpctl_load(uint32_t mx, uint16_t cw) {
     __asm__ volatile("ldmxcsr %0\n\tfldcw %1" : : "m"(mx), "m"(cw));
 }
+void fpctl_save(uint32_t *mx, uint16_t *cw) {
+    __asm__ volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(*mx), "=m"(*cw));
+}
+void fpctl_reset() { fpctl_load(0x1F80, 0x037F); }
 #else
+/* labkit.native only offers fp_control for this peer on x86-64. */
+void fpctl_load(uint32_t, uint16_t) {}
+void fpctl_save(uint32_t *mx, uint16_t *cw) { *mx = 0; *cw = 0; }
 void fpctl_reset() {}
 #endif
 
@@ -417,12 +423,17 @@ void fpctl_divide() {
  * control words when it is made), then main alone is dirtied if asked. */
 struct fpctl_scope {
     explicit fpctl_scope(int mode) : mode(mode) {
+        fpctl_save(&mx, &cw);
         if (mode) fpctl_reset();
     }
+    /* The worker runs other measurements after this one: give main its words back. */
+    ~fpctl_scope() { fpctl_load(mx, cw); }
     void made() const {
         if (mode == 2) fpctl_divide();
     }
     int mode;
+    uint32_t mx;
+    uint16_t cw;
 };
 
 int pingpong_cxx(int peer, size_t stack_size, uint64_t rounds, int warmup, int repeats,
