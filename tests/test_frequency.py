@@ -45,7 +45,8 @@ def test_batching_makes_32_times_fewer_switches(one_and_32):
 
 def test_share_and_throughput_follow_their_definitions(one_and_32):
     for df in one_and_32.values():
-        assert (df.total_ns > 0).all() and (df.work_only_ns > 0).all()
+        # Not a speed check: both clocks must have moved, or the ratios below mean nothing.
+        assert df.total_ns.gt(0).all() and df.work_only_ns.gt(0).all()
         # share = 1 - work/total: below 1 whenever the work-only loop took any time; it
         # may come out below 0 when noise makes a run beat its baseline, so no lower bound.
         expected = 1 - df.work_only_ns / df.total_ns

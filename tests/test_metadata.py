@@ -28,8 +28,9 @@ def test_per_switch_figures_are_consistent():
     # net = raw - baseline, by construction; and both clocks saw the same run.
     assert ((df.ns_per_switch_raw - df.baseline_ns_per_switch - df.ns_per_switch).abs()
             < 1e-9).all()
-    assert (df.ticks_per_ns > 0).all()
-    assert (df.ns_per_switch_raw * n > 0).all()
+    # Not speed checks: the cycle counter and the clock both advanced during the run.
+    assert df.ticks_per_ns.gt(0).all()
+    assert (df.ns_per_switch_raw * n).gt(0).all()
 
 
 def test_kernel_table_lists_every_kernel_with_a_reason_when_missing():
