@@ -135,8 +135,12 @@ def worker_alloc_bench(build: str, allocator: str, block: int, pairs: int, live:
                        warmup: int, repeats: int) -> dict:
     out = (_Sample * repeats)()
     err = ctypes.create_string_buffer(512)
-    rc = _lib(build).lkf_alloc_bench(list(ALLOCATORS).index(allocator), block, pairs, live,
-                                     warmup, repeats, out, err, len(err))
+    lib = _lib(build)
+    index = list(ALLOCATORS).index(allocator)
+    try:
+        rc = lib.lkf_alloc_bench(index, block, pairs, live, warmup, repeats, out, err, len(err))
+    finally:
+        lib.lkf_pool_release(index)  # the shared worker goes on: give the pool's chunks back
     if rc != 0:
         raise RuntimeError(err.value.decode())
     return {"cflags": _cflags(build),
@@ -326,8 +330,9 @@ def alloc_bench(allocator: str, block: int, *, pairs: int = 1_000_000, live: int
     return pd.DataFrame(rows)
 
 
-def _memory_columns(r: dict) -> dict:
-    n = r["n"]
+def _memory_columns(r: dict, batch: int | None = None) -> dict:
+    # RSS is read while the last batch is alive: divide by what was alive then, not by n.
+    n = r["n"] if not batch else r["n"] - (-(-r["n"] // batch) - 1) * batch
     kib = 1024
     return {
         "bytes_per_object": (r["rss_alive_kb"] - r["rss_before_kb"]) * kib / n,
@@ -336,8 +341,8 @@ def _memory_columns(r: dict) -> dict:
         "rss_total_mib": (r["rss_alive_kb"] - r["rss_before_kb"]) / kib,
         "pte_total_mib": (r["pte_alive_kb"] - r["pte_before_kb"]) / kib,
         "rss_left_after_free_kb": r["rss_after_kb"] - r["rss_before_kb"],
-        "ns_create_per_object": r["create_ns"] / n,
-        "ns_destroy_per_object": r["destroy_ns"] / n,
+        "ns_create_per_object": r["create_ns"] / r["n"],
+        "ns_destroy_per_object": r["destroy_ns"] / r["n"],
     }
 
 
@@ -378,7 +383,7 @@ def coroutines(variant: str = "conn256", allocator: str = "heap", *, n: int = 1_
         r = res["run"]
         rows.append({"kind": "cxx20", "variant": variant, "allocator": allocator, "repeat": i,
                      "batch": batch, "frame_bytes": r["object_bytes"], **r,
-                     **_memory_columns(r), "rss_growth_kb": r["rss_after_kb"] - r["rss_before_kb"],
+                     **_memory_columns(r, batch), "rss_growth_kb": r["rss_after_kb"] - r["rss_before_kb"],
                      **_meta(res["cflags"], build)})
     return pd.DataFrame(rows)
 

@@ -94,6 +94,8 @@ def measure_yield(*, units: int = 20_000, every: list[int] = (0, 1, 10, 100), cp
     units = _v.integer("units", units)
     if not 1 <= units <= 10**8:
         raise ValueError(f"units must be an integer from 1 to 10**8; got {units}")
+    if not isinstance(every, (list, tuple)):
+        raise TypeError(f"every must be a list of integers (k values), not {type(every).__name__}")
     ks = [_v.integer("every", k) for k in every]
     if not ks or any(k < 0 for k in ks):
         raise ValueError(f"every must be a non-empty list of integers >= 0; got {list(every)}")
@@ -110,6 +112,11 @@ def measure_yield(*, units: int = 20_000, every: list[int] = (0, 1, 10, 100), cp
             s = _worker.run({"op": "yield_run", "cpu": cpu, "units": units, "k": k},
                             describe=f"yield run (units={units}, k={k}, cpu={cpu})",
                             timeout=_v.timeout(timeout) or 120.0 + units * 1e-3)
+            if s["units_done"] != 2 * units:
+                from labkit.timing import SwitchCountError
+
+                raise SwitchCountError(f"yield run (units={units}, k={k}): the two threads did "
+                                       f"{s['units_done']} units, expected {2 * units}")
             rows.append({"every": k, "repeat": i, "units_done": s["units_done"],
                          "ns": s["ns"], "units_per_s": s["units_done"] / s["ns"] * 1e9,
                          "ns_per_unit": s["ns"] / s["units_done"],

@@ -138,6 +138,10 @@ counts = (kernel_rows.assign(counts_agree=kernel_switch.kernel_counts_agree(kern
                invol=("invol_ctxsw", "median"), kernel_per_handoff=("kernel_per_handoff", "median"),
                counts_agree=("counts_agree", "all")))
 counts["invol_share"] = counts.invol / (counts.vol + counts.invol)
+for key, ok in counts.counts_agree.items():
+    if not ok:
+        print(f"WARNING: {key}: the kernel counted {counts.loc[key, 'kernel_per_handoff']:.2f} "
+              "switches per hand-off, far from 1: read this row's timing with care")
 counts.round(3)
 
 # %% [markdown]
@@ -312,9 +316,8 @@ if pair is not None:
         note=f"CPUs {pair}: a cross-CPU wake-up of "
              f"{sample('thread_condvar', 'cross-cpu').median():.0f} ns, not a switch"))
 else:
-    rows.append(verdicts.judge(
-        "C003.3", float("nan"), measured="not measured: one usable CPU",
-        note="needs two CPUs: no cross-CPU run was possible here"))
+    rows.append(verdicts.cannot_measure(
+        "C003.3", "needs two CPUs: no cross-CPU run was possible here"))
 
 table = verdicts.table(rows)
 results.save_csv(pd.concat([handoffs, yields.assign(part="yield")], ignore_index=True),
