@@ -173,6 +173,16 @@ def placement() -> tuple[int | None, int | None, str]:
                         "run unpinned and share it")
 
 
+def _placement_note(server_cpu, client_cpu) -> str:
+    """Where a run really ran: the note travels with its row."""
+    if server_cpu is None and client_cpu is None:
+        return "server and load generator unpinned"
+    if server_cpu is not None and server_cpu == client_cpu:
+        return f"server and load generator share CPU {server_cpu}"
+    return (f"server on CPU {server_cpu if server_cpu is not None else 'any'}, "
+            f"load generator on CPU {client_cpu if client_cpu is not None else 'any'}")
+
+
 # ---------------------------------------------------------------- argument checks
 
 def _known(server) -> str:
@@ -480,7 +490,7 @@ def run_load(server, *, connections: int = 100, requests: int = 100_000,
     chunk = _int("chunk", chunk, 1, 1 << 24)
     warmup_per_conn = _int("warmup_per_conn", warmup_per_conn, 0, 1000)
     seed = _int("seed", seed, 0, 10**15)
-    d_server, d_client, where = placement()
+    d_server, d_client, _ = placement()
     client_cpu = _cpu("client_cpu", client_cpu, d_client)
     server_cpu = _cpu("server_cpu", server_cpu, d_server)
     if timeout is None:
@@ -517,7 +527,10 @@ def run_load(server, *, connections: int = 100, requests: int = 100_000,
     d = {k: end[k] - begin[k] for k in ("msgs", "reads", "writes", "read_waits", "write_waits",
                                        "dispatches", "allocs", "frees", "alloc_bytes")}
     cpu_s = (end["utime_us"] + end["stime_us"] - begin["utime_us"] - begin["stime_us"]) / 1e6
-    msgs = max(d["msgs"], 1)
+    if d["msgs"] <= 0:
+        raise EchoError(f"load on {srv.name}: the server echoed no message in the measured "
+                        "window")
+    msgs = d["msgs"]
     info = SERVERS[srv.name]
     row = {
         "server": srv.name, "style": info.style, "backend": info.backend,
@@ -544,7 +557,8 @@ def run_load(server, *, connections: int = 100, requests: int = 100_000,
         "server_preempted_per_s": (end["nivcsw"] - begin["nivcsw"]) / window if window > 0 else float("nan"),
         "client_preempted_per_s": res["client_preempted"] / res["elapsed_s"] if res["elapsed_s"] > 0 else float("nan"),
         "load_avg_1min": load_before,
-        "server_cpu": srv.cpu, "client_cpu": client_cpu, "placement": where,
+        "server_cpu": srv.cpu, "client_cpu": client_cpu,
+        "placement": _placement_note(srv.cpu, client_cpu),
     }
     meta = machine.row_metadata()
     built = _manifest().get(srv.name, {})
@@ -575,7 +589,12 @@ def _loadgen(srv: EchoServer, *, connections, requests, duration, message_bytes,
     for ln in out.decode(errors="replace").splitlines():
         key, _, rest = ln.partition(" ")
         if key in ("RESULT", "STATS_BEGIN", "STATS_END"):
-            lines[key] = json.loads(rest)
+            try:
+                lines[key] = json.loads(rest)
+            except ValueError:
+                raise EchoError(f"load on {srv.name}: the load generator wrote an unreadable "
+                                f"{key} line ({rest[:120]!r}); stderr: "
+                                f"{err.decode(errors='replace').strip()[-500:]}") from None
     res = lines.get("RESULT", {})
     if proc.returncode != 0 or res.get("error"):
         alive = "" if srv.alive else f"; the server exited with status {srv._proc.returncode}"

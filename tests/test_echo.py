@@ -62,15 +62,19 @@ def test_bad_clients_do_not_kill_it_and_nothing_leaks(name):
 def test_sigterm_with_connections_open(name):
     srv = echo.start_server(name)
     pid = srv.pid
-    idle = [socket.create_connection((echo.HOST, srv.port)) for _ in range(3)]
-    half = socket.create_connection((echo.HOST, srv.port))
-    half.sendall(HDR.pack(echo.MAGIC_ECHO, 500) + b"z" * 20)  # a frame left half-sent
-    assert echo.echo(srv.port, b"still serving") == b"still serving"
+    socks = []
     try:
+        socks += [socket.create_connection((echo.HOST, srv.port)) for _ in range(3)]
+        half = socket.create_connection((echo.HOST, srv.port))
+        socks.append(half)
+        half.sendall(HDR.pack(echo.MAGIC_ECHO, 500) + b"z" * 20)  # a frame left half-sent
+        assert echo.echo(srv.port, b"still serving") == b"still serving"
         final = srv.stop()
     finally:
-        for s in idle + [half]:
+        for s in socks:
             s.close()
+        if srv.alive:  # a failure above must not leave the server running
+            srv._kill()
     assert final["conns_open"] == 0
     assert final["server"] == name
     assert not Path(f"/proc/{pid}").exists()
@@ -117,7 +121,8 @@ def test_build_skips_what_it_cannot_build(tmp_path, monkeypatch):
 
 class BrokenServer:
     """A Python echo server on 127.0.0.1 that misbehaves once, after `after` replies:
-    flips a byte ('corrupt'), closes the connection ('drop') or never answers ('swallow')."""
+    flips a byte ('corrupt'), closes the connection ('drop'), never answers ('swallow'),
+    sends bytes past the reply ('extra') or closes right after replying ('close_idle')."""
 
     def __init__(self, mode: str, after: int = 30):
         self.mode, self.after, self.replies = mode, after, 0
@@ -167,7 +172,11 @@ class BrokenServer:
                         return
                     elif strike and self.mode == "swallow":
                         continue
+                    elif strike and self.mode == "extra":
+                        frame += b"EXTRA-BYTES"
                     conn.sendall(frame)
+                    if strike and self.mode == "close_idle":
+                        return
 
     def close(self):
         self.stop.set()
@@ -188,7 +197,9 @@ def loadgen(port, timeout=3.0):
 @pytest.mark.skipif(not echo.availability(echo.LOADGEN)[0], reason="load generator not built")
 @pytest.mark.parametrize("mode,status,counter", [("corrupt", 4, "corrupt"),
                                                  ("drop", 4, "dropped"),
-                                                 ("swallow", 3, "missing")])
+                                                 ("swallow", 3, "missing"),
+                                                 ("extra", 4, "corrupt"),
+                                                 ("close_idle", 4, "dropped")])
 def test_the_load_generator_fails_a_broken_server(mode, status, counter):
     srv = BrokenServer(mode)
     try:

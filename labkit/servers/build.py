@@ -135,7 +135,7 @@ def build(out: Path) -> dict:
     todo = []
     for name, spec in TARGETS.items():
         target, missing = out / name, out / f"{name}.missing.txt"
-        absent = [(h, hint) for h, hint in spec.get("needs", []) if not have.setdefault(h, _header(h))]
+        absent = [(h, hint) for h, hint in spec.get("needs", []) if not (have[h] if h in have else have.setdefault(h, _header(h)))]
         if absent:
             why = "; ".join(f"<{h}> not found: {hint}" for h, hint in absent)
             missing.write_text(f"missing: {why}\n")

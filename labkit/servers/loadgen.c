@@ -236,15 +236,26 @@ static void next(struct conn *c) {
 }
 
 static void on_readable(struct conn *c) {
+    if (c->state != BUSY) {
+        /* Nothing is owed on an idle connection: any byte is too many, and an end of
+         * stream is the server dropping a connection the measurement counts on. (A recv
+         * of the remaining len - got bytes would ask for 0 and see neither.) */
+        char extra;
+        ssize_t n = recv(c->fd, &extra, 1, 0);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+        if (n > 0) {
+            corrupt++;
+            note_error("bytes came with no request in flight", (long)c->id);
+        } else {
+            dropped++;
+            note_error("the server closed an idle connection", (long)c->id);
+        }
+        kill_conn(c);
+        return;
+    }
     for (;;) {
         ssize_t n = recv(c->fd, c->resp + c->got, c->len - c->got, 0);
         if (n > 0) {
-            if (c->state != BUSY) {
-                corrupt++;
-                note_error("bytes came with no request in flight", (long)c->id);
-                kill_conn(c);
-                return;
-            }
             c->got += (size_t)n;
             if (c->got < c->len) continue;
             uint64_t t = now_ns();
