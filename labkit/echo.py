@@ -203,13 +203,6 @@ def _name(server) -> str:
     return server
 
 
-def _int(name: str, value, lo: int, hi: int) -> int:
-    n = _v.integer(name, value)
-    if not lo <= n <= hi:
-        raise ValueError(f"{name} must be an integer from {lo} to {hi}; got {n}")
-    return n
-
-
 def _seconds(name: str, value, hi: float) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__} ({value!r})")
@@ -283,10 +276,10 @@ class EchoServer:
                  cpu="auto", max_message: int = MAX_MESSAGE, start_timeout: float = 15.0):
         self.name = _name(name)
         self.read_mode = _read_mode(read_mode)
-        self.chunk = _int("chunk", chunk, 1, 1 << 24)
+        self.chunk = _v.integer_in("chunk", chunk, 1, 1 << 24)
         server_cpu, _, _ = placement()
         self.cpu = _cpu("cpu", cpu, server_cpu)
-        self.max_message = _int("max_message", max_message, 0, 1 << 30)
+        self.max_message = _v.integer_in("max_message", max_message, 0, 1 << 30)
         self.final_stats: dict | None = None
         self.port = None
         cmd = [str(VARIANTS_DIR / self.name), "--port", "0", "--read-mode", self.read_mode,
@@ -482,14 +475,14 @@ def run_load(server, *, connections: int = 100, requests: int = 100_000,
 
     if not isinstance(server, EchoServer):
         _known(server)
-    connections = _int("connections", connections, 1, MAX_CONNECTIONS)
-    requests = _int("requests", requests, 1, MAX_REQUESTS)
+    connections = _v.integer_in("connections", connections, 1, MAX_CONNECTIONS)
+    requests = _v.integer_in("requests", requests, 1, MAX_REQUESTS)
     duration = _seconds("duration", duration, MAX_DURATION)
-    message_bytes = _int("message_bytes", message_bytes, 0, MAX_MESSAGE)
+    message_bytes = _v.integer_in("message_bytes", message_bytes, 0, MAX_MESSAGE)
     read_mode = _read_mode(read_mode)
-    chunk = _int("chunk", chunk, 1, 1 << 24)
-    warmup_per_conn = _int("warmup_per_conn", warmup_per_conn, 0, 1000)
-    seed = _int("seed", seed, 0, 10**15)
+    chunk = _v.integer_in("chunk", chunk, 1, 1 << 24)
+    warmup_per_conn = _v.integer_in("warmup_per_conn", warmup_per_conn, 0, 1000)
+    seed = _v.integer_in("seed", seed, 0, 10**15)
     d_server, d_client, _ = placement()
     client_cpu = _cpu("client_cpu", client_cpu, d_client)
     server_cpu = _cpu("server_cpu", server_cpu, d_server)
@@ -734,7 +727,7 @@ def robustness(name: str, *, rounds: int = 3, timeout: float = 5.0):
     ours is left."""
     import pandas as pd
 
-    rounds = _int("rounds", rounds, 2, 100)
+    rounds = _v.integer_in("rounds", rounds, 2, 100)
     srv = start_server(name)
     try:
         per_round = [bad_clients(srv, timeout=timeout)]

@@ -187,22 +187,6 @@ def worker_stackful_run(build: str, stack_size: int, touched: bool, guard: bool,
 
 # ---------------------------------------------------------------- caller side ----
 
-def _choice(name: str, value, options) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a str, one of {', '.join(options)}; not "
-                        f"{type(value).__name__} ({value!r})")
-    if value not in options:
-        raise ValueError(f"{name} must be one of {', '.join(options)}; got {value!r}")
-    return value
-
-
-def _ranged(name: str, value, lo: int, hi: int, what: str = "") -> int:
-    n = _v.integer(name, value)
-    if not lo <= n <= hi:
-        raise ValueError(f"{name} must be an integer from {lo} to {hi}{what}; got {n}")
-    return n
-
-
 def peer_builds() -> list[str]:
     """The optimisation-level builds of the peers library present (no library is loaded)."""
     from labkit import native
@@ -227,7 +211,7 @@ def _build(build) -> str:
 
 
 def _budget(value) -> int:
-    return _ranged("memory_budget", value, 1 << 20, _v.physical_memory() // 2,
+    return _v.integer_in("memory_budget", value, 1 << 20, _v.physical_memory() // 2,
                    " bytes (at most half this machine's memory)")
 
 
@@ -299,10 +283,10 @@ def alloc_bench(allocator: str, block: int, *, pairs: int = 1_000_000, live: int
     stay allocated and each pair frees a pseudo-random one of them and allocates its
     replacement. One row per repeat: ns and ticks per pair net of the same loop without
     the allocator."""
-    allocator = _choice("allocator", allocator, ALLOCATORS)
-    block = _ranged("block", block, 16, MAX_BLOCK, " bytes")
-    pairs = _ranged("pairs", pairs, 1, MAX_PAIRS)
-    live = _ranged("live", live, 0, MAX_N)
+    allocator = _v.choice("allocator", allocator, ALLOCATORS)
+    block = _v.integer_in("block", block, 16, MAX_BLOCK, " bytes")
+    pairs = _v.integer_in("pairs", pairs, 1, MAX_PAIRS)
+    live = _v.integer_in("live", live, 0, MAX_N)
     repeats, warmup = _v.repeats(repeats), _v.warmup(warmup)
     budget = _budget(memory_budget)
     if live * block > budget:
@@ -358,10 +342,10 @@ def coroutines(variant: str = "conn256", allocator: str = "heap", *, n: int = 1_
     create/destroy ns per coroutine, and for the pools their own counters after the run
     (pool_in_use must be 0: every block returned). release_pool gives the pool's chunks
     back at the end."""
-    variant = _choice("variant", variant, VARIANTS)
-    allocator = _choice("allocator", allocator, ALLOCATORS)
-    n = _ranged("n", n, 1, MAX_N)
-    batch = n if batch is None else _ranged("batch", batch, 1, n, " (at most n)")
+    variant = _v.choice("variant", variant, VARIANTS)
+    allocator = _v.choice("allocator", allocator, ALLOCATORS)
+    n = _v.integer_in("n", n, 1, MAX_N)
+    batch = n if batch is None else _v.integer_in("batch", batch, 1, n, " (at most n)")
     repeats = _v.repeats(repeats)
     release_pool = _v.flag("release_pool", release_pool)
     budget = _budget(memory_budget)
@@ -402,10 +386,10 @@ def stackful_plan(stack_size: int, *, touched: bool, n: int, guard: bool | None 
     than memory_budget resident (estimated: the pages written, a page per untouched stack
     or all of a touched one, plus page tables). guard=None puts a guard page under each
     stack only if the two VMAs a guarded stack costs fit in vm.max_map_count."""
-    size = _ranged("stack_size", stack_size, _v.page_size(), MAX_STACK, " bytes")
+    size = _v.integer_in("stack_size", stack_size, _v.page_size(), MAX_STACK, " bytes")
     size = _v.round_to_pages(size)
     touched = _v.flag("touched", touched)
-    n = _ranged("n", n, 1, MAX_N)
+    n = _v.integer_in("n", n, 1, MAX_N)
     budget = _budget(memory_budget)
     page = _v.page_size()
     limit = max_map_count()

@@ -237,26 +237,15 @@ def before_after(df, *, work_cycles: int, before: tuple[int, int], after: tuple[
 # ---- argument checks ----
 
 def _work_cycles(value) -> int:
-    n = _v.integer("work_cycles", value)
-    if not 0 <= n <= MAX_WORK_CYCLES:
-        raise ValueError(f"work_cycles must be an integer from 0 to {MAX_WORK_CYCLES} "
-                         f"cycle-counter ticks; got {n}")
-    return n
+    return _v.integer_in("work_cycles", value, 0, MAX_WORK_CYCLES, " cycle-counter ticks")
 
 
 def _batch(value) -> int:
-    n = _v.integer("batch", value)
-    if not 1 <= n <= MAX_BATCH:
-        raise ValueError(f"batch must be an integer from 1 to {MAX_BATCH} tasks per switch; "
-                         f"got {n}")
-    return n
+    return _v.integer_in("batch", value, 1, MAX_BATCH, " tasks per switch")
 
 
 def _workers(value) -> int:
-    n = _v.integer("workers", value)
-    if not 1 <= n <= MAX_WORKERS:
-        raise ValueError(f"workers must be an integer from 1 to {MAX_WORKERS}; got {n}")
-    return n
+    return _v.integer_in("workers", value, 1, MAX_WORKERS)
 
 
 def _build(value) -> str:

@@ -91,9 +91,7 @@ def measure_yield(*, units: int = 20_000, every: list[int] = (0, 1, 10, 100), cp
     """C002.2: two CPU-bound threads pinned to one CPU, each doing `units` units of fixed
     work (about a microsecond each), calling sched_yield() every k units (k = 0: never).
     One row per (k, repeat): elapsed ns, throughput in units/s, and the kernel's counts."""
-    units = _v.integer("units", units)
-    if not 1 <= units <= 10**8:
-        raise ValueError(f"units must be an integer from 1 to 10**8; got {units}")
+    units = _v.integer_in("units", units, 1, 10**8)
     if not isinstance(every, (list, tuple)):
         raise TypeError(f"every must be a list of integers (k values), not {type(every).__name__}")
     ks = [_v.integer("every", k) for k in every]

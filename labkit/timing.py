@@ -158,17 +158,11 @@ def measure_ring(kernel: str, *, contexts: int, asymmetric: bool = False, laps: 
     kernel = _v.kernel(kernel)
     if _kernels.kernel_info(kernel).kind != "stackful":
         raise ValueError(f"kernel must be stackful for a ring; {kernel!r} is stackless")
-    n = _v.integer("contexts", contexts)
-    if not 1 <= n <= MAX_CONTEXTS:
-        raise ValueError(f"contexts must be an integer from 1 to {MAX_CONTEXTS}; got {n}")
+    n = _v.integer_in("contexts", contexts, 1, MAX_CONTEXTS)
     asymmetric = _v.flag("asymmetric", asymmetric)
-    laps = _v.integer("laps", laps)
-    if not 1 <= laps <= _v.MAX_SWITCHES:
-        raise ValueError(f"laps must be an integer from 1 to {_v.MAX_SWITCHES}; got {laps}")
+    laps = _v.integer_in("laps", laps, 1, _v.MAX_SWITCHES)
     size = _v.stack_size(kernel, stack_size)
-    step = _v.integer("colour_step", colour_step)
-    if not 0 <= step <= 4096:
-        raise ValueError(f"colour_step must be from 0 to 4096 bytes; got {step}")
+    step = _v.integer_in("colour_step", colour_step, 0, 4096, " bytes")
     repeats, warmup = _v.repeats(repeats), _v.warmup(warmup)
     cpu = _v.cpu(cpu)
     prefault = _v.flag("prefault", prefault)

@@ -37,6 +37,25 @@ def integer(name: str, value) -> int:
     return int(value)
 
 
+def integer_in(name: str, value, lo: int, hi: int, unit: str = "") -> int:
+    """An integer from lo to hi (inclusive); the error names the parameter, the range and
+    its unit (" bytes", " tasks per switch")."""
+    n = integer(name, value)
+    if not lo <= n <= hi:
+        raise ValueError(f"{name} must be an integer from {lo} to {hi}{unit}; got {n}")
+    return n
+
+
+def choice(name: str, value, options) -> str:
+    """One of the option names (a str)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, one of {', '.join(options)}; not "
+                        f"{type(value).__name__} ({value!r})")
+    if value not in options:
+        raise ValueError(f"{name} must be one of {', '.join(options)}; got {value!r}")
+    return value
+
+
 def kernel(name) -> str:
     """A known kernel name that runs here."""
     if not isinstance(name, str):
@@ -91,17 +110,11 @@ def switches(value) -> int:
 
 
 def repeats(value) -> int:
-    n = integer("repeats", value)
-    if not 1 <= n <= MAX_REPEATS:
-        raise ValueError(f"repeats must be an integer from 1 to {MAX_REPEATS}; got {n}")
-    return n
+    return integer_in("repeats", value, 1, MAX_REPEATS)
 
 
 def warmup(value) -> int:
-    n = integer("warmup", value)
-    if not 0 <= n <= MAX_REPEATS:
-        raise ValueError(f"warmup must be an integer from 0 to {MAX_REPEATS}; got {n}")
-    return n
+    return integer_in("warmup", value, 0, MAX_REPEATS)
 
 
 def cpu(value) -> int | None:

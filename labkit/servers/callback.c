@@ -49,9 +49,7 @@ static size_t table_len;
 static uint32_t next_gen = 1;
 
 static void table_init(void) {
-    struct rlimit rl;
-    getrlimit(RLIMIT_NOFILE, &rl);
-    table_len = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (1u << 20) ? (1u << 20) : rl.rlim_cur;
+    table_len = lk_fd_table_len();
     table = (struct conn **)calloc(table_len, sizeof *table);
     if (!table) {
         perror("calloc");

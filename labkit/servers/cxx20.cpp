@@ -364,10 +364,7 @@ int main(int argc, char **argv) {
     lk_parse(argc, argv, &opt, LK_NAME);
     lk_setup(&opt);
     int sfd = lk_signalfd();
-    rlimit rl{};
-    getrlimit(RLIMIT_NOFILE, &rl);
-    table.assign(rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (1u << 20) ? (1u << 20) : rl.rlim_cur,
-                 nullptr);
+    table.assign(lk_fd_table_len(), nullptr);
     ready.reserve(4096);
     running.reserve(4096);
     int lfd = lk_listen(&opt);

@@ -107,9 +107,11 @@ void lk_setup(const struct lk_opts *o) {
     signal(SIGPIPE, SIG_IGN);
 }
 
-int lk_set_nonblock(int fd) {
-    int fl = fcntl(fd, F_GETFL);
-    return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+size_t lk_fd_table_len(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 1024;
+    return rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (1u << 20) ? (1u << 20)
+                                                                     : (size_t)rl.rlim_cur;
 }
 
 int lk_listen(const struct lk_opts *o) {

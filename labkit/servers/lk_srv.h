@@ -74,7 +74,8 @@ int lk_listen(const struct lk_opts *o);
 /* Blocks SIGTERM/SIGINT/SIGHUP and returns a non-blocking signalfd for them, so that
  * the event loop sees a shutdown request as an ordinary readable descriptor. */
 int lk_signalfd(void);
-int lk_set_nonblock(int fd);
+/* Slots for a table indexed by file descriptor: the open-file limit, at most 2^20. */
+size_t lk_fd_table_len(void);
 /* The counters as one JSON object; returns its length. */
 size_t lk_stats_json(char *out, size_t cap);
 /* Prints "STATS <json>" on stdout: the line a server leaves behind when it stops. */

@@ -180,9 +180,7 @@ int main(int argc, char **argv) {
     lk_setup(&opt);
     swap_fn = lk_swap_of(LK_ASM_FPU);
     int sfd = lk_signalfd();
-    struct rlimit rl;
-    getrlimit(RLIMIT_NOFILE, &rl);
-    table_len = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (1u << 20) ? (1u << 20) : rl.rlim_cur;
+    table_len = lk_fd_table_len();
     table = (struct co **)calloc(table_len, sizeof *table);
     int lfd = lk_listen(&opt);
     ep = epoll_create1(EPOLL_CLOEXEC);
