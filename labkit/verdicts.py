@@ -105,12 +105,21 @@ def _fmt(value, low, high) -> str:
 
 def ratio_with_spread(a, b) -> tuple[float, float, float]:
     """Median ratio of two samples' medians, and a spread from their quartiles:
-    (median_a/median_b, q1_a/q3_b, q3_a/q1_b): the widest the ratio could honestly be."""
+    (median_a/median_b, q1_a/q3_b, q3_a/q1_b): the widest the ratio could honestly be.
+    When b's quartiles reach zero or below, the spread is (-inf, inf) and a median of b
+    at or below zero gives a NaN ratio: too noisy to say anything."""
     import numpy as np
 
     a, b = np.asarray(a, float), np.asarray(b, float)
     qa, qb = np.quantile(a, [0.25, 0.5, 0.75]), np.quantile(b, [0.25, 0.5, 0.75])
-    return qa[1] / qb[1], qa[0] / qb[2], qa[2] / qb[0]
+    if qb[0] <= 0:
+        # b's spread reaches zero (a net time lost in the noise of its empty loop): the
+        # ratio is unbounded, and with b's median at or below zero it has no value either.
+        # A rule then holds at neither end, so the verdict can only be inconclusive.
+        return (qa[1] / qb[1] if qb[1] > 0 else float("nan")), -float("inf"), float("inf")
+    # Both ends over both of b's ends: a numerator below zero flips which end is which.
+    ends = [qa[i] / qb[j] for i in (0, 2) for j in (0, 2)]
+    return qa[1] / qb[1], min(ends), max(ends)
 
 
 def difference_with_spread(a, b) -> tuple[float, float, float]:

@@ -1,5 +1,6 @@
 """Nothing finished is lost: atomic writes, a failing notebook reported while others run,
 verdict rules applied as written."""
+import math
 import os
 
 import pandas as pd
@@ -77,6 +78,22 @@ def test_verdict_rules_as_written():
     assert verdicts.judge("C003.1", 1.0)["verdict"] == "not-applicable-here"
     with pytest.raises(ValueError, match="claim_id"):
         verdicts.judge("C999.9", 1.0)
+
+
+def test_ratio_spread_is_the_widest_honest_one():
+    r, lo, hi = verdicts.ratio_with_spread([4, 6, 8, 10, 12], [1, 2, 2, 2, 3])
+    assert (r, lo, hi) == (8 / 2, 6 / 2, 10 / 2)
+    # A numerator below zero (noise beat the empty loop) flips which ends are widest.
+    r, lo, hi = verdicts.ratio_with_spread([-4, -3, -2, -1, 0], [1, 1, 2, 4, 4])
+    assert (r, lo, hi) == (-1.0, -3.0, -0.25)
+    # A denominator whose spread reaches zero gives no bound at all, and the verdict can
+    # then only be inconclusive.
+    r, lo, hi = verdicts.ratio_with_spread([4, 5, 6], [-1, 0, 1])
+    assert math.isnan(r) and (lo, hi) == (-math.inf, math.inf)
+    r, lo, hi = verdicts.ratio_with_spread([4, 5, 6], [-3, -1, 1, 2, 3])
+    assert r == 5.0 and (lo, hi) == (-math.inf, math.inf)
+    assert verdicts.judge("C002.3", r, low=lo, high=hi)["verdict"] == "inconclusive"
+    assert verdicts.judge("C002.3", math.nan, low=lo, high=hi)["verdict"] == "inconclusive"
 
 
 def test_results_are_readable_by_others(results_dir):
