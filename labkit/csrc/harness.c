@@ -9,7 +9,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <ucontext.h>
 
 #include "lk_timer.h"
@@ -90,12 +89,6 @@ __attribute__((noinline)) static void loop_base(pingpong *p, uint64_t rounds) {
     }
 }
 
-static uint64_t minor_faults(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_THREAD, &ru);
-    return (uint64_t)ru.ru_minflt;
-}
-
 /* For instruction counting (labkit.callgrind): 1 runs only the switch loops, 2 only the
  * empty loops, so that each can be counted alone. 0, the default, runs both. */
 static int only_loops = 0;
@@ -108,15 +101,12 @@ static void timed(loop_fn f, pingpong *p, uint64_t rounds, uint64_t *ns, uint64_
         return;
     }
     uint64_t c0 = p->main_count + p->co_count;
-    uint64_t f0 = minor_faults();
-    uint64_t n0 = lk_now_ns();
-    uint64_t t0 = lk_ticks_begin();
+    lk_span span = lk_span_begin();
     f(p, rounds);
-    uint64_t t1 = lk_ticks_end();
-    uint64_t n1 = lk_now_ns();
-    *faults = minor_faults() - f0;
-    *ns = n1 - n0;
-    *ticks = t1 - t0;
+    span = lk_span_end(span);
+    *ns = span.ns;
+    *ticks = span.ticks;
+    *faults = span.faults;
     *counted = p->main_count + p->co_count - c0;
 }
 

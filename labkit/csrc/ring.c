@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <ucontext.h>
 
 #include "lk_timer.h"
@@ -99,23 +98,17 @@ static uint64_t total(ring *r) {
     return t;
 }
 
-static uint64_t faults(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_THREAD, &ru);
-    return (uint64_t)ru.ru_minflt;
-}
-
 typedef void (*ring_loop)(ring *, uint64_t);
 
 static void timed(ring_loop f, ring *r, uint64_t laps, uint64_t *ns, uint64_t *ticks,
                   uint64_t *flt, uint64_t *counted) {
-    uint64_t c0 = total(r), f0 = faults();
-    uint64_t n0 = lk_now_ns(), t0 = lk_ticks_begin();
+    uint64_t c0 = total(r);
+    lk_span span = lk_span_begin();
     f(r, laps);
-    uint64_t t1 = lk_ticks_end(), n1 = lk_now_ns();
-    *ns = n1 - n0;
-    *ticks = t1 - t0;
-    *flt = faults() - f0;
+    span = lk_span_end(span);
+    *ns = span.ns;
+    *ticks = span.ticks;
+    *flt = span.faults;
     *counted = total(r) - c0;
 }
 

@@ -25,7 +25,6 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <boost/context/detail/fcontext.hpp>
@@ -501,12 +500,6 @@ status_kb read_status() {
     return s;
 }
 
-uint64_t minor_faults() {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return static_cast<uint64_t>(ru.ru_minflt);
-}
-
 /* ---- the allocation benchmark ---- */
 
 /* What a new frame gets first: its resume and destroy pointers. */
@@ -570,15 +563,12 @@ using bench_loop = void (*)(size_t, uint64_t, void **, uint64_t);
 
 void time_loop(bench_loop f, size_t block, uint64_t pairs, void **slots, uint64_t live,
                uint64_t *ns, uint64_t *ticks, uint64_t *faults) {
-    uint64_t f0 = minor_faults();
-    uint64_t n0 = lk_now_ns();
-    uint64_t t0 = lk_ticks_begin();
+    lk_span span = lk_span_begin();
     f(block, pairs, slots, live);
-    uint64_t t1 = lk_ticks_end();
-    uint64_t n1 = lk_now_ns();
-    *ns = n1 - n0;
-    *ticks = t1 - t0;
-    if (faults) *faults = minor_faults() - f0;
+    span = lk_span_end(span);
+    *ns = span.ns;
+    *ticks = span.ticks;
+    if (faults) *faults = span.faults;
 }
 
 template <class A>
@@ -727,7 +717,7 @@ int lkf_coro_run(int variant, int allocator, uint64_t n, uint64_t batch, int rel
          * code freed but kept resident would not move RSS at all. */
         malloc_trim(0);
         status_kb before = read_status(), alive{};
-        uint64_t f0 = minor_faults(), faults = 0, create = 0, destroy = 0;
+        uint64_t f0 = lk_minor_faults(), faults = 0, create = 0, destroy = 0;
         for (uint64_t made = 0; made < n;) {
             uint64_t k = std::min(batch, n - made);
             uint64_t t0 = lk_now_ns();
@@ -738,7 +728,7 @@ int lkf_coro_run(int variant, int allocator, uint64_t n, uint64_t batch, int rel
             }
             uint64_t t1 = lk_now_ns();
             made += k;
-            faults = minor_faults() - f0;
+            faults = lk_minor_faults() - f0;
             if (made == n) alive = read_status();
             uint64_t t2 = lk_now_ns();
             hs.destroy_all();
@@ -798,7 +788,7 @@ int lkf_stackful_run(size_t stack_size, int touch, int guard, uint64_t n,
     try {
         std::vector<bcd::fcontext_t> ctx(n);  /* written now, before the first reading */
         status_kb before = read_status();
-        uint64_t f0 = minor_faults();
+        uint64_t f0 = lk_minor_faults();
         uint64_t t0 = lk_now_ns();
         const size_t total = slot * n;
         /* One mapping for all stacks: one VMA (two a stack with guards), and NORESERVE
@@ -837,7 +827,7 @@ int lkf_stackful_run(size_t stack_size, int touch, int guard, uint64_t n,
             deepest = std::max(deepest, used);
         }
         uint64_t t1 = lk_now_ns();
-        uint64_t faults = minor_faults() - f0;
+        uint64_t faults = lk_minor_faults() - f0;
         status_kb alive = read_status();
         uint64_t t2 = lk_now_ns();
         munmap(map, total);  /* every context is abandoned while suspended: nothing to unwind */

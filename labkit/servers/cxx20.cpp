@@ -368,13 +368,7 @@ int main(int argc, char **argv) {
     ready.reserve(4096);
     running.reserve(4096);
     int lfd = lk_listen(&opt);
-    ep = epoll_create1(EPOLL_CLOEXEC);
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u64 = static_cast<uint64_t>(lfd);
-    epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev);
-    ev.data.u64 = static_cast<uint64_t>(sfd);
-    epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
+    ep = lk_epoll_with(lfd, sfd);
     static epoll_event evs[512];
     bool stop = false;
     while (!stop) {

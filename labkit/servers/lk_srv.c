@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -136,6 +137,23 @@ int lk_listen(const struct lk_opts *o) {
     printf("LISTENING %d\n", ntohs(sa.sin_port));
     fflush(stdout);
     return fd;
+}
+
+int lk_epoll_with(int lfd, int sfd) {
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0) {
+        perror("epoll_create1");
+        exit(1);
+    }
+    int fds[2] = {lfd, sfd};
+    for (int i = 0; i < 2; i++) {
+        struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)fds[i]};
+        if (epoll_ctl(ep, EPOLL_CTL_ADD, fds[i], &ev) != 0) {
+            perror("epoll_ctl");
+            exit(1);
+        }
+    }
+    return ep;
 }
 
 int lk_signalfd(void) {

@@ -74,6 +74,9 @@ int lk_listen(const struct lk_opts *o);
 /* Blocks SIGTERM/SIGINT/SIGHUP and returns a non-blocking signalfd for them, so that
  * the event loop sees a shutdown request as an ordinary readable descriptor. */
 int lk_signalfd(void);
+/* An epoll set watching the listening socket and the signalfd for input, each keyed by
+ * its own descriptor number in data.u64; exits with a message when it cannot be made. */
+int lk_epoll_with(int lfd, int sfd);
 /* Slots for a table indexed by file descriptor: the open-file limit, at most 2^20. */
 size_t lk_fd_table_len(void);
 /* The counters as one JSON object; returns its length. */

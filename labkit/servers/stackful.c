@@ -183,11 +183,7 @@ int main(int argc, char **argv) {
     table_len = lk_fd_table_len();
     table = (struct co **)calloc(table_len, sizeof *table);
     int lfd = lk_listen(&opt);
-    ep = epoll_create1(EPOLL_CLOEXEC);
-    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)lfd};
-    epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev);
-    ev.data.u64 = (uint64_t)sfd;
-    epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
+    ep = lk_epoll_with(lfd, sfd);
     static struct epoll_event evs[512];
     int stop = 0;
     while (!stop) {
