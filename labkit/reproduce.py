@@ -53,6 +53,19 @@ def reports_dir(quick: bool) -> Path:
     return REPO / "reports" / ("quick" if quick else "")
 
 
+def _ipc_kernel_manager():
+    """A kernel manager whose kernels listen on Unix sockets in the Jupyter runtime
+    directory rather than on localhost TCP ports: another user of a shared machine cannot
+    reach them, and ipykernel has no unencrypted-TCP warning to print per notebook."""
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import CaselessStrEnum
+
+    class IPCKernelManager(AsyncKernelManager):
+        transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
+
+    return IPCKernelManager
+
+
 def run_notebook(source: Path, *, quick: bool, out_dir: Path, results_dir: Path | None = None,
                  timeout: int = 3600) -> Outcome:
     """Convert one jupytext notebook and execute it with papermill; never raises for a
@@ -81,6 +94,7 @@ def run_notebook(source: Path, *, quick: bool, out_dir: Path, results_dir: Path 
                     str(src_ipynb), str(tmp_ipynb), parameters={"quick": quick},
                     kernel_name=KERNEL_NAME, cwd=str(source.parent), progress_bar=False,
                     execution_timeout=timeout, log_output=False,
+                    kernel_manager_class=_ipc_kernel_manager(),
                 )
             except BaseException:
                 # Keep the partly executed copy beside the others, for the error's context.
