@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -76,11 +77,15 @@ def read_bundle(path: str | Path) -> dict:
     """{machine: dict, measurements: DataFrame, verdicts: DataFrame} of one bundle."""
     import pandas as pd
 
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a bundle's directory (str or Path), not "
+                        f"{type(path).__name__}")
     path = Path(path)
     missing = [n for n in ("machine.json", "measurements.parquet", "verdicts.parquet")
                if not (path / n).exists()]
     if missing:
-        raise ValueError(f"{path} is not a labkit bundle: missing {', '.join(missing)}")
+        raise ValueError(f"path {path} is not a labkit bundle: missing {', '.join(missing)} "
+                         "(make one with `python -m labkit bundle -o NAME`)")
     meta = json.loads((path / "machine.json").read_text())
     return {"meta": meta, "machine": meta["machine"],
             "measurements": pd.read_parquet(path / "measurements.parquet"),
@@ -98,6 +103,9 @@ def merge(paths) -> dict:
     column per machine, with each machine's ratio to its own `asm`)."""
     import pandas as pd
 
+    if isinstance(paths, (str, os.PathLike)) or not isinstance(paths, (list, tuple)):
+        raise TypeError(f"paths must be a list of bundle directories, not "
+                        f"{type(paths).__name__}")
     bundles = [read_bundle(p) for p in paths]
     if len(bundles) < 2:
         raise ValueError(f"paths must name at least two bundles; got {len(bundles)}")

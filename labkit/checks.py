@@ -55,9 +55,9 @@ def probe_stack(kernel: str, stack_size: int, use_bytes: int) -> int:
     labkit.KernelCrashError (the caller survives)."""
     kernel = _stackful(kernel)
     size = _v.stack_size(kernel, stack_size)
-    n = _v.integer("use_bytes", use_bytes)
-    if n < 0:
-        raise ValueError(f"use_bytes must be >= 0; got {n}")
+    # Up to the stack and well past it (into the guard page is the point of some probes),
+    # but not past what a C size can hold.
+    n = _v.integer_in("use_bytes", use_bytes, 0, 1 << 40)
     return _worker.run(
         {"op": "stack_probe", "kernel": _kernels.kernel_index(kernel), "stack_size": size,
          "use_bytes": n},

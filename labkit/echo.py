@@ -448,6 +448,13 @@ def _recv_exactly(s: socket.socket, n: int) -> bytes:
 
 def echo(port: int, payload: bytes, timeout: float = 10.0) -> bytes:
     """Send one frame and return the payload that came back (the caller compares)."""
+    port = _v.integer_in("port", port, 1, 65535)
+    if not isinstance(payload, (bytes, bytearray, memoryview)):
+        raise TypeError(f"payload must be bytes, not {type(payload).__name__}")
+    payload = bytes(payload)
+    if len(payload) > MAX_MESSAGE:
+        raise ValueError(f"payload must be at most {MAX_MESSAGE} bytes; got {len(payload)}")
+    timeout = _seconds("timeout", timeout, MAX_DURATION)
     with socket.create_connection((HOST, port), timeout=timeout) as s:
         s.sendall(_HDR.pack(MAGIC_ECHO, len(payload)) + payload)
         magic, n = _HDR.unpack(_recv_exactly(s, _HDR.size))
@@ -624,6 +631,7 @@ def bad_clients(server: EchoServer, *, timeout: float = 5.0):
 
     if not isinstance(server, EchoServer):
         raise TypeError(f"server must be a running EchoServer, not {type(server).__name__}")
+    timeout = _seconds("timeout", timeout, MAX_DURATION)
     addr = (HOST, server.port)
     big = server.max_message
     rows = []
@@ -728,6 +736,7 @@ def robustness(name: str, *, rounds: int = 3, timeout: float = 5.0):
     import pandas as pd
 
     rounds = _v.integer_in("rounds", rounds, 2, 100)
+    timeout = _seconds("timeout", timeout, MAX_DURATION)
     srv = start_server(name)
     try:
         per_round = [bad_clients(srv, timeout=timeout)]
@@ -796,6 +805,10 @@ def ordering(df, order: list[str], value: str = "qps", by: str = "server") -> tu
     1 if every neighbour pair holds with non-overlapping interquartile ranges, 0 if some
     pair is reversed beyond them (the claimed-larger one's q3 below the other's q1), 0.5
     otherwise (no verdict either way); and a line saying what was compared."""
+    if not isinstance(order, (list, tuple)) or len(order) < 2 \
+            or not all(isinstance(n, str) for n in order):
+        raise TypeError(f"order must be a list of two or more server names, claimed largest "
+                        f"first; got {order!r}")
     q = {}
     for name in order:
         v = df.loc[df[by] == name, value].astype(float)

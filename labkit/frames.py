@@ -253,8 +253,9 @@ def frame_sizes(builds=None, *, timeout: float | None = None):
 
     if builds is None:
         builds = peer_builds()
-    if isinstance(builds, str) or not hasattr(builds, "__iter__"):
-        raise TypeError(f"builds must be a list of build names or None, not {builds!r}")
+    if not isinstance(builds, (list, tuple)) or not builds:
+        raise TypeError(f"builds must be a non-empty list of build names or None, not "
+                        f"{builds!r}")
     builds = [_build(b) for b in builds]
     timeout = _v.timeout(timeout) or 120.0
     rows = []

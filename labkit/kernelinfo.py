@@ -131,6 +131,9 @@ def kernels(peers: bool = True):
     returns, available here or why not."""
     import pandas as pd
 
+    from labkit import validate
+
+    peers = validate.flag("peers", peers)
     rows = []
     for name in ALL_NAMES if peers else KERNEL_NAMES:
         info = kernel_info(name)

@@ -13,7 +13,16 @@ def summarize(df, by=("kernel",), value: str = "ns_per_switch"):
     of the mean, pyperf's rule). The metadata columns that are constant in a group are kept."""
     import pandas as pd
 
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"df must be a pandas DataFrame of measured rows (as labkit.measure "
+                        f"returns), not {type(df).__name__}")
+    if not isinstance(by, (str, list, tuple)):
+        raise TypeError(f"by must be a column name or a list of them, not {type(by).__name__}")
     by = [by] if isinstance(by, str) else list(by)
+    missing = [c for c in [*by, value] if c not in df.columns]
+    if missing:
+        raise ValueError(f"by and value must name columns of df; missing {missing}, "
+                         f"df has {list(df.columns)[:12]}{' ...' if len(df.columns) > 12 else ''}")
     rows = []
     for key, g in df.groupby(by, sort=False, dropna=False):
         key = key if isinstance(key, tuple) else (key,)

@@ -60,8 +60,7 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
         raise ValueError(f"build must be None for the Python peer {kernel!r}: CPython is "
                          "what it is")
     build = None if py_peer else _build(build, peer)
-    if fp_control not in FP_CONTROL_MODES:
-        raise ValueError(f"fp_control must be one of {list(FP_CONTROL_MODES)}; got {fp_control!r}")
+    fp_control = _v.choice("fp_control", fp_control, FP_CONTROL_MODES)
     from labkit.native import FPCTL_PEERS
 
     if (py_peer or (peer and kernel not in FPCTL_PEERS)) and fp_control != "as-is":

@@ -134,11 +134,17 @@ def flag(name: str, value) -> bool:
     return value
 
 
+MAX_TIMEOUT = 7 * 24 * 3600
+
+
 def timeout(value) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"timeout must be a number of seconds or None, not {type(value).__name__}")
-    if not value > 0:
-        raise ValueError(f"timeout must be > 0 seconds; got {value}")
+    # A deadline past a week is no deadline (and past time_t's range, not even a number):
+    # None is how to say "wait for ever".
+    if not 0 < value <= MAX_TIMEOUT:
+        raise ValueError(f"timeout must be > 0 and at most {MAX_TIMEOUT} seconds (a week), "
+                         f"or None to wait without one; got {value}")
     return float(value)

@@ -29,6 +29,8 @@ def claims():
 
 def claim(claim_id: str) -> dict:
     """One claim's row as a dict (ValueError for an unknown id)."""
+    if not isinstance(claim_id, str):
+        raise TypeError(f"claim_id must be a str such as 'C002.3', not {type(claim_id).__name__}")
     c = claims()
     row = c[c.claim_id == claim_id]
     if row.empty:
@@ -54,6 +56,9 @@ def judge(claim_id: str, value, *, low=None, high=None, measured: str | None = N
     and at the two ends of its spread (low/high default to value). noisy=True (pyperf's
     rule tripped) makes a would-be verdict inconclusive. Returns one verdict-table row."""
     c = claim(claim_id)
+    for name, v in (("value", value), ("low", low), ("high", high)):
+        if not (v is None and name != "value") and not _is_measure(v):
+            raise TypeError(f"{name} must be a number or a dict of named numbers, not {v!r}")
     as_dict = (lambda v: v if isinstance(v, dict) else {"x": v})
     points = [as_dict(value)]
     points += [as_dict(v) for v in (low, high) if v is not None]
@@ -77,6 +82,17 @@ def judge(claim_id: str, value, *, low=None, high=None, measured: str | None = N
         "rule": f"reproduced if {c['reproduced_if']}; contradicted if {c['contradicted_if']}",
         "note": note,
     }
+
+
+def _is_measure(v) -> bool:
+    import numbers
+
+    def number(x):
+        return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+    if isinstance(v, dict):
+        return bool(v) and all(isinstance(k, str) and number(x) for k, x in v.items())
+    return number(v)
 
 
 def cannot_measure(claim_id: str, why: str) -> dict:

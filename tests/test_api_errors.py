@@ -41,6 +41,10 @@ CASES = [
     (dict(kernel="stackless", prefault=True), ValueError, ["prefault", "None"]),
     (dict(kernel="asm", timeout=0), ValueError, ["timeout"]),
     (dict(kernel="asm", timeout="1s"), TypeError, ["timeout"]),
+    (dict(kernel="asm", timeout=float("inf")), ValueError, ["timeout", "None"]),
+    (dict(kernel="asm", timeout=2**70), ValueError, ["timeout", "at most"]),
+    (dict(kernel="asm", timeout=float("nan")), ValueError, ["timeout"]),
+    (dict(kernel="asm_fpu", fp_control=[]), TypeError, ["fp_control"]),
 ]
 
 
@@ -78,6 +82,19 @@ def test_checks_reject_stackless_and_unknown():
         labkit.check_fp_control("fiber")
     with pytest.raises(ValueError, match="use_bytes"):
         labkit.probe_stack("asm", 65536, -1)
+    with pytest.raises(ValueError, match="use_bytes"):
+        labkit.probe_stack("asm", 65536, 2**70)
+
+
+@pytest.mark.parametrize("call,exc,word", [
+    (lambda: labkit.summarize([1, 2]), TypeError, "df"),
+    (lambda: labkit.summarize(labkit.kernels(), value="nope"), ValueError, "value"),
+    (lambda: labkit.summarize(labkit.kernels(), by="nope", value="name"), ValueError, "by"),
+    (lambda: labkit.kernels(peers="yes"), TypeError, "peers"),
+], ids=["summarize-df", "summarize-value", "summarize-by", "kernels-peers"])
+def test_helpers_reject_bad_input(call, exc, word):
+    with pytest.raises(exc, match=word):
+        call()
 
 
 def test_numpy_integers_are_accepted():

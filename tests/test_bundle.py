@@ -51,6 +51,10 @@ def test_merge_refuses_bad_input(here, tmp_path):
         bundle.merge([here, here])
     with pytest.raises(ValueError, match="not a labkit bundle"):
         bundle.merge([here, tmp_path])
+    with pytest.raises(TypeError, match="paths"):
+        bundle.merge(str(here))  # one path, not a list of them
+    with pytest.raises(TypeError, match="path"):
+        bundle.read_bundle(None)
 
 
 def test_command_line_merge(here, tmp_path, capsys):

@@ -31,6 +31,8 @@ def test_bad_arguments():
         callgrind.instructions_per_switch("asm", build="O7")
     with pytest.raises(ValueError, match="rounds"):
         callgrind.instructions_per_switch("asm", rounds=(10, 5))
+    with pytest.raises(TypeError, match="rounds"):
+        callgrind.instructions_per_switch("asm", rounds=5000)
     with pytest.raises(ValueError, match="Python peer"):
         callgrind.instructions_per_switch("generator_send")
 

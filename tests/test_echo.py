@@ -251,6 +251,22 @@ def test_bad_arguments_name_the_parameter(kwargs, exc, word):
         echo.run_load("callback_epoll", **kwargs)
 
 
+@pytest.mark.parametrize("call,exc,word", [
+    (lambda: echo.echo(0, b"x"), ValueError, "port"),
+    (lambda: echo.echo(70000, b"x"), ValueError, "port"),
+    (lambda: echo.echo("80", b"x"), TypeError, "port"),
+    (lambda: echo.echo(1, "text"), TypeError, "payload"),
+    (lambda: echo.echo(1, b"x", timeout=float("inf")), ValueError, "timeout"),
+    (lambda: echo.robustness("callback_epoll", timeout="5"), TypeError, "timeout"),
+    (lambda: echo.ordering(None, "cxx20_new"), TypeError, "order"),
+], ids=["port-0", "port-big", "port-str", "payload-str", "timeout-inf", "robustness-timeout",
+        "ordering-order"])
+def test_helpers_name_the_bad_parameter(call, exc, word):
+    with pytest.raises(exc, match=word):
+        call()
+    assert echo.children() == []  # nothing was started on the way to the error
+
+
 def test_bad_server_names():
     with pytest.raises(ValueError, match="server must be one of"):
         echo.run_load("nginx")

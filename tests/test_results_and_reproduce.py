@@ -78,6 +78,12 @@ def test_verdict_rules_as_written():
     assert verdicts.judge("C003.1", 1.0)["verdict"] == "not-applicable-here"
     with pytest.raises(ValueError, match="claim_id"):
         verdicts.judge("C999.9", 1.0)
+    with pytest.raises(TypeError, match="claim_id"):
+        verdicts.judge(2.3, 1.0)
+    with pytest.raises(TypeError, match="value"):
+        verdicts.judge("C002.3", "3x")
+    with pytest.raises(TypeError, match="low"):
+        verdicts.judge("C002.3", 3.0, low=True, high=3.5)
 
 
 def test_ratio_spread_is_the_widest_honest_one():
