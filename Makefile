@@ -22,6 +22,7 @@ BUILD_INPUTS := setup.py pyproject.toml $(wildcard labkit/*.pyx labkit/*.pxd \
 
 help:
 	@echo "make reproduce [QUICK=1]  run every notebook, write data/ figures/ and the HTML report"
+	@echo "   [ONLY='04_latency_ladder ...']  only these notebooks (the report keeps the others)"
 	@echo "make test                 run the test suite"
 	@echo "make setup                make .venv, install requirements, build the extension"
 	@echo "make system-deps          install the Debian packages the peers need (root)"
@@ -64,7 +65,7 @@ test: setup
 	$(PY) -m pytest -q
 
 reproduce: setup
-	$(PY) -m labkit.reproduce $(if $(filter 1 yes true,$(QUICK)),--quick,)
+	$(PY) -m labkit.reproduce $(if $(filter 1 yes true,$(QUICK)),--quick,) $(if $(ONLY),--only $(ONLY),)
 
 # JupyterLab on .venv with the `labkit` kernel, opening on notebooks/start_here.ipynb. The
 # settings in jupyter/ are added to the user's own (a user's settings still win).

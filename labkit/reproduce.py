@@ -135,15 +135,19 @@ def _exclusive(out: Path):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m labkit.reproduce",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for CI (minutes)")
     parser.add_argument("--only", nargs="*", help="notebook names (without .py) to run")
     args = parser.parse_args(argv)
+    try:
+        sources = notebook_sources(args.only)
+    except ValueError as exc:
+        parser.error(str(exc))  # a usage error: the message and exit status 2, no traceback
 
     out = reports_dir(args.quick)
     results_dir = out if args.quick else REPO
     lock = _exclusive(out)  # two runs at once would time each other's load  # noqa: F841
-    sources = notebook_sources(args.only)
     mode = "quick" if args.quick else "full"
     print(f"labkit reproduce ({mode}): {len(sources)} notebooks; results in {results_dir}")
     outcomes = []

@@ -51,6 +51,10 @@ def test_failing_notebook_is_reported_not_raised(tmp_path):
 def test_unknown_notebook_names_are_refused():
     with pytest.raises(ValueError, match="only"):
         reproduce.notebook_sources(["no_such_notebook"])
+    # From the command line: a usage error (status 2), before anything is locked or run.
+    with pytest.raises(SystemExit) as exit_:
+        reproduce.main(["--quick", "--only", "no_such_notebook"])
+    assert exit_.value.code == 2
 
 
 def test_claims_registry_has_every_claim_once():
