@@ -19,9 +19,3 @@ c.LabApp.default_url = "/lab/tree/start_here.ipynb"
 c.LabApp.app_settings_dir = str(HERE / "lab-settings")
 c.LabApp.news_url = None
 c.LabApp.check_for_updates_class = "jupyterlab.NeverCheckForUpdate"
-
-# Kernels listen on Unix sockets in the Jupyter runtime directory, not on localhost TCP
-# ports: on a shared machine (a teaching server, a CI runner) no other user can reach
-# them, and ipykernel prints no warning about unencrypted TCP. `make reproduce` does the
-# same for the kernels papermill starts.
-c.KernelManager.transport = "ipc"

@@ -103,7 +103,7 @@ def merge(paths) -> dict:
     column per machine, with each machine's ratio to its own `asm`)."""
     import pandas as pd
 
-    if isinstance(paths, (str, os.PathLike)) or not isinstance(paths, (list, tuple)):
+    if isinstance(paths, (str, bytes, os.PathLike)) or not hasattr(paths, "__iter__"):
         raise TypeError(f"paths must be a list of bundle directories, not "
                         f"{type(paths).__name__}")
     bundles = [read_bundle(p) for p in paths]

@@ -71,7 +71,7 @@ def instructions_per_switch(kernel: str, *, build: str = "O2", stack_size: int |
     size = _v.stack_size(kernel, stack_size) or 0
     if build not in native.builds():
         raise ValueError(f"build must be one of {native.builds()}; got {build!r}")
-    if not isinstance(rounds, (tuple, list)) or len(rounds) != 2:
+    if isinstance(rounds, (str, bytes)) or not hasattr(rounds, "__len__") or len(rounds) != 2:
         raise TypeError(f"rounds must be a pair of round counts (fewer, more); got {rounds!r}")
     r1, r2 = (_v.integer("rounds", r) for r in rounds)
     if not 0 < r1 < r2:

@@ -35,6 +35,7 @@ LOADGEN = "lk_echo_load"
 READ_MODES = ("whole", "some")
 MAX_CONNECTIONS = 1000
 MAX_MESSAGE = 1 << 20          # the servers' --max-message: a longer header closes the connection
+MAX_MAX_MESSAGE = 1 << 30      # the largest --max-message a server may be started with
 MAX_REQUESTS = 10**9
 MAX_DURATION = 600.0
 HOST = "127.0.0.1"
@@ -279,7 +280,7 @@ class EchoServer:
         self.chunk = _v.integer_in("chunk", chunk, 1, 1 << 24)
         server_cpu, _, _ = placement()
         self.cpu = _cpu("cpu", cpu, server_cpu)
-        self.max_message = _v.integer_in("max_message", max_message, 0, 1 << 30)
+        self.max_message = _v.integer_in("max_message", max_message, 0, MAX_MAX_MESSAGE)
         self.final_stats: dict | None = None
         self.port = None
         cmd = [str(VARIANTS_DIR / self.name), "--port", "0", "--read-mode", self.read_mode,
@@ -452,8 +453,8 @@ def echo(port: int, payload: bytes, timeout: float = 10.0) -> bytes:
     if not isinstance(payload, (bytes, bytearray, memoryview)):
         raise TypeError(f"payload must be bytes, not {type(payload).__name__}")
     payload = bytes(payload)
-    if len(payload) > MAX_MESSAGE:
-        raise ValueError(f"payload must be at most {MAX_MESSAGE} bytes; got {len(payload)}")
+    if len(payload) > MAX_MAX_MESSAGE:
+        raise ValueError(f"payload must be at most {MAX_MAX_MESSAGE} bytes; got {len(payload)}")
     timeout = _seconds("timeout", timeout, MAX_DURATION)
     with socket.create_connection((HOST, port), timeout=timeout) as s:
         s.sendall(_HDR.pack(MAGIC_ECHO, len(payload)) + payload)

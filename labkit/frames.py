@@ -253,6 +253,11 @@ def frame_sizes(builds=None, *, timeout: float | None = None):
 
     if builds is None:
         builds = peer_builds()
+        if not builds:
+            from labkit import native
+
+            raise ValueError("frame sizes need the C++ peers library, and no build of it is "
+                             f"here: {native.peers_missing_reason()}")
     if not isinstance(builds, (list, tuple)) or not builds:
         raise TypeError(f"builds must be a non-empty list of build names or None, not "
                         f"{builds!r}")

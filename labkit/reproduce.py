@@ -54,14 +54,29 @@ def reports_dir(quick: bool) -> Path:
 
 
 def _ipc_kernel_manager():
-    """A kernel manager whose kernels listen on Unix sockets in the Jupyter runtime
-    directory rather than on localhost TCP ports: another user of a shared machine cannot
-    reach them, and ipykernel has no unencrypted-TCP warning to print per notebook."""
+    """A kernel manager whose kernels listen on Unix sockets in a fresh private directory
+    rather than on localhost TCP ports: no other user of a shared machine can reach them,
+    ipykernel has no unencrypted-TCP warning to print per notebook, and two runs at once
+    (make test beside make reproduce) can never pick the same socket."""
+    import atexit
+    import shutil
+    import tempfile
+
     from jupyter_client.manager import AsyncKernelManager
-    from traitlets import CaselessStrEnum
+    from traitlets import CaselessStrEnum, default
 
     class IPCKernelManager(AsyncKernelManager):
         transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
+
+        @default("ip")
+        def _private_socket_prefix(self):
+            # Without a connection file yet, jupyter_client's default is the relative name
+            # "kernel-ipc": sockets in the notebook's folder, shared by concurrent runs.
+            # A 0700 directory under the temp dir keeps them private and the path well
+            # under the 107-byte limit of a socket's name.
+            folder = tempfile.mkdtemp(prefix="labkit-kernel-")
+            atexit.register(shutil.rmtree, folder, True)
+            return os.path.join(folder, "kernel")
 
     return IPCKernelManager
 

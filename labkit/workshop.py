@@ -243,6 +243,10 @@ def check_ratio(prediction, measured: Measured, *, factor: float) -> Check:
         return Check(None, f"The prediction must be a positive number, the ratio "
                            f"{measured.what} (3 means three times as long); got "
                            f"{prediction!r}")
+    if not all(math.isfinite(v) for v in (measured.value, measured.low, measured.high)):
+        return Check(None, f"The measurement of {measured.what} is too noisy to check a "
+                           f"prediction against (its spread reaches zero or below): close "
+                           f"other programs and run the measuring cell again.")
     lo, hi = min(measured.low, measured.value), max(measured.high, measured.value)
     measured_text = (f"measured {measured.what} = {measured.value:.3g} "
                      f"(spread {measured.low:.3g} .. {measured.high:.3g})")

@@ -53,6 +53,8 @@ def test_merge_refuses_bad_input(here, tmp_path):
         bundle.merge([here, tmp_path])
     with pytest.raises(TypeError, match="paths"):
         bundle.merge(str(here))  # one path, not a list of them
+    with pytest.raises(ValueError, match="same machine"):
+        bundle.merge(p for p in [here, here])  # any iterable of paths will do
     with pytest.raises(TypeError, match="path"):
         bundle.read_bundle(None)
 

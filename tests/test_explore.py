@@ -2,6 +2,7 @@
 widget's value; the handler runs), and the lab's interactive notebooks: the start page,
 the explorer notebook, the workshop's exercises and their check cells."""
 import json
+import math
 import re
 import threading
 from pathlib import Path
@@ -241,6 +242,14 @@ def test_check_ratio_uses_the_stated_tolerance_and_the_spread():
     with pytest.raises(ValueError, match="factor"):
         workshop.check_ratio(1, m, factor=1)
     assert "match" in workshop.check_ratio(10, m, factor=2)._repr_html_()
+
+
+def test_a_ratio_lost_in_the_noise_checks_no_prediction():
+    # ratio_with_spread's answer when the denominator's quartiles reach zero.
+    for m in (workshop.Measured("a / b", 5.0, -math.inf, math.inf),
+              workshop.Measured("a / b", math.nan, -math.inf, math.inf)):
+        c = workshop.check_ratio(5, m, factor=2)
+        assert c.ok is None and "too noisy" in c.message
 
 
 def _ring(aligned, coloured, pingpong):

@@ -38,6 +38,8 @@ def test_notebook_runs_in_quick_mode(source, tmp_path):
     nb = nbformat.read(out.executed, as_version=4)
     injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
     assert injected and "quick = True" in injected[0].source
+    # The kernel's sockets lived in a private folder, not beside the notebook.
+    assert not list(source.parent.glob("kernel-ipc*"))
 
 
 def test_ledger_lists_every_claim_once_and_never_passes_by_default(tmp_path):
