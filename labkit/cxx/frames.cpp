@@ -479,6 +479,21 @@ struct handles {
 
 struct status_kb { uint64_t rss, anon, pte; };
 
+/* The memory columns of a report: before anything was made, with everything alive, and
+ * after everything was destroyed. */
+void put_memory(lkf_mem_report *out, const status_kb &before, const status_kb &alive,
+                const status_kb &after) {
+    out->rss_before_kb = before.rss;
+    out->rss_alive_kb = alive.rss;
+    out->rss_after_kb = after.rss;
+    out->anon_before_kb = before.anon;
+    out->anon_alive_kb = alive.anon;
+    out->anon_after_kb = after.anon;
+    out->pte_before_kb = before.pte;
+    out->pte_alive_kb = alive.pte;
+    out->pte_after_kb = after.pte;
+}
+
 uint64_t field_kb(const char *text, const char *name) {
     const char *p = strstr(text, name);
     return p ? strtoull(p + strlen(name), nullptr, 10) : 0;
@@ -739,15 +754,7 @@ int lkf_coro_run(int variant, int allocator, uint64_t n, uint64_t batch, int rel
         status_kb after = read_status();
         out->n = n;
         out->object_bytes = out->used_bytes = g_last_frame;
-        out->rss_before_kb = before.rss;
-        out->rss_alive_kb = alive.rss;
-        out->rss_after_kb = after.rss;
-        out->anon_before_kb = before.anon;
-        out->anon_alive_kb = alive.anon;
-        out->anon_after_kb = after.anon;
-        out->pte_before_kb = before.pte;
-        out->pte_alive_kb = alive.pte;
-        out->pte_after_kb = after.pte;
+        put_memory(out, before, alive, after);
         out->create_ns = create;
         out->destroy_ns = destroy;
         out->minor_faults = faults;
@@ -836,15 +843,8 @@ int lkf_stackful_run(size_t stack_size, int touch, int guard, uint64_t n,
         out->n = n;
         out->object_bytes = stack_size;
         out->used_bytes = deepest;
-        out->rss_before_kb = before.rss;
-        out->rss_alive_kb = alive.rss;
-        out->rss_after_kb = out->rss_released_kb = after.rss;
-        out->anon_before_kb = before.anon;
-        out->anon_alive_kb = alive.anon;
-        out->anon_after_kb = after.anon;
-        out->pte_before_kb = before.pte;
-        out->pte_alive_kb = alive.pte;
-        out->pte_after_kb = after.pte;
+        put_memory(out, before, alive, after);
+        out->rss_released_kb = after.rss;
         out->create_ns = t1 - t0;
         out->destroy_ns = t3 - t2;
         out->minor_faults = faults;
