@@ -34,8 +34,6 @@ cdef extern from "csrc/labkit_core.h" nogil:
                   uint32_t *co_after, uint32_t *masks)
     int lk_stack_probe(int kernel, size_t stack_size, size_t use_bytes)
 
-    int lk_pingpong(int kernel, size_t stack_size, int prefault, uint64_t rounds, int warmup,
-                    int repeats, lk_sample *out, char *err, size_t errlen)
     int lk_pingpong_fp(int kernel, size_t stack_size, int prefault, uint64_t rounds, int warmup,
                        int repeats, int fpctl_mode, lk_sample *out, char *err, size_t errlen)
     int lk_ring(int kernel, int n, int asymmetric, size_t stack_size, size_t colour_step,

@@ -387,8 +387,25 @@ static void close_fd(int *fd) {
     *fd = -1;
 }
 
-int lk_kpingpong(int mode, int cpu_a, int cpu_b, uint64_t rounds, int warmup, int repeats,
-                 lk_ksample *out, char *err, size_t errlen) {
+/* ---- lk_kpingpong: set up, start B, time the repeats, stop B ---- */
+
+/* One ping-pong's resources, so that every step can fail and the same stop_run
+ * still releases exactly what was acquired. */
+typedef struct {
+    kshared *s;
+    int mode, is_pipe, is_proc;
+    int have_thread;
+    pthread_t th;
+    pid_t child;
+    cpu_set_t a_saved;
+    int a_pinned;
+    char b_path[64];
+    sigset_t pipe_set, old_mask;
+    int pipe_was_pending;
+} krun;
+
+static int check_args(int mode, int cpu_a, int cpu_b, uint64_t rounds, int warmup, int repeats,
+                      const lk_ksample *out, char *err, size_t errlen) {
     if (mode < 0 || mode >= LK_K_NMODES) {
         ERR("unknown kernel switch mode %d", mode);
         return -1;
@@ -401,13 +418,14 @@ int lk_kpingpong(int mode, int cpu_a, int cpu_b, uint64_t rounds, int warmup, in
         ERR("need rounds >= 1, warmup >= 0, repeats >= 0 and an output array");
         return -1;
     }
-    int is_pipe = mode == LK_K_PIPE_THREADS || mode == LK_K_PIPE_PROCESSES;
-    int is_proc = mode == LK_K_PIPE_PROCESSES;
+    return 0;
+}
 
+static kshared *shared_new(int mode, int cpu_b, char *err, size_t errlen) {
     kshared *s = mmap(NULL, sizeof(kshared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (s == MAP_FAILED) {
         ERR("mmap of the shared state failed: %s", strerror(errno));
-        return -1;
+        return NULL;
     }
     memset(s, 0, sizeof *s);
     s->mode = mode;
@@ -419,130 +437,172 @@ int lk_kpingpong(int mode, int cpu_a, int cpu_b, uint64_t rounds, int warmup, in
     pthread_mutex_init(&s->bm, NULL);
     pthread_cond_init(&s->bne, NULL);
     pthread_cond_init(&s->bnf, NULL);
+    return s;
+}
 
-    int rc = -1;
-    int have_thread = 0;
-    pthread_t th;
-    pid_t child = -1;
-    cpu_set_t a_saved;
-    int a_pinned = 0;
-    char b_path[64] = "";
+static void shared_free(kshared *s) {
+    for (int i = 0; i < 2; i++) {
+        close_fd(&s->p1[i]);
+        close_fd(&s->p2[i]);
+        close_fd(&s->pb[i]);
+    }
+    pthread_mutex_destroy(&s->m);
+    pthread_cond_destroy(&s->not_empty);
+    pthread_cond_destroy(&s->not_full);
+    pthread_mutex_destroy(&s->bm);
+    pthread_cond_destroy(&s->bne);
+    pthread_cond_destroy(&s->bnf);
+    munmap(s, sizeof *s);
+}
 
-    /* If B goes away, A's write to its pipe would raise SIGPIPE and kill the host
-     * process; blocked here (threads and the child inherit the mask), it is just EPIPE. */
-    sigset_t pipe_set, old_mask, pending;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
+/* If B goes away, A's write to its pipe would raise SIGPIPE and kill the host
+ * process; blocked here (threads and the child inherit the mask), it is just EPIPE. */
+static void block_sigpipe(krun *k) {
+    sigset_t pending;
+    sigemptyset(&k->pipe_set);
+    sigaddset(&k->pipe_set, SIGPIPE);
     sigpending(&pending);
-    int pipe_was_pending = sigismember(&pending, SIGPIPE) == 1;
-    pthread_sigmask(SIG_BLOCK, &pipe_set, &old_mask);
+    k->pipe_was_pending = sigismember(&pending, SIGPIPE) == 1;
+    pthread_sigmask(SIG_BLOCK, &k->pipe_set, &k->old_mask);
+}
 
-    if (sched_getaffinity(0, sizeof a_saved, &a_saved) != 0) {
-        ERR("sched_getaffinity: %s", strerror(errno));
-        goto out;
+/* Drops a SIGPIPE raised during the run (unless one was pending before), then
+ * gives the caller its mask back. */
+static void restore_sigpipe(krun *k) {
+    if (!k->pipe_was_pending) {
+        struct timespec zero = {0, 0};
+        while (sigtimedwait(&k->pipe_set, NULL, &zero) == SIGPIPE) {}
     }
-    if (is_pipe && (pipe2(s->p1, O_CLOEXEC) != 0 || pipe2(s->p2, O_CLOEXEC) != 0 ||
-                    pipe2(s->pb, O_CLOEXEC) != 0)) {
-        ERR("pipe2: %s", strerror(errno));
-        goto out;
-    }
+    pthread_sigmask(SIG_SETMASK, &k->old_mask, NULL);
+}
 
-    /* B is started before A pins itself, so that an unpinned B (cpu_b = -1)
-     * inherits the caller's own affinity, not cpu_a. */
-    if (is_proc) {
-        pid_t parent = getpid();
-        int crfd = s->p1[0], cwfd = s->p2[1];
-        const int drop[4] = {s->p1[1], s->p2[0], s->pb[0], s->pb[1]};
+static int start_child(krun *k, int cpu_b, char *err, size_t errlen) {
+    kshared *s = k->s;
+    pid_t parent = getpid();
+    int crfd = s->p1[0], cwfd = s->p2[1];
+    const int drop[4] = {s->p1[1], s->p2[0], s->pb[0], s->pb[1]};
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
-        child = _Fork();   /* no atfork handlers: the child runs none of the host's code */
+    k->child = _Fork();   /* no atfork handlers: the child runs none of the host's code */
 #else
-        child = fork();
+    k->child = fork();
 #endif
-        if (child < 0) {
-            ERR("fork: %s", strerror(errno));
-            goto out;
-        }
-        if (child == 0) b_child(s, parent, crfd, cwfd, drop);
-        close_fd(&s->p1[0]);
-        close_fd(&s->p2[1]);
-        char c;
-        if (get1(s->p2[0], &c) != 0) {
-            ERR("the child ended before it was ready");
-            goto out;
-        }
-        if (c == 'E') {
-            char e = 0;
-            get1(s->p2[0], &e);
-            ERR("the child could not pin itself to CPU %d: %s", cpu_b, strerror((unsigned char)e));
-            goto out;
-        }
-        snprintf(b_path, sizeof b_path, "/proc/%d/status", (int)child);
-    } else {
-        int e = pthread_create(&th, NULL, b_thread, s);
-        if (e != 0) {
-            ERR("pthread_create: %s", strerror(e));
-            goto out;
-        }
-        have_thread = 1;
-        int state = wait_change(&s->ready, 0);
-        if (state == 2) {
-            ERR("thread B could not pin itself to CPU %d: %s", cpu_b, strerror(s->b_errno));
-            goto out;
-        }
-        snprintf(b_path, sizeof b_path, "/proc/self/task/%d/status", s->b_tid);
+    if (k->child < 0) {
+        ERR("fork: %s", strerror(errno));
+        return -1;
     }
+    if (k->child == 0) b_child(s, parent, crfd, cwfd, drop);
+    close_fd(&s->p1[0]);
+    close_fd(&s->p2[1]);
+    char c;
+    if (get1(s->p2[0], &c) != 0) {
+        ERR("the child ended before it was ready");
+        return -1;
+    }
+    if (c == 'E') {
+        char e = 0;
+        get1(s->p2[0], &e);
+        ERR("the child could not pin itself to CPU %d: %s", cpu_b, strerror((unsigned char)e));
+        return -1;
+    }
+    snprintf(k->b_path, sizeof k->b_path, "/proc/%d/status", (int)k->child);
+    return 0;
+}
 
+static int start_thread(krun *k, int cpu_b, char *err, size_t errlen) {
+    int e = pthread_create(&k->th, NULL, b_thread, k->s);
+    if (e != 0) {
+        ERR("pthread_create: %s", strerror(e));
+        return -1;
+    }
+    k->have_thread = 1;
+    if (wait_change(&k->s->ready, 0) == 2) {
+        ERR("thread B could not pin itself to CPU %d: %s", cpu_b, strerror(k->s->b_errno));
+        return -1;
+    }
+    snprintf(k->b_path, sizeof k->b_path, "/proc/self/task/%d/status", k->s->b_tid);
+    return 0;
+}
+
+/* B is started before A pins itself, so that an unpinned B (cpu_b = -1)
+ * inherits the caller's own affinity, not cpu_a. */
+static int start_run(krun *k, int cpu_a, int cpu_b, char *err, size_t errlen) {
+    kshared *s = k->s;
+    if (sched_getaffinity(0, sizeof k->a_saved, &k->a_saved) != 0) {
+        ERR("sched_getaffinity: %s", strerror(errno));
+        return -1;
+    }
+    if (k->is_pipe && (pipe2(s->p1, O_CLOEXEC) != 0 || pipe2(s->p2, O_CLOEXEC) != 0 ||
+                       pipe2(s->pb, O_CLOEXEC) != 0)) {
+        ERR("pipe2: %s", strerror(errno));
+        return -1;
+    }
+    if ((k->is_proc ? start_child : start_thread)(k, cpu_b, err, errlen) != 0) return -1;
     if (cpu_a >= 0) {
         if (pin_self(cpu_a) != 0) {
             ERR("could not pin the calling thread to CPU %d: %s", cpu_a, strerror(errno));
-            goto out;
+            return -1;
         }
-        a_pinned = 1;
+        k->a_pinned = 1;
     }
+    return 0;
+}
 
+/* One repeat: the empty loop, then the ping-pong between two readings of both
+ * sides' context-switch counts. */
+static int time_one(krun *k, kloop_fn loop, kloop_fn base, uint64_t rounds, lk_ksample *o,
+                    char *err, size_t errlen) {
+    kshared *s = k->s;
+    memset(o, 0, sizeof *o);
+    if (timed(base, s, rounds, &o->base_ns, &o->base_ticks) != 0) {
+        ERR("baseline pipe failed: %s", strerror(errno));
+        return -1;
+    }
+    uint64_t av0, ai0, bv0, bi0, av1, ai1, bv1, bi1;
+    if (task_ctxsw(k->b_path, &bv0, &bi0) != 0) {
+        ERR("cannot read %s: %s", k->b_path, strerror(errno));
+        return -1;
+    }
+    self_ctxsw(&av0, &ai0);
+    uint64_t c0 = s->a_count + s->b_count;
+    int lrc = timed(loop, s, rounds, &o->loop_ns, &o->loop_ticks);
+    self_ctxsw(&av1, &ai1);
+    if (lrc != 0) {
+        ERR("the %s ping-pong broke off: %s", lk_kmode_name(k->mode), strerror(errno));
+        return -1;
+    }
+    if (task_ctxsw(k->b_path, &bv1, &bi1) != 0) {
+        ERR("cannot read %s: %s", k->b_path, strerror(errno));
+        return -1;
+    }
+    o->counted = s->a_count + s->b_count - c0;
+    o->switches = 2 * rounds;
+    o->vol_ctxsw = (av1 - av0) + (bv1 - bv0);
+    o->invol_ctxsw = (ai1 - ai0) + (bi1 - bi0);
+    return 0;
+}
+
+static int time_repeats(krun *k, uint64_t rounds, int warmup, int repeats, lk_ksample *out,
+                        char *err, size_t errlen) {
     kloop_fn loop, base;
-    switch (mode) {
+    switch (k->mode) {
     case LK_K_FUTEX: loop = a_futex; base = base_futex; break;
     case LK_K_CONDVAR: loop = a_condvar; base = base_condvar; break;
     default: loop = a_pipe; base = base_pipe; break;
     }
-
     for (int r = -warmup; r < repeats; r++) {
-        lk_ksample tmp, *o = r >= 0 ? &out[r] : &tmp;
-        memset(o, 0, sizeof *o);
-        if (timed(base, s, rounds, &o->base_ns, &o->base_ticks) != 0) {
-            ERR("baseline pipe failed: %s", strerror(errno));
-            goto out;
-        }
-        uint64_t av0, ai0, bv0, bi0, av1, ai1, bv1, bi1;
-        if (task_ctxsw(b_path, &bv0, &bi0) != 0) {
-            ERR("cannot read %s: %s", b_path, strerror(errno));
-            goto out;
-        }
-        self_ctxsw(&av0, &ai0);
-        uint64_t c0 = s->a_count + s->b_count;
-        int lrc = timed(loop, s, rounds, &o->loop_ns, &o->loop_ticks);
-        self_ctxsw(&av1, &ai1);
-        if (lrc != 0) {
-            ERR("the %s ping-pong broke off: %s", lk_kmode_name(mode), strerror(errno));
-            goto out;
-        }
-        if (task_ctxsw(b_path, &bv1, &bi1) != 0) {
-            ERR("cannot read %s: %s", b_path, strerror(errno));
-            goto out;
-        }
-        o->counted = s->a_count + s->b_count - c0;
-        o->switches = 2 * rounds;
-        o->vol_ctxsw = (av1 - av0) + (bv1 - bv0);
-        o->invol_ctxsw = (ai1 - ai0) + (bi1 - bi0);
+        lk_ksample tmp;
+        if (time_one(k, loop, base, rounds, r >= 0 ? &out[r] : &tmp, err, errlen) != 0) return -1;
     }
-    rc = 0;
+    return 0;
+}
 
-out:
-    /* Stop B whatever state it is in; every stop below is a state change B
-     * cannot miss, so the join / wait that follows cannot hang. */
-    if (have_thread) {
-        switch (mode) {
+/* Stops B whatever state it is in; every stop below is a state change B cannot
+ * miss, so the join / wait that follows cannot hang. Returns rc, or -1 if the
+ * child did not end cleanly after a run that had succeeded. */
+static int stop_run(krun *k, int rc, char *err, size_t errlen) {
+    kshared *s = k->s;
+    if (k->have_thread) {
+        switch (k->mode) {
         case LK_K_FUTEX:
             __atomic_store_n(&s->stop, 1, __ATOMIC_RELAXED);
             st(&s->turn, 1);
@@ -558,42 +618,40 @@ out:
             close_fd(&s->p1[1]);   /* B reads end-of-file */
             break;
         }
-        pthread_join(th, NULL);
+        pthread_join(k->th, NULL);
     }
-    if (child > 0) {
+    if (k->child > 0) {
         close_fd(&s->p1[1]);       /* the child reads end-of-file and exits */
-        int status = reap_child(child);
+        int status = reap_child(k->child);
+        char how[64];
+        describe_status(status, how, sizeof how);
         if (rc == 0 && status != 0 && status != -1) {
-            char how[64];
-            describe_status(status, how, sizeof how);
             ERR("the child did not end cleanly: %s", how);
             rc = -1;
         } else if (rc != 0) {
             /* Append why the child ended: often the real cause of a broken ping-pong. */
-            char how[64];
-            describe_status(status, how, sizeof how);
             size_t used = err ? strlen(err) : 0;
             if (err && used < errlen) snprintf(err + used, errlen - used, " (child: %s)", how);
         }
     }
-    for (int i = 0; i < 2; i++) {
-        close_fd(&s->p1[i]);
-        close_fd(&s->p2[i]);
-        close_fd(&s->pb[i]);
-    }
-    if (a_pinned) sched_setaffinity(0, sizeof a_saved, &a_saved);
-    if (!pipe_was_pending) {
-        struct timespec zero = {0, 0};
-        while (sigtimedwait(&pipe_set, NULL, &zero) == SIGPIPE) {}
-    }
-    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
-    pthread_mutex_destroy(&s->m);
-    pthread_cond_destroy(&s->not_empty);
-    pthread_cond_destroy(&s->not_full);
-    pthread_mutex_destroy(&s->bm);
-    pthread_cond_destroy(&s->bne);
-    pthread_cond_destroy(&s->bnf);
-    munmap(s, sizeof *s);
+    if (k->a_pinned) sched_setaffinity(0, sizeof k->a_saved, &k->a_saved);
+    return rc;
+}
+
+int lk_kpingpong(int mode, int cpu_a, int cpu_b, uint64_t rounds, int warmup, int repeats,
+                 lk_ksample *out, char *err, size_t errlen) {
+    if (check_args(mode, cpu_a, cpu_b, rounds, warmup, repeats, out, err, errlen) != 0) return -1;
+    krun k = {.mode = mode, .child = -1};
+    k.is_pipe = mode == LK_K_PIPE_THREADS || mode == LK_K_PIPE_PROCESSES;
+    k.is_proc = mode == LK_K_PIPE_PROCESSES;
+    k.s = shared_new(mode, cpu_b, err, errlen);
+    if (!k.s) return -1;
+    block_sigpipe(&k);
+    int rc = start_run(&k, cpu_a, cpu_b, err, errlen);
+    if (rc == 0) rc = time_repeats(&k, rounds, warmup, repeats, out, err, errlen);
+    rc = stop_run(&k, rc, err, errlen);
+    restore_sigpipe(&k);
+    shared_free(k.s);
     return rc;
 }
 

@@ -1,5 +1,7 @@
 /* labkit_core.h -- the C side of labkit: kernels, stacks, the timed loops and the self-checks.
- * Everything here is called from labkit/_core.pyx, inside a worker process. */
+ * Its callers, always inside a worker process: labkit/_core.pyx (the default build), ctypes
+ * in labkit/native.py (the -O builds), and the C programs lk_count, the stackful echo
+ * server and the self-tests. */
 #ifndef LABKIT_CORE_H
 #define LABKIT_CORE_H
 
