@@ -18,7 +18,6 @@ from __future__ import annotations
 import datetime
 import html
 import io
-import re
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -171,8 +170,6 @@ class Explorer:
     def __init__(self, *, quick: bool = False, background: bool = True, auto: bool = True,
                  measure: Callable | None = None, save_to: str | Path | None | bool = True,
                  kernel: str = "asm_fpu", show_machine: bool = True):
-        import ipywidgets as w
-
         self.background = background
         self._measure = measure or measure_point
         self.save_to = (_default_save_path() if save_to is True
@@ -183,8 +180,20 @@ class Explorer:
         if kernel not in names:
             raise ValueError(f"kernel must be one of the kernels available here {names}; "
                              f"got {kernel!r}")
+        self._make_widgets(names, kernel, quick, auto)
+        self._wire()
+        self._reset_state()
+        self.ui = self._layout(show_machine)
+        self._refresh_applicable()
+
+    # ---- building the widgets ----
+
+    def _make_widgets(self, names: list[str], kernel: str, quick: bool, auto: bool):
+        import ipywidgets as w
+
         import labkit
 
+        cat = self.catalogue
         style = {"description_width": "110px"}
         wide = w.Layout(width="420px")
         self.kernel = w.Dropdown(
@@ -226,6 +235,7 @@ class Explorer:
         self.plot = w.Image(format="png", layout=w.Layout(max_width="640px"))
         self.table = w.HTML()
 
+    def _wire(self):
         self._params = (self.kernel, self.stack_size, self.contexts, self.build,
                         self.colour_step, self.switches, self.repeats)
         for widget in self._params:
@@ -234,6 +244,7 @@ class Explorer:
         self.sweep_button.on_click(self.on_sweep_click)
         self.stop_button.on_click(self.on_stop_click)
 
+    def _reset_state(self):
         self._frames: list = []
         self._seq = 0
         self._lock = threading.Lock()
@@ -246,12 +257,15 @@ class Explorer:
         self._last_requested: Point | None = None
         self.last_error: str | None = None
 
+    def _layout(self, show_machine: bool):
+        import ipywidgets as w
+
         caption = ""
         if show_machine:
             from labkit.plots import machine_caption
 
             caption = f"<small>{html.escape(machine_caption())}</small>"
-        self.ui = w.VBox([
+        return w.VBox([
             w.HTML(f"<b>labkit explorer</b><br>{caption}"),
             w.HBox([w.VBox([self.kernel, self.stack_size, self.contexts, self.colour_step]),
                     w.VBox([self.build, self.switches, self.repeats, self.auto])]),
@@ -259,7 +273,6 @@ class Explorer:
             self.progress, self.notes, self.status,
             w.HBox([self.plot, self.table]),
         ])
-        self._refresh_applicable()
 
     # ---- what is shown ----
 
@@ -646,54 +659,25 @@ def render_sweep(summary, axis: str) -> bytes:
     return _png(fig)
 
 
-# ---- the start page's index of experiments ----
-
-def _title(source: Path) -> str:
-    for line in source.read_text().splitlines():
-        m = re.match(r"#\s*#\s+(.*)", line)
-        if m:
-            return m.group(1).replace("`", "").strip()
-    return source.stem
-
+# ---- the start page's index, now in labkit.notebook_index ----
 
 def experiment_index():
-    """Every experiment notebook (notebooks/NN_*.py) with its title, the claims it judges
-    and, where a run left them, its last verdicts: the start page's live table."""
-    import pandas as pd
+    """Deprecated: labkit.notebook_index.experiment_index."""
+    import warnings
 
-    from labkit import reproduce, results, verdicts
+    from labkit import notebook_index
 
-    claims = verdicts.claims()
-    rows = []
-    for src in reproduce.notebook_sources() + [reproduce.NOTEBOOKS / "compare_machines.py"]:
-        if not src.exists():
-            continue
-        name = src.stem
-        mine = claims[claims.experiment == name].claim_id.tolist()
-        last = ""
-        vfile = results.data_dir() / f"{name}_verdicts.csv"
-        if name != reproduce.LEDGER and vfile.exists():
-            v = pd.read_csv(vfile)
-            last = ", ".join(f"{n} {verdict}" for verdict, n in v.verdict.value_counts().items())
-        rows.append({"notebook": src.name, "title": _title(src), "claims": ", ".join(mine),
-                     "last verdicts": last})
-    return pd.DataFrame(rows)
-
-
-class _Index:
-    def __init__(self, frame):
-        self.frame = frame
-
-    def _repr_html_(self):
-        t = self.frame.copy()
-        t["notebook"] = [f'<a href="{html.escape(n)}">{html.escape(n)}</a>' for n in t.notebook]
-        t["title"] = t["title"].map(html.escape)
-        return t.to_html(index=False, escape=False, border=0)
-
-    def __repr__(self):
-        return self.frame.to_string(index=False)
+    warnings.warn("labkit.explore.experiment_index moved to labkit.notebook_index",
+                  DeprecationWarning, stacklevel=2)
+    return notebook_index.experiment_index()
 
 
 def show_index():
-    """experiment_index() with each notebook a link (JupyterLab opens it on a click)."""
-    return _Index(experiment_index())
+    """Deprecated: labkit.notebook_index.show_index."""
+    import warnings
+
+    from labkit import notebook_index
+
+    warnings.warn("labkit.explore.show_index moved to labkit.notebook_index",
+                  DeprecationWarning, stacklevel=2)
+    return notebook_index.show_index()

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import labkit
-from labkit import explore, reproduce, workshop
+from labkit import explore, notebook_index, reproduce, workshop
 from labkit.explore import EXTENSION, Explorer, Point
 
 NOTEBOOKS = reproduce.NOTEBOOKS
@@ -317,9 +317,9 @@ def test_start_page_links_every_experiment_the_explorer_and_the_workshop():
     for ex in EXERCISES:
         assert f"workshop/{ex.name}" in links
     # The live index links every experiment notebook there is, added later ones included.
-    index = explore.experiment_index()
+    index = notebook_index.experiment_index()
     assert set(index.notebook) >= {p.name for p in reproduce.notebook_sources()}
-    html = explore.show_index()._repr_html_()
+    html = notebook_index.show_index()._repr_html_()
     for src in reproduce.notebook_sources():
         assert f'href="{src.name}"' in html
 
