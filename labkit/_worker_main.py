@@ -1,5 +1,6 @@
-"""Entry point of a labkit worker process: reads one JSON job a line on stdin, runs it
-in the compiled core, writes one JSON answer a line on stdout.
+"""Entry point of a labkit worker process: reads one JSON job a line on stdin, runs it,
+writes one JSON answer a line on stdout. A job names a labkit.*.worker_* function and
+its arguments (labkit.worker.job); the module that owns a measurement owns its function.
 
 A kernel that crashes (a stack overflow into the guard page, say) kills only this
 process; labkit.worker turns that into a Python exception in the caller.
@@ -16,21 +17,31 @@ _AFFINITY = os.sched_getaffinity(0)
 
 
 def _run(job: dict):
+    import importlib
+
+    cpu = job.get("cpu")
+    os.sched_setaffinity(0, {cpu} if cpu is not None else _AFFINITY)
+    if "op" in job:
+        return _run_named(job)
+    # A labkit module's worker-side function: measurement modules keep their C calls
+    # (ctypes, Cython) in functions named worker_*, run here and never in the caller.
+    module, function = job["module"], job["function"]
+    if not module.startswith("labkit.") or not function.startswith("worker_"):
+        raise ValueError(f"a worker may only run labkit.*.worker_* functions, not "
+                         f"{module}.{function}")
+    return getattr(importlib.import_module(module), function)(**job.get("kwargs", {}))
+
+
+def _run_named(job: dict):
+    """The ping-pong and ring jobs of labkit.timing, by name (the older protocol)."""
     from labkit import _core
 
     op = job["op"]
-    cpu = job.get("cpu")
-    os.sched_setaffinity(0, {cpu} if cpu is not None else _AFFINITY)
-    if op == "kpingpong":
-        return _core.kpingpong(job["mode"], job["cpu_a"], job["cpu_b"], job["rounds"],
-                               job["warmup"], job["repeats"])
-    if op == "yield_run":
-        return _core.yield_run(job["cpu"], job["units"], job["k"])
+    build = job.get("build")
     if op == "py_pingpong":
         from labkit import pypeers
 
         return pypeers.pingpong(job["peer"], job["rounds"], job["warmup"], job["repeats"])
-    build = job.get("build")
     if op == "peer_pingpong":
         from labkit import native
 
@@ -50,31 +61,8 @@ def _run(job: dict):
         return _core.ring(job["kernel"], job["n"], job["asymmetric"], job["stack_size"],
                           job["colour_step"], job["prefault"], job["laps"], job["warmup"],
                           job["repeats"])
-    if op == "regtest":
-        return _core.regtest(job["kernel"])
-    if op == "fptest":
-        return _core.fptest(job["kernel"])
-    if op == "stack_probe":
-        return _core.stack_probe(job["kernel"], job["stack_size"], job["use_bytes"])
-    if op == "ticks_per_ns":
-        return _core.ticks_per_ns(job["ms"])
     if op == "call":
-        # A labkit module's worker-side function: measurement modules keep their C calls
-        # (ctypes, Cython) in functions named worker_*, run here and never in the caller.
-        import importlib
-
-        module, function = job["module"], job["function"]
-        if not module.startswith("labkit.") or not function.startswith("worker_"):
-            raise ValueError(f"call may only run labkit.*.worker_* functions, not "
-                             f"{module}.{function}")
-        return getattr(importlib.import_module(module), function)(**job.get("kwargs", {}))
-    if op == "ping":
-        return os.getpid()
-    if op == "sleep":  # for the tests of time-outs
-        import time
-
-        time.sleep(job["seconds"])
-        return None
+        return _run({k: v for k, v in job.items() if k != "op"})
     raise ValueError(f"unknown worker op {op!r}")
 
 

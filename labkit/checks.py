@@ -22,8 +22,8 @@ def check_registers(kernel: str):
     import pandas as pd
 
     kernel = _stackful(kernel)
-    rows = _worker.run({"op": "regtest", "kernel": _kernels.kernel_index(kernel)},
-                       describe=f"register check of kernel {kernel!r}", timeout=60)
+    rows = _worker.call("labkit.checks", "worker_regtest", kernel=_kernels.kernel_index(kernel),
+                        describe=f"register check of kernel {kernel!r}", timeout=60)
     out = []
     for r in rows:
         for side, a, b in (("main", "main_in", "main_out"), ("other", "other_in", "other_out")):
@@ -37,8 +37,8 @@ def check_fp_control(kernel: str) -> dict:
     contexts and switch between them. Returns what each side set and found afterwards
     (status flags masked out: they are caller-saved), and `kept`: whether both survived."""
     kernel = _stackful(kernel)
-    r = _worker.run({"op": "fptest", "kernel": _kernels.kernel_index(kernel)},
-                    describe=f"FP control check of kernel {kernel!r}", timeout=60)
+    r = _worker.call("labkit.checks", "worker_fptest", kernel=_kernels.kernel_index(kernel),
+                     describe=f"FP control check of kernel {kernel!r}", timeout=60)
     mask = r["mask"]
 
     def same(a, b):
@@ -58,7 +58,27 @@ def probe_stack(kernel: str, stack_size: int, use_bytes: int) -> int:
     # Up to the stack and well past it (into the guard page is the point of some probes),
     # but not past what a C size can hold.
     n = _v.integer_in("use_bytes", use_bytes, 0, 1 << 40)
-    return _worker.run(
-        {"op": "stack_probe", "kernel": _kernels.kernel_index(kernel), "stack_size": size,
-         "use_bytes": n},
+    return _worker.call(
+        "labkit.checks", "worker_stack_probe", kernel=_kernels.kernel_index(kernel),
+        stack_size=size, use_bytes=n,
         describe=f"kernel {kernel!r} (stack_size={size}, use_bytes={n})", timeout=60)
+
+
+# ---- run in the worker process (labkit.worker.call) ----
+
+def worker_regtest(kernel: int) -> list:
+    from labkit import _core
+
+    return _core.regtest(kernel)
+
+
+def worker_fptest(kernel: int) -> dict:
+    from labkit import _core
+
+    return _core.fptest(kernel)
+
+
+def worker_stack_probe(kernel: int, stack_size: int, use_bytes: int) -> int:
+    from labkit import _core
+
+    return _core.stack_probe(kernel, stack_size, use_bytes)

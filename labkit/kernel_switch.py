@@ -48,9 +48,9 @@ def measure_kernel_switch(mode: str, *, cpus=(0, 0), switches: int = 20_000,
     timeout = _v.timeout(timeout) or 60.0 + (repeats + warmup) * switches * 2e-4
     meta = _machine.row_metadata()
     describe = f"kernel switch {mode!r} (cpus={a},{b}, switches={switches}, repeats={repeats})"
-    samples = _worker.run(
-        {"op": "kpingpong", "mode": KMODES.index(mode), "cpu_a": a, "cpu_b": b,
-         "rounds": switches // 2, "warmup": warmup, "repeats": repeats},
+    samples = _worker.call(
+        "labkit.kernel_switch", "worker_kpingpong", mode=KMODES.index(mode), cpu_a=a, cpu_b=b,
+        rounds=switches // 2, warmup=warmup, repeats=repeats,
         describe=describe, timeout=timeout)
     import pandas as pd
 
@@ -115,9 +115,10 @@ def measure_yield(*, units: int = 20_000, every: list[int] = (0, 1, 10, 100), cp
     rows = []
     for k in ks:
         for i in range(repeats):
-            s = _worker.run({"op": "yield_run", "cpu": cpu, "units": units, "k": k},
-                            describe=f"yield run (units={units}, k={k}, cpu={cpu})",
-                            timeout=_v.timeout(timeout) or 120.0 + units * 1e-3)
+            s = _worker.call("labkit.kernel_switch", "worker_yield_run", pin=cpu, cpu=cpu,
+                             units=units, k=k,
+                             describe=f"yield run (units={units}, k={k}, cpu={cpu})",
+                             timeout=_v.timeout(timeout) or 120.0 + units * 1e-3)
             if s["units_done"] != 2 * units:
                 from labkit.timing import SwitchCountError
 
@@ -135,3 +136,18 @@ def two_cpus() -> tuple[int, int] | None:
     """Two distinct CPUs this process may use, or None if it has only one."""
     cpus = sorted(os.sched_getaffinity(0))
     return (cpus[0], cpus[1]) if len(cpus) >= 2 else None
+
+
+# ---- run in the worker process (labkit.worker.call) ----
+
+def worker_kpingpong(mode: int, cpu_a: int, cpu_b: int, rounds: int, warmup: int,
+                     repeats: int) -> list:
+    from labkit import _core
+
+    return _core.kpingpong(mode, cpu_a, cpu_b, rounds, warmup, repeats)
+
+
+def worker_yield_run(cpu: int, units: int, k: int) -> dict:
+    from labkit import _core
+
+    return _core.yield_run(cpu, units, k)

@@ -95,8 +95,8 @@ def _static_info() -> dict:
 
     meta = pyperf.Run([1.0], collect_metadata=True).get_metadata()
     build = _core.build_info()
-    ticks = worker.run({"op": "ticks_per_ns", "ms": 200}, describe="TSC calibration",
-                       timeout=60)
+    ticks = worker.call("labkit.machine", "worker_ticks_per_ns", ms=200,
+                        describe="TSC calibration", timeout=60)
     info = {
         "cpu_model": _cpu_model(),
         "arch": build["arch"],
@@ -151,3 +151,10 @@ def row_metadata(build: str | None = None, peer: bool = False) -> dict:
         row["opt_level"] = _opt_level(row["cflags"]) + (
             " -march=native" if "-march=native" in row["cflags"] else "")
     return row
+
+
+# ---- run in the worker process (labkit.worker.call) ----
+
+def worker_ticks_per_ns(ms: int) -> float:
+    """TSC ticks per nanosecond, calibrated against CLOCK_MONOTONIC over `ms` milliseconds."""
+    return _core.ticks_per_ns(ms)

@@ -186,8 +186,31 @@ def run(job: dict, *, describe: str, timeout: float | None = None):
         raise MeasurementTimeout(f"{describe}: {exc}") from None
 
 
-def call(module: str, function: str, *, describe: str, timeout: float | None = None, **kwargs):
-    """Run labkit.<module>.worker_<name>(**kwargs) in the shared worker process and return
-    its (JSON-serialisable) result; a crash becomes KernelCrashError naming `describe`."""
-    return run({"op": "call", "module": module, "function": function, "kwargs": kwargs},
-               describe=describe, timeout=timeout)
+def job(module: str, function: str, *, pin: int | None = None, **kwargs) -> dict:
+    """The one kind of job a worker runs: labkit.<module>.worker_<name>(**kwargs), pinned to
+    CPU `pin` for that job only (None: the worker's own CPUs)."""
+    return {"module": module, "function": function, "kwargs": kwargs, "cpu": pin}
+
+
+def call(module: str, function: str, *, describe: str, timeout: float | None = None,
+         pin: int | None = None, worker: Worker | None = None, **kwargs):
+    """Run labkit.<module>.worker_<name>(**kwargs) in a worker process (the shared one
+    unless `worker` is given) and return its JSON-serialisable result. A crash becomes
+    KernelCrashError naming `describe`; a time-out kills the worker."""
+    try:
+        return (worker or shared_worker()).call(job(module, function, pin=pin, **kwargs),
+                                                timeout=timeout, describe=describe)
+    except MeasurementTimeout as exc:
+        raise MeasurementTimeout(f"{describe}: {exc}") from None
+
+
+# ---- run in the worker process, for the tests of the worker itself ----
+
+def worker_ping() -> int:
+    """The worker's process id."""
+    return os.getpid()
+
+
+def worker_sleep(seconds: float) -> None:
+    """Sleep: a job that outlives a time-out."""
+    time.sleep(seconds)

@@ -65,9 +65,9 @@ def test_nothing_is_left_running_even_after_a_failure():
     # A run that fails inside C (the other side cannot pin itself) cleans up too.
     for mode in range(len(labkit.KMODES)):
         with pytest.raises(worker.WorkerError, match="pin"):
-            worker.run({"op": "kpingpong", "mode": mode, "cpu_a": 0, "cpu_b": 1023,
-                        "rounds": 100, "warmup": 0, "repeats": 1}, describe="bad pin",
-                       timeout=60)
+            worker.call("labkit.kernel_switch", "worker_kpingpong", mode=mode, cpu_a=0,
+                        cpu_b=1023, rounds=100, warmup=0, repeats=1, describe="bad pin",
+                        timeout=60)
     assert worker.shared_worker().pid == pid  # the worker survived
     assert _threads_and_children(pid) == (1, [])
 

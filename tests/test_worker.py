@@ -22,19 +22,19 @@ def _alive(pid):
 def test_timeout_kills_the_worker_and_says_so():
     w = worker.Worker()
     try:
-        pid = w.call({"op": "ping"}, timeout=30, describe="ping")
+        pid = worker.call("labkit.worker", "worker_ping", worker=w, timeout=30, describe="ping")
         with pytest.raises(worker.MeasurementTimeout, match="did not answer"):
-            w.call({"op": "sleep", "seconds": 60}, timeout=0.5, describe="sleep")
+            worker.call("labkit.worker", "worker_sleep", seconds=60, worker=w, timeout=0.5, describe="sleep")
         assert not _alive(pid)
         # The next call starts a new worker.
-        assert w.call({"op": "ping"}, timeout=30, describe="ping") != pid
+        assert worker.call("labkit.worker", "worker_ping", worker=w, timeout=30, describe="ping") != pid
     finally:
         w.close()
 
 
 def test_close_leaves_no_process():
     w = worker.Worker()
-    pid = w.call({"op": "ping"}, timeout=30, describe="ping")
+    pid = worker.call("labkit.worker", "worker_ping", worker=w, timeout=30, describe="ping")
     assert _alive(pid)
     w.close()
     assert not _alive(pid)
@@ -43,8 +43,10 @@ def test_close_leaves_no_process():
 def test_worker_errors_are_reported():
     w = worker.Worker()
     try:
-        with pytest.raises(worker.WorkerError, match="unknown worker op"):
-            w.call({"op": "no-such-op"}, timeout=30, describe="bogus job")
+        with pytest.raises(worker.WorkerError, match="may only run labkit"):
+            worker.call("os", "system", command="true", worker=w, timeout=30, describe="bogus job")
+        with pytest.raises(worker.WorkerError, match="has no attribute"):
+            worker.call("labkit.worker", "worker_nothing", worker=w, timeout=30, describe="bogus job")
     finally:
         w.close()
 
