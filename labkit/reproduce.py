@@ -98,7 +98,7 @@ def notebook_parameters(source: Path) -> set[str]:
     return names
 
 
-def _ipc_kernel_manager():
+def _ipc_kernel_manager(stderr_path: Path | None = None):
     """A kernel manager whose kernels listen on Unix sockets in a fresh private directory
     rather than on localhost TCP ports: no other user of a shared machine can reach them,
     ipykernel has no unencrypted-TCP warning to print per notebook, and two runs at once
@@ -123,7 +123,38 @@ def _ipc_kernel_manager():
             atexit.register(shutil.rmtree, folder, True)
             return os.path.join(folder, "kernel")
 
+        async def _async_launch_kernel(self, kernel_cmd, **kw):
+            # The kernel's own log (and its complaints when a Ctrl-C stops it) goes to a
+            # file beside the executed notebook, not into the terminal's status line.
+            if stderr_path is None:
+                return await super()._async_launch_kernel(kernel_cmd, **kw)
+            with open(stderr_path, "ab") as log:  # the kernel keeps its own copy
+                kw["stderr"] = log
+                return await super()._async_launch_kernel(kernel_cmd, **kw)
+
+        _launch_kernel = _async_launch_kernel
+
     return IPCKernelManager
+
+
+def ensure_kernel() -> str:
+    """The Jupyter kernel the notebooks run on: `labkit`, registered for this Python (in
+    its environment) the first time, as `make setup` does, so that a freshly installed
+    labkit runs its notebooks without a set-up step."""
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        KernelSpecManager().get_kernel_spec(KERNEL_NAME)
+        return KERNEL_NAME
+    except NoSuchKernel:
+        pass
+    from ipykernel.kernelspec import install
+
+    try:
+        install(kernel_name=KERNEL_NAME, display_name="labkit (Python 3)", prefix=sys.prefix)
+    except OSError:  # a system Python we may not write to: the user's own kernels
+        install(kernel_name=KERNEL_NAME, display_name="labkit (Python 3)", user=True)
+    return KERNEL_NAME
 
 
 def run_notebook(source: Path, *, quick: bool, out_dir: Path, results_dir: Path | None = None,
@@ -156,7 +187,7 @@ def run_notebook(source: Path, *, quick: bool, out_dir: Path, results_dir: Path 
                     str(src_ipynb), str(tmp_ipynb), parameters={"quick": quick, **parameters},
                     kernel_name=KERNEL_NAME, cwd=str(source.parent), progress_bar=False,
                     execution_timeout=timeout, log_output=False,
-                    kernel_manager_class=_ipc_kernel_manager(),
+                    kernel_manager_class=_ipc_kernel_manager(out_dir / f"{name}.kernel.log"),
                 )
             except BaseException:
                 # Keep the partly executed copy beside the others, for the error's context.
@@ -174,6 +205,9 @@ def run_notebook(source: Path, *, quick: bool, out_dir: Path, results_dir: Path 
                        parameters=parameters)
     finally:
         src_ipynb.unlink(missing_ok=True)
+        log = out_dir / f"{name}.kernel.log"
+        if log.exists() and log.stat().st_size == 0:
+            log.unlink()
         if results_dir is not None:
             if env_before is None:
                 os.environ.pop("LABKIT_RESULTS_DIR", None)
@@ -370,6 +404,7 @@ def run(args, parser: argparse.ArgumentParser) -> int:
     out = reports_dir(args.quick)
     results_dir = out if args.quick else results.home()
     lock = _exclusive(out)  # two runs at once would time each other's load  # noqa: F841
+    ensure_kernel()
     os.environ["LABKIT_RESULTS_DIR"] = str(results_dir)  # for the manifest, here and in kernels
     from labkit import ledger
 
