@@ -225,11 +225,15 @@ def _lab(args) -> int:
 
 
 def _room(argv: list[str]) -> int:
+    import importlib
+
     try:
-        from labkit import room
-    except ImportError as exc:
-        if getattr(exc, "name", "") not in ("labkit.room",):
-            raise
+        room = importlib.import_module("labkit.room")
+    except ModuleNotFoundError as exc:
+        if exc.name != "labkit.room":  # labkit.room is there but needs a package
+            print(f"labkit room: needs {exc.name}, which is not installed: "
+                  "pip install 'labkit[room]'", file=sys.stderr)
+            return 2
         print("labkit room: not available in this build (labkit.room is not installed)",
               file=sys.stderr)
         return 2
