@@ -96,11 +96,12 @@ def make_bundle(out: str | Path, *, quick: bool = False, include_host: bool = Fa
             df.insert(0, "notebook", nb)
             frames.append(df)
     if foreign:
-        where = "; ".join(f"{nb} (machine_id {', '.join(ids)})" for nb, ids in foreign.items())
+        others = sorted({i for ids in foreign.values() for i in ids})
         raise ForeignResultsError(
-            f"refusing to bundle results measured on another machine: {where}; this "
-            f"machine is {info['machine_id']}. Run `labkit reproduce"
-            f"{' --quick' if quick else ''}` here first (results in {results.data_dir()})")
+            f"refusing to bundle results measured on another machine: {len(foreign)} "
+            f"notebooks' results ({', '.join(foreign)}) in {results.data_dir()} come from "
+            f"machine_id {', '.join(others)}, not from this machine ({info['machine_id']}). "
+            f"Run `labkit reproduce{' --quick' if quick else ''}` here first")
     if not frames:
         raise FileNotFoundError(f"no results in {results.data_dir()}: run `labkit reproduce` first")
     measurements = _stringify_objects(pd.concat(frames, ignore_index=True))
