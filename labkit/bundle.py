@@ -139,7 +139,7 @@ def read_bundle(path: str | Path) -> dict:
                if not (path / n).exists()]
     if missing:
         raise ValueError(f"path {path} is not a labkit bundle: missing {', '.join(missing)} "
-                         "(make one with `python -m labkit bundle -o NAME`)")
+                         "(make one with `labkit bundle -o NAME`)")
     meta = json.loads((path / "machine.json").read_text())
     return {"meta": meta, "machine": meta["machine"],
             "measurements": pd.read_parquet(path / "measurements.parquet"),
