@@ -212,8 +212,16 @@ def _lab(args) -> int:
         # The lab's settings are added to the user's own (the user's still win).
         env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
             p for p in (str(checkout / "jupyter"), env.get("JUPYTER_CONFIG_PATH")) if p)
+    notebooks = results.notebooks_dir()
+    if checkout is None:
+        # Installed: the learner edits a copy in the results folder, never site-packages.
+        copy = results.home() / "notebooks"
+        if not copy.exists():
+            shutil.copytree(notebooks, copy)
+            print(f"labkit lab: copied the notebooks to {copy}", file=sys.stderr)
+        notebooks = copy
     cmd = [str(jupyter) if jupyter.exists() else "jupyter", "lab",
-           f"--ServerApp.root_dir={results.notebooks_dir()}"]
+           f"--ServerApp.root_dir={notebooks}"]
     if args.port:
         cmd.append(f"--port={args.port}")
     if args.no_browser:
