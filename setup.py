@@ -8,9 +8,11 @@ so that every measured row can say how it was built. Override them with
 LABKIT_CFLAGS="-O3 -march=native".
 """
 import importlib.util
+import json
 import os
 import shlex
 import shutil
+import subprocess
 import sysconfig
 from pathlib import Path
 
@@ -54,7 +56,28 @@ class BuildEverything(build_ext):
         # be thrown away.
         in_place = self.inplace or getattr(self, "editable_mode", False)
         root = HERE if in_place else Path(self.build_lib)
-        native_build.build(root / "labkit" / native_build.OUT_NAME)
+        out = root / "labkit" / native_build.OUT_NAME
+        native_build.build(out)
+        if not in_place:
+            # An installed labkit has no git beside it: the commit it was built from.
+            (out / "source.json").write_text(json.dumps({"labkit_commit": _commit()}))
+
+
+def _commit() -> str:
+    def git(*args):
+        try:
+            res = subprocess.run(["git", "-C", str(HERE), *args], capture_output=True,
+                                 text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return res.stdout.strip() if res.returncode == 0 else None
+
+    commit = git("rev-parse", "--short=12", "HEAD")
+    if commit is None:
+        return "unknown"
+    dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!data",
+                ":!figures")
+    return commit + ("-dirty" if dirty else "")
 
 
 class BuildPyWithShipped(build_py):

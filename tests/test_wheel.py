@@ -63,6 +63,11 @@ def test_installed_wheel_measures_and_reproduces(wheel, tmp_path):
     rows = json.loads(res.stdout)
     assert len(rows) == 2 and rows[0]["kernel"] == "asm"
     assert all(r["counted_switches"] == r["switches"] for r in rows)
+    # The commit it was built from, not whatever git repository the venv sits in.
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=12", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+    if head:
+        assert rows[0]["labkit_commit"].removesuffix("-dirty") == head
     res = _run([str(labkit), "reproduce", "--quick", "--only", SMALL_NOTEBOOK,
                 "--no-progress"], cwd=work, env=env, timeout=1800)
     home = work / "labkit-results"
