@@ -30,7 +30,7 @@ from pathlib import Path
 
 from labkit import validate as _v
 
-VARIANTS_DIR = Path(__file__).resolve().parent / "variants"
+VARIANTS_DIR = Path(__file__).resolve().parent / "bin"  # labkit.native_build.OUT_NAME
 LOADGEN = "lk_echo_load"
 READ_MODES = ("whole", "some")
 MAX_CONNECTIONS = 1000

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import platform
 import re
@@ -74,7 +75,14 @@ def _git(*args: str) -> str | None:
 
 def labkit_commit() -> str:
     """The lab's git commit, with '-dirty' if its code (not its results) has uncommitted
-    changes."""
+    changes. An installed labkit (no checkout) reports the commit it was built from."""
+    from labkit.results import PACKAGE, checkout
+
+    if checkout() is None:
+        try:
+            return json.loads((PACKAGE / "bin" / "source.json").read_text())["labkit_commit"]
+        except (OSError, ValueError, KeyError):
+            return "unknown"
     commit = _git("rev-parse", "--short=12", "HEAD")
     if commit is None:
         return "unknown"

@@ -1,4 +1,4 @@
-"""The C core's optimisation-level builds (labkit/variants/liblabkit_c-<tag>.so) and the
+"""The C core's optimisation-level builds (labkit/bin/liblabkit_c-<tag>.so) and the
 C++ peers (liblabkit_peers-<tag>.so: Boost.Context, Boost.Fiber, C++20 coroutines, plain
 calls), called through ctypes. Timed runs happen inside worker processes only; the
 look-ups (builds, peer availability, flags) are safe anywhere."""
@@ -9,7 +9,7 @@ import functools
 import platform
 from pathlib import Path
 
-VARIANTS_DIR = Path(__file__).resolve().parent / "variants"
+VARIANTS_DIR = Path(__file__).resolve().parent / "bin"  # labkit.native_build.OUT_NAME
 _FIELDS = ("loop_ns", "loop_ticks", "base_ns", "base_ticks", "switches", "counted",
            "minor_faults")
 
@@ -67,11 +67,12 @@ def peers_missing_reason() -> str:
     """Why the peers library is not there ('' if it is)."""
     if (VARIANTS_DIR / f"liblabkit_peers-{PEER_BUILD}.so").exists():
         return ""
-    log = VARIANTS_DIR / "peers-missing.txt"
-    detail = ""
-    if log.exists():
-        lines = [ln for ln in log.read_text().splitlines() if "error" in ln]
-        detail = f" (compiler said: {lines[0].strip()[:200]})" if lines else ""
+    log = VARIANTS_DIR / f"liblabkit_peers-{PEER_BUILD}.so.missing.txt"
+    text = log.read_text() if log.exists() else ""
+    if text.startswith("missing here:"):
+        return text.splitlines()[0]
+    lines = [ln for ln in text.splitlines() if "error" in ln]
+    detail = f" (compiler said: {lines[0].strip()[:200]})" if lines else ""
     return ("the C++ peers are not built: install Boost and a C++20 compiler "
             "(apt-get install g++ libboost-context-dev libboost-fiber-dev), then run "
             "`make setup`" + detail)

@@ -42,6 +42,8 @@ def _machine_cell(outcomes, info: dict, quick: bool) -> str:
         f"<li><b>{html.escape(o.name)}</b>: "
         + ("ok, from an earlier run" if getattr(o, "earlier", False)
            else f"{'ok' if o.ok else 'FAILED'} ({o.seconds:.0f} s)")
+        + "".join(f", <code>-p {html.escape(str(k))} {html.escape(repr(v))}</code>"
+                  for k, v in sorted(getattr(o, "parameters", {}).items()))
         + (f"<pre>{html.escape(o.error[-1500:])}</pre>" if not o.ok else "") + "</li>"
         for o in sorted(outcomes, key=lambda o: (o.name != "00_claims_ledger", o.name))
     )

@@ -2,8 +2,14 @@
 to a temporary name in the same folder and renamed into place (atomic on POSIX), so an
 interrupted or failed run leaves the previous version whole.
 
-The root is the repository (data/, figures/), or LABKIT_RESULTS_DIR when set: quick runs
-and the tests write elsewhere, so they never replace a full run's results."""
+Where things are:
+- inside a checkout (the package sits beside notebooks/ and data/claims.csv), results go
+  to the checkout's data/ and figures/, as `make reproduce` always did;
+- an installed labkit elsewhere writes to ./labkit-results (or `labkit --results DIR`),
+  and finds the claims registry and the notebooks as package data (labkit/shipped/);
+- LABKIT_RESULTS_DIR, when set, is the folder that holds data/ and figures/: quick runs
+  and the tests write elsewhere, so they never replace a full run's results.
+"""
 from __future__ import annotations
 
 import os
@@ -11,13 +17,58 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+PACKAGE = Path(__file__).resolve().parent
+SHIPPED = PACKAGE / "shipped"  # claims.csv and the notebooks, in an installed wheel
+DEFAULT_OUTSIDE = "labkit-results"
+
+
+def checkout() -> Path | None:
+    """The source checkout this labkit runs from, or None for an installed package."""
+    parent = PACKAGE.parent
+    if (parent / "notebooks").is_dir() and (parent / "data" / "claims.csv").is_file():
+        return parent
+    return None
+
+
+_home_override: Path | None = None
+
+
+def set_home(path: str | os.PathLike | None) -> None:
+    """Make `path` the home of results (data/, figures/, reports/): `labkit --results`."""
+    global _home_override
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a folder (str or Path), not {type(path).__name__}")
+    _home_override = None if path is None else Path(path).resolve()
+
+
+def home() -> Path:
+    """Where a run's data/, figures/ and reports/ go: --results DIR, else the checkout,
+    else ./labkit-results in the current folder."""
+    if _home_override is not None:
+        return _home_override
+    return checkout() or (Path.cwd() / DEFAULT_OUTSIDE).resolve()
+
+
+# The checkout, or (installed) the results home: kept for the code that joins paths to it.
+REPO = checkout() or home()
+
+
+def notebooks_dir() -> Path:
+    """The notebooks: the checkout's notebooks/, or the copy shipped in the package."""
+    c = checkout()
+    return c / "notebooks" if c else SHIPPED / "notebooks"
+
+
+def claims_csv() -> Path:
+    """The claims registry, data/claims.csv, from the checkout or the package."""
+    c = checkout()
+    return c / "data" / "claims.csv" if c else SHIPPED / "data" / "claims.csv"
 
 
 def root() -> Path:
     """The folder that holds data/ and figures/."""
     env = os.environ.get("LABKIT_RESULTS_DIR")
-    return Path(env).resolve() if env else REPO
+    return Path(env).resolve() if env else home()
 
 
 def data_dir() -> Path:
@@ -77,11 +128,16 @@ def load_csv(name: str):
 
 def save_figure(fig, name: str) -> list[Path]:
     """Save a matplotlib figure as figures/<name>.png and .svg, each atomically."""
+    import matplotlib
+
     out = []
     for ext in ("png", "svg"):
         path = figures_dir() / f"{name}.{ext}"
-        with atomic_path(path) as tmp:
+        # No date and fixed ids: rerunning on the same data gives the same bytes, so an
+        # unchanged figure does not show up as changed in git.
+        meta = {"Date": None} if ext == "svg" else {"Software": None}
+        with atomic_path(path) as tmp, matplotlib.rc_context({"svg.hashsalt": "labkit"}):
             fig.savefig(tmp, format=ext, dpi=150 if ext == "png" else None,
-                        bbox_inches="tight")
+                        bbox_inches="tight", metadata=meta)
         out.append(path)
     return out

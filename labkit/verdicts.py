@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import re
 
-from labkit.results import REPO
+from labkit.results import claims_csv
 
 VERDICTS = ("reproduced", "contradicted", "inconclusive", "not-applicable-here")
-CLAIMS_CSV = REPO / "data" / "claims.csv"
+CLAIMS_CSV = claims_csv()  # the checkout's data/claims.csv, or the shipped copy
 _SAFE = re.compile(r"^[\sA-Za-z_0-9.<>=!()+\-*/]*$")
 _NAMES = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 _KEYWORDS = {"and", "or", "not"}

@@ -7,7 +7,22 @@ import pytest
 import labkit
 from labkit import bundle, results
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "synthetic-aarch64.labkit"
+SYNTHETIC = Path(__file__).resolve().parent / "fixtures" / "synthetic-aarch64.labkit"
+
+
+@pytest.fixture
+def FIXTURE(tmp_path):
+    """The synthetic AArch64 bundle, as if made from this labkit commit (merge compares
+    commits)."""
+    import json
+    import shutil
+
+    copy = tmp_path / "synthetic-aarch64.labkit"
+    shutil.copytree(SYNTHETIC, copy)
+    meta = json.loads((copy / "machine.json").read_text())
+    meta["machine"]["labkit_commit"] = labkit.machine_info()["labkit_commit"]
+    (copy / "machine.json").write_text(json.dumps(meta))
+    return copy
 
 
 @pytest.fixture
@@ -18,7 +33,7 @@ def here(tmp_path, monkeypatch):
     df = pd.concat([labkit.measure(k, switches=1000, repeats=2) for k in ("asm", "asm_fpu")],
                    ignore_index=True)
     results.save_csv(df, "04_latency_ladder")
-    return bundle.make_bundle(tmp_path / "this-machine")
+    return bundle.make_bundle(tmp_path / "this-machine", quick=True)
 
 
 def test_bundle_has_the_documented_parts(here):
@@ -29,7 +44,7 @@ def test_bundle_has_the_documented_parts(here):
     assert len(b["verdicts"]) == len(labkit.verdicts.claims())
 
 
-def test_merge_puts_machines_side_by_side(here):
+def test_merge_puts_machines_side_by_side(here, FIXTURE):
     out = bundle.merge([here, FIXTURE])
     assert len(out["machines"]) == 2 and "SYNTHETIC" in out["machines"][1]
     v = out["verdicts"]
@@ -59,7 +74,7 @@ def test_merge_refuses_bad_input(here, tmp_path):
         bundle.read_bundle(None)
 
 
-def test_command_line_merge(here, tmp_path, capsys):
+def test_command_line_merge(here, FIXTURE, tmp_path, capsys):
     from labkit.__main__ import main
 
     assert main(["merge", str(here), str(FIXTURE), "-o", str(tmp_path / "cmp")]) == 0
@@ -68,7 +83,7 @@ def test_command_line_merge(here, tmp_path, capsys):
     assert "at least two" in capsys.readouterr().err
 
 
-def test_compare_notebook_runs_on_two_bundles(here, tmp_path):
+def test_compare_notebook_runs_on_two_bundles(here, FIXTURE, tmp_path):
     from labkit import reproduce
 
     nb = reproduce.NOTEBOOKS / "compare_machines.py"
@@ -84,3 +99,56 @@ def test_compare_notebook_runs_on_two_bundles(here, tmp_path):
                                cwd=str(nb.parent))
     text = (tmp_path / "out.ipynb").read_text()
     assert "SYNTHETIC" in text and "C002.3" in text
+
+
+def test_bundle_refuses_another_machines_rows(tmp_path, monkeypatch):
+    monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path / "results"))
+    df = labkit.measure("asm", switches=1000, repeats=2)
+    df.loc[0, "machine_id"] = "3c7aea930bae"  # as the committed results of a fresh clone
+    results.save_csv(df, "04_latency_ladder")
+    with pytest.raises(bundle.ForeignResultsError, match="3c7aea930bae.*another machine|another machine.*3c7aea930bae"):
+        bundle.make_bundle(tmp_path / "me")
+    assert not (tmp_path / "me.labkit").exists()
+    from labkit.cli import main
+
+    assert main(["bundle", "-o", str(tmp_path / "me")]) == 2
+
+
+def test_no_host_or_path_unless_asked(here, tmp_path):
+    b = bundle.read_bundle(here)
+    text = (here / "machine.json").read_text()
+    assert "hostname" not in b["machine"] and "results_root" not in b["meta"]
+    assert str(tmp_path) not in text
+    assert "hostname" not in b["measurements"].columns
+    for col in b["measurements"].select_dtypes(object).columns:
+        assert not b["measurements"][col].astype(str).str.contains(str(tmp_path)).any(), col
+    with_host = bundle.make_bundle(tmp_path / "with-host", quick=True, include_host=True)
+    meta = bundle.read_bundle(with_host)
+    assert meta["machine"]["hostname"] == labkit.machine_info()["hostname"]
+    assert meta["meta"]["results_root"] == str(tmp_path / "results")
+
+
+def test_merge_checks_mode_commit_and_format(here, FIXTURE, tmp_path):
+    import json
+    import shutil
+
+    def variant(name, **changes):
+        copy = tmp_path / f"{name}.labkit"
+        shutil.copytree(FIXTURE, copy)
+        meta = json.loads((copy / "machine.json").read_text())
+        for key, value in changes.items():
+            if key == "commit":
+                meta["machine"]["labkit_commit"] = value
+            else:
+                meta[key] = value
+        (copy / "machine.json").write_text(json.dumps(meta))
+        return copy
+
+    with pytest.raises(ValueError, match="quick and full"):
+        bundle.merge([here, variant("full", quick=False)])
+    with pytest.raises(ValueError, match="different labkit commits"):
+        bundle.merge([here, variant("old", commit="0123456789ab")])
+    assert bundle.merge([here, variant("old2", commit="0123456789ab")],
+                        same_commit=False)["machines"]
+    with pytest.raises(ValueError, match="format 1"):
+        bundle.merge([here, variant("v1", format=1)])

@@ -115,3 +115,39 @@ def test_results_are_readable_by_others(results_dir):
     finally:
         os.umask(umask)
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
+def test_same_figure_same_bytes(results_dir):
+    # No date and no random ids in the SVG: rerunning on the same data leaves git clean.
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def draw():
+        fig, ax = plt.subplots()
+        ax.errorbar([1, 2, 3], [3, 1, 2], yerr=[0.1, 0.2, 0.3], marker="o", label="asm")
+        ax.legend()
+        ax.set_clip_on(True)
+        paths = results.save_figure(fig, "determinism")
+        plt.close(fig)
+        return {p.suffix: p.read_bytes() for p in paths}
+
+    first, second = draw(), draw()
+    assert first[".svg"] == second[".svg"] and first[".png"] == second[".png"]
+    assert b"<dc:date>" not in first[".svg"]
+
+
+def test_progress_line_reads_the_sweeps_file(tmp_path):
+    import io
+    import json
+    import time
+
+    progress = tmp_path / "p.json"
+    line = reproduce.StatusLine(progress, total=3, stream=io.StringIO())
+    line.notebook(2, "04_latency_ladder")
+    assert line.text().startswith("[2/3] 04_latency_ladder") and "point" not in line.text()
+    progress.write_text(json.dumps({"desc": "kernels", "done": 4, "total": 10,
+                                    "started": time.time() - 8}))
+    text = line.text()
+    assert "kernels: point 5/10" in text and "ETA 0:1" in text and "elapsed" in text

@@ -6,9 +6,12 @@ from pathlib import Path
 
 import pytest
 
-CSRC = Path(__file__).resolve().parent.parent / "labkit" / "csrc"
-SOURCES = [str(CSRC / f) for f in ("selftest.c", "kernels.c", "harness.c", "ring.c")]
-KSWITCH = [str(CSRC / f) for f in ("kswitch_selftest.c", "kswitch.c")]
+from labkit import native_build
+
+# The source lists are declared once, in labkit/native_build.py (setup.py reads them too).
+PACKAGE = Path(native_build.__file__).resolve().parent
+SOURCES = [str(PACKAGE / f) for f in native_build.SELFTEST_SOURCES]
+KSWITCH = [str(PACKAGE / f) for f in native_build.KSWITCH_SELFTEST_SOURCES]
 
 
 def _build_and_run(cc, out, run_prefix=(), opt="-O2", extra=()):

@@ -1,0 +1,124 @@
+"""Ctrl-C and resume: a run interrupted by SIGINT to its process group stops with a short
+message (no traceback, no process left behind), and `--resume` measures only the sweep
+points the checkpoint does not hold: none twice, none lost. A tiny notebook stands in
+for the suite."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from labkit import reproduce
+
+pytestmark = pytest.mark.notebook
+
+POINTS = 10
+TINY = textwrap.dedent(f'''\
+    # %% tags=["parameters"]
+    quick = False
+    log = ""
+
+    # %%
+    import time
+
+    import pandas as pd
+
+    from labkit import results
+    from labkit.sweep import sweep
+
+
+    def one(i):
+        with open(log, "a") as f:  # every point that starts being measured
+            f.write(f"{{i}}\\n")
+        time.sleep(0.5)
+        return pd.DataFrame({{"value": [i * 10]}})
+
+
+    df = sweep(one, [{{"i": i}} for i in range({POINTS})], desc="tiny", checkpoint="90_tiny")
+    results.save_csv(df, "90_tiny")
+    ''')
+
+# Runs reproduce on a folder holding only the tiny notebook, with its results in `home`.
+DRIVER = textwrap.dedent('''\
+    import sys
+    from pathlib import Path
+    from labkit import reproduce, results
+    reproduce.NOTEBOOKS = Path(sys.argv[1])
+    results.set_home(sys.argv[2])
+    sys.exit(reproduce.main(sys.argv[3:]))
+    ''')
+
+
+def _start(tmp_path, *extra):
+    log = tmp_path / "measured.log"
+    # Its own process group, as a terminal gives a command: Ctrl-C goes to the group.
+    return subprocess.Popen(
+        [sys.executable, "-c", DRIVER, str(tmp_path / "nb"), str(tmp_path / "home"),
+         "--no-progress", "-p", "log", str(log), *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_interrupt_then_resume_measures_each_point_once(tmp_path, monkeypatch):
+    monkeypatch.delenv("LABKIT_RESULTS_DIR", raising=False)
+    (tmp_path / "nb").mkdir()
+    (tmp_path / "nb" / "90_tiny.py").write_text(TINY)
+    log = tmp_path / "measured.log"
+    checkpoint = tmp_path / "home" / "data" / "checkpoints" / "90_tiny.csv"
+
+    run = _start(tmp_path)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and run.poll() is None:
+        if checkpoint.exists() and len(pd.read_csv(checkpoint)) >= 3:
+            break
+        time.sleep(0.2)
+    assert run.poll() is None, run.communicate()
+    below = reproduce._descendants(run.pid)  # the kernel, at least
+    assert below, "the run should have started a kernel"
+    os.killpg(run.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+    out, err = run.communicate(timeout=120)
+    assert run.returncode == 130, out + err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert "labkit reproduce --resume" in err and "kept" in err
+    time.sleep(0.5)
+    assert not [p for p in below if _alive(p)], "processes left behind after Ctrl-C"
+
+    kept = set(pd.read_csv(checkpoint).i)
+    assert 3 <= len(kept) < POINTS
+    started_before = len(log.read_text().split())
+    state = json.loads((checkpoint.parent / reproduce.RESUME_FILE).read_text())
+    assert state["finished"] == [] and "log" in state["parameters"]
+
+    resumed = _start(tmp_path, "--resume")
+    out, err = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, out + err
+    measured_after = [int(x) for x in log.read_text().split()[started_before:]]
+    assert not kept & set(measured_after), "a finished point was measured again"
+    assert len(measured_after) == len(set(measured_after))
+    final = pd.read_csv(tmp_path / "home" / "data" / "90_tiny.csv")
+    assert sorted(final.i) == list(range(POINTS))  # none lost, none twice
+    assert list(final.value) == [i * 10 for i in final.i]
+    assert not (checkpoint.parent / reproduce.RESUME_FILE).exists()  # nothing left to resume
+
+
+def test_resume_without_an_interrupted_run_is_a_usage_error(tmp_path, monkeypatch):
+    monkeypatch.delenv("LABKIT_RESULTS_DIR", raising=False)
+    (tmp_path / "nb").mkdir()
+    (tmp_path / "nb" / "90_tiny.py").write_text(TINY)
+    run = _start(tmp_path, "--resume")
+    out, err = run.communicate(timeout=120)
+    assert run.returncode == 2, out + err
+    assert "nothing to resume" in err
