@@ -885,3 +885,50 @@ def closing_note(ts: list[ArticleTable] | None = None):
                         ("reproduced", "contradicted", "inconclusive", "not-applicable-here",
                          "not-measured")}})
     return pd.DataFrame(rows)
+
+
+def save_anatomy():
+    """Count jump_fcontext's stores, loads and instructions (objdump) and save them as
+    data/06_fp_state_and_return_anatomy.csv; returns the counts ({} when objdump or
+    Boost.Context is missing: then nothing is saved)."""
+    import pandas as pd
+
+    a = jump_fcontext_memory_ops()
+    if a:
+        results.save_csv(pd.DataFrame([a]), "06_fp_state_and_return_anatomy")
+    return a
+
+
+def to_html(t: ArticleTable) -> str:
+    """The table as HTML: title, source, the frame, the note."""
+    import html as _html
+
+    return (f"<h3 id='{t.notebook}-{t.key}'>{_html.escape(t.title)}</h3>"
+            f"<p><code>{_html.escape(t.source)}</code></p>"
+            + t.frame.to_html(index=False, border=0)
+            + f"<p><small>{_html.escape(t.note)}</small></p>")
+
+
+def section(notebook: str) -> None:
+    """A notebook's "article's table beside ours": show each of its article tables with
+    its figure, then judge the row claims of this notebook from the data it just saved
+    and save them (data/<notebook>_article_verdicts.csv) for the ledger."""
+    if not isinstance(notebook, str):
+        raise TypeError(f"notebook must be a notebook name such as '01_stack_size', "
+                        f"not {type(notebook).__name__}")
+    if notebook not in BY_NOTEBOOK:
+        raise ValueError(f"notebook must be one of {sorted(BY_NOTEBOOK)}, got {notebook!r}")
+    import matplotlib.pyplot as plt
+    from IPython.display import HTML, display
+
+    for key in BY_NOTEBOOK[notebook]:
+        t = table(key)
+        display(HTML(to_html(t)))
+        fig = figure(t)
+        display(fig)
+        plt.close(fig)
+    v = save_article_verdicts(notebook)
+    if len(v):
+        display(HTML("<p>The row claims judged from this notebook's data:</p>"
+                     + v[["claim_id", "measured_value", "verdict", "note"]].to_html(
+                         index=False, border=0)))

@@ -179,7 +179,7 @@ for ax in axes:
     ax.grid(True, axis="x", alpha=0.3)
 fig.suptitle(f"echo servers, {connections} connections, {message_bytes} B messages, "
              f"closed loop on loopback ({where})", fontsize=10)
-plots.finish(fig, "09_echo_servers-table")
+plots.finish(fig, "09_echo_servers-table");
 
 # %% [markdown]
 # ## Throughput against the number of connections
@@ -213,7 +213,7 @@ axes[1].grid(True, which="both", alpha=0.3)
 axes[1].legend(fontsize="small")
 for ax in axes:
     ax.set_xlabel("connections (one request in flight on each)")
-plots.finish(fig, "09_echo_servers-connections")
+plots.finish(fig, "09_echo_servers-connections");
 by_conns.pivot(index="connections", columns="server", values="median").round(0)
 
 # %% [markdown]
@@ -262,7 +262,7 @@ for ax, (col, title) in zip(axes, panels):
     ax.set_title(f"{title} per message", fontsize=10)
 fig.suptitle(f"reading a {c15_message_bytes // 1024} KiB frame whole or with a read_some "
              f"loop ({c15_connections} connections; medians)", fontsize=10)
-plots.finish(fig, "09_echo_servers-reads")
+plots.finish(fig, "09_echo_servers-reads");
 susp.pivot(index="server", columns="how", values="read_waits_per_msg").loc[names, hows].round(2)
 
 # %% [markdown]
@@ -445,3 +445,19 @@ results.save_csv(robust, "09_echo_servers_robustness")
 table = verdicts.table(rows)
 results.save_csv(table, "09_echo_servers_verdicts")
 table
+
+# %% [markdown]
+# <a id="09_echo_servers-article-table"></a>
+# ## The article's table beside ours
+#
+# Here: the echo-server table of `001_22488c889cf00991.txt`, its allocation, io_uring
+# and plain-coroutine figures, and the TPS column of `004_dfc61b1060864bf1.txt`. The
+# article's own rows and columns, its number beside the median measured here with its
+# spread, the relative column it uses, and the claim that judges each row
+# (`labkit.articles`, built from the data this notebook just saved). The row claims
+# without a verdict above are judged here by their rules in `data/claims.csv`.
+
+# %%
+from labkit import articles
+
+articles.section("09_echo_servers")
