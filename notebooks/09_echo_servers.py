@@ -53,7 +53,9 @@
 # | `stackful_epoll` | one coroutine per connection, labkit's `asm_fpu` switch | a stack each | epoll |
 # | `cxx20_new` | C++20 coroutines, a child coroutine per read and per write | global `new` | epoll |
 # | `cxx20_pool` | the same | free-list pool | epoll |
+# | `cxx20_lean` | `cxx20_new` with fewer live locals: awaiters in the connection's frame | global `new` | epoll |
 # | `cxx20_pool_sym` | the same + symmetric transfer | free-list pool | epoll |
+# | `cxx20_reuse` | pool + symmetric; one reader and one writer coroutine per connection, reused | free-list pool | epoll |
 # | `asio_epoll` | asio `co_spawn`, one awaitable per connection | asio's recycler | epoll |
 # | `asio_uring` | the same, `ASIO_HAS_IO_URING` | asio's recycler | io_uring (its twin) |
 #
@@ -398,15 +400,18 @@ else:
 # %% [markdown]
 # ## C004.1's TPS column, beside the claim
 #
-# The claim's rows against the C++20 servers that follow the same steps. There is no
-# written rule for this column (C004.1 is judged on memory in notebook 07, and C004.2's
-# throughput half there too), so this is a comparison, not a verdict; the ratios are
+# The claim's five rows against the C++20 servers that follow the same steps (`cxx20_lean`:
+# fewer live locals with default `new`; `cxx20_reuse`: one reader and one writer coroutine
+# per connection, reused for every message). Each row's TPS ratio is judged by its own
+# claim (C004.1e-h) in the article's table at the end of this notebook; the ratios are
 # saved as `09_echo_servers_c004` for notebook 07.
 
 # %%
 c004_claim = {"cxx20_new": ("default new", 100_000),
               "cxx20_pool": ("thread-local pool", 350_000),
-              "cxx20_pool_sym": ("symmetric transfer", 420_000)}
+              "cxx20_lean": ("fewer live locals", 360_000),
+              "cxx20_pool_sym": ("symmetric transfer", 420_000),
+              "cxx20_reuse": ("coroutine-pool reuse", 450_000)}
 c004_rows = []
 if "cxx20_new" in names:
     for s, (step, tps) in c004_claim.items():
