@@ -75,6 +75,8 @@ def _noisy(*samples) -> bool:
     from labkit.stats import NOISY_CV
 
     for s in samples:
+        if s is None:
+            continue
         s = np.asarray(s, float)
         if len(s) > 1 and s.mean() and s.std(ddof=1) >= NOISY_CV * abs(s.mean()):
             return True
