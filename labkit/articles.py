@@ -40,6 +40,8 @@ class ArticleTable:
     frame: object = None            # pandas DataFrame, strings, for display
     points: list = field(default_factory=list)   # (label, article_rel, here, lo, hi)
     reference: str = ""             # the row the figure is normalised to
+    ylabel: str = ""                # the figure's y axis, when not "relative to <reference>"
+    extra: dict = field(default_factory=dict)    # another measured series: name -> [(v, lo, hi)]
     note: str = ""
     verdicts: dict = field(default_factory=dict)  # claim id -> verdict
 
@@ -371,8 +373,10 @@ STRATEGIES = [
 
 
 def _mem(d, variant, allocator):
+    """Resident MiB for a million suspended coroutines: bytes per coroutine (RSS growth
+    over the coroutines alive) x 1,000,000, so a quick run's smaller n reads the same."""
     s = _coro(d, variant, allocator)
-    return None if s is None else s.rss_total_mib.to_numpy()
+    return None if s is None else (s.bytes_per_object * 1e6 / (1 << 20)).to_numpy()
 
 
 def _j_mem(cid):
@@ -478,12 +482,15 @@ def _t01() -> ArticleTable:
                      "01_stack_size", reference="4 KB")
     d = _csv("01_stack_size")
     base = _stack(d, "boost_fiber", 4 * KB)
-    ring_base = _stack(d, "asm_fpu", 4 * KB, "ring", 4096)
+    # The largest ring measured (4096 contexts in a full run): where stack size shows.
+    rings = d[(d.kernel == "asm_fpu") & (d.pattern == "ring")] if d is not None else None
+    n_ring = int(rings.contexts.max()) if rings is not None and len(rings) else 4096
+    ring_base = _stack(d, "asm_fpu", 4 * KB, "ring", n_ring)
     rows = []
     for size, label, ns in STACKS:
         a = _stack(d, "boost_fiber", size)
         r = _ratio(a, base)
-        ring = _stack(d, "asm_fpu", size, "ring", 4096)
+        ring = _stack(d, "asm_fpu", size, "ring", n_ring)
         rr = _ratio(ring, ring_base) if ring is not None and len(ring) else (math.nan,) * 3
         cid = STACK_CLAIMS.get(size, "C000.2 (reference row)")
         rows.append([label, ns, _span(*_q(a)), f"{round(100 * (ns / 22 - 1)):+d}%",
@@ -491,15 +498,23 @@ def _t01() -> ArticleTable:
                      _pct(*rr), _verdict_cell(t, STACK_CLAIMS[size]) if size in STACK_CLAIMS
                      else cid])
         t.points.append((label, ns / 22, *r))
+        t.extra.setdefault(f"here: asm_fpu ring of {n_ring}", []).append(rr)
     t.frame = _frame(rows, ["stack", "ns/switch, article", "ns/switch, here (Boost fiber)",
                             "% over 4 KB, article", "% over 4 KB, here",
-                            "ns/switch, here (asm_fpu ring of 4096)", "% over 4 KB, ring",
+                            f"ns/switch, here (asm_fpu ring of {n_ring})", "% over 4 KB, ring",
                             "claim: verdict"])
     t.note = ("The article ran Boost fiber at 5 GHz; here the same library. A ping-pong of "
               "two contexts touches two stack tops whatever the size, so no rise is "
-              "expected there; the asm_fpu ring of 4096 contexts (notebook 01) is where "
+              "expected there; the asm_fpu ring of many contexts (notebook 01) is where "
               "stack size shows: stack tops 8 MiB apart alias in the caches, and colouring "
               "them (offsetting each top) is the notebook's test of that.")
+    if rings is not None and len(rings):
+        big = rings[(rings.contexts == n_ring) & (rings.stack_size == 8 * MB)]
+        al, co = (big[big.colour_step.fillna(0) == 0].ns_per_switch.median(),
+                  big[big.colour_step.fillna(0) > 0].ns_per_switch.median())
+        if al == al and co == co:
+            t.note += (f" Here, {n_ring} contexts with 8 MiB stacks: {_g(al)} ns aligned, "
+                       f"{_g(co)} ns coloured.")
     return t
 
 
@@ -530,7 +545,8 @@ def _t02() -> ArticleTable:
 
 def _t03() -> ArticleTable:
     t = ArticleTable("t03", S000, "Symmetric against asymmetric switching",
-                     "03_symmetric_vs_asymmetric", reference="N=2")
+                     "03_symmetric_vs_asymmetric", reference="N=2",
+                     ylabel="asymmetric / symmetric (1 = the same)")
     d = _csv("03_symmetric_vs_asymmetric")
     rows = []
     for label, n, art_ns, art_r, cid in (("few workers", 2, "~25 both", 1.0, "C000.4a"),
@@ -576,7 +592,7 @@ def _t04() -> ArticleTable:
 
 def _t05() -> ArticleTable:
     t = ArticleTable("t05", S000, "jump_fcontext's anatomy", "06_fp_state_and_return",
-                     reference="instructions")
+                     reference="instructions", ylabel="count / the article's (1 = as it says)")
     a = _anatomy()
     d = _csv("06_fp_state_and_return")
     instr = math.nan
@@ -603,7 +619,8 @@ def _t05() -> ArticleTable:
 
 def _t06() -> ArticleTable:
     t = ArticleTable("t06", S000, "Case study: share of time switching, before and after",
-                     "08_switch_frequency", reference="before")
+                     "08_switch_frequency", reference="before",
+                     ylabel="share / share before; throughput ratio")
     d = _csv("08_switch_frequency")
     before = _share(d, "1 MiB, 1 task/switch")
     after = _share(d, "64 KiB, 32 tasks/switch")
@@ -658,7 +675,8 @@ def _t07() -> ArticleTable:
 
 def _t08() -> ArticleTable:
     t = ArticleTable("t08", S001, "Allocation, io_uring and the cost of plain coroutines",
-                     "09_echo_servers", reference="as claimed")
+                     "09_echo_servers", reference="as claimed",
+                     ylabel="the ratio of each row")
     f = _csv("07_coroutine_frames")
 
     def alloc(name):
@@ -695,7 +713,8 @@ def _t08() -> ArticleTable:
 
 def _t09() -> ArticleTable:
     t = ArticleTable("t09", S002, "Kernel switches: processes, threads, yielding, FP state",
-                     "05_kernel_switches", reference="as claimed")
+                     "05_kernel_switches", reference="as claimed",
+                     ylabel="the ratio of each row")
     d = _csv("05_kernel_switches")
     f = _csv("06_fp_state_and_return")
 
@@ -748,7 +767,8 @@ def _t09() -> ArticleTable:
 
 def _t10() -> ArticleTable:
     t = ArticleTable("t10", S003, "1M swapcontext against 1M mutex+condvar thread switches",
-                     "05_kernel_switches", reference="ratio thread/swapcontext")
+                     "05_kernel_switches", reference="ratio thread/swapcontext",
+                     ylabel="thread switch / swapcontext")
     uc, same, cross = _ucontext_and_condvar(_csv("05_kernel_switches"))
     ms = (lambda v: tuple(x for x in v))  # ns per switch x 1e6 switches = ms
     r1, r2 = _ratio(same, uc), _ratio(cross, uc)
@@ -804,8 +824,9 @@ def _t11() -> ArticleTable:
                             "memory / default, article", "memory / default, here",
                             "TPS, article", "QPS, here", "TPS / default, article",
                             "QPS / default, here", "claims: verdicts"])
-    t.note = ("Memory: resident MiB with 1,000,000 coroutines suspended at once (notebook "
-              "07); TPS: the echo load of notebook 09 at 1000 connections, 64 B. The frame "
+    t.note = ("Memory: resident bytes per suspended coroutine x 1,000,000, in MiB, measured "
+              "with all of a run's coroutines suspended at once (notebook 07; a million in "
+              "a full run); TPS: the echo load of notebook 09 at 1000 connections, 64 B. The frame "
               "sizes here are built to the article's 256 and 192 B; the servers' own frames show in "
               "their allocations per message (counted in the server). With 1M coroutines "
               "alive at once, reuse keeps one frame per coroutine: its memory row is the "
@@ -852,16 +873,23 @@ def figure(t: ArticleTable, *, save: bool = True):
 
     labels = [p[0] for p in t.points]
     xs = range(len(labels))
-    fig, ax = plt.subplots(figsize=(max(5.5, 0.9 * len(labels) + 2), 3.6))
+    fig, ax = plt.subplots(figsize=(max(5.5, 0.9 * len(labels) + 2), 3.0))
     art = [p[1] for p in t.points]
     here = [p[2] for p in t.points]
     lo = [max(0.0, p[2] - p[3]) if _finite(p[2], p[3]) else 0.0 for p in t.points]
     hi = [max(0.0, p[4] - p[2]) if _finite(p[2], p[4]) else 0.0 for p in t.points]
     ax.errorbar(list(xs), here, yerr=[lo, hi], fmt="o", capsize=3, color="C0",
                 label="here: median, spread")
+    for i, (name, series) in enumerate(t.extra.items()):
+        v = [p[0] for p in series]
+        lo_ = [max(0.0, p[0] - p[1]) if _finite(p[0], p[1]) else 0.0 for p in series]
+        hi_ = [max(0.0, p[2] - p[0]) if _finite(p[0], p[2]) else 0.0 for p in series]
+        ax.errorbar([x + 0.15 * (i + 1) for x in xs], v, yerr=[lo_, hi_], fmt="s",
+                    capsize=3, color=f"C{i + 1}", label=name)
+        here = here + v
     ax.plot(list(xs), art, "D", mfc="none", mec="C3", ms=8, label="article")
     ax.set_xticks(list(xs), labels, rotation=20, ha="right", fontsize=8)
-    ax.set_ylabel(f"relative to {t.reference}")
+    ax.set_ylabel(t.ylabel or f"relative to {t.reference}")
     vals = [v for v in art + here if v is not None and _finite(v) and v > 0]
     if vals and max(vals) / min(vals) > 8:
         plots.log_axis(ax)

@@ -103,15 +103,14 @@ def _tally(t) -> dict:
 
 
 def _toc(outcomes, tables) -> str:
-    items = "".join(f"<li><a href='#{t.anchor}'>{_e(t.key[1:])}. {_e(t.title)}</a> "
-                    f"<small>({_e(t.source)})</small></li>" for t in tables)
-    nbs = "".join(f"<li><a href='#{_notebook_anchor(o.name)}'>{_e(o.name)}</a></li>"
-                  for o in _order(outcomes) if o.ok and o.executed is not None)
-    return ("<nav id='toc'><h2>Contents</h2><ol><li><a href='#summary'>Summary</a></li>"
-            f"<li><a href='#articles'>The articles' tables</a><ol>{items}</ol></li>"
-            f"<li><a href='#notebooks'>The notebooks</a><ol>{nbs}</ol></li>"
-            "<li><a href='#closing'>Closing note: per table</a></li>"
-            "<li><a href='#machine'>Machine</a></li></ol></nav>")
+    """One compact block: the summary above already lists the eleven tables."""
+    items = " · ".join(f"<a href='#{t.anchor}'>{_e(t.key[1:])}</a>" for t in tables)
+    nbs = " · ".join(f"<a href='#{_notebook_anchor(o.name)}'>{_e(o.name)}</a>"
+                     for o in _order(outcomes) if o.ok and o.executed is not None)
+    return ("<nav id='toc'><b>Contents</b>: <a href='#summary'>Summary</a> | "
+            f"<a href='#articles'>The articles' tables</a> ({items}) | "
+            f"<a href='#notebooks'>The notebooks</a> ({nbs or 'none'}) | "
+            "<a href='#closing'>Closing note</a> | <a href='#machine'>Machine</a></nav>")
 
 
 def _figure_html(t) -> str:
@@ -229,12 +228,11 @@ body{max-width:1200px;margin:auto}
 .lk-row{display:flex;gap:2em;flex-wrap:wrap}
 table.lk-counts,table.lk-table{border-collapse:collapse;font-size:0.85em;margin:0.5em 0}
 .lk-counts td,.lk-counts th,.lk-table td,.lk-table th{border:1px solid #ccc;padding:2px 6px;text-align:left !important}
-nav#toc ol ol{columns:2}
 .lk-table th{background:#f3f3f3}
 .lk-note{color:#444;font-size:0.9em}
-.lk-fig{max-width:760px;display:block;margin:0.5em 0}
+.lk-fig{max-width:680px;display:block;margin:0.5em 0}
 .lk-article{border-top:2px solid #ddd;margin-top:1.5em}
-nav#toc{font-size:0.9em}
+nav#toc{font-size:0.9em;margin:1em 0;padding:0.5em;background:#f7f7f7}
 </style>"""
 
 
