@@ -122,7 +122,7 @@ setup(
     name="labkit",
     version="0.1.0",
     description="A lab that measures what a context switch costs",
-    packages=["labkit"],
+    packages=["labkit", "labkit.articles"],
     package_data={"labkit": ["*.pyi", "*.pxd", "csrc/*.h", "csrc/*.c", "variants/*"]},
     ext_modules=cythonize([core], language_level=3),
     cmdclass={"build_ext": BuildWithVariants},

@@ -319,14 +319,19 @@ def test_experiment_notebook_runs_in_jupyterlab_and_renders_plot_and_verdicts(
         assert images.count() >= 2, "the figures did not render"
         assert all(images.nth(i).evaluate("img => img.naturalWidth > 100")
                    for i in range(images.count()))
-        # The verdict table, the last cell's output: the claim, its verdict.
-        verdict = page.locator(f"{NB} .jp-Cell").last.locator(".jp-RenderedHTMLCommon table")
+        # The verdict table (the notebook's claims: claimed and measured values, verdict).
+        verdict = page.locator(f"{NB} .jp-RenderedHTMLCommon table",
+                               has_text="claimed_value").last
         verdict.scroll_into_view_if_needed(timeout=UI_S * 1000)
         text = verdict.inner_text()
         assert "C000.2" in text and "verdict" in text
         assert any(v in text for v in ("reproduced", "contradicted", "inconclusive",
                                        "not-applicable-here"))
         assert page.locator(f"{NB} .jp-RenderedHTMLCommon table").count() >= 3
+        # The article's table beside ours, the notebook's last section.
+        article = page.locator(f"{NB} .jp-RenderedHTMLCommon table",
+                               has_text="ns/switch, article").last
+        assert "here" in article.inner_text()
         # The last figure and the verdict table in one picture for a person to look at.
         page.keyboard.press("Control+b")  # fold the file browser away
         images.last.evaluate("img => img.scrollIntoView({block: 'start'})")

@@ -1,33 +1,18 @@
-"""The articles' own tables beside ours: each numeric item of the five articles keeps its
-rows and columns, the article's number next to the measured median and its spread, the
-relative column the article uses (% over the first row, or a ratio), and the claim id and
-verdict that judge the row. Built from the data CSVs the notebooks write (results.data_dir),
-never by measuring here.
-
-    from labkit import articles
-    t = articles.table("t01")        # one ArticleTable: .frame (for display), .points (figure)
-    articles.figure(t)               # the article's points over the measured ones
-    articles.article_verdicts("01_stack_size")   # the row claims judged from that notebook
-
-Absolute ns come from another machine (a 5 GHz desktop, a Kunpeng VM): only the relative
-columns are compared, and every verdict is the rule of data/claims.csv, written first.
-"""
+"""The eleven tables: each article item with its own rows and columns, the article's
+number beside the measured median and spread, the relative column, and the claim and
+verdict of each row."""
 from __future__ import annotations
 
 import math
-import re
-import shutil
-import subprocess
 from dataclasses import dataclass, field
 
-from labkit import results, verdicts
-
-S000, S001, S002, S003, S004 = (
-    "000_dc0f0e0d023658f3.txt", "001_22488c889cf00991.txt", "002_8f5c488cea1f882d.txt",
-    "003_58dac7765c62683c.txt", "004_dfc61b1060864bf1.txt")
-
-# Where each table's notebook section lives (the report links to it).
-SECTION = "the-articles-table-beside-ours"
+from labkit import verdicts
+from labkit.articles.anatomy import _anatomy
+from labkit.articles.measured import (ECHO_ROWS, KB, LADDER, MB, S000, S001, S002, S003, S004,
+                                      STACK_CLAIMS, STACKS, STRATEGIES, _coro, _csv, _echo, _g,
+                                      _kernel, _mem, _pct, _q, _qps, _ratio, _share, _span,
+                                      _stack, _sym, _ucontext_and_condvar)
+from labkit.articles.rows import verdict_of
 
 
 @dataclass
@@ -49,418 +34,6 @@ class ArticleTable:
     def anchor(self) -> str:
         return f"article-{self.key}"
 
-
-# ---- reading the data ------------------------------------------------------------------
-
-def _csv(name: str):
-    import pandas as pd
-
-    path = results.data_dir() / f"{name}.csv"
-    return pd.read_csv(path, low_memory=False) if path.exists() else None
-
-
-def _q(v):
-    """Median and quartiles of a sample (NaN when empty)."""
-    import numpy as np
-
-    v = np.asarray(v, float)
-    v = v[~np.isnan(v)]
-    if not len(v):
-        return (math.nan,) * 3
-    q1, m, q3 = np.quantile(v, [0.25, 0.5, 0.75])
-    return m, q1, q3
-
-
-def _noisy(*samples) -> bool:
-    import numpy as np
-
-    from labkit.stats import NOISY_CV
-
-    for s in samples:
-        if s is None:
-            continue
-        s = np.asarray(s, float)
-        if len(s) > 1 and s.mean() and s.std(ddof=1) >= NOISY_CV * abs(s.mean()):
-            return True
-    return False
-
-
-def _ratio(a, b):
-    """(ratio, low, high) of two samples' medians, or NaNs when one is missing."""
-    if a is None or b is None or not len(a) or not len(b):
-        return (math.nan,) * 3
-    return verdicts.ratio_with_spread(a, b)
-
-
-def _g(v: float, digits: int = 3) -> str:
-    """A number at `digits` significant figures, thousands grouped, '-' for NaN."""
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    if v == 0:
-        return "0"
-    if abs(v) >= 10 ** digits:
-        return f"{v:,.0f}"
-    return f"{v:.{digits}g}"
-
-
-def _span(m, lo, hi, digits: int = 3) -> str:
-    if m is None or math.isnan(m):
-        return "not measured"
-    if lo is None or math.isnan(lo) or math.isinf(lo) or math.isinf(hi):
-        return _g(m, digits) + ("" if lo is None or math.isnan(lo) else " [unbounded]")
-    return f"{_g(m, digits)} [{_g(lo, digits)}, {_g(hi, digits)}]"
-
-
-def _pct(r, lo, hi) -> str:
-    if math.isnan(r):
-        return "-"
-    if math.isinf(lo) or math.isinf(hi):
-        return f"{100 * (r - 1):+.0f}% [unbounded]"
-    return f"{100 * (r - 1):+.0f}% [{100 * (lo - 1):+.0f}, {100 * (hi - 1):+.0f}]"
-
-
-# ---- verdicts of the row claims -------------------------------------------------------
-
-def _judge(cid: str, r: tuple, *, noisy: bool = False, note: str = "", why: str = "") -> dict:
-    m, lo, hi = r
-    if m is None or math.isnan(m):
-        return verdicts.cannot_measure(cid, why or "no data for it in this run")
-    if math.isinf(lo) or math.isinf(hi) or math.isnan(lo) or math.isnan(hi):
-        lo = hi = None
-        noisy = True
-    return verdicts.judge(cid, float(m), low=None if lo is None else float(lo),
-                          high=None if hi is None else float(hi), noisy=noisy, note=note)
-
-
-def _order(cid: str, first, middle, last, *, label: str, fmt=lambda v: _g(v)) -> dict:
-    """x = 1 if first < middle < last with disjoint quartile spans, 0 if an order is
-    reversed beyond them, the median ordering otherwise (then inconclusive by spread)."""
-    a, b, c = _q(first), _q(middle), _q(last)
-    if any(math.isnan(v[0]) for v in (a, b, c)):
-        return verdicts.cannot_measure(cid, f"{label}: a server is missing from this run")
-    strict = a[2] < b[1] and b[2] < c[1]
-    reversed_ = a[1] > b[2] or b[1] > c[2]
-    x = 1 if strict else 0 if reversed_ else 1 if a[0] < b[0] < c[0] else 0
-    lo_hi = {} if strict or reversed_ else {"low": 1 - x, "high": x}
-    measured = f"x={x}: {label} {fmt(a[0])} < {fmt(b[0])} < {fmt(c[0])} (medians)"
-    return verdicts.judge(cid, x, measured=measured, **lo_hi)
-
-
-def _stack(df, kernel: str, size: int, pattern: str = "pingpong", contexts: int = 2,
-           colour: int = 0):
-    if df is None:
-        return None
-    sel = df[(df.kernel == kernel) & (df.pattern == pattern) & (df.stack_size == size)
-             & (df.contexts == contexts) & (df.colour_step.fillna(0) == colour)]
-    return sel.ns_per_switch.to_numpy()
-
-
-def _kernel(df, kernel: str, **eq):
-    if df is None:
-        return None
-    sel = df[df.kernel == kernel]
-    for k, v in eq.items():
-        if k in sel:
-            sel = sel[sel[k] == v]
-    return sel.ns_per_switch.to_numpy()
-
-
-KB, MB = 1 << 10, 1 << 20
-STACKS = [(4 * KB, "4 KB", 22), (16 * KB, "16 KB", 24), (64 * KB, "64 KB", 28),
-          (256 * KB, "256 KB", 35), (1 * MB, "1 MB", 45), (8 * MB, "8 MB", 120)]
-STACK_CLAIMS = {16 * KB: "C000.2a", 64 * KB: "C000.2b", 256 * KB: "C000.2c",
-                1 * MB: "C000.2d", 8 * MB: "C000.2"}
-
-
-def _j_stack(cid):
-    size = next(s for s, c in STACK_CLAIMS.items() if c == cid)
-    d = _csv("01_stack_size")
-    a, b = _stack(d, "boost_fiber", size), _stack(d, "boost_fiber", 4 * KB)
-    return _judge(cid, _ratio(a, b), noisy=_noisy(a, b),
-                  note=f"Boost fiber ping-pong, {size // KB} KiB over 4 KiB")
-
-
-def _j_o3():
-    d = _csv("02_optimisation_levels")
-    a, b = _kernel(d, "boost_fiber", build="O3"), _kernel(d, "boost_fiber", build="O2")
-    return _judge("C000.3a", _ratio(a, b), noisy=_noisy(a, b), note="Boost fiber ping-pong")
-
-
-def _sym(d, asym: bool, n: int):
-    if d is None:
-        return None
-    sel = d[(d.kernel == "asm_fpu") & (d.asymmetric == asym) & (d.contexts == n)]
-    return sel.ns_per_switch.to_numpy()
-
-
-def _j_small_n():
-    d = _csv("03_symmetric_vs_asymmetric")
-    a, b = _sym(d, True, 2), _sym(d, False, 2)
-    return _judge("C000.4a", _ratio(a, b), noisy=_noisy(a, b), note="asm_fpu ring, N=2")
-
-
-def jump_fcontext_memory_ops(library: str | None = None) -> dict:
-    """Stores, loads and instructions in Boost's jump_fcontext, counted in its disassembly
-    (objdump): {'stores', 'loads', 'instructions', 'library'}; {} when objdump or the
-    library is missing. A static count: what one call executes, as the routine is
-    straight-line code."""
-    import glob
-
-    lib = library or next(iter(sorted(glob.glob("/usr/lib/*/libboost_context.so*"))), None)
-    if not lib or not shutil.which("objdump"):
-        return {}
-    try:
-        out = subprocess.run(["objdump", "-d", "--no-show-raw-insn",
-                              "--disassemble=jump_fcontext", lib], capture_output=True,
-                             text=True, timeout=60, check=True).stdout
-    except (OSError, subprocess.SubprocessError):
-        return {}
-    return {**count_memory_ops(out), "library": lib}
-
-
-def count_memory_ops(disassembly: str) -> dict:
-    """Count instructions, memory writes and memory reads in objdump's AT&T output of one
-    routine. push/stmxcsr/fnstcw and a mov to (...) write; pop/ret/ldmxcsr/fldcw and a mov
-    from (...) read; lea touches no memory."""
-    stores = loads = n = 0
-    for line in disassembly.splitlines():
-        m = re.match(r"\s*[0-9a-f]+:\s+([a-z0-9]+)\s*(.*)$", line)
-        if not m:
-            continue
-        op, args = m.group(1), m.group(2).split("#")[0].strip()
-        n += 1
-        if op.startswith("push") or op in ("stmxcsr", "fnstcw"):
-            stores += 1
-        elif op.startswith("pop") or op in ("ret", "ldmxcsr", "fldcw"):
-            loads += 1
-        elif op.startswith("lea") or op.startswith("nop") or op.startswith("endbr"):
-            continue
-        elif "(" in args:
-            # AT&T: the destination is last; memory there is a write, elsewhere a read.
-            last = args.rsplit(",", 1)[-1]
-            if "(" in last:
-                stores += 1
-            else:
-                loads += 1
-            if op.startswith("jmp") or op.startswith("call"):
-                pass
-    return {"stores": stores, "loads": loads, "instructions": n}
-
-
-def _anatomy():
-    d = _csv("06_fp_state_and_return_anatomy")
-    if d is not None and len(d):
-        return d.iloc[0].to_dict()
-    return jump_fcontext_memory_ops()
-
-
-def _j_anatomy(cid):
-    a = _anatomy()
-    what = "stores" if cid == "C000.6a" else "loads"
-    if not a:
-        return verdicts.cannot_measure(cid, "objdump or Boost.Context's library is missing")
-    return verdicts.judge(cid, float(a[what]), note=f"counted in {a['library']}'s "
-                          f"jump_fcontext ({a['instructions']} instructions)")
-
-
-def _share(d, setup: str, w: int = 100):
-    if d is None:
-        return None
-    sel = d[(d.setup == setup) & (d.work_cycles == w)]
-    return sel
-
-
-def _j_share():
-    d = _share(_csv("08_switch_frequency"), "1 MiB, 1 task/switch")
-    if d is None or not len(d):
-        return verdicts.cannot_measure("C000.7a", "no 1 MiB, W=100 point in this run")
-    m, q1, q3 = _q(d.share_switching)
-    return _judge("C000.7a", (m, q1, q3), noisy=_noisy(d.share_switching),
-                  note="share of time switching, 1 MiB stacks, one task per switch, W=100")
-
-
-ECHO_ROWS = [("callbacks", "callback_epoll", 125_000, 12, 50_000),
-             ("plain coroutines", "cxx20_new", 108_000, 16, 1_200_000),
-             ("optimised coroutines", "cxx20_pool_sym", 138_000, 9, 80_000)]
-
-
-def _echo(d, server: str, conns: int = 1000, size: int = 64):
-    if d is None:
-        return None
-    return d[(d.server == server) & (d.connections == conns) & (d.message_bytes == size)
-             & (d.read_mode == "whole")]
-
-
-def _j_p99():
-    d = _csv("09_echo_servers")
-    s = {k: _echo(d, k) for k in ("cxx20_pool_sym", "callback_epoll", "cxx20_new")}
-    if any(v is None or not len(v) for v in s.values()):
-        return verdicts.cannot_measure("C001.1a", "an echo server is missing from this run")
-    return _order("C001.1a", s["cxx20_pool_sym"].p99_us, s["callback_epoll"].p99_us,
-                  s["cxx20_new"].p99_us, label="p99 µs optimised < callbacks < plain")
-
-
-def _j_allocs():
-    d = _csv("09_echo_servers")
-    s = {k: _echo(d, k) for k in ("cxx20_pool_sym", "callback_epoll", "cxx20_new")}
-    if any(v is None or not len(v) for v in s.values()):
-        return verdicts.cannot_measure("C001.1b", "an echo server is missing from this run")
-    plain = s["cxx20_new"].allocs_per_msg.median()
-    others = max(s["callback_epoll"].allocs_per_msg.median(),
-                 s["cxx20_pool_sym"].allocs_per_msg.median())
-    x = int(plain > 0 and plain >= 10 * others)
-    return verdicts.judge("C001.1b", x, measured=f"x={x}: allocations per message plain "
-                          f"{plain:.3g}, callbacks and optimised at most {others:.3g}")
-
-
-def _qps(d, server):
-    s = _echo(d, server)
-    return None if s is None or not len(s) else s.qps.to_numpy()
-
-
-def _j_qps_ratio(cid, a_server, b_server):
-    d = _csv("09_echo_servers")
-    a, b = _qps(d, a_server), _qps(d, b_server)
-    if a is None or b is None:
-        missing = a_server if a is None else b_server
-        return verdicts.cannot_measure(cid, f"no {missing} server in this run (1000 "
-                                       f"connections, 64 B)")
-    return _judge(cid, _ratio(a, b), noisy=_noisy(a, b),
-                  note=f"QPS {a_server} / {b_server}, 1000 connections, 64 B")
-
-
-def _ucontext_and_condvar(d):
-    if d is None:
-        return None, None, None
-    uc = d[(d.get("part") == "coroutine switch") & (d.kernel == "ucontext")].ns_per_switch
-    same = d[(d.get("part") == "kernel hand-off") & (d.task == "thread_condvar")
-             & (d.placement == "same-cpu")].ns_per_switch
-    cross = d[(d.get("part") == "kernel hand-off") & (d.task == "thread_condvar")
-              & (d.placement == "cross-cpu")].ns_per_switch
-    return uc.to_numpy(), same.to_numpy(), cross.to_numpy()
-
-
-def _j_cross_vs_ucontext():
-    uc, _, cross = _ucontext_and_condvar(_csv("05_kernel_switches"))
-    if uc is None or not len(uc) or not len(cross):
-        return verdicts.cannot_measure("C003.3a", "needs two CPUs and the ucontext run")
-    return _judge("C003.3a", _ratio(cross, uc), noisy=_noisy(cross, uc),
-                  note="condvar hand-off across two CPUs / swapcontext")
-
-
-def _coro(d, variant, allocator):
-    if d is None:
-        return None
-    sel = d[(d.experiment == "coroutines") & (d.variant == variant) & (d.allocator == allocator)]
-    return sel if len(sel) else None
-
-
-# The five strategies of 004's table: the frames run that stands for each (variant,
-# allocator, batch) in notebook 07, and its echo server in notebook 09.
-STRATEGIES = [
-    ("default new", ("conn256", "heap"), "cxx20_new", 256, 256, 100_000, "C004.1", "C004.1"),
-    ("thread-local pool", ("conn256", "tlpool"), "cxx20_pool", 256, 256, 350_000,
-     "C004.1a", "C004.1e"),
-    ("fewer live locals", ("conn192", "heap"), "cxx20_lean", 192, 192, 360_000,
-     "C004.1b", "C004.1f"),
-    ("symmetric transfer", ("conn192", "pool"), "cxx20_pool_sym", 192, 192, 420_000,
-     "C004.1c", "C004.1g"),
-    # With a million alive at once a reused coroutine is still one frame each: the row's
-    # memory is that of pooled 192-B frames; reuse shows in the server (no frame per message).
-    ("coroutine-pool reuse", ("conn192", "pool"), "cxx20_reuse", 192, 40, 450_000,
-     "C004.1d", "C004.1h"),
-]
-
-
-def _mem(d, variant, allocator):
-    """Resident MiB for a million suspended coroutines: bytes per coroutine (RSS growth
-    over the coroutines alive) x 1,000,000, so a quick run's smaller n reads the same."""
-    s = _coro(d, variant, allocator)
-    return None if s is None else (s.bytes_per_object * 1e6 / (1 << 20)).to_numpy()
-
-
-def _j_mem(cid):
-    st = next(s for s in STRATEGIES if s[6] == cid)
-    d = _csv("07_coroutine_frames")
-    a, b = _mem(d, *st[1]), _mem(d, "conn256", "heap")
-    if a is None or b is None:
-        return verdicts.cannot_measure(cid, f"no run of {st[1][0]} frames from "
-                                       f"{st[1][1]!r} in notebook 07's data")
-    return _judge(cid, _ratio(a, b), noisy=_noisy(a, b),
-                  note=f"RSS of 1M suspended {st[1][0]}/{st[1][1]} over conn256/heap")
-
-
-def _j_tps(cid):
-    st = next(s for s in STRATEGIES if s[7] == cid)
-    return _j_qps_ratio(cid, st[2], "cxx20_new")
-
-
-# Every row claim this module judges (the other claims come from their notebook's
-# verdict file): claim id -> a function of the data CSVs.
-ROW_JUDGES = {
-    **{c: (lambda c=c: _j_stack(c)) for c in ("C000.2a", "C000.2b", "C000.2c", "C000.2d")},
-    "C000.3a": _j_o3,
-    "C000.4a": _j_small_n,
-    "C000.6a": lambda: _j_anatomy("C000.6a"),
-    "C000.6b": lambda: _j_anatomy("C000.6b"),
-    "C000.6c": lambda: verdicts.cannot_measure(
-        "C000.6c", "needs branch-miss counters (perf), which this VM does not expose"),
-    "C000.7a": _j_share,
-    "C001.1a": _j_p99,
-    "C001.1b": _j_allocs,
-    "C001.1c": lambda: _j_qps_ratio("C001.1c", "cxx20_new", "callback_epoll"),
-    "C003.3a": _j_cross_vs_ucontext,
-    **{c: (lambda c=c: _j_mem(c)) for c in ("C004.1a", "C004.1b", "C004.1c", "C004.1d")},
-    **{c: (lambda c=c: _j_tps(c)) for c in ("C004.1e", "C004.1f", "C004.1g", "C004.1h")},
-}
-
-
-def article_verdicts(notebook: str):
-    """The verdict table of the row claims (ROW_JUDGES) whose experiment is `notebook`,
-    judged from the data that notebook wrote: what its 'article's table' section saves
-    as data/<notebook>_article_verdicts.csv for the ledger."""
-    if not isinstance(notebook, str):
-        raise TypeError(f"notebook must be a notebook name such as '01_stack_size', "
-                        f"not {type(notebook).__name__}")
-    c = verdicts.claims()
-    if notebook not in set(c.experiment):
-        raise ValueError(f"notebook must be one of {sorted(set(c.experiment))}, "
-                         f"got {notebook!r}")
-    ids = [i for i in c[c.experiment == notebook].claim_id if i in ROW_JUDGES]
-    return _verdict_table([ROW_JUDGES[i]() for i in ids])
-
-
-def _verdict_table(rows):
-    import pandas as pd
-
-    cols = ["claim_id", "source", "claimed_value", "measured_value", "verdict", "rule", "note"]
-    return pd.DataFrame(rows, columns=cols)
-
-
-def save_article_verdicts(notebook: str):
-    """Judge the row claims of `notebook` and save them as
-    data/<notebook>_article_verdicts.csv; returns the table."""
-    t = article_verdicts(notebook)
-    results.save_csv(t, f"{notebook}_article_verdicts")
-    return t
-
-
-_cache: dict = {}
-
-
-def verdict_of(cid: str) -> dict:
-    """The verdict row of one claim: judged here for a row claim, otherwise read from its
-    notebook's verdict file ({} when that notebook has not run)."""
-    if cid in ROW_JUDGES:
-        return ROW_JUDGES[cid]()
-    nb = verdicts.claim(cid)["experiment"]
-    d = _csv(f"{nb}_verdicts")
-    if d is None or cid not in set(d.claim_id):
-        return {}
-    return d[d.claim_id == cid].iloc[0].fillna("").to_dict()
-
-
-# ---- the eleven tables -----------------------------------------------------------------
 
 def _frame(rows, columns):
     import pandas as pd
@@ -562,12 +135,6 @@ def _t03() -> ArticleTable:
                             "asym/sym, article", "asym/sym, here", "claim: verdict"])
     t.note = "The figure plots the ratio asym/sym itself (1.0 = no difference)."
     return t
-
-
-LADDER = [("virtual call", "virtual_call", "a few", 3, "C000.1"),
-          ("fiber switch (Boost)", "boost_fiber", "20-30", 25, "C000.1"),
-          ("system call", "syscall_getppid", "hundreds", 200, "C000.1"),
-          ("C++20 coroutine resume+suspend", "cxx20_generator", "2-5", 3.5, "C000.5")]
 
 
 def _t04() -> ArticleTable:
@@ -770,15 +337,15 @@ def _t10() -> ArticleTable:
                      "05_kernel_switches", reference="ratio thread/swapcontext",
                      ylabel="thread switch / swapcontext")
     uc, same, cross = _ucontext_and_condvar(_csv("05_kernel_switches"))
-    ms = (lambda v: tuple(x for x in v))  # ns per switch x 1e6 switches = ms
+    # ns per switch x 1e6 switches / 1e6 ns per ms: the ns figure reads as ms per million.
     r1, r2 = _ratio(same, uc), _ratio(cross, uc)
     rows = [["Kunpeng 916 VM, 1 core (article)", "814", "3,300", "4.05", "",
              _verdict_cell(t, "C003.2")],
             ["i7-9700 VM, 7 cores (article)", "430", "32,000", "74", "",
              _verdict_cell(t, "C003.3", "C003.3a")],
-            ["here, threads on 1 CPU", _span(*ms(_q(uc))), _span(*ms(_q(same))), "",
+            ["here, threads on 1 CPU", _span(*_q(uc)), _span(*_q(same)), "",
              _span(*r1), "judges C003.2"],
-            ["here, threads on 2 CPUs", _span(*ms(_q(uc))), _span(*ms(_q(cross))), "",
+            ["here, threads on 2 CPUs", _span(*_q(uc)), _span(*_q(cross)), "",
              _span(*r2), "judges C003.3a (C003.3: 2 CPUs / 1 CPU)"],
             ["Kunpeng 916 (textbook): one switch, thread vs fiber", "500 ns", "1,900 ns",
              "3.8", "AArch64 hardware: not here", _verdict_cell(t, "C003.1")]]
@@ -836,6 +403,8 @@ def _t11() -> ArticleTable:
 
 TABLES = {"t01": _t01, "t02": _t02, "t03": _t03, "t04": _t04, "t05": _t05, "t06": _t06,
           "t07": _t07, "t08": _t08, "t09": _t09, "t10": _t10, "t11": _t11}
+
+
 # Which tables each notebook shows in its "article's table beside ours" section.
 BY_NOTEBOOK = {"01_stack_size": ["t01"], "02_optimisation_levels": ["t02"],
                "03_symmetric_vs_asymmetric": ["t03"], "04_latency_ladder": ["t04"],
@@ -858,57 +427,6 @@ def tables() -> list[ArticleTable]:
     return [TABLES[k]() for k in TABLES]
 
 
-def figure(t: ArticleTable, *, save: bool = True):
-    """The article's points (normalised to its reference row) over the measured ones with
-    their spread, log scale, titled, the machine in the caption. Saves
-    figures/articles-<key>.png/.svg when save is True; returns the figure."""
-    import matplotlib
-
-    if not isinstance(t, ArticleTable):
-        raise TypeError(f"t must be an ArticleTable from articles.table(), not {type(t).__name__}")
-    matplotlib.use("Agg") if matplotlib.get_backend().lower() == "agg" else None
-    import matplotlib.pyplot as plt
-
-    from labkit import plots
-
-    labels = [p[0] for p in t.points]
-    xs = range(len(labels))
-    fig, ax = plt.subplots(figsize=(max(5.5, 0.9 * len(labels) + 2), 3.0))
-    art = [p[1] for p in t.points]
-    here = [p[2] for p in t.points]
-    lo = [max(0.0, p[2] - p[3]) if _finite(p[2], p[3]) else 0.0 for p in t.points]
-    hi = [max(0.0, p[4] - p[2]) if _finite(p[2], p[4]) else 0.0 for p in t.points]
-    ax.errorbar(list(xs), here, yerr=[lo, hi], fmt="o", capsize=3, color="C0",
-                label="here: median, spread")
-    for i, (name, series) in enumerate(t.extra.items()):
-        v = [p[0] for p in series]
-        lo_ = [max(0.0, p[0] - p[1]) if _finite(p[0], p[1]) else 0.0 for p in series]
-        hi_ = [max(0.0, p[2] - p[0]) if _finite(p[0], p[2]) else 0.0 for p in series]
-        ax.errorbar([x + 0.15 * (i + 1) for x in xs], v, yerr=[lo_, hi_], fmt="s",
-                    capsize=3, color=f"C{i + 1}", label=name)
-        here = here + v
-    ax.plot(list(xs), art, "D", mfc="none", mec="C3", ms=8, label="article")
-    ax.set_xticks(list(xs), labels, rotation=20, ha="right", fontsize=8)
-    ax.set_ylabel(t.ylabel or f"relative to {t.reference}")
-    vals = [v for v in art + here if v is not None and _finite(v) and v > 0]
-    if vals and max(vals) / min(vals) > 8:
-        plots.log_axis(ax)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small")
-    ax.set_title(f"{t.title}\n({t.source}: article vs this machine)", fontsize=9)
-    if save:
-        plots.finish(fig, f"articles-{t.key}")
-    else:
-        fig.text(0.01, -0.02, plots.machine_caption(), fontsize=7, ha="left", va="top")
-        fig.tight_layout()
-    return fig
-
-
-def _finite(*v) -> bool:
-    return all(x is not None and not (isinstance(x, float) and (math.isnan(x) or math.isinf(x)))
-               for x in v)
-
-
 def closing_note(ts: list[ArticleTable] | None = None):
     """Per table, which claims reproduced, which were contradicted, which were
     inconclusive (or not measured / not applicable): a frame, one row per table."""
@@ -924,50 +442,3 @@ def closing_note(ts: list[ArticleTable] | None = None):
                         ("reproduced", "contradicted", "inconclusive", "not-applicable-here",
                          "not-measured")}})
     return pd.DataFrame(rows)
-
-
-def save_anatomy():
-    """Count jump_fcontext's stores, loads and instructions (objdump) and save them as
-    data/06_fp_state_and_return_anatomy.csv; returns the counts ({} when objdump or
-    Boost.Context is missing: then nothing is saved)."""
-    import pandas as pd
-
-    a = jump_fcontext_memory_ops()
-    if a:
-        results.save_csv(pd.DataFrame([a]), "06_fp_state_and_return_anatomy")
-    return a
-
-
-def to_html(t: ArticleTable) -> str:
-    """The table as HTML: title, source, the frame, the note."""
-    import html as _html
-
-    return (f"<h3 id='{t.notebook}-{t.key}'>{_html.escape(t.title)}</h3>"
-            f"<p><code>{_html.escape(t.source)}</code></p>"
-            + t.frame.to_html(index=False, border=0)
-            + f"<p><small>{_html.escape(t.note)}</small></p>")
-
-
-def section(notebook: str) -> None:
-    """A notebook's "article's table beside ours": show each of its article tables with
-    its figure, then judge the row claims of this notebook from the data it just saved
-    and save them (data/<notebook>_article_verdicts.csv) for the ledger."""
-    if not isinstance(notebook, str):
-        raise TypeError(f"notebook must be a notebook name such as '01_stack_size', "
-                        f"not {type(notebook).__name__}")
-    if notebook not in BY_NOTEBOOK:
-        raise ValueError(f"notebook must be one of {sorted(BY_NOTEBOOK)}, got {notebook!r}")
-    import matplotlib.pyplot as plt
-    from IPython.display import HTML, display
-
-    for key in BY_NOTEBOOK[notebook]:
-        t = table(key)
-        display(HTML(to_html(t)))
-        fig = figure(t)
-        display(fig)
-        plt.close(fig)
-    v = save_article_verdicts(notebook)
-    if len(v):
-        display(HTML("<p>The row claims judged from this notebook's data:</p>"
-                     + v[["claim_id", "measured_value", "verdict", "note"]].to_html(
-                         index=False, border=0)))
