@@ -217,8 +217,6 @@ def clean_outputs(cell) -> None:
                     data["text/html"] = (f"<details><summary>table of {rows} rows "
                                          f"(the CSV in data/ has them all)</summary>{h}</details>")
                     out = {**out, "data": data}
-        elif kind == "error":
-            pass
         kept.append(out)
     cell["outputs"] = kept
 
