@@ -80,6 +80,12 @@ SERVERS = {s.name: s for s in (
                "the same, frames from a pool that keeps them for reuse"),
     ServerInfo("cxx20_pool_sym", "stackless", "free-list pool", "symmetric transfer", "epoll",
                "pooled frames + symmetric transfer: the optimised coroutines"),
+    ServerInfo("cxx20_lean", "stackless", "global operator new", "posted to the run queue",
+               "epoll", "cxx20_new with fewer live locals: the awaiters live in the "
+               "connection's frame, a child frame keeps only a reference"),
+    ServerInfo("cxx20_reuse", "stackless", "free-list pool", "symmetric transfer", "epoll",
+               "pooled + symmetric, and one reader and one writer coroutine per connection, "
+               "reused for every message (never freed per message)"),
     ServerInfo("asio_epoll", "asio", "asio's recycling allocator", "asio co_spawn / awaitable",
                "epoll", "asio co_spawn, one awaitable per connection (Debian libasio-dev)"),
     ServerInfo("asio_uring", "asio", "asio's recycling allocator", "asio co_spawn / awaitable",

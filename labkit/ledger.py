@@ -37,12 +37,15 @@ def ledger():
     manifest = read_manifest()
     found = {}
     for nb in sorted(set(claims.experiment)):
-        path = results.data_dir() / f"{nb}_verdicts.csv"
         status = manifest.get(nb, {})
-        if not path.exists() or status.get("ok") is False:
+        if status.get("ok") is False:
             continue
-        for _, row in pd.read_csv(path, dtype=str).fillna("").iterrows():
-            found[row.claim_id] = row.to_dict()
+        # The notebook's own verdicts, and those of its article-table rows (labkit.articles).
+        for path in (results.data_dir() / f"{nb}_verdicts.csv",
+                     results.data_dir() / f"{nb}_article_verdicts.csv"):
+            if path.exists():
+                for _, row in pd.read_csv(path, dtype=str).fillna("").iterrows():
+                    found[row.claim_id] = row.to_dict()
     rows = []
     for _, c in claims.iterrows():
         nb = c.experiment

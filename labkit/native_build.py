@@ -85,10 +85,14 @@ def _targets() -> dict[str, dict]:
                                record=("LK_CFLAGS", " ".join(SERVER_CFLAGS)))
     cxx_server = dict(server, lang="c++", flags=["-std=c++20", *SERVER_CFLAGS],
                       c_objects=SERVER_C)
-    for name, pool, sym in (("cxx20_new", 0, 0), ("cxx20_pool", 1, 0),
-                            ("cxx20_pool_sym", 1, 1)):
+    # The five frame strategies of 004_*: default new, a pool, fewer live locals, symmetric
+    # transfer, and coroutines reused for every message.
+    for name, pool, sym, extra in (("cxx20_new", 0, 0, []), ("cxx20_pool", 1, 0, []),
+                                   ("cxx20_lean", 0, 0, ["-DLK_LEAN=1"]),
+                                   ("cxx20_pool_sym", 1, 1, []),
+                                   ("cxx20_reuse", 1, 1, ["-DLK_REUSE=1"])):
         t[name] = dict(cxx_server, sources=["servers/cxx20.cpp"],
-                       defines=[f"-DLK_POOL={pool}", f"-DLK_SYMMETRIC={sym}",
+                       defines=[f"-DLK_POOL={pool}", f"-DLK_SYMMETRIC={sym}", *extra,
                                 f'-DLK_NAME="{name}"'])
     t["asio_epoll"] = dict(cxx_server, sources=["servers/asio_server.cpp"],
                            defines=['-DLK_NAME="asio_epoll"'], needs=[("asio.hpp", ASIO_HINT)])

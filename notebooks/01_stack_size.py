@@ -106,7 +106,7 @@ for ax, (title, kinds) in zip(axes, panels):
     ax.set_ylabel("ns per switch (median, IQR bars)")
     plots.log_axis(ax, "y")
     ax.set_title(f"two-context ping-pong, {title}")
-plots.finish(fig, "01_stack_size-pingpong")
+plots.finish(fig, "01_stack_size-pingpong");
 
 # %% [markdown]
 # The page faults inside the timed loops, summed over all repeats: a ping-pong touches
@@ -144,7 +144,7 @@ for ax, step in zip(axes, [0, 64]):
     ax.set_xlabel("contexts in the ring (N)")
     ax.set_ylabel("ns per switch (median, IQR bars)")
     ax.set_title("stack tops aligned" if step == 0 else "stack tops coloured (64 B steps)")
-plots.finish(fig, "01_stack_size-ring")
+plots.finish(fig, "01_stack_size-ring");
 
 # %% [markdown]
 # ## What the data says
@@ -233,3 +233,19 @@ results.save_csv(pd.concat([pingpong.assign(experiment="pingpong"),
                  "01_stack_size")
 results.save_csv(table, "01_stack_size_verdicts")
 table
+
+# %% [markdown]
+# <a id="01_stack_size-article-table"></a>
+# ## The article's table beside ours
+#
+# Here: the stack-size table of `000_dc0f0e0d023658f3.txt`: every stack size, the
+# article's ns and its % over 4 KB beside Boost fiber's and labkit's ring here. The
+# article's own rows and columns, its number beside the median measured here with its
+# spread, the relative column it uses, and the claim that judges each row
+# (`labkit.articles`, built from the data this notebook just saved). The row claims
+# without a verdict above are judged here by their rules in `data/claims.csv`.
+
+# %%
+from labkit import articles
+
+articles.section("01_stack_size")

@@ -113,7 +113,7 @@ if not counts.empty:
     axes[1].set_title("instructions per switch")
     axes[1].legend(fontsize="small")
     axes[1].grid(True, axis="y", alpha=0.3)
-plots.finish(fig, "02_optimisation_levels-builds")
+plots.finish(fig, "02_optimisation_levels-builds");
 
 # %% [markdown]
 # ## Reading it
@@ -161,3 +161,19 @@ results.save_csv(timed.merge(counts, on=["kernel", "build"], how="left"),
 table = verdicts.table(rows)
 results.save_csv(table, "02_optimisation_levels_verdicts")
 table
+
+# %% [markdown]
+# <a id="02_optimisation_levels-article-table"></a>
+# ## The article's table beside ours
+#
+# Here: the -O table of `000_dc0f0e0d023658f3.txt`: time and callgrind instructions per
+# build beside the article's ns. The article's own rows and columns, its number beside
+# the median measured here with its spread, the relative column it uses, and the claim
+# that judges each row (`labkit.articles`, built from the data this notebook just
+# saved). The row claims without a verdict above are judged here by their rules in
+# `data/claims.csv`.
+
+# %%
+from labkit import articles
+
+articles.section("02_optimisation_levels")

@@ -84,7 +84,7 @@ for row, (summary, what) in enumerate([(per_transfer, "ns per transfer of contro
         ax.set_title(f"{kernel}: {what.split(' per ')[1]}")
         if row == 1:
             ax.set_xlabel("contexts N")
-plots.finish(fig, "03_symmetric_vs_asymmetric-shapes")
+plots.finish(fig, "03_symmetric_vs_asymmetric-shapes");
 
 # %% [markdown]
 # ## Ratio asymmetric / symmetric, per transfer
@@ -124,3 +124,18 @@ results.save_csv(shapes, "03_symmetric_vs_asymmetric")
 table = verdicts.table(rows)
 results.save_csv(table, "03_symmetric_vs_asymmetric_verdicts")
 table
+
+# %% [markdown]
+# <a id="03_symmetric_vs_asymmetric-article-table"></a>
+# ## The article's table beside ours
+#
+# Here: symmetric against asymmetric in `000_dc0f0e0d023658f3.txt`: few workers and
+# about a thousand. The article's own rows and columns, its number beside the median
+# measured here with its spread, the relative column it uses, and the claim that judges
+# each row (`labkit.articles`, built from the data this notebook just saved). The row
+# claims without a verdict above are judged here by their rules in `data/claims.csv`.
+
+# %%
+from labkit import articles
+
+articles.section("03_symmetric_vs_asymmetric")

@@ -157,7 +157,7 @@ handles += [Line2D([], [], color="k", marker=m, ls="", mfc="none", label=s)
             for s, m in MARKER.items()]
 left.legend(handles=handles, loc="lower left", fontsize="small", title="kind / system")
 fig.suptitle(f"One switch, cheapest to dearest, all pinned to CPU {cpu}")
-plots.finish(fig, "04_latency_ladder-ladder")
+plots.finish(fig, "04_latency_ladder-ladder");
 
 # %% [markdown]
 # ## The ladder as a table
@@ -298,3 +298,19 @@ table = verdicts.table(rows)
 results.save_csv(runs, "04_latency_ladder")
 results.save_csv(table, "04_latency_ladder_verdicts")
 table
+
+# %% [markdown]
+# <a id="04_latency_ladder-article-table"></a>
+# ## The article's table beside ours
+#
+# Here: the ladder of `000_dc0f0e0d023658f3.txt`: a call, a fiber switch, a system call
+# and a C++20 coroutine. The article's own rows and columns, its number beside the
+# median measured here with its spread, the relative column it uses, and the claim that
+# judges each row (`labkit.articles`, built from the data this notebook just saved). The
+# row claims without a verdict above are judged here by their rules in
+# `data/claims.csv`.
+
+# %%
+from labkit import articles
+
+articles.section("04_latency_ladder")

@@ -168,7 +168,7 @@ plots.log_axis(ax, "y")
 ax.set_xlabel("mechanism (asm, ucontext: coroutine switches; others: two kernel tasks)")
 ax.set_ylabel("one-way ns per switch or wake-up\n(median, IQR bars)")
 ax.set_title("What it costs to hand the CPU to another context")
-plots.finish(fig, "05_kernel_switches-oneway")
+plots.finish(fig, "05_kernel_switches-oneway");
 
 # %% [markdown]
 # How to read the two placements: on one CPU the cost is the kernel's switch itself
@@ -219,7 +219,7 @@ for ax in (left, right):
     ax.set_xlabel("sched_yield() every k units of ~1 µs (evenly spaced, not to scale)")
 left.set_title(f"throughput, two threads on CPU {cpu}")
 right.set_title("the yields the kernel counted")
-plots.finish(fig, "05_kernel_switches-yield")
+plots.finish(fig, "05_kernel_switches-yield");
 
 # %% [markdown]
 # ## What the data says
@@ -329,3 +329,19 @@ results.save_csv(pd.concat([handoffs, yields.assign(part="yield")], ignore_index
                  "05_kernel_switches")
 results.save_csv(table, "05_kernel_switches_verdicts")
 table
+
+# %% [markdown]
+# <a id="05_kernel_switches-article-table"></a>
+# ## The article's table beside ours
+#
+# Here: the kernel-switch numbers of `002_8f5c488cea1f882d.txt` and the 2x2 table of
+# `003_58dac7765c62683c.txt`. The article's own rows and columns, its number beside the
+# median measured here with its spread, the relative column it uses, and the claim that
+# judges each row (`labkit.articles`, built from the data this notebook just saved). The
+# row claims without a verdict above are judged here by their rules in
+# `data/claims.csv`.
+
+# %%
+from labkit import articles
+
+articles.section("05_kernel_switches")

@@ -120,7 +120,7 @@ plots.log_axis(axes[1], "y")
 axes[1].set_ylabel("ns per switch (median, IQR bars)")
 axes[1].set_title("same vs different MXCSR in the two contexts")
 axes[1].legend(fontsize="small")
-plots.finish(fig, "06_fp_state_and_return-ladder")
+plots.finish(fig, "06_fp_state_and_return-ladder");
 
 # %% [markdown]
 # ## The two effects, as ratios measured in this run
@@ -172,3 +172,20 @@ results.save_csv(runs.merge(counts, on="kernel", how="left", suffixes=("", "_cg"
 table = verdicts.table(rows)
 results.save_csv(table, "06_fp_state_and_return_verdicts")
 table
+
+# %% [markdown]
+# <a id="06_fp_state_and_return-article-table"></a>
+# ## The article's table beside ours
+#
+# Here: jump_fcontext's anatomy in `000_dc0f0e0d023658f3.txt`: stores and loads counted
+# in its disassembly, instructions from callgrind. The article's own rows and columns,
+# its number beside the median measured here with its spread, the relative column it
+# uses, and the claim that judges each row (`labkit.articles`, built from the data this
+# notebook just saved). The row claims without a verdict above are judged here by their
+# rules in `data/claims.csv`.
+
+# %%
+from labkit import articles
+
+articles.save_anatomy();
+articles.section("06_fp_state_and_return")

@@ -173,7 +173,7 @@ ax.set_xlabel("frame bytes (the promise's operator new argument)")
 ax.set_title("C++20 coroutine frame sizes")
 ax.legend(fontsize="small", loc="lower right")
 ax.grid(True, axis="x", alpha=0.3)
-plots.finish(fig, "07_coroutine_frames-sizes")
+plots.finish(fig, "07_coroutine_frames-sizes");
 
 # %% [markdown]
 # ## 2. What allocating a frame costs
@@ -235,7 +235,7 @@ axes[0].set_ylabel("ns per allocate+free pair (median, IQR bars)")
 handles, labels = axes[0].get_legend_handles_labels()
 fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize="small",
            bbox_to_anchor=(0.5, 1.06))
-plots.finish(fig, "07_coroutine_frames-alloc")
+plots.finish(fig, "07_coroutine_frames-alloc");
 
 # %%
 def pair_ratio(num, den, block, pattern):
@@ -429,7 +429,7 @@ ax.set_xlabel("stack size per context")
 ax.set_ylabel("bytes per suspended context")
 ax.set_title("stackful contexts (Boost.Context fcontext, mmaped stacks)")
 ax.legend(fontsize="small")
-plots.finish(fig, "07_coroutine_frames-memory")
+plots.finish(fig, "07_coroutine_frames-memory");
 
 # %% [markdown]
 # ## 5. Does the pool give every block back?
@@ -627,3 +627,19 @@ note = [
 ]
 display(Markdown("\n\n".join(note)))
 table
+
+# %% [markdown]
+# <a id="07_coroutine_frames-article-table"></a>
+# ## The article's table beside ours
+#
+# Here: the five strategies of `004_dfc61b1060864bf1.txt`: frame bytes, memory for a
+# million coroutines and TPS (from notebook 09's data). The article's own rows and
+# columns, its number beside the median measured here with its spread, the relative
+# column it uses, and the claim that judges each row (`labkit.articles`, built from the
+# data this notebook just saved). The row claims without a verdict above are judged here
+# by their rules in `data/claims.csv`.
+
+# %%
+from labkit import articles
+
+articles.section("07_coroutine_frames")

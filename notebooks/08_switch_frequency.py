@@ -173,7 +173,7 @@ ax.axhline(0, color="grey", lw=0.8)
 ax.set_xlabel("W: work per task (TSC ticks)")
 ax.set_ylabel("share of time switching, % (median, IQR bars)")
 ax.set_title(f"{workers} coroutines, asm_fpu: time switching vs work between switches")
-plots.finish(fig, "08_switch_frequency-share")
+plots.finish(fig, "08_switch_frequency-share");
 
 # %% [markdown]
 # How to read it. The stack size should not matter here: a switch touches only the top
@@ -218,7 +218,7 @@ axes[1].set_title("gain over 1 MiB stacks, one task per switch")
 for ax in axes:
     decades(ax)
     ax.set_xlabel("W: work per task (TSC ticks)")
-plots.finish(fig, "08_switch_frequency-throughput")
+plots.finish(fig, "08_switch_frequency-throughput");
 
 # %% [markdown]
 # ## At W = 100: the author's numbers beside this machine's
@@ -326,3 +326,19 @@ results.save_csv(runs, "08_switch_frequency")
 table = verdicts.table(rows)
 results.save_csv(table, "08_switch_frequency_verdicts")
 table
+
+# %% [markdown]
+# <a id="08_switch_frequency-article-table"></a>
+# ## The article's table beside ours
+#
+# Here: the case study of `000_dc0f0e0d023658f3.txt`: share of time switching before and
+# after, and the throughput gain. The article's own rows and columns, its number beside
+# the median measured here with its spread, the relative column it uses, and the claim
+# that judges each row (`labkit.articles`, built from the data this notebook just
+# saved). The row claims without a verdict above are judged here by their rules in
+# `data/claims.csv`.
+
+# %%
+from labkit import articles
+
+articles.section("08_switch_frequency")

@@ -319,14 +319,19 @@ def test_experiment_notebook_runs_in_jupyterlab_and_renders_plot_and_verdicts(
         assert images.count() >= 2, "the figures did not render"
         assert all(images.nth(i).evaluate("img => img.naturalWidth > 100")
                    for i in range(images.count()))
-        # The verdict table, the last cell's output: the claim, its verdict.
-        verdict = page.locator(f"{NB} .jp-Cell").last.locator(".jp-RenderedHTMLCommon table")
+        # The verdict table (the notebook's claims: claimed and measured values, verdict).
+        verdict = page.locator(f"{NB} .jp-RenderedHTMLCommon table",
+                               has_text="claimed_value").last
         verdict.scroll_into_view_if_needed(timeout=UI_S * 1000)
         text = verdict.inner_text()
         assert "C000.2" in text and "verdict" in text
         assert any(v in text for v in ("reproduced", "contradicted", "inconclusive",
                                        "not-applicable-here"))
         assert page.locator(f"{NB} .jp-RenderedHTMLCommon table").count() >= 3
+        # The article's table beside ours, the notebook's last section.
+        article = page.locator(f"{NB} .jp-RenderedHTMLCommon table",
+                               has_text="ns/switch, article").last
+        assert "here" in article.inner_text()
         # The last figure and the verdict table in one picture for a person to look at.
         page.keyboard.press("Control+b")  # fold the file browser away
         images.last.evaluate("img => img.scrollIntoView({block: 'start'})")
@@ -361,5 +366,82 @@ def test_explorer_widgets_change_the_measurement_in_the_browser(lab, browser, tm
         page.locator(f"{NB} .widget-image").first.scroll_into_view_if_needed()
         _screenshot(page, tmp_path, "jupyterlab-explore")
         assert not page.errors, f"JavaScript errors in the page: {page.errors}"
+    finally:
+        page.close()
+
+
+# ---- the report, as a reader opens it ----------------------------------------------------
+
+def _report_fixture(tmp_path: Path) -> Path:
+    """A report built from the repository's committed results (data/) and one executed
+    notebook carrying the debris a report must not show (stderr, a progress bar, a
+    PosixPath repr, a long table), plus the quick run's executed notebooks if one ran."""
+    import nbformat
+
+    from labkit import report
+
+    results_dir = tmp_path / "results"
+    shutil.copytree(REPO / "data", results_dir / "data")
+    nb = nbformat.v4.new_notebook()
+    code = nbformat.v4.new_code_cell("")
+    code.outputs = [
+        nbformat.v4.new_output("stream", name="stderr", text="ping-pong:  40%|####  | 2/5\n"),
+        nbformat.v4.new_output("stream", name="stdout", text="ring:  10%|#   | 1/9\r\n"),
+        nbformat.v4.new_output("execute_result", execution_count=1, data={
+            "text/plain": "[PosixPath('/x/figures/01_stack_size-pingpong.png')]"}),
+        nbformat.v4.new_output("display_data", data={"text/html": "<table>" + "".join(
+            f"<tr><td>{i}</td></tr>" for i in range(49)) + "</table>"}),
+    ]
+    nb.cells = [nbformat.v4.new_markdown_cell("## debris"), code]
+    executed = tmp_path / "zz_debris.ipynb"
+    nbformat.write(nb, executed)
+    outcomes = [reproduce.Outcome("zz_debris", True, 1.0, executed, error="")]
+    quick = REPO / "reports" / "quick" / "executed"
+    for p in sorted(quick.glob("*.ipynb")) if quick.exists() else []:
+        outcomes.append(reproduce.Outcome(p.stem, True, 0.0, p, error="", earlier=True))
+    old = os.environ.get("LABKIT_RESULTS_DIR")
+    os.environ["LABKIT_RESULTS_DIR"] = str(results_dir)
+    try:
+        return report.build(outcomes, out_dir=tmp_path / "report", quick=True)
+    finally:
+        if old is None:
+            os.environ.pop("LABKIT_RESULTS_DIR", None)
+        else:
+            os.environ["LABKIT_RESULTS_DIR"] = old
+
+
+def test_report_shows_the_articles_tables_offline_and_clean(browser, tmp_path):
+    path = _report_fixture(tmp_path)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    fetched = []
+    page.on("request", lambda r: fetched.append(r.url))
+    try:
+        page.goto(path.as_uri(), wait_until="load", timeout=UI_S * 1000)
+        page.wait_for_timeout(500)
+        # Nothing but the file itself and its inline images: no CDN, no network at all.
+        remote = [u for u in fetched if not u.startswith(("file:", "data:"))]
+        assert not remote, f"the report fetched {remote}"
+        assert page.locator("#summary").count() == 1 and page.locator("#toc").count() == 1
+        assert page.locator("#articles").count() == 1
+        sections = page.locator("section.lk-article")
+        assert sections.count() == 11
+        for i in range(11):
+            heads = sections.nth(i).locator("table.lk-table th").all_inner_texts()
+            assert any("article" in h for h in heads), heads
+            assert any("here" in h for h in heads), heads
+            assert sections.nth(i).locator("img.lk-fig").count() == 1
+        text = page.locator("body").inner_text()
+        assert "PosixPath" not in text
+        assert "%|" not in text, "progress-bar text in the report"
+        # The 49-row table is folded, not spread over the page.
+        assert page.locator("details", has_text="table of 49 rows").count() == 1
+        # The first screens, for a person to look at.
+        for n in range(3):
+            page.evaluate(f"window.scrollTo(0, {n} * window.innerHeight)")
+            page.wait_for_timeout(200)
+            shot = _screenshot(page, tmp_path, f"report-screen-{n + 1}")
+            assert shot.stat().st_size > 10_000
+        page.locator("#articles").scroll_into_view_if_needed()
+        _screenshot(page, tmp_path, "report-articles")
     finally:
         page.close()

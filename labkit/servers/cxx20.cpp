@@ -1,18 +1,27 @@
 // cxx20.cpp -- the C++20-coroutine echo server: one coroutine per connection on an
 // edge-triggered epoll loop, which awaits a child coroutine to read each frame and another
-// to write the reply, the way a coroutine server is usually layered. Three builds:
+// to write the reply, the way a coroutine server is usually layered. Five builds, the five
+// strategies of 004_dfc61b1060864bf1.txt's table (C004.1):
 //
 //   cxx20_new       LK_POOL=0 LK_SYMMETRIC=0   every frame from the global operator new;
 //                                              a finished child hands control back by
 //                                              posting its parent to the loop's run queue
 //   cxx20_pool      LK_POOL=1 LK_SYMMETRIC=0   frames from a free-list pool, kept for reuse
+//   cxx20_lean      LK_POOL=0 LK_LEAN=1        fewer live locals, default new: the read and
+//                                              write awaiters live in the connection's
+//                                              frame, so a child's frame keeps only a
+//                                              reference to one across its suspension
 //   cxx20_pool_sym  LK_POOL=1 LK_SYMMETRIC=1   pool + symmetric transfer: await_suspend and
 //                                              final_suspend return the next coroutine, which
 //                                              runs at once, without the run queue
+//   cxx20_reuse     LK_POOL=1 LK_SYMMETRIC=1   + coroutine reuse: each connection keeps one
+//                   LK_REUSE=1                 reader and one writer coroutine that loop, a
+//                                              request per resumption: a finished request
+//                                              resets them, no frame is made or freed per
+//                                              message
 //
-// (C004.1's rows: default new, pooled frames, symmetric transfer; C001.1's plain and
-// optimised coroutines.) The read and write awaiters try the system call first and
-// suspend only when the socket says EAGAIN.
+// (C001.1's plain and optimised coroutines are cxx20_new and cxx20_pool_sym.) The read and
+// write awaiters try the system call first and suspend only when the socket says EAGAIN.
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -37,6 +46,16 @@
 #ifndef LK_SYMMETRIC
 #define LK_SYMMETRIC 0
 #endif
+#ifndef LK_LEAN
+#define LK_LEAN 0
+#endif
+#ifndef LK_REUSE
+#define LK_REUSE 0
+#endif
+// A reused child hands control straight back to its parent: reuse is built on symmetric
+// transfer, as in the article's table, where each row adds to the one above.
+static_assert(!LK_REUSE || LK_SYMMETRIC, "LK_REUSE needs LK_SYMMETRIC");
+static_assert(!(LK_LEAN && LK_REUSE), "LK_LEAN and LK_REUSE are separate builds");
 #ifndef LK_NAME
 #define LK_NAME "cxx20"
 #endif
@@ -290,6 +309,29 @@ struct write_op : io_op {
     }
 };
 
+#if LK_LEAN
+// Awaits an awaiter that lives elsewhere (in the connection's frame): what the child's
+// frame keeps across the suspension is this one reference.
+template <class Op>
+struct by_ref {
+    Op &op;
+    bool await_ready() { return op.await_ready(); }
+    void await_suspend(std::coroutine_handle<> me) { op.await_suspend(me); }
+    int await_resume() { return op.await_resume(); }
+};
+
+task<int> read_frame(read_op &op) {
+    op.status = LK_MORE;
+    while (op.status == LK_MORE) co_await by_ref<read_op>{op};
+    co_return op.status;
+}
+
+task<int> write_reply(write_op &op) {
+    op.n = lk_msg_reply(&op.c.m, &op.p);
+    op.status = 0;
+    co_return co_await by_ref<write_op>{op};
+}
+#elif !LK_REUSE
 task<int> read_frame(conn &c) {
     int status = LK_MORE;
     while (status == LK_MORE) status = co_await read_op{c};
@@ -301,6 +343,77 @@ task<int> write_reply(conn &c) {
     std::size_t n = lk_msg_reply(&c.m, &p);
     co_return co_await write_op{c, p, n};
 }
+#endif
+
+#if LK_REUSE
+// ---- worker<T>: a child coroutine made once per connection and reused --------------------
+//
+// Its body loops: each resumption serves one request and hands the result back to the
+// parent by symmetric transfer, then waits for the next. It is destroyed with its
+// connection, never per message.
+class worker {
+public:
+    struct promise_type : frame_alloc {
+        std::coroutine_handle<> parent;
+        int value = 0;
+        worker get_return_object() { return worker{handle::from_promise(*this)}; }
+        std::suspend_always initial_suspend() noexcept { return {}; }
+        std::suspend_always final_suspend() noexcept { return {}; }
+        void return_void() {}
+        void unhandled_exception() { std::terminate(); }
+    };
+    using handle = std::coroutine_handle<promise_type>;
+
+    explicit worker(handle h) : h_(h) {}
+    worker(worker &&o) noexcept : h_(std::exchange(o.h_, {})) {}
+    worker(const worker &) = delete;
+    ~worker() {
+        if (h_) h_.destroy();
+    }
+
+    // co_await w.run(): resume the worker for one request; its result comes back.
+    struct run_awaiter {
+        handle h;
+        bool await_ready() noexcept { return false; }
+        std::coroutine_handle<> await_suspend(std::coroutine_handle<> parent) noexcept {
+            h.promise().parent = parent;
+            return h;
+        }
+        int await_resume() noexcept { return h.promise().value; }
+    };
+    run_awaiter run() { return {h_}; }
+
+private:
+    handle h_;
+};
+
+// Inside a worker: give `value` to the parent and wait for the next request.
+struct done_with {
+    int value;
+    bool await_ready() noexcept { return false; }
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<worker::promise_type> me) noexcept {
+        me.promise().value = value;
+        return me.promise().parent;
+    }
+    void await_resume() noexcept {}
+};
+
+worker reader(conn &c) {
+    for (;;) {
+        int status = LK_MORE;
+        while (status == LK_MORE) status = co_await read_op{c};
+        co_await done_with{status};
+    }
+}
+
+worker writer(conn &c) {
+    for (;;) {
+        const unsigned char *p;
+        std::size_t n = lk_msg_reply(&c.m, &p);
+        co_await done_with{co_await write_op{c, p, n}};
+    }
+}
+#endif
 
 detached serve(int fd) {
     conn c(fd);
@@ -316,10 +429,23 @@ detached serve(int fd) {
     ev.data.u64 = static_cast<uint64_t>(c.gen) << 32 | static_cast<uint32_t>(fd);
     if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0) co_return;
     int status = LK_MORE;
+#if LK_LEAN
+    read_op rd{c};
+    write_op wr{c, nullptr, 0};
+#define LK_READ read_frame(rd)
+#define LK_WRITE write_reply(wr)
+#elif LK_REUSE
+    worker rd = reader(c), wr = writer(c);
+#define LK_READ rd.run()
+#define LK_WRITE wr.run()
+#else
+#define LK_READ read_frame(c)
+#define LK_WRITE write_reply(c)
+#endif
     for (;;) {
-        if (status == LK_MORE) status = co_await read_frame(c);
+        if (status == LK_MORE) status = co_await LK_READ;
         if (status != LK_DONE) break;
-        if (co_await write_reply(c) != 0) {
+        if (co_await LK_WRITE != 0) {
             lk_st.closed_mid++;
             co_return;
         }

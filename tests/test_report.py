@@ -1,0 +1,73 @@
+"""The report: what a reader must not see is removed (stderr, progress bars, object
+reprs), long tables are folded, nothing is fetched from the network, and the articles'
+tables come first after the summary."""
+import re
+
+import nbformat
+import pytest
+
+from labkit import report, reproduce
+
+
+def _cell(*outputs):
+    c = nbformat.v4.new_code_cell("")
+    c.outputs = list(outputs)
+    return c
+
+
+def test_stderr_progress_bars_and_reprs_are_removed():
+    cell = _cell(
+        nbformat.v4.new_output("stream", name="stderr", text="Traceback? no: a warning\n"),
+        nbformat.v4.new_output("stream", name="stdout", text="ping-pong:   0%|    | 0/49\n"),
+        nbformat.v4.new_output("execute_result", execution_count=1, data={
+            "text/plain": "[PosixPath('/r/figures/01_stack_size-ring.png')]"}),
+        nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo="}))
+    report.clean_outputs(cell)
+    assert [o["output_type"] for o in cell.outputs] == ["display_data"]
+    assert "image/png" in cell.outputs[0]["data"]
+
+
+def test_noise_warnings_become_a_folded_note_and_long_tables_fold():
+    rows = "".join(f"<tr><td>{i}</td></tr>" for i in range(49))
+    cell = _cell(
+        nbformat.v4.new_output("stream", name="stdout",
+                               text="WARNING: kernel=asm: std dev is 12% of the mean\n"),
+        nbformat.v4.new_output("display_data", data={
+            "text/html": f"<table><thead><tr><th>n</th></tr></thead><tbody>{rows}</tbody></table>"}),
+        nbformat.v4.new_output("display_data", data={"text/html": "<table><tr></tr></table>"}))
+    report.clean_outputs(cell)
+    note, long, short = (o["data"]["text/html"] for o in cell.outputs)
+    assert note.startswith("<details") and "Notes and noise warnings" in note
+    assert "std dev is 12%" in note
+    assert long.startswith("<details") and "table of 49 rows" in long
+    assert not short.startswith("<details")
+
+
+def test_make_offline_drops_every_remote_script_and_stylesheet():
+    page = ("<html><head><script src=\"https://cdn.example/require.js\"></script>"
+            "<script type=\"text/x-mathjax-config\">MathJax.Hub.Config({})</script>"
+            "<script type=\"module\">const u = \"https://cdn.example/mermaid.mjs\";</script>"
+            "<link rel=\"stylesheet\" href=\"https://cdn.example/x.css\">"
+            "<script>var local = 1;</script></head><body>ok</body></html>")
+    out = report.make_offline(page)
+    assert not re.search(r"<(script|link)[^>]*(src|href)=[\"']https?://", out)
+    assert "cdn.example" not in out
+    assert "var local = 1" in out and "<style>" in out
+
+
+@pytest.mark.notebook
+def test_report_from_recorded_results_starts_with_summary_then_the_articles(
+        tmp_path, monkeypatch):
+    import shutil
+
+    shutil.copytree(reproduce.REPO / "data", tmp_path / "data")
+    monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path))
+    path = report.build([], out_dir=tmp_path / "out", quick=False)
+    text = path.read_text()
+    assert not re.search(r"<script[^>]*src=[\"']https?://", text)
+    order = [re.search(f"id=[\"']{a}[\"']", text).start() for a in ("summary", "toc", "articles", "notebooks",
+                                               "closing", "machine")]
+    assert order == sorted(order)
+    assert len(re.findall(r"<section class=[\"']lk-article[\"']", text)) == 11
+    assert "PosixPath" not in text
+    assert len(list((tmp_path / "figures").glob("articles-t*.png"))) == 11
