@@ -3,7 +3,7 @@
     labkit room serve [--room room.json] [--host 127.0.0.1 | --interface eth0] [--port 0]
     labkit room join room.json --name NAME [--allow-root]
     labkit room run room.json [--quick] [--only NAME ...] [-p NAME VALUE] [-o room-results]
-    labkit room noise [--blocks 6]
+    labkit room noise [--blocks 10] [--loud] [-o noise.csv]
 
 The teacher (or a fleet's owner) serves a room: a Dask scheduler that accepts only peers
 with a certificate of the room's own CA. Each participant joins with one Dask worker
@@ -369,7 +369,7 @@ def run(room_path, *, quick: bool = False, only=None, params=(), out="room-resul
                 key=f"labkit-suite-{run_id}-{mid}", workers=[addr], allow_other_workers=False,
                 resources={RESOURCE: 1}, pure=False, retries=0)
         start = time.monotonic()
-        seen = 0
+        seen = 0.0  # the time stamp of the last event read (the log is a bounded deque)
 
         def update():
             run_.table = _table(rows)
@@ -380,8 +380,10 @@ def run(room_path, *, quick: bool = False, only=None, params=(), out="room-resul
         while any(r["state"] not in TERMINAL for r in rows.values()):
             changed = False
             events = client.get_events(TOPIC)
-            for _, ev in list(events)[seen:]:
-                seen += 1
+            for stamp, ev in list(events):
+                if stamp <= seen:
+                    continue
+                seen = stamp
                 r = rows.get(ev.get("worker"))
                 if ev.get("run") != run_id or r is None or r["state"] in TERMINAL:
                     continue
@@ -423,10 +425,39 @@ def run(room_path, *, quick: bool = False, only=None, params=(), out="room-resul
     return run_
 
 
+def ladder_figure(comparison: dict):
+    """Each machine's kernels as ratios to its own `asm` (the merged ladder), one bar per
+    machine; None when no machine has ladder results yet."""
+    import matplotlib.pyplot as plt
+
+    ladder = comparison.get("ladder")
+    if ladder is None or ladder.empty:
+        return None
+    ratios = ladder.xs("ratio to asm", axis=1, level=1)
+    fig, ax = plt.subplots(figsize=(7, 0.35 * len(ratios) + 1.5))
+    ratios.plot.barh(ax=ax)
+    ax.axvline(1, color="grey", lw=0.8)
+    ax.set_xlabel("median ns per switch / that machine's own asm")
+    ax.set_title("the ladder, machine by machine (ratios travel, nanoseconds do not)")
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
 def watch(room_path, **kwargs) -> RoomRun:
-    """run() for a notebook: a live table (ipywidgets when available, else plain display)
-    of each machine's state, and the merged verdicts when two or more bundles are in."""
+    """run() for a notebook: a live table (ipywidgets when available, else an updated
+    display) of each machine's state; the verdicts by machine and the ladder figure
+    appear and update as bundles arrive."""
     from IPython.display import display
+
+    def views(r):
+        out = [r.table]
+        if r.comparison is not None:
+            out.append(r.comparison["verdicts"])
+            fig = ladder_figure(r.comparison)
+            if fig is not None:
+                out.append(fig)
+        return out
 
     try:
         import ipywidgets as widgets
@@ -437,14 +468,14 @@ def watch(room_path, **kwargs) -> RoomRun:
         def show(r):
             with box:
                 box.clear_output(wait=True)
-                display(r.table)
-                if r.comparison is not None:
-                    display(r.comparison["verdicts"])
+                for v in views(r):
+                    display(v)
     except ImportError:
-        handle = display(None, display_id=True)
+        handles = [display(None, display_id=True) for _ in range(3)]
 
         def show(r):
-            handle.update(r.table)
+            for h, v in zip(handles, views(r)):
+                h.update(v)
     return run(room_path, on_update=show, **kwargs)
 
 
@@ -463,13 +494,56 @@ def _bootstrap_ratio(a, b, *, n: int = 4000, seed: int = 0) -> tuple[float, floa
     return float(np.median(b) / np.median(a)), *map(float, np.percentile(ratios, [2.5, 97.5]))
 
 
-def idle_worker_cost(*, blocks: int = 6, repeats: int = 10, cpu: int = 0, quiet: bool = True,
+def paired_ratio(pair_ratios, *, n: int = 4000, seed: int = 0) -> tuple[float, float, float]:
+    """The geometric mean of per-block ratios (each B block over the A block beside it)
+    with a 95% interval: scipy.stats.bootstrap when installed, else a percentile
+    bootstrap over the blocks. Pairing by block cancels the machine's slow drifts (other
+    users' load comes and goes), which pooling all repeats would not."""
+    import numpy as np
+
+    logs = np.log(np.asarray(pair_ratios, float))
+    if logs.size < 2:
+        raise ValueError(f"pair_ratios must hold two or more ratios, got {logs.size}")
+    point = float(np.exp(logs.mean()))
+    try:
+        from scipy import stats
+
+        ci = stats.bootstrap((logs,), np.mean, n_resamples=n, method="percentile",
+                             random_state=seed).confidence_interval
+        lo, hi = ci.low, ci.high
+    except ImportError:
+        rng = np.random.default_rng(seed)
+        means = rng.choice(logs, (n, logs.size)).mean(axis=1)
+        lo, hi = np.percentile(means, [2.5, 97.5])
+    return point, float(np.exp(lo)), float(np.exp(hi))
+
+
+def _switches_and_cpu(pid: int) -> tuple[int, float]:
+    """Context switches of every thread of `pid` (each one a wake-up or a preemption) and
+    its CPU seconds so far."""
+    import psutil
+
+    total = 0
+    for status in Path(f"/proc/{pid}/task").glob("*/status"):
+        try:
+            for line in status.read_text().splitlines():
+                if "ctxt_switches:" in line:  # voluntary and nonvoluntary
+                    total += int(line.split()[-1])
+        except (OSError, ValueError):
+            pass  # a thread that ended meanwhile
+    t = psutil.Process(pid).cpu_times()
+    return total, t.user + t.system
+
+
+def idle_worker_cost(*, blocks: int = 10, repeats: int = 5, cpu: int = 0, quiet: bool = True,
                      switches: int = 1_000_000, futex_switches: int = 20_000):
     """Measure asm_fpu and thread_futex with and without an idle joined worker on this
     machine, interleaved (ABAB over `blocks` pairs). The room's scheduler and the worker
     run in subprocesses for the whole measurement; "without" is the worker stopped
-    (SIGSTOP), "with" the worker running. Returns a DataFrame of the ratios (with/without)
-    with their 95% intervals, machine metadata beside them, and the raw rows."""
+    (SIGSTOP), "with" the worker running. Returns one row per kernel: the ratio
+    with/without (geometric mean of the block pairs) and its 95% interval, the idle
+    worker's own wake-ups and CPU share, and the machine's metadata; the raw rows are in
+    `.attrs["raw"]`."""
     import signal
 
     import pandas as pd
@@ -477,9 +551,11 @@ def idle_worker_cost(*, blocks: int = 6, repeats: int = 10, cpu: int = 0, quiet:
     import labkit
     from labkit.machine import machine_info
 
-    for pname, v, lo in (("blocks", blocks, 1), ("repeats", repeats, 3)):
+    for pname, v, lo in (("blocks", blocks, 2), ("repeats", repeats, 3)):
         if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= 1000:
             raise ValueError(f"{pname} must be an int in {lo}..1000, got {v!r}")
+    if not isinstance(quiet, bool):
+        raise TypeError(f"quiet must be True or False, not {quiet!r}")
     from labkit import validate
 
     cpu = validate.cpu(cpu)
@@ -488,31 +564,35 @@ def idle_worker_cost(*, blocks: int = 6, repeats: int = 10, cpu: int = 0, quiet:
     tmp = Path(tempfile.mkdtemp(prefix="labkit-noise-"))
     room_file = tmp / "room.json"
     procs = []
+    rows, idle = [], []
+    load_before = os.getloadavg()
     try:
-        env = dict(os.environ)
-        sched = subprocess.Popen([sys.executable, "-m", "labkit.room", "serve", "--room",
-                                  str(room_file), "--port", "0"], stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL, env=env)
+        with open(tmp / "serve.log", "w") as f:
+            sched = subprocess.Popen([sys.executable, "-m", "labkit.room", "serve", "--room",
+                                      str(room_file), "--port", "0"], stdout=f,
+                                     stderr=subprocess.STDOUT)
         procs.append(sched)
-        _wait_for(lambda: room_file.exists(), 60, "the room's scheduler did not start")
+        wait_for_text(tmp / "serve.log", "each participant runs", 60, proc=sched)
         join_cmd = [sys.executable, "-m", "labkit.room", "join", str(room_file), "--name",
                     "noise", "--allow-root"] + ([] if quiet else ["--loud"])
-        log = tmp / "worker.log"
-        with open(log, "w") as f:
-            worker = subprocess.Popen(join_cmd, stdout=f, stderr=subprocess.STDOUT, env=env)
+        with open(tmp / "worker.log", "w") as f:
+            worker = subprocess.Popen(join_cmd, stdout=f, stderr=subprocess.STDOUT)
         procs.append(worker)
-        wait_for_text(log, "joined as", 120, proc=worker)
+        wait_for_text(tmp / "worker.log", "joined as", 120, proc=worker)
         # The scheduler is the room holder's; it stays pinned beside the worker (its own
         # CPU) in both conditions, so that only the worker differs between A and B.
         _pin_like(sched.pid, worker.pid)
-        rows = []
         order = ["without", "with"] * blocks
         for i, cond in enumerate(order):
             os.kill(worker.pid, signal.SIGSTOP if cond == "without" else signal.SIGCONT)
             time.sleep(1.0)  # let a resumed worker catch up on missed heartbeats
+            before, t0 = _switches_and_cpu(worker.pid), time.monotonic()
             a = labkit.measure("asm_fpu", switches=switches, repeats=repeats, cpu=cpu)
             f = labkit.measure_kernel_switch("thread_futex", cpus=(cpu, cpu),
                                              switches=futex_switches, repeats=repeats)
+            after, t1 = _switches_and_cpu(worker.pid), time.monotonic()
+            if cond == "with":
+                idle.append(((after[0] - before[0]) / (t1 - t0), (after[1] - before[1]) / (t1 - t0)))
             for kernel, df in (("asm_fpu", a), ("thread_futex", f)):
                 rows.append(pd.DataFrame({"kernel": kernel, "condition": cond, "block": i // 2,
                                           "ns_per_switch": df["ns_per_switch"].to_numpy()}))
@@ -531,29 +611,28 @@ def idle_worker_cost(*, blocks: int = 6, repeats: int = 10, cpu: int = 0, quiet:
         shutil.rmtree(tmp, ignore_errors=True)
     raw = pd.concat(rows, ignore_index=True)
     info = machine_info()
+    load_after = os.getloadavg()
+    med = raw.groupby(["kernel", "block", "condition"]).ns_per_switch.median().unstack()
     out = []
-    for kernel, g in raw.groupby("kernel"):
-        without = g[g.condition == "without"].ns_per_switch
-        with_ = g[g.condition == "with"].ns_per_switch
-        ratio, lo, hi = _bootstrap_ratio(without, with_)
+    for kernel, g in med.groupby(level="kernel"):
+        ratio, lo, hi = paired_ratio(g["with"] / g["without"])
+        k = raw[raw.kernel == kernel]
         out.append({"kernel": kernel, "ratio_with_to_without": ratio, "ci95_low": lo,
-                    "ci95_high": hi, "median_ns_without": float(without.median()),
-                    "median_ns_with": float(with_.median()), "repeats_each": len(without),
-                    "blocks": blocks, "quiet_worker": quiet, "within_2pct": lo >= 0.98 and hi <= 1.02,
-                    "cpu": cpu, "machine_id": info["machine_id"], "cpu_model": info["cpu_model"],
-                    "cpu_count": info["cpu_count"], "virtualization": info["virtualization"],
-                    "kernel_release": info["kernel_release"], "load": info.get("load", "")})
+                    "ci95_high": hi, "within_2pct": lo >= 0.98 and hi <= 1.02,
+                    "median_ns_without": float(k[k.condition == "without"].ns_per_switch.median()),
+                    "median_ns_with": float(k[k.condition == "with"].ns_per_switch.median()),
+                    "blocks": blocks, "repeats": repeats, "quiet_worker": quiet,
+                    "worker_switches_per_s": round(sum(x for x, _ in idle) / len(idle), 1),
+                    "worker_cpu_share": round(sum(c for _, c in idle) / len(idle), 5),
+                    "cpu": cpu, "load_before": round(load_before[0], 2),
+                    "load_after": round(load_after[0], 2), "machine_id": info["machine_id"],
+                    "cpu_model": info["cpu_model"], "cpu_count": info["cpu_count"],
+                    "virtualization": info["virtualization"],
+                    "kernel_release": info["kernel_release"], "tsc_ghz": info["tsc_ghz"],
+                    "labkit_commit": info["labkit_commit"]})
     summary = pd.DataFrame(out)
     summary.attrs["raw"] = raw
     return summary
-
-
-def _wait_for(pred, seconds: float, what: str) -> None:
-    end = time.monotonic() + seconds
-    while not pred():
-        if time.monotonic() > end:
-            raise TimeoutError(what)
-        time.sleep(0.1)
 
 
 def wait_for_text(path: Path, text: str, seconds: float, *, proc=None) -> None:
@@ -614,8 +693,8 @@ def main(argv: list[str]) -> int:
     r.add_argument("-o", "--out", default="room-results", help="folder for the bundles")
     r.add_argument("--timeout", type=float, help="give up on machines after this many s")
     n = sub.add_parser("noise", help="what an idle joined worker costs a measurement")
-    n.add_argument("--blocks", type=int, default=6)
-    n.add_argument("--repeats", type=int, default=10)
+    n.add_argument("--blocks", type=int, default=10)
+    n.add_argument("--repeats", type=int, default=5)
     n.add_argument("--cpu", type=int, default=0)
     n.add_argument("--loud", action="store_true", help="the worker with Dask's defaults")
     n.add_argument("-o", "--out", help="also write the summary to this CSV")

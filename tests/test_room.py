@@ -93,6 +93,39 @@ def test_two_machines_run_and_merge(the_room, tmp_path):
     assert not list((tmp_path / "out").glob("**/reports"))
 
 
+def test_compare_notebook_runs_the_room(the_room, tmp_path):
+    """compare_machines.py with a room file: the live table, then the merged comparison."""
+    import jupytext
+    import nbformat
+    import papermill
+
+    from labkit import reproduce
+
+    nb = reproduce.NOTEBOOKS / "compare_machines.py"
+    src = tmp_path / "compare.ipynb"
+    nbformat.write(jupytext.read(nb), src)
+    papermill.execute_notebook(str(src), str(tmp_path / "out.ipynb"),
+                               parameters={"room_file": str(the_room["file"]), "quick": True,
+                                           "room_only": FAST, "room_out": str(tmp_path / "b")},
+                               kernel_name=reproduce.KERNEL_NAME, progress_bar=False,
+                               cwd=str(nb.parent))
+    text = (tmp_path / "out.ipynb").read_text()
+    assert "done" in text and "C000.4" in text
+    assert sorted(p.name for p in (tmp_path / "b").glob("*.labkit")) == \
+        sorted(f"{n}-{m}.labkit" for n, m in MACHINES.items())
+
+
+def test_ladder_figure_of_a_merge():
+    import pandas as pd
+
+    ladder = pd.DataFrame({("m1", "median ns"): [2.0, 4.0], ("m1", "ratio to asm"): [1.0, 2.0],
+                           ("m2", "median ns"): [3.0, 3.0], ("m2", "ratio to asm"): [1.0, 1.0]},
+                          index=["asm", "ucontext"])
+    fig = room.ladder_figure({"ladder": ladder})
+    assert len(fig.axes[0].patches) == 4
+    assert room.ladder_figure({"ladder": pd.DataFrame()}) is None
+
+
 def test_a_worker_killed_mid_run_is_reported_and_the_other_kept(the_room, tmp_path):
     killed = {}
 
@@ -203,3 +236,12 @@ def test_bootstrap_ratio_brackets_a_known_shift():
     ratio, lo, hi = room._bootstrap_ratio(a, a * 1.10)
     assert lo < ratio < hi
     assert lo < 1.10 < hi and not lo <= 1.0 <= hi
+
+
+def test_paired_ratio_of_blocks():
+    ratio, lo, hi = room.paired_ratio([1.09, 1.11, 1.10, 1.12, 1.08])
+    assert lo < 1.10 < hi and lo > 1.0
+    ratio, lo, hi = room.paired_ratio([0.95, 1.05, 0.97, 1.03])
+    assert lo < 1.0 < hi
+    with pytest.raises(ValueError, match="pair_ratios"):
+        room.paired_ratio([1.0])
