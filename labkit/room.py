@@ -129,8 +129,10 @@ def serve(room_path="room.json", *, host: str = "127.0.0.1", interface: str | No
             write_room(room_path, s.address, creds)
             print(f"room open at {s.address}; room file: {room_path} (mode 0600: hand it to "
                   "the participants yourself, it is the key to the room)")
-            print("each participant runs:\n\n"
-                  f"    labkit room join {room_path.name} --name THEIR-NAME\n")
+            print("each participant runs (in the labkit folder, the room file saved there):\n\n"
+                  f"    labkit room join {room_path.name} --name THEIR-NAME\n\n"
+                  f"(without the labkit command: .venv/bin/python -m labkit.room join "
+                  f"{room_path.name} --name THEIR-NAME)\n")
             print(f"then run the suite everywhere: labkit room run {room_path} --quick",
                   flush=True)
             if ready is not None:
