@@ -355,6 +355,11 @@ def run(room_path, *, quick: bool = False, only=None, params=(), out="room-resul
             if RESOURCE not in (info.get("resources") or {}):
                 continue
             name, mid = split_worker_name(info.get("name"))
+            # Names become file names here: anything but join()'s own form is renamed.
+            if not _NAME.match(name):
+                name = "unnamed"
+            if not re.fullmatch(r"[0-9a-f]{6,32}", mid):
+                mid = f"unknown{len(rows)}"
             if mid in by_machine:  # never two suites on one machine
                 rows[addr] = {"name": name, "machine_id": mid, "state": "skipped",
                               "detail": f"same machine as {rows[by_machine[mid]]['name']}"}
@@ -540,7 +545,7 @@ def _switches_and_cpu(pid: int) -> tuple[int, float]:
 def idle_worker_cost(*, blocks: int = 10, repeats: int = 5, cpu: int = 0, quiet: bool = True,
                      switches: int = 1_000_000, futex_switches: int = 20_000):
     """Measure asm_fpu and thread_futex with and without an idle joined worker on this
-    machine, interleaved (ABAB over `blocks` pairs). The room's scheduler and the worker
+    machine, interleaved (pairs of blocks, in ABBA order). The room's scheduler and the worker
     run in subprocesses for the whole measurement; "without" is the worker stopped
     (SIGSTOP), "with" the worker running. Returns one row per kernel: the ratio
     with/without (geometric mean of the block pairs) and its 95% interval, the idle
@@ -584,7 +589,11 @@ def idle_worker_cost(*, blocks: int = 10, repeats: int = 5, cpu: int = 0, quiet:
         # The scheduler is the room holder's; it stays pinned beside the worker (its own
         # CPU) in both conditions, so that only the worker differs between A and B.
         _pin_like(sched.pid, worker.pid)
-        order = ["without", "with"] * blocks
+        # ABBA: every other pair starts with the worker running, so that whatever the
+        # second half of a pair gains or loses (a warm cache, a resumed process catching
+        # up) falls on both conditions alike.
+        order = [c for b in range(blocks)
+                 for c in (("without", "with") if b % 2 == 0 else ("with", "without"))]
         for i, cond in enumerate(order):
             os.kill(worker.pid, signal.SIGSTOP if cond == "without" else signal.SIGCONT)
             time.sleep(1.0)  # let a resumed worker catch up on missed heartbeats
