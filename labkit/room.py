@@ -708,7 +708,8 @@ def main(argv: list[str]) -> int:
     n.add_argument("--repeats", type=int, default=5)
     n.add_argument("--cpu", type=int, default=0)
     n.add_argument("--loud", action="store_true", help="the worker with Dask's defaults")
-    n.add_argument("-o", "--out", help="also write the summary to this CSV")
+    n.add_argument("-o", "--out", help="also write the summary to this CSV (and every "
+                                       "repeat to <out>-raw.csv)")
     args = p.parse_args(argv)
     try:
         if args.command == "serve":
@@ -733,8 +734,11 @@ def main(argv: list[str]) -> int:
             if args.out:
                 from labkit.results import atomic_path
 
-                with atomic_path(Path(args.out)) as tmp:
+                out = Path(args.out)
+                with atomic_path(out) as tmp:
                     summ.to_csv(tmp, index=False)
+                with atomic_path(out.with_name(out.stem + "-raw.csv")) as tmp:
+                    summ.attrs["raw"].to_csv(tmp, index=False)
     except (ValueError, TypeError, PermissionError, FileNotFoundError) as exc:
         print(f"labkit room {args.command}: {exc}", file=sys.stderr)
         return 2
