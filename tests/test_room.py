@@ -218,6 +218,8 @@ def test_bad_input_names_the_parameter(tmp_path):
     with pytest.raises(ValueError, match="blocks"):
         room.idle_worker_cost(blocks=0)
     assert room.main(["run", str(tmp_path / "missing.json")]) == 2
+    with pytest.raises(TypeError, match="params"):
+        room.run(tmp_path / "x.json", params=["cpu"])
 
 
 def test_join_refuses_root_without_allow_root(tmp_path):
