@@ -269,6 +269,7 @@ class RoomRun:
     table: "object" = None            # pandas DataFrame, one row per machine
     bundles: dict = field(default_factory=dict)  # machine_id -> bundle folder
     comparison: dict | None = None   # labkit.bundle.merge() of the bundles so far
+    merge_error: str = ""             # why the bundles so far could not be merged
 
 
 def _save_bundle(data: bytes, out: Path, stem: str) -> Path:
@@ -301,13 +302,25 @@ def _table(rows: dict):
     return pd.DataFrame([{c: r.get(c, "") for c in cols} for r in rows.values()], columns=cols)
 
 
-def _merge(run: RoomRun) -> None:
+def _merge(run: RoomRun, *, allow_other_commits: bool = False) -> None:
+    import inspect
+
     from labkit import bundle
     from labkit.results import atomic_path
 
     if len(run.bundles) < 2:
         return
-    run.comparison = bundle.merge(sorted(run.bundles.values()))
+    kwargs = {}
+    if allow_other_commits and "same_commit" in inspect.signature(bundle.merge).parameters:
+        kwargs["same_commit"] = False
+    try:
+        run.comparison = bundle.merge(sorted(run.bundles.values()), **kwargs)
+        run.merge_error = ""
+    except ValueError as exc:
+        # merge's refusals (two labkit commits, quick beside full...) are reported, and the
+        # run goes on collecting bundles: they are saved either way.
+        run.merge_error = str(exc)
+        return
     with atomic_path(run.out / "room-verdicts.csv") as tmp:
         run.comparison["verdicts"].to_csv(tmp)
     with atomic_path(run.out / "room-ladder.csv") as tmp:
@@ -344,13 +357,18 @@ def _check_run_args(quick, only, params, poll, timeout):
 
 
 def run(room_path, *, quick: bool = False, only=None, params=(), out="room-results",
-        on_update=None, poll: float = 0.5, timeout: float | None = None) -> RoomRun:
+        on_update=None, poll: float = 0.5, timeout: float | None = None,
+        allow_other_commits: bool = False) -> RoomRun:
     """Run the suite once on every machine joined to the room and merge the bundles as
     they arrive. `on_update(run)` is called whenever the table changes. A machine that
-    leaves is marked `left` while the others go on; bundles already saved stay."""
+    leaves is marked `left` while the others go on; bundles already saved stay. Bundles
+    that merge refuses to compare (say, two labkit commits without
+    `allow_other_commits`) are kept, and `merge_error` says why."""
     from distributed import Client
 
     params = _check_run_args(quick, only, params, poll, timeout)
+    if not isinstance(allow_other_commits, bool):
+        raise TypeError(f"allow_other_commits must be True or False, not {allow_other_commits!r}")
     room = read_room(room_path)
     run_ = RoomRun(out=Path(out))
     run_.out.mkdir(parents=True, exist_ok=True)
@@ -419,7 +437,7 @@ def run(room_path, *, quick: bool = False, only=None, params=(), out="room-resul
                     folder = _save_bundle(fut.result(), run_.out, f"{r['name']}-{r['machine_id']}")
                     run_.bundles[r["machine_id"]] = folder
                     r.update(state="done", notebook="", detail=(r["detail"] + f" {folder.name}").strip())
-                    _merge(run_)
+                    _merge(run_, allow_other_commits=allow_other_commits)
                 elif fut.status == "error":
                     r.update(state="failed", detail=str(fut.exception())[-500:])
                 elif addr not in alive:
@@ -468,6 +486,8 @@ def watch(room_path, **kwargs) -> RoomRun:
 
     def views(r):
         out = [r.table]
+        if r.merge_error:
+            out.append(f"not merged: {r.merge_error}")
         if r.comparison is not None:
             out.append(r.comparison["verdicts"])
             fig = ladder_figure(r.comparison)
@@ -487,7 +507,7 @@ def watch(room_path, **kwargs) -> RoomRun:
                 for v in views(r):
                     display(v)
     except ImportError:
-        handles = [display(None, display_id=True) for _ in range(3)]
+        handles = [display(None, display_id=True) for _ in range(4)]
 
         def show(r):
             for h, v in zip(handles, views(r)):
@@ -712,6 +732,8 @@ def main(argv: list[str]) -> int:
     r.add_argument("-p", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
     r.add_argument("-o", "--out", default="room-results", help="folder for the bundles")
     r.add_argument("--timeout", type=float, help="give up on machines after this many s")
+    r.add_argument("--allow-other-commits", action="store_true",
+                   help="merge bundles of different labkit commits")
     n = sub.add_parser("noise", help="what an idle joined worker costs a measurement")
     n.add_argument("--blocks", type=int, default=10)
     n.add_argument("--repeats", type=int, default=5)
@@ -729,9 +751,12 @@ def main(argv: list[str]) -> int:
                  allow_root=args.allow_root, quiet=not args.loud)
         elif args.command == "run":
             res = run(args.room, quick=args.quick, only=args.only, params=args.p, out=args.out,
-                      on_update=_print_table, timeout=args.timeout)
+                      on_update=_print_table, timeout=args.timeout,
+                      allow_other_commits=args.allow_other_commits)
             if res.comparison is not None:
                 print(res.comparison["verdicts"].to_string())
+            if res.merge_error:
+                print(f"not merged: {res.merge_error}", file=sys.stderr)
             states = set(res.table.state)
             print(f"bundles in {res.out}: {len(res.bundles)}; "
                   + ", ".join(f"{s}: {(res.table.state == s).sum()}" for s in STATES if s in states))

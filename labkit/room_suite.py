@@ -117,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
         if "parameters" not in inspect.signature(reproduce.run_notebook).parameters:
             p.error("-p: this labkit's reproduce.run_notebook takes no parameters")
         run_kwargs["parameters"] = params
+    if hasattr(reproduce, "ensure_kernel"):  # an installed labkit registers its kernel
+        reproduce.ensure_kernel()
     manifest = {}
     n = len(sources)
     emit(state="running", k=0, n=n, notebook="", pid=os.getpid(),

@@ -247,3 +247,11 @@ def test_paired_ratio_of_blocks():
     assert lo < 1.0 < hi
     with pytest.raises(ValueError, match="pair_ratios"):
         room.paired_ratio([1.0])
+
+
+def test_a_refused_merge_is_reported_and_the_bundles_kept(tmp_path):
+    fixture = Path(__file__).parent / "fixtures" / "synthetic-aarch64.labkit"
+    r = room.RoomRun(out=tmp_path, bundles={"a": fixture, "b": fixture})
+    room._merge(r)  # the same machine twice: merge refuses
+    assert r.comparison is None and "same machine" in r.merge_error
+    assert set(r.bundles) == {"a", "b"}
