@@ -18,10 +18,26 @@
 # (or run `python -m labkit merge a.labkit b.labkit ...` in a terminal). Verdicts sit side
 # by side per claim; the ladder compares each machine's kernels in ratios to its own `asm`,
 # since absolute nanoseconds only mean something beside their machine.
+#
+# **In a room** (see `docs/workshop.md`): set `room_file` to the room file of
+# `labkit room serve`. The suite then runs on every joined machine; the table below shows
+# each machine's state live (queued, running notebook k of n, done, failed, left) and the
+# comparison fills in as bundles arrive. Offline, list bundle folders in `bundles`.
 
 # %% tags=["parameters"]
-bundles = []   # paths of .labkit bundle folders, two or more
-quick = False  # unused here; every lab notebook takes it
+bundles = []      # paths of .labkit bundle folders, two or more
+room_file = ""    # or a room file: run the suite across the room first
+room_only = []    # with room_file: only these notebooks (empty: all)
+room_out = "../room-results"  # with room_file: where the machines' bundles are saved
+quick = False     # with room_file: the suite's quick mode
+
+# %%
+if room_file:
+    from labkit import room
+
+    done = room.watch(room_file, quick=quick, only=room_only or None, out=room_out)
+    bundles = sorted(str(p) for p in done.bundles.values())
+    done.table
 
 # %%
 import pandas as pd
