@@ -21,8 +21,6 @@ def _run(job: dict):
 
     cpu = job.get("cpu")
     os.sched_setaffinity(0, {cpu} if cpu is not None else _AFFINITY)
-    if "op" in job:
-        return _run_named(job)
     # A labkit module's worker-side function: measurement modules keep their C calls
     # (ctypes, Cython) in functions named worker_*, run here and never in the caller.
     module, function = job["module"], job["function"]
@@ -30,40 +28,6 @@ def _run(job: dict):
         raise ValueError(f"a worker may only run labkit.*.worker_* functions, not "
                          f"{module}.{function}")
     return getattr(importlib.import_module(module), function)(**job.get("kwargs", {}))
-
-
-def _run_named(job: dict):
-    """The ping-pong and ring jobs of labkit.timing, by name (the older protocol)."""
-    from labkit import _core
-
-    op = job["op"]
-    build = job.get("build")
-    if op == "py_pingpong":
-        from labkit import pypeers
-
-        return pypeers.pingpong(job["peer"], job["rounds"], job["warmup"], job["repeats"])
-    if op == "peer_pingpong":
-        from labkit import native
-
-        return native.peer_pingpong(build, job["peer"], job["stack_size"], job["rounds"],
-                                    job["warmup"], job["repeats"], job.get("fpctl_mode", 0))
-    if op == "pingpong" and build:
-        from labkit import native
-
-        return native.pingpong(build, job["kernel"], job["stack_size"], job["prefault"],
-                               job["rounds"], job["warmup"], job["repeats"],
-                               job.get("fpctl_mode", 0))
-    if op == "pingpong":
-        return _core.pingpong(job["kernel"], job["stack_size"], job["prefault"],
-                              job["rounds"], job["warmup"], job["repeats"],
-                              job.get("fpctl_mode", 0))
-    if op == "ring":
-        return _core.ring(job["kernel"], job["n"], job["asymmetric"], job["stack_size"],
-                          job["colour_step"], job["prefault"], job["laps"], job["warmup"],
-                          job["repeats"])
-    if op == "call":
-        return _run({k: v for k, v in job.items() if k != "op"})
-    raise ValueError(f"unknown worker op {op!r}")
 
 
 def main() -> None:

@@ -236,10 +236,8 @@ def _call_fresh(function: str, describe: str, timeout: float, **kwargs):
     its frames there would see its RSS barely move."""
     w = _worker.Worker()
     try:
-        return w.call({"op": "call", "module": "labkit.frames", "function": function,
-                       "kwargs": kwargs}, timeout=timeout, describe=describe)
-    except _worker.MeasurementTimeout as exc:
-        raise _worker.MeasurementTimeout(f"{describe}: {exc}") from None
+        return _worker.call("labkit.frames", function, worker=w, describe=describe,
+                            timeout=timeout, **kwargs)
     finally:
         w.close()
 

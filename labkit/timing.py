@@ -76,16 +76,19 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
 
     describe = (f"kernel {kernel!r} (stack_size={size}, switches={switches}, "
                 f"repeats={repeats}, cpu={cpu}, build={build or 'extension'})")
-    job = {"stack_size": size or 0, "rounds": switches // 2, "warmup": warmup,
-           "repeats": repeats, "cpu": cpu, "build": build}
+    args = {"stack_size": size or 0, "rounds": switches // 2, "warmup": warmup,
+            "repeats": repeats}
     if py_peer:
-        job.update(op="py_pingpong", peer=kernel)
+        function, args = "worker_py_pingpong", {**args, "peer": kernel}
     elif peer:
-        job.update(op="peer_pingpong", peer=kernel, fpctl_mode=FP_CONTROL_MODES[fp_control])
+        function = "worker_peer_pingpong"
+        args.update(peer=kernel, build=build, fpctl_mode=FP_CONTROL_MODES[fp_control])
     else:
-        job.update(op="pingpong", kernel=_kernels.kernel_index(kernel), prefault=bool(prefault),
-                   fpctl_mode=FP_CONTROL_MODES[fp_control])
-    samples = _worker.run(job, describe=describe, timeout=timeout)
+        function = "worker_pingpong"
+        args.update(kernel=_kernels.kernel_index(kernel), build=build, prefault=bool(prefault),
+                    fpctl_mode=FP_CONTROL_MODES[fp_control])
+    samples = _worker.call("labkit.timing", function, pin=cpu, describe=describe,
+                           timeout=timeout, **args)
     common = {"kernel": kernel, "kind": _kernels.kernel_info(kernel).kind,
               "pattern": "pingpong", "contexts": 2, "stack_size_requested": stack_size,
               "stack_size": size, "colour_step": 0, "prefault": prefault, "cpu": cpu,
@@ -181,14 +184,51 @@ def measure_ring(kernel: str, *, contexts: int, asymmetric: bool = False, laps: 
     pattern = "scheduler" if asymmetric else "ring"
     describe = (f"kernel {kernel!r} {pattern} of {n} (stack_size={size}, "
                 f"colour_step={step}, laps={laps}, repeats={repeats}, cpu={cpu})")
-    samples = _worker.run(
-        {"op": "ring", "kernel": _kernels.kernel_index(kernel), "n": n,
-         "asymmetric": asymmetric, "stack_size": size, "colour_step": step,
-         "prefault": prefault, "laps": laps, "warmup": warmup, "repeats": repeats,
-         "cpu": cpu},
-        describe=describe, timeout=timeout,
-    )
+    samples = _worker.call(
+        "labkit.timing", "worker_ring", pin=cpu, kernel=_kernels.kernel_index(kernel), n=n,
+        asymmetric=asymmetric, stack_size=size, colour_step=step, prefault=prefault,
+        laps=laps, warmup=warmup, repeats=repeats, describe=describe, timeout=timeout)
     common = {"kernel": kernel, "kind": "stackful", "pattern": pattern, "contexts": n,
               "stack_size_requested": stack_size, "stack_size": size, "colour_step": step,
               "prefault": prefault, "cpu": cpu, "laps": laps}
     return _frame(samples, switches, describe, common, resumptions=laps * n, meta=meta)
+
+
+# ---- run in the worker process (labkit.worker.call) ----
+
+def worker_pingpong(kernel: int, build: str | None, stack_size: int, prefault: bool, rounds: int,
+                    warmup: int, repeats: int, fpctl_mode: int) -> list:
+    """A labkit kernel's ping-pong: the extension's own code, or one -O build's."""
+    if build:
+        from labkit import native
+
+        return native.pingpong(build, kernel, stack_size, prefault, rounds, warmup, repeats,
+                               fpctl_mode)
+    from labkit import _core
+
+    return _core.pingpong(kernel, stack_size, prefault, rounds, warmup, repeats, fpctl_mode)
+
+
+def worker_peer_pingpong(peer: str, build: str, stack_size: int, rounds: int, warmup: int,
+                         repeats: int, fpctl_mode: int) -> list:
+    """A C++ peer's ping-pong, from one -O build of the peers library."""
+    from labkit import native
+
+    return native.peer_pingpong(build, peer, stack_size, rounds, warmup, repeats, fpctl_mode)
+
+
+def worker_py_pingpong(peer: str, stack_size: int, rounds: int, warmup: int,
+                       repeats: int) -> list:
+    """A Python peer's ping-pong (stack_size is unused: CPython keeps its own)."""
+    from labkit import pypeers
+
+    return pypeers.pingpong(peer, rounds, warmup, repeats)
+
+
+def worker_ring(kernel: int, n: int, asymmetric: bool, stack_size: int, colour_step: int,
+                prefault: bool, laps: int, warmup: int, repeats: int) -> list:
+    """A ring (or, asymmetric, a scheduler) of n contexts."""
+    from labkit import _core
+
+    return _core.ring(kernel, n, asymmetric, stack_size, colour_step, prefault, laps, warmup,
+                      repeats)

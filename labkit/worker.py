@@ -178,14 +178,6 @@ def shared_worker() -> Worker:
         return _shared
 
 
-def run(job: dict, *, describe: str, timeout: float | None = None):
-    """Run one job in the shared worker (see Worker.call)."""
-    try:
-        return shared_worker().call(job, timeout=timeout, describe=describe)
-    except MeasurementTimeout as exc:
-        raise MeasurementTimeout(f"{describe}: {exc}") from None
-
-
 def job(module: str, function: str, *, pin: int | None = None, **kwargs) -> dict:
     """The one kind of job a worker runs: labkit.<module>.worker_<name>(**kwargs), pinned to
     CPU `pin` for that job only (None: the worker's own CPUs)."""
