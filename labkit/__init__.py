@@ -1,7 +1,7 @@
 """labkit: measure what a context switch costs, honestly.
 
     import labkit
-    labkit.kernels()                          # what can be measured here
+    labkit.catalogue()                        # what can be measured here
     df = labkit.measure("asm_fpu", switches=10**6)
     labkit.summarize(df)                      # median, spread, noise flag
     labkit.machine_info()                     # where the numbers came from
@@ -9,27 +9,41 @@
 Every kernel runs in a worker process: a crash comes back as KernelCrashError.
 """
 from labkit.checks import check_fp_control, check_registers, probe_stack
-from labkit.kernel_switch import KMODES, measure_kernel_switch, measure_yield
-from labkit.kernelinfo import KERNEL_NAMES, kernels
+from labkit.handoff import HANDOFF_MODES, measure_handoff, measure_yield
+from labkit.entries import KERNEL_NAMES, catalogue
 from labkit.machine import machine_info
 from labkit.native import builds
-from labkit.timing import SwitchCountError, measure, measure_ring
+from labkit.timing import measure, measure_ring
 from labkit.stats import noise_warnings, summarize
-from labkit.validate import KernelUnavailableError
-from labkit.worker import KernelCrashError, MeasurementTimeout, WorkerError
+from labkit.errors import (KernelCrashError, KernelUnavailableError, MeasurementTimeout,
+                           SwitchCountError, WorkerError)
 
 __version__ = "0.1.0"
 
 __all__ = [
     # measuring
     "measure", "measure_ring", "summarize", "noise_warnings",
-    # kernel threads and processes
-    "measure_kernel_switch", "measure_yield", "KMODES",
+    # hand-offs between kernel threads and processes
+    "measure_handoff", "measure_yield", "HANDOFF_MODES",
     # what there is
-    "kernels", "KERNEL_NAMES", "builds", "machine_info",
+    "catalogue", "KERNEL_NAMES", "builds", "machine_info",
     # correctness checks
     "check_registers", "check_fp_control", "probe_stack",
     # errors
     "KernelCrashError", "KernelUnavailableError", "MeasurementTimeout", "SwitchCountError",
     "WorkerError",
 ]
+
+_DEPRECATED = {"measure_kernel_switch": "measure_handoff", "KMODES": "HANDOFF_MODES",
+               "kernels": "catalogue"}
+
+
+def __getattr__(name):
+    # Names that changed keep working for one release.
+    if name in _DEPRECATED:
+        import warnings
+
+        warnings.warn(f"labkit.{name} is now labkit.{_DEPRECATED[name]}", DeprecationWarning,
+                      stacklevel=2)
+        return globals()[_DEPRECATED[name]]
+    raise AttributeError(f"module 'labkit' has no attribute {name!r}")

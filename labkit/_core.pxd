@@ -48,8 +48,8 @@ cdef extern from "csrc/lk_timer.h" nogil:
     uint64_t lk_now_ns()
 
 
-cdef extern from "csrc/kswitch.h" nogil:
-    ctypedef struct lk_ksample:
+cdef extern from "csrc/handoff.h" nogil:
+    ctypedef struct lk_handoff_sample:
         uint64_t loop_ns
         uint64_t loop_ticks
         uint64_t base_ns
@@ -65,9 +65,9 @@ cdef extern from "csrc/kswitch.h" nogil:
         uint64_t vol_ctxsw
         uint64_t invol_ctxsw
 
-    const char *lk_kmode_name(int mode)
-    int lk_kpingpong(int mode, int cpu_a, int cpu_b, uint64_t rounds, int warmup, int repeats,
-                     lk_ksample *out, char *err, size_t errlen)
+    const char *lk_handoff_mode_name(int mode)
+    int lk_handoff_pingpong(int mode, int cpu_a, int cpu_b, uint64_t rounds, int warmup, int repeats,
+                     lk_handoff_sample *out, char *err, size_t errlen)
     int lk_yield_run(int cpu, uint64_t units, uint64_t k, lk_yield_sample *out, char *err,
                      size_t errlen)
     uint64_t lk_yield_unit_iters()

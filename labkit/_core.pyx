@@ -161,26 +161,26 @@ def now_ns():
     return lk_now_ns()
 
 
-def kmode_names():
+def handoff_mode_names():
     """Names of the kernel-switch modes, in enum order."""
     names = []
     while True:
-        n = lk_kmode_name(len(names)).decode()
+        n = lk_handoff_mode_name(len(names)).decode()
         if n == "?":
             return names
         names.append(n)
 
 
-def kpingpong(int mode, int cpu_a, int cpu_b, uint64_t rounds, int warmup, int repeats):
+def handoff_pingpong(int mode, int cpu_a, int cpu_b, uint64_t rounds, int warmup, int repeats):
     """Ping-pong between two kernel tasks (threads or processes); one dict per repeat."""
-    cdef lk_ksample *out = <lk_ksample *>malloc(sizeof(lk_ksample) * repeats)
+    cdef lk_handoff_sample *out = <lk_handoff_sample *>malloc(sizeof(lk_handoff_sample) * repeats)
     cdef char err[512]
     cdef int rc
     if out == NULL:
         raise MemoryError("no memory for the samples")
     try:
         with nogil:
-            rc = lk_kpingpong(mode, cpu_a, cpu_b, rounds, warmup, repeats, out, err,
+            rc = lk_handoff_pingpong(mode, cpu_a, cpu_b, rounds, warmup, repeats, out, err,
                               sizeof(err))
         if rc != 0:
             raise RuntimeError(err.decode())

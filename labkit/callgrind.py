@@ -10,20 +10,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from labkit import kernelinfo as _kernels
+from labkit import entries as _entries
 from labkit import native
 from labkit import validate as _v
+from labkit.errors import ToolMissingError, UnsupportedInstructionError  # noqa: F401
 
 DRIVER = native.VARIANTS_DIR / "lk_count"
-
-
-class ToolMissingError(RuntimeError):
-    """valgrind (or the counting driver) is not installed here; the message says how to get it."""
-
-
-class UnsupportedInstructionError(RuntimeError):
-    """valgrind cannot decode an instruction of this build (-march=native may emit AVX-512,
-    which valgrind 3.19 does not know)."""
 
 
 def available() -> tuple[bool, str]:
@@ -67,8 +59,8 @@ def instructions_per_switch(kernel: str, *, build: str = "O2", stack_size: int |
     ok, why = available()
     if not ok:
         raise ToolMissingError(why)
-    kernel = _v.kernel(kernel)
-    size = _v.stack_size(kernel, stack_size) or 0
+    kernel = _entries.check_name(kernel)
+    size = _entries.check_stack_size(kernel, stack_size) or 0
     if build not in native.builds():
         raise ValueError(f"build must be one of {native.builds()}; got {build!r}")
     if isinstance(rounds, (str, bytes)) or not hasattr(rounds, "__len__") or len(rounds) != 2:
@@ -76,12 +68,12 @@ def instructions_per_switch(kernel: str, *, build: str = "O2", stack_size: int |
     r1, r2 = (_v.integer("rounds", r) for r in rounds)
     if not 0 < r1 < r2:
         raise ValueError(f"rounds must be two increasing positive integers; got {rounds!r}")
-    if _kernels.is_peer(kernel):
+    if _entries.is_peer(kernel):
         lib = native.VARIANTS_DIR / f"liblabkit_peers-{build}.so"
         system, index = "peer", native.peer_names(build).index(kernel)
-    elif _kernels.system(kernel) == "labkit":
+    elif _entries.system(kernel) == "labkit":
         lib = native.VARIANTS_DIR / f"liblabkit_c-{build}.so"
-        system, index = "core", _kernels.kernel_index(kernel)
+        system, index = "core", _entries.kernel_index(kernel)
     else:
         raise ValueError(f"kernel must be a labkit kernel or a C++ peer; {kernel!r} is a "
                          "Python peer (callgrind would count the interpreter)")

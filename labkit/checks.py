@@ -3,14 +3,14 @@ ABI says must survive a switch survive it, is the FP control state kept, and whe
 a context's stack end."""
 from __future__ import annotations
 
-from labkit import kernelinfo as _kernels
+from labkit import entries as _entries
 from labkit import validate as _v
 from labkit import worker as _worker
 
 
 def _stackful(kernel) -> str:
-    kernel = _v.kernel(kernel)
-    if _kernels.kernel_info(kernel).kind != "stackful":
+    kernel = _entries.check_name(kernel)
+    if _entries.kernel_info(kernel).kind != "stackful":
         raise ValueError(f"kernel must be a stackful kernel for this check; {kernel!r} "
                          "is stackless (it has no registers of its own to keep)")
     return kernel
@@ -22,7 +22,7 @@ def check_registers(kernel: str):
     import pandas as pd
 
     kernel = _stackful(kernel)
-    rows = _worker.call("labkit.checks", "worker_regtest", kernel=_kernels.kernel_index(kernel),
+    rows = _worker.call("labkit.checks", "worker_regtest", kernel=_entries.kernel_index(kernel),
                         describe=f"register check of kernel {kernel!r}", timeout=60)
     out = []
     for r in rows:
@@ -37,7 +37,7 @@ def check_fp_control(kernel: str) -> dict:
     contexts and switch between them. Returns what each side set and found afterwards
     (status flags masked out: they are caller-saved), and `kept`: whether both survived."""
     kernel = _stackful(kernel)
-    r = _worker.call("labkit.checks", "worker_fptest", kernel=_kernels.kernel_index(kernel),
+    r = _worker.call("labkit.checks", "worker_fptest", kernel=_entries.kernel_index(kernel),
                      describe=f"FP control check of kernel {kernel!r}", timeout=60)
     mask = r["mask"]
 
@@ -54,12 +54,12 @@ def probe_stack(kernel: str, stack_size: int, use_bytes: int) -> int:
     Returns use_bytes if it fit; past the end it faults on the guard page and this raises
     labkit.KernelCrashError (the caller survives)."""
     kernel = _stackful(kernel)
-    size = _v.stack_size(kernel, stack_size)
+    size = _entries.check_stack_size(kernel, stack_size)
     # Up to the stack and well past it (into the guard page is the point of some probes),
     # but not past what a C size can hold.
     n = _v.integer_in("use_bytes", use_bytes, 0, 1 << 40)
     return _worker.call(
-        "labkit.checks", "worker_stack_probe", kernel=_kernels.kernel_index(kernel),
+        "labkit.checks", "worker_stack_probe", kernel=_entries.kernel_index(kernel),
         stack_size=size, use_bytes=n,
         describe=f"kernel {kernel!r} (stack_size={size}, use_bytes={n})", timeout=60)
 

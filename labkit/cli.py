@@ -2,7 +2,7 @@
 
     labkit reproduce [--quick] [--only NB ...] [-p NAME VALUE] [--resume]
     labkit measure asm_fpu [--build O0] [--fp-control differ] [--json | --csv]
-    labkit kernels [--json | --csv]
+    labkit catalogue [--json | --csv]   (or: labkit kernels)
     labkit bundle -o mylaptop          labkit merge a.labkit b.labkit
     labkit report                      labkit lab
 
@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("measure", help="measure one kernel and print its summary",
                        description="Time switches between two contexts with one kernel, in a "
                        "worker process, with the empty loop subtracted.")
-    m.add_argument("kernel", help="a kernel name (see `labkit kernels`)")
+    m.add_argument("kernel", help="a kernel or peer name (see `labkit catalogue`)")
     m.add_argument("--switches", type=int, default=1_000_000,
                    help="switches per repeat (default 1000000)")
     m.add_argument("--repeats", type=int, default=10, help="timed repeats (default 10)")
@@ -67,9 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="FP control state of the two contexts (default as-is)")
     _add_format(m, "every repeat's row")
 
-    k = sub.add_parser("kernels", help="list the kernels and peers, available here or why not",
-                       description="Every kernel and peer: what it saves, whether it runs "
-                       "here, and if not what to install.")
+    k = sub.add_parser("catalogue", aliases=["kernels"],
+                       help="list what can be measured (kernels and peers), here or why not",
+                       description="The catalogue: every switch kernel and peer system, what "
+                       "it saves, whether it runs here, and if not what to install. "
+                       "(`labkit kernels` is the same.)")
     _add_format(k, "the whole table")
 
     b = sub.add_parser("bundle", help="pack this machine's results into a bundle folder",
@@ -137,10 +139,10 @@ def _run(args, parser) -> int:
         from labkit import reproduce
 
         return reproduce.run(args, args.reproduce_parser)
-    if args.command == "kernels":
+    if args.command in ("catalogue", "kernels"):
         import labkit
 
-        table = labkit.kernels()
+        table = labkit.catalogue()
         _print_frame(table, args, lambda: table[["kernel", "system", "kind", "available",
                                                   "why_not"]].to_string(index=False))
     elif args.command == "measure":

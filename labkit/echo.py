@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from labkit import validate as _v
+from labkit.errors import EchoError, ServerUnavailableError  # noqa: F401
 
 VARIANTS_DIR = Path(__file__).resolve().parent / "bin"  # labkit.native_build.OUT_NAME
 LOADGEN = "lk_echo_load"
@@ -46,14 +47,6 @@ CACHE_SLACK = 1
 
 MAGIC_ECHO, MAGIC_STATS, MAGIC_REPLY = 0x4C4B4531, 0x4C4B533F, 0x4C4B5321
 _HDR = struct.Struct(">II")
-
-
-class EchoError(RuntimeError):
-    """A server dropped, corrupted or refused a message, died, or would not stop."""
-
-
-class ServerUnavailableError(ValueError):
-    """The server exists but cannot run here (the message says why and what to install)."""
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,7 @@ class Point:
 def _catalogue():
     import labkit
 
-    return labkit.kernels().set_index("kernel")
+    return labkit.catalogue().set_index("kernel")
 
 
 def applicable(kernel: str, catalogue=None) -> dict[str, bool]:

@@ -19,6 +19,7 @@ import math
 import numbers
 import os
 
+from labkit import entries as _entries
 from labkit import machine as _machine
 from labkit import native as _native
 from labkit import validate as _v
@@ -126,7 +127,7 @@ def measure(work_cycles: int, *, stack_size: int, batch: int = 1, workers: int =
     tasks must be a multiple of batch (None: about 1 ms of work, see tasks_for). build
     names one of the C core's builds (labkit.builds()), -O2 by default."""
     w = _work_cycles(work_cycles)
-    size = _v.stack_size(KERNEL, stack_size)
+    size = _entries.check_stack_size(KERNEL, stack_size)
     b = _batch(batch)
     n = _workers(workers)
     if tasks is None:

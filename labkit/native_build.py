@@ -33,9 +33,9 @@ CORE_SOURCES = ["csrc/kernels.c", "csrc/harness.c", "csrc/ring.c"]
 CORE_HEADERS = ["csrc/labkit_core.h", "csrc/lk_timer.h", "csrc/switch_platform.h",
                 "csrc/switch_x86_64_sysv.h", "csrc/switch_aarch64_aapcs.h"]
 # The Cython extension labkit._core wraps the core and the kernel-switch probes.
-EXTENSION_SOURCES = [*CORE_SOURCES, "csrc/kswitch.c"]
+EXTENSION_SOURCES = [*CORE_SOURCES, "csrc/handoff.c"]
 SELFTEST_SOURCES = ["csrc/selftest.c", *CORE_SOURCES]
-KSWITCH_SELFTEST_SOURCES = ["csrc/kswitch_selftest.c", "csrc/kswitch.c"]
+HANDOFF_SELFTEST_SOURCES = ["csrc/handoff_selftest.c", "csrc/handoff.c"]
 
 # The builds the optimisation-level experiment puts side by side (notebook 02).
 OPT_LEVELS = {

@@ -628,7 +628,7 @@ def idle_worker_cost(*, blocks: int = 10, repeats: int = 5, cpu: int = 0, quiet:
             time.sleep(1.0)  # let a resumed worker catch up on missed heartbeats
             before, t0 = _switches_and_cpu(worker.pid), time.monotonic()
             a = labkit.measure("asm_fpu", switches=switches, repeats=repeats, cpu=cpu)
-            f = labkit.measure_kernel_switch("thread_futex", cpus=(cpu, cpu),
+            f = labkit.measure_handoff("thread_futex", cpus=(cpu, cpu),
                                              switches=futex_switches, repeats=repeats)
             after, t1 = _switches_and_cpu(worker.pid), time.monotonic()
             if cond == "with":

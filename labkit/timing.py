@@ -1,14 +1,11 @@
 """Timing: labkit.measure times one kernel's ping-pong in a worker process, one row per repeat."""
 from __future__ import annotations
 
-from labkit import kernelinfo as _kernels
+from labkit import entries as _entries
 from labkit import machine as _machine
 from labkit import validate as _v
 from labkit import worker as _worker
-
-
-class SwitchCountError(RuntimeError):
-    """The two sides' counters disagree with the number of switches the loop should make."""
+from labkit.errors import SwitchCountError  # noqa: F401
 
 
 FP_CONTROL_MODES = {"as-is": 0, "same": 1, "differ": 2}
@@ -34,18 +31,18 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
     to one CPU. prefault touches the whole stack before timing (labkit's stackful kernels:
     default True; must stay None for the others, whose stacks are not labkit's). build picks one of the
     C core's optimisation-level builds (labkit.builds(): "O0" ... "O2-native") instead
-    of the extension's own (-O2); the peers (labkit.kernels().query("system == 'peer'"))
+    of the extension's own (-O2); the peers (labkit.catalogue().query("system == 'peer'"))
     always come from such a build, "O2" by default. fp_control: "as-is"; "same" (both contexts hold the
     default FP control words); "differ" (main did an inexact division after making the
     other context, so on x86-64 their MXCSRs differ in the sticky PE flag)."""
-    kernel = _v.kernel(kernel)
-    size = _v.stack_size(kernel, stack_size)
+    kernel = _entries.check_name(kernel)
+    size = _entries.check_stack_size(kernel, stack_size)
     switches = _v.switches(switches)
     repeats = _v.repeats(repeats)
     warmup = _v.warmup(warmup)
     cpu = _v.cpu(cpu)
-    peer, py_peer = _kernels.is_peer(kernel), _kernels.is_py_peer(kernel)
-    own_stack = _kernels.system(kernel) == "labkit" and size is not None
+    peer, py_peer = _entries.is_peer(kernel), _entries.is_py_peer(kernel)
+    own_stack = _entries.system(kernel) == "labkit" and size is not None
     if own_stack:
         prefault = True if prefault is None else _v.flag("prefault", prefault)
         if prefault and size > _v.physical_memory() // 2:
@@ -85,11 +82,11 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
         args.update(peer=kernel, build=build, fpctl_mode=FP_CONTROL_MODES[fp_control])
     else:
         function = "worker_pingpong"
-        args.update(kernel=_kernels.kernel_index(kernel), build=build, prefault=bool(prefault),
+        args.update(kernel=_entries.kernel_index(kernel), build=build, prefault=bool(prefault),
                     fpctl_mode=FP_CONTROL_MODES[fp_control])
     samples = _worker.call("labkit.timing", function, pin=cpu, describe=describe,
                            timeout=timeout, **args)
-    common = {"kernel": kernel, "kind": _kernels.kernel_info(kernel).kind,
+    common = {"kernel": kernel, "kind": _entries.kernel_info(kernel).kind,
               "pattern": "pingpong", "contexts": 2, "stack_size_requested": stack_size,
               "stack_size": size, "colour_step": 0, "prefault": prefault, "cpu": cpu,
               "build": "cpython" if py_peer else build or "extension", "fp_control": fp_control}
@@ -157,13 +154,13 @@ def measure_ring(kernel: str, *, contexts: int, asymmetric: bool = False, laps: 
     empty loop. colour_step > 0 moves stack i's top down by (i mod 1024) * colour_step
     bytes (stack colouring). Stacks are not prefaulted by default: only the pages the
     contexts touch are committed."""
-    kernel = _v.kernel(kernel)
-    if _kernels.kernel_info(kernel).kind != "stackful":
+    kernel = _entries.check_name(kernel)
+    if _entries.kernel_info(kernel).kind != "stackful":
         raise ValueError(f"kernel must be stackful for a ring; {kernel!r} is stackless")
     n = _v.integer_in("contexts", contexts, 1, MAX_CONTEXTS)
     asymmetric = _v.flag("asymmetric", asymmetric)
     laps = _v.integer_in("laps", laps, 1, _v.MAX_SWITCHES)
-    size = _v.stack_size(kernel, stack_size)
+    size = _entries.check_stack_size(kernel, stack_size)
     step = _v.integer_in("colour_step", colour_step, 0, 4096, " bytes")
     repeats, warmup = _v.repeats(repeats), _v.warmup(warmup)
     cpu = _v.cpu(cpu)
@@ -185,7 +182,7 @@ def measure_ring(kernel: str, *, contexts: int, asymmetric: bool = False, laps: 
     describe = (f"kernel {kernel!r} {pattern} of {n} (stack_size={size}, "
                 f"colour_step={step}, laps={laps}, repeats={repeats}, cpu={cpu})")
     samples = _worker.call(
-        "labkit.timing", "worker_ring", pin=cpu, kernel=_kernels.kernel_index(kernel), n=n,
+        "labkit.timing", "worker_ring", pin=cpu, kernel=_entries.kernel_index(kernel), n=n,
         asymmetric=asymmetric, stack_size=size, colour_step=step, prefault=prefault,
         laps=laps, warmup=warmup, repeats=repeats, describe=describe, timeout=timeout)
     common = {"kernel": kernel, "kind": "stackful", "pattern": pattern, "contexts": n,

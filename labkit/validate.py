@@ -1,21 +1,19 @@
 """Argument checks for the public API: a clear ValueError/TypeError naming the parameter
-and the accepted range, before anything reaches C. Never a silent clamp."""
+and the accepted range, before anything reaches C. Never a silent clamp. Checks that need
+to know the kernels (a name, a stack size) are in labkit.catalogue; this module imports
+nothing of labkit's but its errors."""
 from __future__ import annotations
 
 import numbers
 import os
+from labkit.errors import KernelUnavailableError  # noqa: F401
 
-from labkit import kernelinfo as _kernels
 
 # Headroom above a kernel's saved frame for the context's own entry function.
 ENTRY_HEADROOM = 2048
 MAX_SWITCHES = 10**10
 MAX_REPEATS = 100_000
 DEFAULT_STACK_SIZE = 64 * 1024
-
-
-class KernelUnavailableError(ValueError):
-    """The kernel exists but cannot run on this machine (the message says why)."""
 
 
 def page_size() -> int:
@@ -54,48 +52,6 @@ def choice(name: str, value, options) -> str:
     if value not in options:
         raise ValueError(f"{name} must be one of {', '.join(options)}; got {value!r}")
     return value
-
-
-def kernel(name) -> str:
-    """A known kernel name that runs here."""
-    if not isinstance(name, str):
-        raise TypeError(f"kernel must be a str naming a kernel, not {type(name).__name__}")
-    if name not in _kernels.ALL_NAMES:
-        raise ValueError(
-            f"kernel must be one of {', '.join(_kernels.ALL_NAMES)}; got {name!r}"
-        )
-    ok, why = _kernels.availability(name)
-    if not ok:
-        raise KernelUnavailableError(f"kernel {name!r} is not available on this machine: {why}")
-    return name
-
-
-def min_stack_size(kernel_name: str) -> int:
-    """Smallest stack a context of this kernel gets: its saved frame plus room for its entry."""
-    return round_to_pages(_kernels.frame_bytes(kernel_name) + ENTRY_HEADROOM)
-
-
-def stack_size(kernel_name: str, value) -> int | None:
-    """The stack size in bytes, rounded up to whole pages (None: 64 KiB); None for a stackless kernel."""
-    kind = _kernels.kernel_info(kernel_name).kind
-    if kind != "stackful":
-        if value is not None:
-            raise ValueError(
-                f"stack_size must be left unset (None) for the {kind} kernel "
-                f"{kernel_name!r}: it has no stack of its own; got {value!r}"
-            )
-        return None
-    if value is None:
-        value = DEFAULT_STACK_SIZE
-    n = integer("stack_size", value)
-    lo, hi = min_stack_size(kernel_name), physical_memory()
-    if not lo <= n <= hi:
-        raise ValueError(
-            f"stack_size must be between {lo} bytes (one page at least, plus the "
-            f"{kernel_name} frame and room for the entry function) and {hi} bytes "
-            f"(this machine's memory); got {n}"
-        )
-    return round_to_pages(n)
 
 
 def switches(value) -> int:

@@ -15,20 +15,9 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from labkit.errors import KernelCrashError, MeasurementTimeout, WorkerError  # noqa: F401
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
-
-
-class KernelCrashError(RuntimeError):
-    """A kernel killed its worker process (the message names the kernel, parameters and signal)."""
-
-
-class MeasurementTimeout(TimeoutError):
-    """A worker did not answer in time and was killed."""
-
-
-class WorkerError(RuntimeError):
-    """The worker answered with an error (the message carries it)."""
 
 
 def _signal_name(returncode: int) -> str:

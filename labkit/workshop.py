@@ -123,7 +123,7 @@ def thread_vs_coroutine(*, quick: bool = False, kernel: str = "asm_fpu",
     switches, repeats, rounds = _sizes(quick, None, None, None)
     frames = []
     for r in range(rounds):
-        frames.append(labkit.measure_kernel_switch(mode, cpus=(cpu, cpu),
+        frames.append(labkit.measure_handoff(mode, cpus=(cpu, cpu),
                                                    switches=switches // 25, repeats=repeats)
                       .assign(kernel=mode, round=r))
         frames.append(labkit.measure(kernel, switches=switches, repeats=repeats, cpu=cpu)
@@ -314,7 +314,7 @@ def ready():
     builds = labkit.builds()
     add("optimisation-level builds", len(builds) >= 3, ", ".join(builds) or "none",
         "run `make setup` (it builds -O0 ... -O2-native beside the extension)")
-    cat = labkit.kernels()
+    cat = labkit.catalogue()
     missing = cat[~cat.available]
     add("kernels and peers available", missing.empty,
         f"{int(cat.available.sum())} of {len(cat)}" + ("" if missing.empty else

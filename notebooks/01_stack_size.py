@@ -61,7 +61,7 @@ if quick:
 
 info = labkit.machine_info()
 print(plots.machine_caption(info))
-labkit.kernels()[["kernel", "kind", "saves", "available", "why_not"]]
+labkit.catalogue()[["kernel", "kind", "saves", "available", "why_not"]]
 
 # %% [markdown]
 # ## Two contexts, ping-pong: the author's test
@@ -74,7 +74,7 @@ labkit.kernels()[["kernel", "kind", "saves", "available", "why_not"]]
 # the heap, large ones from `mmap`), so `prefault` does not apply to it.
 
 # %%
-available = labkit.kernels().set_index("kernel")
+available = labkit.catalogue().set_index("kernel")
 kernels = [k for k in ("boost_fiber", "asm_fpu", "asm", "ucontext") if available.loc[k, "available"]]
 missing = available.loc[["boost_fiber"]].query("not available")[["why_not"]]
 missing  # an empty table when Boost.Context is here

@@ -50,7 +50,7 @@ if quick:
 info = labkit.machine_info()
 print(plots.machine_caption(info))
 builds = labkit.builds()
-available = labkit.kernels().set_index("kernel")
+available = labkit.catalogue().set_index("kernel")
 candidates = ["boost_fiber", "boost_fcontext", "asm_fpu", "cxx20_generator"]
 kernels = [k for k in candidates if available.loc[k, "available"]]
 available.loc[candidates, ["system", "kind", "available", "why_not"]]

@@ -62,7 +62,7 @@ if quick:
 
 info = labkit.machine_info()
 print(plots.machine_caption(info))
-catalogue = labkit.kernels()
+catalogue = labkit.catalogue()
 available = catalogue[catalogue.available]
 missing = catalogue.loc[~catalogue.available, ["kernel", "system", "kind", "why_not"]]
 judged = ["asm", "virtual_call", "boost_fiber", "syscall_getppid", "cxx20_generator"]

@@ -56,7 +56,7 @@ from labkit.sweep import grid, sweep
 if quick:
     switches, repeats = 100_000, 5
 print(plots.machine_caption())
-catalogue = labkit.kernels().set_index("kernel")
+catalogue = labkit.catalogue().set_index("kernel")
 ladder = [k for k in ["asm", "asm_ret", "asm_fpu", "asm_fxsave", "asm_xsave", "boost_fcontext"]
           if catalogue.loc[k, "available"]]
 catalogue.loc[["asm", "asm_ret", "asm_fpu", "asm_fxsave", "asm_xsave", "boost_fcontext"],

@@ -3,7 +3,7 @@ import pytest
 
 import labkit
 
-KERNELS = labkit.kernels()
+KERNELS = labkit.catalogue()
 AVAILABLE = KERNELS[KERNELS.available]
 OWN = AVAILABLE[AVAILABLE.system == "labkit"]
 # labkit's own stackful kernels: the ones whose registers and stacks the checks can probe.

@@ -6,7 +6,7 @@ import pytest
 
 import labkit
 from conftest import PEERS, STACKFUL
-from labkit import validate
+from labkit import entries
 
 HUGE = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") * 2
 NOT_MINE = max(range(os.cpu_count() + 64)) + 1  # beyond any CPU of this machine
@@ -59,7 +59,7 @@ def test_measure_rejects_bad_input(kwargs, exc, words):
 
 
 def test_minimum_stack_is_accepted_and_rounded_up_to_pages():
-    lo = validate.min_stack_size("asm")
+    lo = entries.min_stack_size("asm")
     df = labkit.measure("asm", stack_size=lo - 1 + 1, switches=100, repeats=1)
     assert df.stack_size.iloc[0] == lo
     odd = labkit.measure("asm", stack_size=lo + 1, switches=100, repeats=1)
@@ -70,7 +70,7 @@ def test_minimum_stack_is_accepted_and_rounded_up_to_pages():
 
 @pytest.mark.parametrize("kernel", STACKFUL)
 def test_one_byte_under_the_minimum_is_refused(kernel):
-    lo = validate.min_stack_size(kernel)
+    lo = entries.min_stack_size(kernel)
     with pytest.raises(ValueError, match="stack_size"):
         labkit.measure(kernel, stack_size=lo - 1, switches=100)
 
@@ -88,9 +88,9 @@ def test_checks_reject_stackless_and_unknown():
 
 @pytest.mark.parametrize("call,exc,word", [
     (lambda: labkit.summarize([1, 2]), TypeError, "df"),
-    (lambda: labkit.summarize(labkit.kernels(), value="nope"), ValueError, "value"),
-    (lambda: labkit.summarize(labkit.kernels(), by="nope", value="name"), ValueError, "by"),
-    (lambda: labkit.kernels(peers="yes"), TypeError, "peers"),
+    (lambda: labkit.summarize(labkit.catalogue(), value="nope"), ValueError, "value"),
+    (lambda: labkit.summarize(labkit.catalogue(), by="nope", value="name"), ValueError, "by"),
+    (lambda: labkit.catalogue(peers="yes"), TypeError, "peers"),
 ], ids=["summarize-df", "summarize-value", "summarize-by", "kernels-peers"])
 def test_helpers_reject_bad_input(call, exc, word):
     with pytest.raises(exc, match=word):

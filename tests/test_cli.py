@@ -66,7 +66,7 @@ def test_measure_passes_build_and_fp_control(capsys):
 def test_kernels_json(capsys):
     assert cli.main(["kernels", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [r["kernel"] for r in rows] == list(labkit.kernels().kernel)
+    assert [r["kernel"] for r in rows] == list(labkit.catalogue().kernel)
     assert all(r["why_not"] for r in rows if not r["available"])
 
 

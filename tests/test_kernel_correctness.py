@@ -58,7 +58,7 @@ def test_cxx20_symmetric_refuses_builds_without_tail_calls():
 def test_kernels_in_any_order_share_a_worker():
     # State left behind by one kernel (an xsave header on the stack, say) must not
     # break the next one in the same worker process: run them forwards and backwards.
-    order = [k for k in labkit.kernels().query("available").kernel]
+    order = [k for k in labkit.catalogue().query("available").kernel]
     for k in order + order[::-1]:
         df = labkit.measure(k, switches=1000, repeats=1, warmup=0)
         assert (df.counted_switches == 1000).all(), k

@@ -34,9 +34,9 @@ def test_per_switch_figures_are_consistent():
 
 
 def test_kernel_table_lists_every_kernel_with_a_reason_when_missing():
-    from labkit.kernelinfo import ALL_NAMES
+    from labkit.entries import ALL_NAMES
 
-    k = labkit.kernels()
+    k = labkit.catalogue()
     assert list(k.kernel) == list(ALL_NAMES)
     assert set(k.kind) == {"stackful", "stackless", "baseline"}
     assert (k[~k.available].why_not.str.len() > 0).all()
@@ -67,7 +67,7 @@ def test_a_missing_peer_is_a_row_that_says_why_not_a_crash(tmp_path, monkeypatch
     from labkit import native
 
     monkeypatch.setattr(native, "VARIANTS_DIR", tmp_path)  # as if Boost had not been there
-    k = labkit.kernels().set_index("kernel")
+    k = labkit.catalogue().set_index("kernel")
     assert not k.loc["boost_fiber", "available"]
     assert "libboost-context-dev" in k.loc["boost_fiber", "why_not"]
     assert k.loc["asm", "available"]
@@ -80,7 +80,7 @@ def test_a_missing_peer_is_a_row_that_says_why_not_a_crash(tmp_path, monkeypatch
 def test_peer_rows_say_which_build_measured_them():
     import pytest
 
-    k = labkit.kernels().set_index("kernel")
+    k = labkit.catalogue().set_index("kernel")
     if not k.loc["boost_fiber", "available"]:
         pytest.skip(k.loc["boost_fiber", "why_not"])
     df = labkit.measure("boost_fiber", switches=1000, repeats=2)
@@ -89,5 +89,5 @@ def test_peer_rows_say_which_build_measured_them():
 
 
 def test_ucontext_counts_the_context_it_keeps_on_its_stack():
-    k = labkit.kernels().set_index("kernel")
+    k = labkit.catalogue().set_index("kernel")
     assert k.loc["ucontext", "frame_bytes"] > 900  # a glibc ucontext_t, at the stack's top

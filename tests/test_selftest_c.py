@@ -11,7 +11,7 @@ from labkit import native_build
 # The source lists are declared once, in labkit/native_build.py (setup.py reads them too).
 PACKAGE = Path(native_build.__file__).resolve().parent
 SOURCES = [str(PACKAGE / f) for f in native_build.SELFTEST_SOURCES]
-KSWITCH = [str(PACKAGE / f) for f in native_build.KSWITCH_SELFTEST_SOURCES]
+HANDOFF = [str(PACKAGE / f) for f in native_build.HANDOFF_SELFTEST_SOURCES]
 
 
 def _build_and_run(cc, out, run_prefix=(), opt="-O2", extra=()):
@@ -49,13 +49,13 @@ def test_aarch64_selftest_under_qemu(tmp_path, opt):
     assert res.stdout.count("d15 survives") == 8
 
 
-def test_kswitch_selftest(tmp_path):
+def test_handoff_selftest(tmp_path):
     cc = shutil.which("gcc") or shutil.which("cc")
     if cc is None:
         pytest.skip("no C compiler (gcc/cc) on PATH")
-    out = tmp_path / "kswitch"
+    out = tmp_path / "handoff"
     subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-Werror", "-pthread", "-o", str(out),
-                    *KSWITCH], check=True, capture_output=True, text=True)
+                    *HANDOFF], check=True, capture_output=True, text=True)
     res = subprocess.run([str(out)], capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "KSWITCH SELFTEST PASSED" in res.stdout
+    assert "HANDOFF SELFTEST PASSED" in res.stdout

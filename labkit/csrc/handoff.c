@@ -1,4 +1,4 @@
-/* kswitch.c -- kernel context-switch ping-pongs (the lmbench lat_ctx idea) and the
+/* handoff.c -- kernel context-switch ping-pongs (the lmbench lat_ctx idea) and the
  * two-threads-on-one-core yield experiment (claim C002.2).
  *
  * Method. Side A is the calling thread and does the timing; side B is a thread or a
@@ -30,7 +30,7 @@
  * (the baseline ran in between); the "after" read can come just before B's final
  * sleep is recorded on two CPUs, so cross-CPU counts can be short by one. */
 #define _GNU_SOURCE
-#include "kswitch.h"
+#include "handoff.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -53,12 +53,12 @@
 
 #define ERR(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); } while (0)
 
-static const char *const kmode_names[LK_K_NMODES] = {
+static const char *const handoff_mode_names[LK_HANDOFF_NMODES] = {
     "thread_futex", "thread_condvar", "thread_pipe", "process_pipe",
 };
 
-const char *lk_kmode_name(int mode) {
-    return (mode >= 0 && mode < LK_K_NMODES) ? kmode_names[mode] : "?";
+const char *lk_handoff_mode_name(int mode) {
+    return (mode >= 0 && mode < LK_HANDOFF_NMODES) ? handoff_mode_names[mode] : "?";
 }
 
 /* ---- small kernel helpers ---- */
@@ -163,11 +163,11 @@ typedef struct {
     pthread_cond_t bne, bnf;
     int pb[2];
     volatile uint64_t ba, bb;
-} kshared;
+} handoff_shared;
 
 /* ---- side B ---- */
 
-static void b_futex(kshared *s) {
+static void b_futex(handoff_shared *s) {
     for (;;) {
         wait_change(&s->turn, 0);
         if (__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) return;
@@ -180,7 +180,7 @@ static void b_futex(kshared *s) {
 /* Signal after unlock: a woken consumer that finds the mutex still held would
  * block on it again and add a switch that is an artefact of the code, not of
  * the hand-off (the cppreference condition_variable example does the same). */
-static void b_condvar(kshared *s) {
+static void b_condvar(handoff_shared *s) {
     for (;;) {
         pthread_mutex_lock(&s->m);
         while (!s->slot && !s->stop) pthread_cond_wait(&s->not_empty, &s->m);
@@ -206,13 +206,13 @@ static void b_pipe(int rfd, int wfd, volatile uint64_t *count) {
     }
 }
 
-static void announce(kshared *s, int state) {
+static void announce(handoff_shared *s, int state) {
     st(&s->ready, state);
     futex_wake(&s->ready, 1);
 }
 
 static void *b_thread(void *arg) {
-    kshared *s = arg;
+    handoff_shared *s = arg;
     s->b_tid = (int)syscall(SYS_gettid);
     if (s->cpu_b >= 0 && pin_self(s->cpu_b) != 0) {
         s->b_errno = errno;
@@ -221,9 +221,9 @@ static void *b_thread(void *arg) {
     }
     announce(s, 1);
     switch (s->mode) {
-    case LK_K_FUTEX: b_futex(s); break;
-    case LK_K_CONDVAR: b_condvar(s); break;
-    case LK_K_PIPE_THREADS: b_pipe(s->p1[0], s->p2[1], &s->b_count); break;
+    case LK_HANDOFF_FUTEX: b_futex(s); break;
+    case LK_HANDOFF_CONDVAR: b_condvar(s); break;
+    case LK_HANDOFF_PIPE_THREADS: b_pipe(s->p1[0], s->p2[1], &s->b_count); break;
     }
     return NULL;
 }
@@ -232,7 +232,7 @@ static void *b_thread(void *arg) {
  * threads holding locks (malloc, stdio) at the moment of fork(). */
 /* The fds come as arguments, read before fork(): the parent clears its copies
  * in the shared mapping right after fork(), and the child would see that. */
-static _Noreturn void b_child(kshared *s, pid_t parent, int rfd, int wfd, const int drop[4]) {
+static _Noreturn void b_child(handoff_shared *s, pid_t parent, int rfd, int wfd, const int drop[4]) {
     /* PDEATHSIG covers the parent dying later; getppid() covers it having died
      * before the prctl took effect. */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(3);
@@ -258,7 +258,7 @@ static _Noreturn void b_child(kshared *s, pid_t parent, int rfd, int wfd, const 
 
 /* ---- side A: the timed loops ---- */
 
-__attribute__((noinline)) static int a_futex(kshared *s, uint64_t rounds) {
+__attribute__((noinline)) static int a_futex(handoff_shared *s, uint64_t rounds) {
     for (uint64_t i = 0; i < rounds; i++) {
         s->a_count++;
         st(&s->turn, 1);
@@ -268,7 +268,7 @@ __attribute__((noinline)) static int a_futex(kshared *s, uint64_t rounds) {
     return 0;
 }
 
-__attribute__((noinline)) static int a_condvar(kshared *s, uint64_t rounds) {
+__attribute__((noinline)) static int a_condvar(handoff_shared *s, uint64_t rounds) {
     for (uint64_t i = 0; i < rounds; i++) {
         pthread_mutex_lock(&s->m);
         while (s->slot) pthread_cond_wait(&s->not_full, &s->m);
@@ -284,7 +284,7 @@ __attribute__((noinline)) static int a_condvar(kshared *s, uint64_t rounds) {
     return 0;
 }
 
-__attribute__((noinline)) static int a_pipe(kshared *s, uint64_t rounds) {
+__attribute__((noinline)) static int a_pipe(handoff_shared *s, uint64_t rounds) {
     int w = s->p1[1], r = s->p2[0];
     char c;
     for (uint64_t i = 0; i < rounds; i++) {
@@ -296,7 +296,7 @@ __attribute__((noinline)) static int a_pipe(kshared *s, uint64_t rounds) {
 
 /* ---- the baselines: the same per-hand-off work, one task, nobody waits ---- */
 
-__attribute__((noinline)) static int base_futex(kshared *s, uint64_t rounds) {
+__attribute__((noinline)) static int base_futex(handoff_shared *s, uint64_t rounds) {
     for (uint64_t i = 0; i < rounds; i++) {
         s->ba++;
         st(&s->bword, 1);
@@ -310,7 +310,7 @@ __attribute__((noinline)) static int base_futex(kshared *s, uint64_t rounds) {
     return 0;
 }
 
-__attribute__((noinline)) static int base_condvar(kshared *s, uint64_t rounds) {
+__attribute__((noinline)) static int base_condvar(handoff_shared *s, uint64_t rounds) {
     for (uint64_t i = 0; i < rounds; i++) {
         pthread_mutex_lock(&s->bm);
         while (s->bslot) pthread_cond_wait(&s->bnf, &s->bm);
@@ -329,7 +329,7 @@ __attribute__((noinline)) static int base_condvar(kshared *s, uint64_t rounds) {
 }
 
 /* A pipe of its own: B is blocked reading p1, and would take a byte written there. */
-__attribute__((noinline)) static int base_pipe(kshared *s, uint64_t rounds) {
+__attribute__((noinline)) static int base_pipe(handoff_shared *s, uint64_t rounds) {
     int w = s->pb[1], r = s->pb[0];
     char c;
     for (uint64_t i = 0; i < rounds; i++) {
@@ -341,9 +341,9 @@ __attribute__((noinline)) static int base_pipe(kshared *s, uint64_t rounds) {
     return 0;
 }
 
-typedef int (*kloop_fn)(kshared *, uint64_t);
+typedef int (*handoff_loop_fn)(handoff_shared *, uint64_t);
 
-static int timed(kloop_fn f, kshared *s, uint64_t rounds, uint64_t *ns, uint64_t *ticks) {
+static int timed(handoff_loop_fn f, handoff_shared *s, uint64_t rounds, uint64_t *ns, uint64_t *ticks) {
     uint64_t n0 = lk_now_ns();
     uint64_t t0 = lk_ticks_begin();
     int rc = f(s, rounds);
@@ -387,12 +387,12 @@ static void close_fd(int *fd) {
     *fd = -1;
 }
 
-/* ---- lk_kpingpong: set up, start B, time the repeats, stop B ---- */
+/* ---- lk_handoff_pingpong: set up, start B, time the repeats, stop B ---- */
 
 /* One ping-pong's resources, so that every step can fail and the same stop_run
  * still releases exactly what was acquired. */
 typedef struct {
-    kshared *s;
+    handoff_shared *s;
     int mode, is_pipe, is_proc;
     int have_thread;
     pthread_t th;
@@ -402,11 +402,11 @@ typedef struct {
     char b_path[64];
     sigset_t pipe_set, old_mask;
     int pipe_was_pending;
-} krun;
+} handoff_run;
 
 static int check_args(int mode, int cpu_a, int cpu_b, uint64_t rounds, int warmup, int repeats,
-                      const lk_ksample *out, char *err, size_t errlen) {
-    if (mode < 0 || mode >= LK_K_NMODES) {
+                      const lk_handoff_sample *out, char *err, size_t errlen) {
+    if (mode < 0 || mode >= LK_HANDOFF_NMODES) {
         ERR("unknown kernel switch mode %d", mode);
         return -1;
     }
@@ -421,8 +421,8 @@ static int check_args(int mode, int cpu_a, int cpu_b, uint64_t rounds, int warmu
     return 0;
 }
 
-static kshared *shared_new(int mode, int cpu_b, char *err, size_t errlen) {
-    kshared *s = mmap(NULL, sizeof(kshared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+static handoff_shared *shared_new(int mode, int cpu_b, char *err, size_t errlen) {
+    handoff_shared *s = mmap(NULL, sizeof(handoff_shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (s == MAP_FAILED) {
         ERR("mmap of the shared state failed: %s", strerror(errno));
         return NULL;
@@ -440,7 +440,7 @@ static kshared *shared_new(int mode, int cpu_b, char *err, size_t errlen) {
     return s;
 }
 
-static void shared_free(kshared *s) {
+static void shared_free(handoff_shared *s) {
     for (int i = 0; i < 2; i++) {
         close_fd(&s->p1[i]);
         close_fd(&s->p2[i]);
@@ -457,7 +457,7 @@ static void shared_free(kshared *s) {
 
 /* If B goes away, A's write to its pipe would raise SIGPIPE and kill the host
  * process; blocked here (threads and the child inherit the mask), it is just EPIPE. */
-static void block_sigpipe(krun *k) {
+static void block_sigpipe(handoff_run *k) {
     sigset_t pending;
     sigemptyset(&k->pipe_set);
     sigaddset(&k->pipe_set, SIGPIPE);
@@ -468,7 +468,7 @@ static void block_sigpipe(krun *k) {
 
 /* Drops a SIGPIPE raised during the run (unless one was pending before), then
  * gives the caller its mask back. */
-static void restore_sigpipe(krun *k) {
+static void restore_sigpipe(handoff_run *k) {
     if (!k->pipe_was_pending) {
         struct timespec zero = {0, 0};
         while (sigtimedwait(&k->pipe_set, NULL, &zero) == SIGPIPE) {}
@@ -476,8 +476,8 @@ static void restore_sigpipe(krun *k) {
     pthread_sigmask(SIG_SETMASK, &k->old_mask, NULL);
 }
 
-static int start_child(krun *k, int cpu_b, char *err, size_t errlen) {
-    kshared *s = k->s;
+static int start_child(handoff_run *k, int cpu_b, char *err, size_t errlen) {
+    handoff_shared *s = k->s;
     pid_t parent = getpid();
     int crfd = s->p1[0], cwfd = s->p2[1];
     const int drop[4] = {s->p1[1], s->p2[0], s->pb[0], s->pb[1]};
@@ -508,7 +508,7 @@ static int start_child(krun *k, int cpu_b, char *err, size_t errlen) {
     return 0;
 }
 
-static int start_thread(krun *k, int cpu_b, char *err, size_t errlen) {
+static int start_thread(handoff_run *k, int cpu_b, char *err, size_t errlen) {
     int e = pthread_create(&k->th, NULL, b_thread, k->s);
     if (e != 0) {
         ERR("pthread_create: %s", strerror(e));
@@ -525,8 +525,8 @@ static int start_thread(krun *k, int cpu_b, char *err, size_t errlen) {
 
 /* B is started before A pins itself, so that an unpinned B (cpu_b = -1)
  * inherits the caller's own affinity, not cpu_a. */
-static int start_run(krun *k, int cpu_a, int cpu_b, char *err, size_t errlen) {
-    kshared *s = k->s;
+static int start_run(handoff_run *k, int cpu_a, int cpu_b, char *err, size_t errlen) {
+    handoff_shared *s = k->s;
     if (sched_getaffinity(0, sizeof k->a_saved, &k->a_saved) != 0) {
         ERR("sched_getaffinity: %s", strerror(errno));
         return -1;
@@ -549,9 +549,9 @@ static int start_run(krun *k, int cpu_a, int cpu_b, char *err, size_t errlen) {
 
 /* One repeat: the empty loop, then the ping-pong between two readings of both
  * sides' context-switch counts. */
-static int time_one(krun *k, kloop_fn loop, kloop_fn base, uint64_t rounds, lk_ksample *o,
+static int time_one(handoff_run *k, handoff_loop_fn loop, handoff_loop_fn base, uint64_t rounds, lk_handoff_sample *o,
                     char *err, size_t errlen) {
-    kshared *s = k->s;
+    handoff_shared *s = k->s;
     memset(o, 0, sizeof *o);
     if (timed(base, s, rounds, &o->base_ns, &o->base_ticks) != 0) {
         ERR("baseline pipe failed: %s", strerror(errno));
@@ -567,7 +567,7 @@ static int time_one(krun *k, kloop_fn loop, kloop_fn base, uint64_t rounds, lk_k
     int lrc = timed(loop, s, rounds, &o->loop_ns, &o->loop_ticks);
     self_ctxsw(&av1, &ai1);
     if (lrc != 0) {
-        ERR("the %s ping-pong broke off: %s", lk_kmode_name(k->mode), strerror(errno));
+        ERR("the %s ping-pong broke off: %s", lk_handoff_mode_name(k->mode), strerror(errno));
         return -1;
     }
     if (task_ctxsw(k->b_path, &bv1, &bi1) != 0) {
@@ -581,16 +581,16 @@ static int time_one(krun *k, kloop_fn loop, kloop_fn base, uint64_t rounds, lk_k
     return 0;
 }
 
-static int time_repeats(krun *k, uint64_t rounds, int warmup, int repeats, lk_ksample *out,
+static int time_repeats(handoff_run *k, uint64_t rounds, int warmup, int repeats, lk_handoff_sample *out,
                         char *err, size_t errlen) {
-    kloop_fn loop, base;
+    handoff_loop_fn loop, base;
     switch (k->mode) {
-    case LK_K_FUTEX: loop = a_futex; base = base_futex; break;
-    case LK_K_CONDVAR: loop = a_condvar; base = base_condvar; break;
+    case LK_HANDOFF_FUTEX: loop = a_futex; base = base_futex; break;
+    case LK_HANDOFF_CONDVAR: loop = a_condvar; base = base_condvar; break;
     default: loop = a_pipe; base = base_pipe; break;
     }
     for (int r = -warmup; r < repeats; r++) {
-        lk_ksample tmp;
+        lk_handoff_sample tmp;
         if (time_one(k, loop, base, rounds, r >= 0 ? &out[r] : &tmp, err, errlen) != 0) return -1;
     }
     return 0;
@@ -599,16 +599,16 @@ static int time_repeats(krun *k, uint64_t rounds, int warmup, int repeats, lk_ks
 /* Stops B whatever state it is in; every stop below is a state change B cannot
  * miss, so the join / wait that follows cannot hang. Returns rc, or -1 if the
  * child did not end cleanly after a run that had succeeded. */
-static int stop_run(krun *k, int rc, char *err, size_t errlen) {
-    kshared *s = k->s;
+static int stop_run(handoff_run *k, int rc, char *err, size_t errlen) {
+    handoff_shared *s = k->s;
     if (k->have_thread) {
         switch (k->mode) {
-        case LK_K_FUTEX:
+        case LK_HANDOFF_FUTEX:
             __atomic_store_n(&s->stop, 1, __ATOMIC_RELAXED);
             st(&s->turn, 1);
             futex_wake(&s->turn, 1);
             break;
-        case LK_K_CONDVAR:
+        case LK_HANDOFF_CONDVAR:
             pthread_mutex_lock(&s->m);
             s->stop = 1;
             pthread_mutex_unlock(&s->m);
@@ -638,12 +638,12 @@ static int stop_run(krun *k, int rc, char *err, size_t errlen) {
     return rc;
 }
 
-int lk_kpingpong(int mode, int cpu_a, int cpu_b, uint64_t rounds, int warmup, int repeats,
-                 lk_ksample *out, char *err, size_t errlen) {
+int lk_handoff_pingpong(int mode, int cpu_a, int cpu_b, uint64_t rounds, int warmup, int repeats,
+                 lk_handoff_sample *out, char *err, size_t errlen) {
     if (check_args(mode, cpu_a, cpu_b, rounds, warmup, repeats, out, err, errlen) != 0) return -1;
-    krun k = {.mode = mode, .child = -1};
-    k.is_pipe = mode == LK_K_PIPE_THREADS || mode == LK_K_PIPE_PROCESSES;
-    k.is_proc = mode == LK_K_PIPE_PROCESSES;
+    handoff_run k = {.mode = mode, .child = -1};
+    k.is_pipe = mode == LK_HANDOFF_PIPE_THREADS || mode == LK_HANDOFF_PIPE_PROCESSES;
+    k.is_proc = mode == LK_HANDOFF_PIPE_PROCESSES;
     k.s = shared_new(mode, cpu_b, err, errlen);
     if (!k.s) return -1;
     block_sigpipe(&k);

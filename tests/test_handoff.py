@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 import labkit
-from labkit import kernel_switch, worker
+from labkit import handoff, worker
 
-PAIR = kernel_switch.two_cpus()
+PAIR = handoff.two_cpus()
 
 
 def _threads_and_children(pid):
@@ -26,23 +26,23 @@ def _threads_and_children(pid):
     return threads, children
 
 
-@pytest.mark.parametrize("mode", labkit.KMODES)
+@pytest.mark.parametrize("mode", labkit.HANDOFF_MODES)
 def test_same_cpu_handoffs_are_switches_the_kernel_counted(mode):
-    df = labkit.measure_kernel_switch(mode, cpus=(0, 0), switches=2000, repeats=2)
+    df = labkit.measure_handoff(mode, cpus=(0, 0), switches=2000, repeats=2)
     assert (df.counted_switches == 2000).all()
     assert (df.placement == "same-cpu").all()
     # The kernel's own counts: about one switch per hand-off, not far off either way.
-    assert kernel_switch.kernel_counts_agree(df).all(), df[["vol_ctxsw", "invol_ctxsw"]]
+    assert handoff.os_counts_agree(df).all(), df[["vol_ctxsw", "invol_ctxsw"]]
 
 
 @pytest.mark.skipif(PAIR is None, reason="needs two CPUs for a cross-CPU wake-up")
-@pytest.mark.parametrize("mode", labkit.KMODES)
+@pytest.mark.parametrize("mode", labkit.HANDOFF_MODES)
 def test_cross_cpu_handoffs_are_wakeups_the_kernel_counted(mode):
-    df = labkit.measure_kernel_switch(mode, cpus=PAIR, switches=1000, repeats=2)
+    df = labkit.measure_handoff(mode, cpus=PAIR, switches=1000, repeats=2)
     assert (df.placement == "cross-cpu").all()
     assert (df.counted_switches == 1000).all()
     # Each side blocks at most once per turn; fewer when the answer beats the sleep.
-    assert kernel_switch.kernel_counts_agree(df).all(), df[["vol_ctxsw", "invol_ctxsw"]]
+    assert handoff.os_counts_agree(df).all(), df[["vol_ctxsw", "invol_ctxsw"]]
 
 
 @pytest.mark.parametrize("placement,per_handoff,agree", [
@@ -54,18 +54,18 @@ def test_the_count_rule_follows_the_placement(placement, per_handoff, agree):
     import pandas as pd
 
     df = pd.DataFrame({"placement": [placement], "kernel_per_handoff": [per_handoff]})
-    assert kernel_switch.kernel_counts_agree(df).tolist() == [agree]
+    assert handoff.os_counts_agree(df).tolist() == [agree]
 
 
 def test_nothing_is_left_running_even_after_a_failure():
-    labkit.measure_kernel_switch("process_pipe", cpus=(0, 0), switches=1000, repeats=1)
+    labkit.measure_handoff("process_pipe", cpus=(0, 0), switches=1000, repeats=1)
     pid = worker.shared_worker().pid
     assert pid is not None
     assert _threads_and_children(pid) == (1, [])
     # A run that fails inside C (the other side cannot pin itself) cleans up too.
-    for mode in range(len(labkit.KMODES)):
+    for mode in range(len(labkit.HANDOFF_MODES)):
         with pytest.raises(worker.WorkerError, match="pin"):
-            worker.call("labkit.kernel_switch", "worker_kpingpong", mode=mode, cpu_a=0,
+            worker.call("labkit.handoff", "worker_pingpong", mode=mode, cpu_a=0,
                         cpu_b=1023, rounds=100, warmup=0, repeats=1, describe="bad pin",
                         timeout=60)
     assert worker.shared_worker().pid == pid  # the worker survived
@@ -90,7 +90,7 @@ def test_yield_often_costs_throughput_and_counts_switches():
 ])
 def test_bad_input(kwargs, exc, word):
     with pytest.raises(exc, match=word):
-        labkit.measure_kernel_switch(**kwargs)
+        labkit.measure_handoff(**kwargs)
 
 
 def test_bad_yield_input():

@@ -1,4 +1,4 @@
-/* kswitch.h -- kernel context switches, measured the way lmbench's lat_ctx does it.
+/* handoff.h -- kernel context switches, measured the way lmbench's lat_ctx does it.
  *
  * Two kernel tasks (threads of this process, or this process and a forked child)
  * hand a turn back and forth; every hand-off forces the receiver to wake up, and
@@ -16,22 +16,22 @@
  *
  * All functions are synchronous, start and end everything they create (threads,
  * the child process, pipes) and return 0, or -1 with a message in err. */
-#ifndef LABKIT_KSWITCH_H
-#define LABKIT_KSWITCH_H
+#ifndef LABKIT_HANDOFF_H
+#define LABKIT_HANDOFF_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-enum lk_kmode {
-    LK_K_FUTEX,           /* "thread_futex":   a shared int, FUTEX_WAIT / FUTEX_WAKE (private) */
-    LK_K_CONDVAR,         /* "thread_condvar": mutex + 2 condition variables, queue of length 1 */
-    LK_K_PIPE_THREADS,    /* "thread_pipe":    two threads, two pipes, one byte each way */
-    LK_K_PIPE_PROCESSES,  /* "process_pipe":   fork()ed child, two pipes, one byte each way */
-    LK_K_NMODES
+enum lk_handoff_mode {
+    LK_HANDOFF_FUTEX,           /* "thread_futex":   a shared int, FUTEX_WAIT / FUTEX_WAKE (private) */
+    LK_HANDOFF_CONDVAR,         /* "thread_condvar": mutex + 2 condition variables, queue of length 1 */
+    LK_HANDOFF_PIPE_THREADS,    /* "thread_pipe":    two threads, two pipes, one byte each way */
+    LK_HANDOFF_PIPE_PROCESSES,  /* "process_pipe":   fork()ed child, two pipes, one byte each way */
+    LK_HANDOFF_NMODES
 };
 
 /* The mode's name, or "?" for an unknown mode. */
-const char *lk_kmode_name(int mode);
+const char *lk_handoff_mode_name(int mode);
 
 typedef struct {
     uint64_t loop_ns, loop_ticks;    /* the ping-pong: rounds round trips */
@@ -40,14 +40,14 @@ typedef struct {
     uint64_t counted;                /* hand-offs the two sides counted (must equal switches) */
     uint64_t vol_ctxsw, invol_ctxsw; /* the kernel's voluntary / involuntary context-switch
                                         counts of both tasks, summed, over the timed loop */
-} lk_ksample;
+} lk_handoff_sample;
 
 /* Ping-pong between two kernel tasks. cpu_a pins the measuring side (the calling
  * thread, temporarily: its affinity is restored before returning), cpu_b the other
  * side; -1 leaves a side unpinned. warmup repeats are run and dropped, then repeats
  * samples are written to out. Returns 0, or -1 with err filled. */
-int lk_kpingpong(int mode, int cpu_a, int cpu_b, uint64_t rounds, int warmup, int repeats,
-                 lk_ksample *out, char *err, size_t errlen);
+int lk_handoff_pingpong(int mode, int cpu_a, int cpu_b, uint64_t rounds, int warmup, int repeats,
+                 lk_handoff_sample *out, char *err, size_t errlen);
 
 /* C002.2: two CPU-bound threads pinned to one CPU, each doing units units of a
  * fixed busy work (lk_yield_unit_iters() dependent multiply-adds); every k units

@@ -1,6 +1,6 @@
-/* kswitch_selftest.c -- the kernel-switch measurements as a plain C program.
+/* handoff_selftest.c -- the kernel-switch measurements as a plain C program.
  *
- * What is measured (see kswitch.c): two kernel tasks hand a turn back and forth,
+ * What is measured (see handoff.c): two kernel tasks hand a turn back and forth,
  * lmbench lat_ctx style; one round trip is two hand-offs, so one-way cost is
  * (loop - baseline) / hand-offs. CPUs 0,0 is a real switch per hand-off; CPUs 0,1
  * is a cross-CPU wake-up per hand-off (the other CPU idles, it does not switch).
@@ -10,7 +10,7 @@
  *   - every hand-off was counted by the side that made it (counted == switches);
  *   - on one CPU the kernel switched at least once per hand-off: the two tasks
  *     cannot both run there, so vol + invol >= switches (a little slack for the
- *     one-off count races documented in kswitch.c);
+ *     one-off count races documented in handoff.c);
  *   - the yield runs did all their units.
  * Everything else is printed for a human: one-way ns per switch, and the kernel's
  * voluntary switches against the hand-offs (one per hand-off when the receiver
@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kswitch.h"
+#include "handoff.h"
 
 static int failures = 0;
 
@@ -50,29 +50,29 @@ int main(void) {
            "base_ns", "one-way_ns", "switches", "vol", "invol");
     for (int p = 0; p < (two ? 2 : 1); p++) {
         int ca = pairs[p][0], cb = pairs[p][1];
-        for (int m = 0; m < LK_K_NMODES; m++) {
-            lk_ksample s[REPEATS];
+        for (int m = 0; m < LK_HANDOFF_NMODES; m++) {
+            lk_handoff_sample s[REPEATS];
             char err[256] = "", what[320];
-            int rc = lk_kpingpong(m, ca, cb, rounds, 1, REPEATS, s, err, sizeof err);
-            snprintf(what, sizeof what, "%s on CPUs %d,%d: %s", lk_kmode_name(m), ca, cb,
+            int rc = lk_handoff_pingpong(m, ca, cb, rounds, 1, REPEATS, s, err, sizeof err);
+            snprintf(what, sizeof what, "%s on CPUs %d,%d: %s", lk_handoff_mode_name(m), ca, cb,
                      rc == 0 ? "ran" : err);
             check(rc == 0, what);
             if (rc != 0) continue;
             for (int r = 0; r < REPEATS; r++) {
-                const lk_ksample *o = &s[r];
+                const lk_handoff_sample *o = &s[r];
                 double one_way = ((double)o->loop_ns - (double)o->base_ns) / (double)o->switches;
                 printf("%-15s %d,%-3d %3d %10llu %10llu %10.1f %8llu %8llu %8llu\n",
-                       lk_kmode_name(m), ca, cb, r, (unsigned long long)o->loop_ns,
+                       lk_handoff_mode_name(m), ca, cb, r, (unsigned long long)o->loop_ns,
                        (unsigned long long)o->base_ns, one_way, (unsigned long long)o->switches,
                        (unsigned long long)o->vol_ctxsw, (unsigned long long)o->invol_ctxsw);
                 snprintf(what, sizeof what, "%s on CPUs %d,%d: counted %llu of %llu hand-offs",
-                         lk_kmode_name(m), ca, cb, (unsigned long long)o->counted,
+                         lk_handoff_mode_name(m), ca, cb, (unsigned long long)o->counted,
                          (unsigned long long)o->switches);
                 check(o->counted == o->switches && o->switches == 2 * rounds, what);
                 if (ca == cb) {
                     snprintf(what, sizeof what,
                              "%s on one CPU: the kernel switched only %llu times for %llu hand-offs",
-                             lk_kmode_name(m),
+                             lk_handoff_mode_name(m),
                              (unsigned long long)(o->vol_ctxsw + o->invol_ctxsw),
                              (unsigned long long)o->switches);
                     check(o->vol_ctxsw + o->invol_ctxsw + 4 >= o->switches, what);
@@ -84,15 +84,15 @@ int main(void) {
 
     /* Error paths must fail cleanly, not hang or leave anything behind. */
     {
-        lk_ksample s[1];
+        lk_handoff_sample s[1];
         char err[256] = "";
-        check(lk_kpingpong(LK_K_NMODES, 0, 0, 10, 0, 1, s, err, sizeof err) == -1, "bad mode rejected");
+        check(lk_handoff_pingpong(LK_HANDOFF_NMODES, 0, 0, 10, 0, 1, s, err, sizeof err) == -1, "bad mode rejected");
         int bad = CPU_SETSIZE - 1;   /* a CPU number no machine here has */
-        for (int m = 0; m < LK_K_NMODES; m++) {
-            int rc = lk_kpingpong(m, 0, bad, 10, 0, 1, s, err, sizeof err);
-            printf("expected error, %s: %s\n", lk_kmode_name(m), rc ? err : "(none)");
+        for (int m = 0; m < LK_HANDOFF_NMODES; m++) {
+            int rc = lk_handoff_pingpong(m, 0, bad, 10, 0, 1, s, err, sizeof err);
+            printf("expected error, %s: %s\n", lk_handoff_mode_name(m), rc ? err : "(none)");
             check(rc == -1, "pinning side B to a missing CPU fails cleanly");
-            rc = lk_kpingpong(m, bad, 0, 10, 0, 1, s, err, sizeof err);
+            rc = lk_handoff_pingpong(m, bad, 0, 10, 0, 1, s, err, sizeof err);
             check(rc == -1, "pinning side A to a missing CPU fails cleanly");
         }
     }
@@ -119,7 +119,7 @@ int main(void) {
     }
     if (sw[1] <= sw[0]) printf("note: yielding every unit did not add kernel switches here\n");
 
-    if (failures) printf("KSWITCH SELFTEST FAILED (%d checks)\n", failures);
-    else printf("KSWITCH SELFTEST PASSED\n");
+    if (failures) printf("HANDOFF SELFTEST FAILED (%d checks)\n", failures);
+    else printf("HANDOFF SELFTEST PASSED\n");
     return failures ? 1 : 0;
 }

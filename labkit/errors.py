@@ -1,0 +1,39 @@
+"""Every error labkit raises on purpose, in one place. Each says what went wrong and what to
+do; the modules that raise them re-export their own (labkit.worker.KernelCrashError...)."""
+
+
+class KernelCrashError(RuntimeError):
+    """A kernel killed its worker process (the message names the kernel, parameters and signal)."""
+
+
+class MeasurementTimeout(TimeoutError):
+    """A worker did not answer in time and was killed."""
+
+
+class WorkerError(RuntimeError):
+    """The worker answered with an error (the message carries it)."""
+
+
+class KernelUnavailableError(ValueError):
+    """The kernel exists but cannot run on this machine (the message says why)."""
+
+
+class SwitchCountError(RuntimeError):
+    """The two sides' counters disagree with the number of switches the loop should make."""
+
+
+class ToolMissingError(RuntimeError):
+    """valgrind (or the counting driver) is not installed here; the message says how to get it."""
+
+
+class UnsupportedInstructionError(RuntimeError):
+    """valgrind cannot decode an instruction of this build (-march=native may emit AVX-512,
+    which valgrind 3.19 does not know)."""
+
+
+class EchoError(RuntimeError):
+    """A server dropped, corrupted or refused a message, died, or would not stop."""
+
+
+class ServerUnavailableError(ValueError):
+    """The server exists but cannot run here (the message says why and what to install)."""
