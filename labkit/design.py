@@ -71,11 +71,11 @@ def plan(labels, *, repeats: int, workers: int, rounds_per_worker: int = 2,
     rng = random.Random(seed)
     calls = []
     for w in range(min(workers, n_rounds)):
-        for r in range(w, n_rounds, workers):
+        for k, r in enumerate(range(w, n_rounds, workers)):
             seq = list(labels)
             if order == "shuffle":
                 rng.shuffle(seq)
-            elif r % 2:  # ABAB...: alternate which side goes first, so neither always leads
+            elif (k + w) % 2:  # ABBA...: alternate which side leads, in and across workers
                 seq.reverse()
             calls += [{"worker": w, "round": r, "position": i, "label": lab,
                        "repeats": sizes[r]} for i, lab in enumerate(seq)]
