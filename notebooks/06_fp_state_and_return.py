@@ -153,11 +153,23 @@ pd.DataFrame([{"effect": e, "ratio": r, "low": lo, "high": hi} for e, (r, lo, hi
 # the empty loop (which leaves the call, the PLT jump and the loop's own counter updates
 # in it).
 
+# %% [markdown]
+# `asm_fxsave`, `asm_fpu` and `asm_xsave` are measured again for the verdict, with the
+# same control words in both contexts, interleaved (ABBA rounds) over three fresh worker
+# processes (`labkit.design`); the interval is a bootstrap BCa 95% interval of the ratio
+# of medians (`labkit.claim_rules.c002_3`).
+
 # %%
-r, lo, hi = ratio("asm_fxsave", "same", "asm_fpu", "same")
-judged = summary[summary.kernel.isin(["asm_fxsave", "asm_fpu"]) & (summary.fp_control == "same")]
-rows = [verdicts.judge("C002.3", r, low=lo, high=hi, noisy=bool(judged.noisy.any()),
-                       note=f"asm_xsave / asm_fpu = {effects[1][1][0]:.1f}")]
+from functools import partial
+
+from labkit import claim_rules, design
+
+verdict_runs = design.interleaved(
+    {k: partial(labkit.measure, k, switches=switches, cpu=cpu, fp_control="same")
+     for k in ("asm_fxsave", "asm_fpu", "asm_xsave") if k in ladder},
+    repeats=6 if quick else 15, workers=3)
+results.save_csv(verdict_runs, claim_rules.RUNS.format("06_fp_state_and_return"))
+rows = [claim_rules.c002_3(verdict_runs)]
 fctx = counts[counts.kernel == "boost_fcontext"]
 if not fctx.empty and fctx.net.notna().all():
     n = float(fctx.net.iloc[0])

@@ -344,38 +344,32 @@ pd.DataFrame(c15_rows).round(2)
 #   above and in the note.
 
 # %%
+from labkit import claim_rules
+
 rows = []
 if have_order:
-    rows.append(verdicts.judge(
-        "C001.1", order_x, noisy=noisy(*claimed_order),
-        measured=f"x={order_x:g}: {order_detail}",
-        note=(f"allocations/s callback {a_cb:,.0f}, plain {a_new:,.0f}, optimised "
-              f"{a_opt:,.0f}; p99 ms "
-              + ", ".join(f"{s} {ms.set_index('server').loc[s, 'p99_us'] / 1e3:.1f}"
-                          for s in claimed_order)
-              + f"; {connections} connections, {message_bytes} B, {where}")))
+    row = claim_rules.c001_1(main.assign(experiment="main"), claimed_order)
+    row["note"] += (f"; interquartile check (echo.ordering): {order_detail} -> {order_x:g}"
+                    f"; allocations/s callback {a_cb:,.0f}, plain {a_new:,.0f}, optimised "
+                    f"{a_opt:,.0f}; p99 ms "
+                    + ", ".join(f"{s} {ms.set_index('server').loc[s, 'p99_us'] / 1e3:.1f}"
+                                for s in claimed_order)
+                    + f"; {connections} connections, {message_bytes} B, {where}")
+    rows.append(row)
 else:
     rows.append(verdicts.cannot_measure(
         "C001.1", "missing here: " + ", ".join(
             f"{s} ({echo.availability(s)[1]})" for s in claimed_order if s not in names)))
 
-judge_twin = next((t for t in twin_rows if t["io_uring"] == "asio_uring"),
-                  twin_rows[0] if twin_rows else None)
-if judge_twin is not None:
-    others = [t for t in twin_rows if t is not judge_twin]
-    rows.append(verdicts.judge(
-        "C001.3", judge_twin["QPS ratio"], low=judge_twin["low"], high=judge_twin["high"],
-        noisy=noisy(judge_twin["io_uring"], judge_twin["epoll twin"]),
-        note=(f"{judge_twin['io_uring']} / {judge_twin['epoll twin']}"
-              + ("" if judge_twin["io_uring"] == "asio_uring" else
-                 " (asio's io_uring server is missing here: the lab's own twin instead)")
-              + "".join(f"; {t['io_uring']} / {t['epoll twin']} = {t['QPS ratio']:.3f} "
-                        f"[{t['low']:.3f}, {t['high']:.3f}]" for t in others)
-              + f"; {connections} connections")))
+row = claim_rules.c001_3(main.assign(experiment="main"))
+if row["measured_value"] != "not measured":
+    row["note"] += "".join(f"; {t['io_uring']} / {t['epoll twin']} = {t['QPS ratio']:.3f} "
+                           f"[{t['low']:.3f}, {t['high']:.3f}]" for t in twin_rows)
+    row["note"] += f"; {connections} connections"
 else:
-    rows.append(verdicts.cannot_measure(
-        "C001.3", "no io_uring server runs here: " + "; ".join(
-            f"{u}: {echo.availability(u)[1]}" for u in echo.TWINS)))
+    row = verdicts.cannot_measure("C001.3", "no io_uring server runs here: " + "; ".join(
+        f"{u}: {echo.availability(u)[1]}" for u in echo.TWINS))
+rows.append(row)
 
 if "asio_epoll" in names:
     w, s = waits("asio_epoll", "whole"), waits("asio_epoll", "some", c15_judge_chunk)
@@ -399,9 +393,10 @@ else:
 # ## C004.1's TPS column, beside the claim
 #
 # The claim's rows against the C++20 servers that follow the same steps. There is no
-# written rule for this column (C004.1 is judged on memory in notebook 07, and C004.2's
-# throughput half there too), so this is a comparison, not a verdict; the ratios are
-# saved as `09_echo_servers_c004` for notebook 07.
+# written rule for this column (C004.1 is judged on memory in notebook 07), so this is a
+# comparison, not a verdict; the ratios are saved as `09_echo_servers_c004`. C004.2's
+# throughput half (`cxx20_pool_sym` / `cxx20_new`) is judged with 07's memory half at
+# the end of this notebook (`labkit.claim_rules.c004_2`).
 
 # %%
 c004_claim = {"cxx20_new": ("default new", 100_000),
@@ -442,6 +437,12 @@ results.save_csv(pd.concat([main.assign(experiment="main"),
                             c15.drop(columns="how").assign(experiment="reads")],
                            ignore_index=True), "09_echo_servers")
 results.save_csv(robust, "09_echo_servers_robustness")
+# C004.2 again with this run's throughput and notebook 07's memory, if 07 has run: the
+# ledger takes the newer of the two rows (labkit.ledger).
+frames_csv = results.data_dir() / "07_coroutine_frames.csv"
+rows.append(claim_rules.c004_2(
+    pd.read_csv(frames_csv, low_memory=False) if frames_csv.exists() else None,
+    main.assign(experiment="main")))
 table = verdicts.table(rows)
 results.save_csv(table, "09_echo_servers_verdicts")
 table
