@@ -342,7 +342,8 @@ def recompute(claim_id: str, data_dir=None) -> dict | None:
     frames = []
     for name in names:
         path = data_dir / f"{name}.csv"
-        frames.append(pd.read_csv(path, low_memory=False) if path.exists() else None)
+        frames.append(pd.read_csv(path, low_memory=False, float_precision="round_trip")
+                      if path.exists() else None)
     if claim_id == "C004.2":
         return fn(*frames) if any(f is not None for f in frames) else None
     if any(f is None for f in frames):
