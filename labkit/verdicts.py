@@ -155,11 +155,15 @@ def _bounds(rule: str):
     return out
 
 
-def straddles(rule: str, points: list[dict]) -> list[str]:
+def straddles(rule: str, points: list[dict], seen: set | None = None) -> list[str]:
     """For each bound of `rule` that the measured points lie on both sides of: which
-    bound, and how far the interval reaches below and above it."""
+    bound, and how far the interval reaches below and above it. `seen` collects the
+    (expression, bound) pairs already named, so a bound both rules share is named once."""
     out = []
+    seen = set() if seen is None else seen
     for expr, bound, atom in _bounds(rule):
+        if (expr, bound) in seen:
+            continue
         try:
             vals = [float(_eval(expr, p)) for p in points]
         except (ValueError, TypeError):
@@ -169,6 +173,7 @@ def straddles(rule: str, points: list[dict]) -> list[str]:
             continue
         lo, hi = min(vals), max(vals)
         if lo < bound < hi or (lo == bound < hi) or (lo < bound == hi):
+            seen.add((expr, bound))
             out.append(f"{expr} in [{lo:.3g}, {hi:.3g}] straddles the bound {bound:g} of "
                        f"`{atom}`: {bound - lo:.3g} below it, {hi - bound:.3g} above")
     return out
@@ -198,7 +203,8 @@ def decide(reproduced_if: str, contradicted_if: str, value, low=None, high=None)
         return "contradicted", ""
     if missing and not (rep or con):
         return "inconclusive", f"missing data: no value for {', '.join(missing)}"
-    why = straddles(reproduced_if, points) + straddles(contradicted_if, points)
+    seen: set = set()
+    why = straddles(reproduced_if, points, seen) + straddles(contradicted_if, points, seen)
     if not why and reproduced_if.strip() == "False":
         why = ["this rule can only contradict, and the interval does not meet "
                f"`{contradicted_if}`"]
