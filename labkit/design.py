@@ -137,3 +137,40 @@ def extend_if_straddling(run, decide, *, repeats: int, max_repeats: int | None =
     frame = pd.concat([frame, more], ignore_index=True)
     verdict, why = decide(frame)
     return frame, verdict, why, 2
+
+
+def measure_for_verdicts(entries: dict, rules: list, *, repeats: int,
+                         max_repeats: int | None = None, workers: int = 3,
+                         order: str = "abab", seed: int = 0):
+    """Measure `entries` interleaved (see `interleaved`) and judge them with `rules`
+    (functions from the frame to a verdict row, labkit.claim_rules), under this module's
+    stopping rule: if any row is inconclusive because its interval straddles a bound, the
+    entries get one extension up to max_repeats (default EXTEND_FACTOR * repeats) and
+    every rule is applied once more to all repeats. Returns (frame, rows, looks); each
+    row's note says how many repeats it stands on."""
+    if not isinstance(rules, (list, tuple)) or not rules or not all(callable(r) for r in rules):
+        raise TypeError("rules must be a non-empty list of functions from a frame to a row")
+    state = {}
+
+    def run(repeats):
+        state["round"] = state.get("round", -1) + 1
+        return interleaved(entries, repeats=repeats, workers=workers, order=order,
+                           seed=seed + state["round"])
+
+    def decide(frame):
+        rows = [rule(frame) for rule in rules]
+        state["rows"] = rows
+        open_ = [r for r in rows if r["verdict"] == "inconclusive" and "straddles" in r["note"]]
+        if open_:
+            return "inconclusive", "; ".join(f"{r['claim_id']} straddles" for r in open_)
+        return "decided", ""
+
+    frame, _, _, looks = extend_if_straddling(run, decide, repeats=repeats,
+                                              max_repeats=max_repeats)
+    n = int(frame.groupby("entry").size().min())
+    say = (f"{n} repeats per side, one look" if looks == 1 else
+           f"{n} repeats per side: extended once after a straddle at {repeats} "
+           "(stopping rule of labkit.design)")
+    for row in state["rows"]:
+        row["note"] = f"{row['note']}; {say}" if row["note"] else say
+    return frame, state["rows"], looks

@@ -147,6 +147,9 @@ ratios.round(2)
 # worker processes (`labkit.design`), so that drift and one process's layout cannot
 # favour either side; the interval is a bootstrap BCa 95% interval of the ratio of
 # medians (`labkit.claim_rules.c000_3`).
+#
+# A straddle gets one extension, to three times the repeats, and a last look: the
+# stopping rule written in `labkit.design` before measuring, never an early stop.
 
 # %%
 from functools import partial
@@ -154,11 +157,10 @@ from functools import partial
 from labkit import claim_rules, design
 
 if "boost_fiber" in kernels:
-    verdict_runs = design.interleaved(
+    verdict_runs, rows, looks = design.measure_for_verdicts(
         {b: partial(labkit.measure, "boost_fiber", switches=switches, cpu=cpu, build=b)
-         for b in ("O0", "O2")}, repeats=6 if quick else 15, workers=3)
+         for b in ("O0", "O2")}, [claim_rules.c000_3], repeats=6 if quick else 15)
     results.save_csv(verdict_runs, claim_rules.RUNS.format("02_optimisation_levels"))
-    rows = [claim_rules.c000_3(verdict_runs)]
     if "instr -O0 / -O2" in ratios:
         r = ratios.set_index("kernel").loc["boost_fiber"]
         rows[0]["note"] += f"; instructions per switch -O0/-O2 = {r['instr -O0 / -O2']:.1f} (callgrind)"

@@ -117,6 +117,9 @@ ratios.pivot(index="contexts", columns="kernel", values="asym / sym").round(2)
 # three are measured again for the verdict with `asm_fpu` (what `jump_fcontext` saves),
 # interleaved over three fresh worker processes (`labkit.design`); the intervals are
 # bootstrap BCa 95% intervals of the ratios of medians (`labkit.claim_rules.c000_4`).
+#
+# A straddle gets one extension, to three times the repeats, and a last look: the
+# stopping rule written in `labkit.design` before measuring, never an early stop.
 
 # %%
 from functools import partial
@@ -130,12 +133,11 @@ def ring_entry(contexts, asymmetric):
                    laps=max(1, switches_per_point // per_lap), stack_size=stack_size, cpu=cpu)
 
 
-verdict_runs = design.interleaved(
+verdict_runs, rows, looks = design.measure_for_verdicts(
     {"scheduler 1024": ring_entry(1024, True), "ring 1": ring_entry(1, False),
      "ring 1024": ring_entry(1024, False)},
-    repeats=6 if quick else 15, workers=3)
+    [claim_rules.c000_4], repeats=6 if quick else 15)
 results.save_csv(verdict_runs, claim_rules.RUNS.format("03_symmetric_vs_asymmetric"))
-rows = [claim_rules.c000_4(verdict_runs)]
 rows[0]["note"] += (f"; from the sweep: at N=2 the ratio to the ring is "
                     f"{ratio_at('asm_fpu', 2)[0]:.2f}; ucontext scheduler 1024 / ring 1024: "
                     f"{ratio_at('ucontext', 1024)[0]:.2f}")

@@ -241,6 +241,9 @@ else:
 #
 # A peer missing here makes the verdict inconclusive and the note says which; a noisy
 # group is flagged in its row.
+#
+# A straddle gets one extension, to three times the repeats, and a last look: the
+# stopping rule written in `labkit.design` before measuring, never an early stop.
 
 # %%
 from functools import partial
@@ -248,12 +251,11 @@ from functools import partial
 from labkit import claim_rules, design
 
 named = ["virtual_call", "boost_fiber", "syscall_getppid", "cxx20_generator"]
-verdict_runs = design.interleaved(
+verdict_runs, rows, looks = design.measure_for_verdicts(
     {k: partial(labkit.measure, k, switches=switches // 4, cpu=cpu)
      for k in named if k in set(ns.kernel)},
-    repeats=6 if quick else 15, workers=3)
+    [claim_rules.c000_1, claim_rules.c000_5], repeats=6 if quick else 15)
 results.save_csv(verdict_runs, claim_rules.RUNS.format("04_latency_ladder"))
-rows = [claim_rules.c000_1(verdict_runs), claim_rules.c000_5(verdict_runs)]
 
 # %%
 table = verdicts.table(rows)

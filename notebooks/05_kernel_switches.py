@@ -276,6 +276,9 @@ pd.DataFrame(spreads, index=["median", "low", "high"]).T
 # the whole TLB on every process switch. An upper bound can refute "hundreds to
 # thousands of cycles" but never confirm it: the amended rule says so
 # (`data/claims_amendments.csv`), and the original rule's verdict stays beside it.
+#
+# A straddle gets one extension, to three times the repeats, and a last look: the
+# stopping rule written in `labkit.design` before measuring, never an early stop.
 
 # %%
 from functools import partial
@@ -294,12 +297,11 @@ for task in ("thread_futex", "thread_condvar", "process_pipe", "thread_pipe"):
 if pair is not None:
     entries["thread_condvar cross-cpu"] = partial(labkit.measure_kernel_switch, "thread_condvar",
                                                   cpus=pair, switches=switches)
-verdict_runs = design.interleaved(entries, repeats=5 if quick else 12, workers=3)
+verdict_runs, rows, looks = design.measure_for_verdicts(
+    entries, [claim_rules.c001_4, claim_rules.c002_1, claim_rules.c002_2, claim_rules.c002_4,
+              claim_rules.c003_1, claim_rules.c003_2, claim_rules.c003_3],
+    repeats=5 if quick else 12)
 results.save_csv(verdict_runs, claim_rules.RUNS.format("05_kernel_switches"))
-rows = [claim_rules.c001_4(verdict_runs), claim_rules.c002_1(verdict_runs),
-        claim_rules.c002_2(verdict_runs), claim_rules.c002_4(verdict_runs),
-        claim_rules.c003_1(verdict_runs), claim_rules.c003_2(verdict_runs),
-        claim_rules.c003_3(verdict_runs)]
 condvar_ms, ucontext_ms = (verdict_runs.loc[verdict_runs.entry == k, "ns_per_switch"].median()
                            for k in ("thread_condvar same-cpu", "ucontext"))
 rows[5]["note"] += (f"; one-way on CPU {cpu}: a million would take {condvar_ms:.0f} ms "

@@ -158,18 +158,20 @@ pd.DataFrame([{"effect": e, "ratio": r, "low": lo, "high": hi} for e, (r, lo, hi
 # same control words in both contexts, interleaved (ABBA rounds) over three fresh worker
 # processes (`labkit.design`); the interval is a bootstrap BCa 95% interval of the ratio
 # of medians (`labkit.claim_rules.c002_3`).
+#
+# A straddle gets one extension, to three times the repeats, and a last look: the
+# stopping rule written in `labkit.design` before measuring, never an early stop.
 
 # %%
 from functools import partial
 
 from labkit import claim_rules, design
 
-verdict_runs = design.interleaved(
+verdict_runs, rows, looks = design.measure_for_verdicts(
     {k: partial(labkit.measure, k, switches=switches, cpu=cpu, fp_control="same")
      for k in ("asm_fxsave", "asm_fpu", "asm_xsave") if k in ladder},
-    repeats=6 if quick else 15, workers=3)
+    [claim_rules.c002_3], repeats=6 if quick else 15)
 results.save_csv(verdict_runs, claim_rules.RUNS.format("06_fp_state_and_return"))
-rows = [claim_rules.c002_3(verdict_runs)]
 fctx = counts[counts.kernel == "boost_fcontext"]
 if not fctx.empty and fctx.net.notna().all():
     n = float(fctx.net.iloc[0])

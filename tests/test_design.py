@@ -69,3 +69,29 @@ def test_stopping_rule_looks_at_most_twice():
     assert (looks, n, verdict) == ([5], 1, "reproduced")
     with pytest.raises(ValueError, match="max_repeats"):
         design.extend_if_straddling(run, straddling, repeats=5, max_repeats=3)
+
+
+def test_measure_for_verdicts_extends_once_on_a_straddle(monkeypatch):
+    calls = []
+
+    def fake_interleaved(entries, *, repeats, **kw):
+        calls.append(repeats)
+        return pd.DataFrame({"entry": ["a"] * repeats + ["b"] * repeats,
+                             "repeat": list(range(repeats)) * 2})
+
+    monkeypatch.setattr(design, "interleaved", fake_interleaved)
+
+    def straddling(frame):
+        return {"claim_id": "C0", "verdict": "inconclusive", "note": "x straddles the bound 2"}
+
+    frame, rows, looks = design.measure_for_verdicts({"a": None, "b": None}, [straddling],
+                                                     repeats=4)
+    assert (calls, looks) == ([4, 8], 2)
+    assert "extended once" in rows[0]["note"] and "12 repeats" in rows[0]["note"]
+    calls.clear()
+    frame, rows, looks = design.measure_for_verdicts(
+        {"a": None}, [lambda f: {"claim_id": "C0", "verdict": "reproduced", "note": ""}],
+        repeats=4)
+    assert (calls, looks) == ([4], 1) and rows[0]["note"] == "4 repeats per side, one look"
+    with pytest.raises(TypeError, match="rules"):
+        design.measure_for_verdicts({"a": None}, [], repeats=4)
