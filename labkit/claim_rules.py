@@ -24,9 +24,12 @@ def _entry(df, label, col="ns_per_switch"):
     return sel.dropna()
 
 
-def _have(df, *labels):
+def _have(df, *labels, col="ns_per_switch"):
+    """The labels with no measured value in `col` (empty: all present)."""
     present = set(df.entry) if "entry" in df else set()
-    return [lab for lab in labels if lab not in present or _entry(df, lab).empty]
+    if col not in df:
+        return list(labels)
+    return [lab for lab in labels if lab not in present or _entry(df, lab, col).empty]
 
 
 def _noisy(*samples) -> bool:
@@ -34,7 +37,7 @@ def _noisy(*samples) -> bool:
 
 
 def _ratio_row(claim_id, df, num, den, note="", col="ns_per_switch", **kw):
-    missing = _have(df, num, den)
+    missing = _have(df, num, den, col=col)
     if missing:
         return verdicts.cannot_measure(claim_id, f"missing here: {', '.join(missing)}")
     a, b = _entry(df, num, col), _entry(df, den, col)
@@ -156,7 +159,7 @@ def c002_2(runs):
 
 def c002_4(runs):
     """C002.4, amended: process - thread pipe switch in TSC ticks, an upper bound."""
-    missing = _have(runs, "process_pipe same-cpu", "thread_pipe same-cpu")
+    missing = _have(runs, "process_pipe same-cpu", "thread_pipe same-cpu", col="ticks_per_switch")
     if missing:
         return verdicts.cannot_measure("C002.4", f"missing here: {', '.join(missing)}")
     p, t = (_entry(runs, k, "ticks_per_switch") for k in ("process_pipe same-cpu",

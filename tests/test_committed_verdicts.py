@@ -68,3 +68,11 @@ def test_missing_entries_are_inconclusive_not_a_pass():
     runs = pd.DataFrame({"entry": ["O2"] * 3, "ns_per_switch": [1.0, 1.1, 1.2]})
     row = claim_rules.c000_3(runs)
     assert row["verdict"] == "inconclusive" and "O0" in row["note"]
+
+
+def test_a_rule_on_another_column_finds_its_entries():
+    runs = pd.DataFrame({"entry": ["yield k=0"] * 4 + ["yield k=1"] * 4,
+                         "ns_per_switch": [float("nan")] * 8,
+                         "units_per_s": [100, 101, 99, 100, 40, 41, 39, 40]})
+    row = claim_rules.c002_2(runs)
+    assert row["verdict"] == "reproduced", row
