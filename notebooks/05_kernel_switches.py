@@ -224,22 +224,15 @@ plots.finish(fig, "05_kernel_switches-yield")
 # %% [markdown]
 # ## What the data says
 #
-# The measured quantities each rule needs, side by side: every ratio with the spread
-# `verdicts.ratio_with_spread` gives (quartiles against quartiles), and for C002.4 the
-# difference in TSC ticks with the same kind of spread.
+# The measured quantities each rule needs, side by side, from the sweep above: every
+# ratio of medians with its bootstrap BCa 95% interval (`verdicts.ratio_with_spread`),
+# and for C002.4 the difference of medians in TSC ticks with the same kind of interval
+# (`verdicts.difference_with_spread`). The verdicts below stand on their own interleaved
+# measurement of the same groups.
 
 # %%
 def sample(task, placement="same-cpu", col="ns_per_switch"):
     return handoffs[(handoffs.task == task) & (handoffs.placement == placement)][col]
-
-
-def noisy(*groups):
-    return bool(hs.set_index(["task", "placement"]).loc[list(groups), "noisy"].any())
-
-
-def quartiles(s):
-    q1, med, q3 = s.quantile([0.25, 0.5, 0.75])
-    return med, q1, q3
 
 
 asm, futex, condvar = sample("asm"), sample("thread_futex"), sample("thread_condvar")
@@ -255,9 +248,8 @@ ratios = {
 if pair is not None:
     ratios["condvar wake-up / condvar switch (C003.3)"] = verdicts.ratio_with_spread(
         sample("thread_condvar", "cross-cpu"), condvar)
-(p_med, p_q1, p_q3), (t_med, t_q1, t_q3) = (
-    quartiles(sample(m, col="ticks_per_switch")) for m in ("process_pipe", "thread_pipe"))
-tick_diff = (p_med - t_med, p_q1 - t_q3, p_q3 - t_q1)
+tick_diff = verdicts.difference_with_spread(*(sample(m, col="ticks_per_switch")
+                                              for m in ("process_pipe", "thread_pipe")))
 spreads = {**ratios, "process - thread pipe, TSC ticks (C002.4)": tick_diff}
 pd.DataFrame(spreads, index=["median", "low", "high"]).T
 

@@ -240,7 +240,7 @@ plots.finish(fig, "08_switch_frequency-throughput")
 
 # %%
 def quartiles(s, scale=1.0, fmt="{:.1f}"):
-    q1, m, q3 = np.quantile(s * scale, [0.25, 0.5, 0.75])
+    m, q1, q3 = labkit.stats.quartiles(s * scale)
     return f"{fmt.format(m)} [{fmt.format(q1)}, {fmt.format(q3)}]"
 
 

@@ -279,17 +279,13 @@ susp.pivot(index="server", columns="how", values="read_waits_per_msg").loc[names
 # ## What the data says
 #
 # The numbers each claim is judged on, side by side. If the noise warnings above fired
-# (pyperf's rule: a standard deviation of 10% of the mean or more), the throughput
-# verdicts are inconclusive whatever the medians say: on a shared machine the spread
-# between runs can be larger than the differences the claims are about.
+# (pyperf's rule: a standard deviation of 10% of the mean or more), the verdict rows say
+# so; the bootstrap intervals carry that noise: on a shared machine the spread between
+# runs can be larger than the differences the claims are about.
 
 # %%
 def qps_of(server):
     return main.loc[main.server == server, "qps"]
-
-
-def noisy(*servers):
-    return bool(ms.set_index("server").loc[list(servers), "noisy"].any())
 
 
 claimed_order = ["cxx20_pool_sym", "callback_epoll", "cxx20_new"]
