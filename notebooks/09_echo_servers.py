@@ -433,12 +433,13 @@ results.save_csv(pd.concat([main.assign(experiment="main"),
                             c15.drop(columns="how").assign(experiment="reads")],
                            ignore_index=True), "09_echo_servers")
 results.save_csv(robust, "09_echo_servers_robustness")
-# C004.2 again with this run's throughput and notebook 07's memory, if 07 has run: the
-# ledger takes the newer of the two rows (labkit.ledger).
+# C004.2 again with this run's throughput and notebook 07's memory, if 07 has run. The
+# row is shown here, not written to this notebook's verdicts: the claim is registered
+# to 07, and the ledger judges it from both data files whichever notebook ran last.
 frames_csv = results.data_dir() / "07_coroutine_frames.csv"
-rows.append(claim_rules.c004_2(
+display(verdicts.table([claim_rules.c004_2(
     pd.read_csv(frames_csv, low_memory=False) if frames_csv.exists() else None,
-    main.assign(experiment="main")))
+    main.assign(experiment="main"))]))
 table = verdicts.table(rows)
 results.save_csv(table, "09_echo_servers_verdicts")
 table
