@@ -225,8 +225,13 @@ def judge(claim_id: str, value, *, low=None, high=None, measured: str | None = N
     high and optionally measured) if the amendment measures something else, else to the
     same value. Returns one verdict-table row."""
     c = claim(claim_id)
-    if not isinstance(noisy, (bool, int)) or isinstance(noisy, float):
+    import numbers
+
+    import numpy as np
+
+    if not isinstance(noisy, (bool, np.bool_, numbers.Integral)):
         raise TypeError(f"noisy must be a bool, not {type(noisy).__name__}")
+    noisy = bool(noisy)
     for name, v in (("value", value), ("low", low), ("high", high)):
         if not (v is None and name != "value") and not _is_measure(v):
             raise TypeError(f"{name} must be a number or a dict of named numbers, not {v!r}")
