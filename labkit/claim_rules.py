@@ -308,6 +308,93 @@ def c001_3(frames09):
     return verdicts.cannot_measure("C001.3", "no io_uring server ran here")
 
 
+# ---- counts and sizes: exact, or nearly so; the range over repeats is their spread ----
+
+def c000_6(frames06):
+    """C000.6: instructions per switch of Boost's jump_fcontext (callgrind, net)."""
+    sel = frames06.loc[frames06.kernel == "boost_fcontext"] if "kernel" in frames06 else frames06.iloc[0:0]
+    net = sel["net"].dropna() if "net" in sel else sel.iloc[0:0]
+    if net.empty:
+        return verdicts.cannot_measure("C000.6", "Boost's jump_fcontext was not counted here")
+    return verdicts.judge("C000.6", float(net.iloc[0]),
+                          note="callgrind, -O2 build; instruction counts are exact, so no "
+                               "spread. The misprediction half (asm_ret / asm) is not judged")
+
+
+def c004_1(frames07):
+    """C004.1: resident bytes per suspended default-new coroutine / frame bytes."""
+    c = frames07[frames07.get("experiment", "coroutines") == "coroutines"] \
+        if "experiment" in frames07 else frames07
+    d = c[(c.variant == "conn256") & (c.allocator == "heap")]
+    if d.empty:
+        return verdicts.cannot_measure("C004.1", "no conn256/heap coroutine rows")
+    x = d.bytes_per_object.astype(float) / d.frame_bytes.astype(float)
+    n = int(d.n.iloc[0])
+    return verdicts.judge(
+        "C004.1", float(x.median()), low=float(x.min()), high=float(x.max()),
+        noisy=_noisy(x),
+        measured=f"x = {x.median():.3f} [{x.min():.3f}, {x.max():.3f}]: "
+                 f"{d.bytes_per_object.median():.0f} B per coroutine, frame "
+                 f"{int(d.frame_bytes.iloc[0])} B",
+        note=f"n = {n:,}" + (" (quick run; the rule says 1,000,000)" if n < 1_000_000 else "")
+             + "; spread: min and max over repeats")
+
+
+def _frame_sizes(frames07, build):
+    f = frames07[frames07.get("experiment", "frame_sizes") == "frame_sizes"] \
+        if "experiment" in frames07 else frames07
+    return f[f.build == build].drop_duplicates("variant").set_index("variant")
+
+
+def c004_3(frames07):
+    """C004.3: frame bytes added by a 64 KiB array alive across a suspension (-O2)."""
+    o2, o0 = _frame_sizes(frames07, "O2"), _frame_sizes(frames07, "O0")
+    if not {"array_alive", "suspend"} <= set(o2.index):
+        return verdicts.cannot_measure("C004.3", "no -O2 frame sizes here")
+    added = lambda v, f=o2: int(f.frame_bytes[v] - f.frame_bytes["suspend"])  # noqa: E731
+    at_o0 = f" ({added('array_alive', o0):,} B at -O0)" if "array_alive" in o0.index else ""
+    return verdicts.judge("C004.3", added("array_alive"),
+                          measured=f"{added('array_alive'):,} B at -O2{at_o0}")
+
+
+def c004_4(frames07, pointer: int = 8):
+    """C004.4: 1 if the empty frame holds the promise and two pointers and every variant
+    with live locals or parameters grows by at least their size (-O2), else 0."""
+    o2 = _frame_sizes(frames07, "O2")
+    if not {"empty", "suspend"} <= set(o2.index):
+        return verdicts.cannot_measure("C004.4", "no -O2 frame sizes here")
+    promise = int(o2.promise_bytes.iloc[0])
+    live = o2.live_bytes[o2.live_bytes > 0]
+    added = {v: int(o2.frame_bytes[v] - o2.frame_bytes["suspend"]) for v in live.index}
+    checks = {"empty >= promise + 2 pointers": bool(o2.frame_bytes["empty"] >= promise + 2 * pointer)}
+    checks.update({f"{v} adds >= {int(live[v])}": added[v] >= live[v] for v in live.index})
+    x = int(all(checks.values()))
+    return verdicts.judge(
+        "C004.4", x,
+        measured=f"x = {x}: empty frame {int(o2.frame_bytes['empty'])} B >= {promise} + "
+                 f"{2 * pointer}; " + ", ".join(f"{v} +{added[v]} (live {int(live[v])})"
+                                                for v in live.index),
+        note="all checks hold" if x else
+             "failed: " + ", ".join(k for k, ok in checks.items() if not ok))
+
+
+def c001_5(frames09, server="asio_epoll", chunk=1024):
+    """C001.5: suspensions per message, one whole read vs a read_some loop of `chunk`."""
+    r = frames09[frames09.get("experiment", "reads") == "reads"] if "experiment" in frames09 else frames09
+    sel = r[r.server == server] if "server" in r else r.iloc[0:0]
+    w = sel.loc[sel.read_mode == "whole", "read_waits_per_msg"].astype(float)
+    some = sel.loc[(sel.read_mode == "some") & (sel.chunk == chunk), "read_waits_per_msg"].astype(float)
+    if w.empty or some.empty:
+        return verdicts.cannot_measure("C001.5", f"no {server} read rows here")
+    (wm, w1, w3), (sm, s1, s3) = stats.quartiles(w), stats.quartiles(some)
+    return verdicts.judge(
+        "C001.5", {"whole": wm, "some": sm}, low={"whole": w1, "some": s1},
+        high={"whole": w3, "some": s3},
+        measured=(f"{server}: whole {wm:.2f}, some ({chunk} B) {sm:.2f} suspensions/message, "
+                  f"some/whole {sm / wm:.1f}"),
+        note="counted inside the server; spread: quartiles over runs")
+
+
 # claim id -> (function, the data files it reads, by name under data/)
 RULES = {
     "C000.1": (c000_1, [RUNS.format("04_latency_ladder")]),
@@ -328,6 +415,11 @@ RULES = {
     "C003.2": (c003_2, [RUNS.format("05_kernel_switches")]),
     "C003.3": (c003_3, [RUNS.format("05_kernel_switches")]),
     "C004.2": (c004_2, ["07_coroutine_frames", "09_echo_servers"]),
+    "C000.6": (c000_6, ["06_fp_state_and_return"]),
+    "C001.5": (c001_5, ["09_echo_servers"]),
+    "C004.1": (c004_1, ["07_coroutine_frames"]),
+    "C004.3": (c004_3, ["07_coroutine_frames"]),
+    "C004.4": (c004_4, ["07_coroutine_frames"]),
 }
 
 

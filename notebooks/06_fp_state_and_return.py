@@ -172,15 +172,10 @@ verdict_runs, rows, looks = design.measure_for_verdicts(
      for k in ("asm_fxsave", "asm_fpu", "asm_xsave") if k in ladder},
     [claim_rules.c002_3], repeats=6 if quick else 15)
 results.save_csv(verdict_runs, claim_rules.RUNS.format("06_fp_state_and_return"))
-fctx = counts[counts.kernel == "boost_fcontext"]
-if not fctx.empty and fctx.net.notna().all():
-    n = float(fctx.net.iloc[0])
-    rows.append(verdicts.judge("C000.6", n, note="callgrind, -O2 build; instruction counts "
-                               "are exact, so no spread. The misprediction half is the "
-                               "asm_ret / asm ratio above, not judged"))
-else:
-    rows.append(verdicts.cannot_measure(
-        "C000.6", why or catalogue.loc["boost_fcontext", "why_not"] or "not counted"))
+row = claim_rules.c000_6(counts)
+if row["measured_value"] == "not measured":
+    row["note"] = why or catalogue.loc["boost_fcontext", "why_not"] or "not counted"
+rows.append(row)
 results.save_csv(runs.merge(counts, on="kernel", how="left", suffixes=("", "_cg")),
                  "06_fp_state_and_return")
 table = verdicts.table(rows)

@@ -504,16 +504,9 @@ row["note"] += (f"; lock-free pool {atomic256:.1f} ns (heap/atomic "
                 f"{live256['heap / pool']:.1f}, heap/atomic {live256['heap / atomic']:.1f}")
 rows.append(row)
 
-d = coros[(coros.variant == "conn256") & (coros.allocator == "heap")]
-x = d.bytes_per_object / d.frame_bytes
-rows.append(verdicts.judge(
-    "C004.1", x.median(), low=x.min(), high=x.max(),
-    noisy=bool(len(x) > 1 and x.std() >= 0.1 * x.mean()),
-    measured=f"x = {x.median():.3f} [{x.min():.3f}, {x.max():.3f}]: "
-             f"{d.bytes_per_object.median():.0f} B per coroutine, frame {d.frame_bytes.iloc[0]} B",
-    note=f"n = {int(d.n.iloc[0]):,}" + (" (quick run; the rule says 1,000,000)"
-                                         if d.n.iloc[0] < 1_000_000 else "")
-         + "; the pooled-reuse row's 40 MB is checked in the closing note"))
+row = claim_rules.c004_1(coros.assign(experiment="coroutines"))
+row["note"] += "; the pooled-reuse row's 40 MB is checked in the closing note"
+rows.append(row)
 
 # C004.2 from both parts wherever they exist: 09's throughput if it has run (its CSV).
 echo_csv = results.data_dir() / "09_echo_servers.csv"
@@ -523,25 +516,13 @@ rows.append(claim_rules.c004_2(coros.assign(experiment="coroutines"), echo_rows)
 o2 = sizes[sizes.build == "O2"].set_index("variant").frame_bytes
 o0 = sizes[sizes.build == "O0"].set_index("variant").frame_bytes
 added = lambda v, f=o2: int(f[v] - f["suspend"])  # noqa: E731
-rows.append(verdicts.judge(
-    "C004.3", added("array_alive"),
-    measured=f"{added('array_alive'):,} B at -O2 ({added('array_alive', o0):,} B at -O0)",
-    note=f"not alive across the suspension: same scope +{added('array_dead'):,} B, closed "
-         f"block +{added('array_scoped'):,} B, in a called function +{added('array_callee'):,} B "
-         "(GCC places every local whose scope holds a suspension point, alive or not)"))
-
-live = sizes[sizes.build == "O2"].set_index("variant").live_bytes
-promise = int(sizes.promise_bytes.iloc[0])
-pointer = 8
-checks = {"empty >= promise + 2 pointers": bool(o2["empty"] >= promise + 2 * pointer)}
-for v in live[live > 0].index:
-    checks[f"{v} adds >= {live[v]}"] = bool(added(v) >= live[v])
-x = int(all(checks.values()))
-rows.append(verdicts.judge(
-    "C004.4", x, measured=f"x = {x}: empty frame {o2['empty']} B >= {promise} + {2 * pointer}; "
-    + ", ".join(f"{v} +{added(v)} (live {live[v]})" for v in live[live > 0].index),
-    note="all checks hold" if x else
-         "failed: " + ", ".join(k for k, ok in checks.items() if not ok)))
+row = claim_rules.c004_3(sizes.assign(experiment="frame_sizes"))
+row["note"] = (f"not alive across the suspension: same scope +{added('array_dead'):,} B, closed "
+               f"block +{added('array_scoped'):,} B, in a called function "
+               f"+{added('array_callee'):,} B (GCC places every local whose scope holds a "
+               "suspension point, alive or not)")
+rows.append(row)
+rows.append(claim_rules.c004_4(sizes.assign(experiment="frame_sizes")))
 
 table = verdicts.table(rows)
 results.save_csv(pd.concat([

@@ -368,17 +368,13 @@ else:
 rows.append(row)
 
 if "asio_epoll" in names:
-    w, s = waits("asio_epoll", "whole"), waits("asio_epoll", "some", c15_judge_chunk)
-    wq, sq = w.quantile([0.25, 0.5, 0.75]), s.quantile([0.25, 0.5, 0.75])
+    row = claim_rules.c001_5(c15.drop(columns="how").assign(experiment="reads"),
+                             chunk=c15_judge_chunk)
     others = [r for r in c15_rows if r["server"] != "asio_epoll"]
-    rows.append(verdicts.judge(
-        "C001.5", {"whole": wq[0.5], "some": sq[0.5]},
-        low={"whole": wq[0.75], "some": sq[0.25]}, high={"whole": wq[0.25], "some": sq[0.75]},
-        measured=(f"asio_epoll: whole {wq[0.5]:.2f}, some ({c15_judge_chunk} B) "
-                  f"{sq[0.5]:.2f} suspensions/message, some/whole {sq[0.5] / wq[0.5]:.1f}"),
-        note=("others, some/whole: " + ", ".join(
-            f"{r['server']} {r['some/whole']:.2f}" for r in others)
-            + f"; {c15_message_bytes // 1024} KiB messages, {c15_connections} connections")))
+    row["note"] += ("; others, some/whole: " + ", ".join(
+        f"{r['server']} {r['some/whole']:.2f}" for r in others)
+        + f"; {c15_message_bytes // 1024} KiB messages, {c15_connections} connections")
+    rows.append(row)
 else:
     rows.append(verdicts.cannot_measure(
         "C001.5", f"asio is missing here ({echo.availability('asio_epoll')[1]}); "
