@@ -91,7 +91,8 @@ class BuildPyWithShipped(build_py):
         shipped = Path(self.build_lib) / "labkit" / "shipped"
         shutil.rmtree(shipped, ignore_errors=True)
         (shipped / "data").mkdir(parents=True)
-        shutil.copy2(HERE / "data" / "claims.csv", shipped / "data" / "claims.csv")
+        for name in ("claims.csv", "claims_amendments.csv"):
+            shutil.copy2(HERE / "data" / name, shipped / "data" / name)
         shutil.copytree(HERE / "notebooks", shipped / "notebooks",
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
 

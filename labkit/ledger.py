@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 
-from labkit import results, verdicts
+from labkit import claim_rules, results, verdicts
 
+# Claims whose rule needs more than one notebook's data: the ledger judges them itself.
+JUDGED_HERE = ("C004.2",)
 LEDGER_VERDICTS = (*verdicts.VERDICTS, "not-measured")
 MANIFEST = "run_manifest.json"
 
@@ -34,6 +36,8 @@ def ledger():
     import pandas as pd
 
     claims = verdicts.claims()
+    amendments = verdicts.amendments().drop_duplicates("claim_id", keep="last") \
+        .set_index("claim_id")
     manifest = read_manifest()
     found = {}
     for nb in sorted(set(claims.experiment)):
@@ -46,6 +50,12 @@ def ledger():
             if path.exists():
                 for _, row in pd.read_csv(path, dtype=str).fillna("").iterrows():
                     found[row.claim_id] = row.to_dict()
+    # A claim judged from two notebooks' parts (C004.2: 07's memory, 09's throughput) is
+    # judged here again from both data files, whichever notebook ran last.
+    for claim_id in JUDGED_HERE:
+        row = claim_rules.recompute(claim_id, results.data_dir())
+        if row is not None:
+            found[claim_id] = {k: str(v) for k, v in row.items()}
     rows = []
     for _, c in claims.iterrows():
         nb = c.experiment
@@ -54,6 +64,8 @@ def ledger():
         if v is None:
             why = ("its notebook failed in the last run: " + status.get("error", "")[:200]
                    if status.get("ok") is False else "no verdict yet from " + nb)
+        am = amendments.loc[c.claim_id] if c.claim_id in amendments.index else None
+        original_rule = f"reproduced if {c.reproduced_if}; contradicted if {c.contradicted_if}"
         rows.append({
             "claim_id": c.claim_id,
             "source": c.source,
@@ -61,7 +73,18 @@ def ledger():
             "claimed_value": f"{c.claimed_value} ({c.claimed_unit})",
             "measured_value": v["measured_value"] if v else "",
             "verdict": v["verdict"] if v else "not-measured",
-            "rule": f"reproduced if {c.reproduced_if}; contradicted if {c.contradicted_if}",
+            # Under the rule as first written; a verdict file from before amendments were
+            # recorded has no such column, and then it is the verdict itself.
+            "original_verdict": (v.get("original_verdict") or v["verdict"]) if v
+            else "not-measured",
+            "rule": (f"amended {am['date']}: reproduced if {am['reproduced_if']}; "
+                     f"contradicted if {am['contradicted_if']}") if am is not None
+            else original_rule,
+            "original_rule": original_rule,
+            "amendment": (f"{am['date']}: {am['reason']} Misreading: {am['misreading']}"
+                          if am is not None else ""),
+            "noisy": v.get("noisy", "") if v else "",
+            "method": v.get("method", "") if v else "",
             "note": v["note"] if v else why,
             "notebook": f"notebooks/{nb}.py",
             "figures": ", ".join(f"figures/{f}" for f in _figures_of(nb)),
@@ -74,14 +97,16 @@ def check(table) -> None:
     ids = list(verdicts.claims().claim_id)
     if sorted(table.claim_id) != sorted(ids) or table.claim_id.duplicated().any():
         raise ValueError("the ledger must list every claim id of data/claims.csv exactly once")
-    bad = set(table.verdict) - set(LEDGER_VERDICTS)
+    seen = set(table.verdict) | set(table.get("original_verdict", []))
+    bad = seen - set(LEDGER_VERDICTS)
     if bad:
         raise ValueError(f"verdicts outside {LEDGER_VERDICTS}: {sorted(bad)}")
 
 
-def counts(table):
-    """Verdict counts, in the allowed order (zeros included)."""
-    return table.verdict.value_counts().reindex(LEDGER_VERDICTS, fill_value=0)
+def counts(table, column: str = "verdict"):
+    """Verdict counts, in the allowed order (zeros included); column="original_verdict"
+    counts the verdicts under the rules as first written."""
+    return table[column].value_counts().reindex(LEDGER_VERDICTS, fill_value=0)
 
 
 def environment_note() -> str:

@@ -59,10 +59,11 @@ def notebooks_dir() -> Path:
     return c / "notebooks" if c else SHIPPED / "notebooks"
 
 
-def claims_csv() -> Path:
-    """The claims registry, data/claims.csv, from the checkout or the package."""
+def claims_csv(name: str = "claims.csv") -> Path:
+    """The claims registry, data/claims.csv (or its amendments, data/claims_amendments.csv),
+    from the checkout or the package."""
     c = checkout()
-    return c / "data" / "claims.csv" if c else SHIPPED / "data" / "claims.csv"
+    return c / "data" / name if c else SHIPPED / "data" / name
 
 
 def root() -> Path:

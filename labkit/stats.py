@@ -67,3 +67,39 @@ def noise_warnings(summary) -> list[str]:
                 "run more repeats or on a quieter machine"
             )
     return out
+
+
+def quartiles(values) -> tuple[float, float, float]:
+    """(median, q1, q3) of a sample: what a figure's bar shows (scatter, not uncertainty)."""
+    import numpy as np
+
+    v = np.asarray(values, float).ravel()
+    if v.size == 0:
+        raise ValueError("values must hold at least one repeat; got none")
+    q1, med, q3 = np.quantile(v, [0.25, 0.5, 0.75])
+    return float(med), float(q1), float(q3)
+
+
+def is_noisy(values) -> bool:
+    """pyperf's rule on one sample: std >= 10% of |mean| (a single repeat is not noisy)."""
+    import numpy as np
+
+    v = np.asarray(values, float).ravel()
+    if v.size < 2:
+        return False
+    mean = v.mean()
+    return bool(mean == 0 or v.std(ddof=1) >= NOISY_CV * abs(mean))
+
+
+def noisy_in(summary, **where) -> list[str]:
+    """The groups of a `summarize` table that are noisy, as 'key=value' labels, among the
+    rows matching every column=value (or column=[values]) in `where`."""
+    sel = summary
+    for col, want in where.items():
+        if col not in sel.columns:
+            raise ValueError(f"{col} must be a column of the summary; it has {list(summary.columns)}")
+        sel = sel[sel[col].isin(want if isinstance(want, (list, tuple, set)) else [want])]
+    keys = list(summary.columns[:list(summary.columns).index("repeats")]) \
+        if "repeats" in summary.columns else list(summary.columns[:1])
+    return [", ".join(f"{k}={r[k]}" for k in keys) + f" (cv {r['cv']:.0%})"
+            for _, r in sel.iterrows() if r.get("noisy")]

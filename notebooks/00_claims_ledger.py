@@ -25,6 +25,10 @@
 # - `not-applicable-here`: needs hardware this machine lacks;
 # - `not-measured`: no notebook has produced a verdict for it in the last run. Never a pass.
 #
+# Where a rule was misread when first written, the amendment is recorded beside it in
+# `data/claims_amendments.csv` (date, reason, misreading) and the original rule is never
+# edited: `verdict` is under the amended rule, `original_verdict` under the first one.
+#
 # `make reproduce` runs this notebook last, so it sees every experiment's fresh results.
 
 # %% tags=["parameters"]
@@ -42,7 +46,8 @@ table = ledger.ledger()
 ledger.check(table)  # every claim exactly once, verdicts from the allowed set
 print(ledger.environment_note())
 print(plots.machine_caption())
-ledger.counts(table).to_frame("claims")
+pd.DataFrame({"amended rules": ledger.counts(table),
+              "original rules": ledger.counts(table, "original_verdict")})
 
 # %% [markdown]
 # ## The latency ladder and the verdicts at a glance
@@ -70,9 +75,19 @@ axes[1].set_title(f"verdicts ({len(table)} claims)")
 plots.finish(fig, "00_claims_ledger-summary")
 
 # %% [markdown]
+# ## Amendments
+#
+# Each amended claim: the verdict under the rule as first written and under the amended
+# one, and why the rule was amended.
+
+# %%
+amended = table[table.amendment != ""]
+amended[["claim_id", "original_verdict", "verdict", "original_rule", "rule", "amendment"]]
+
+# %% [markdown]
 # ## Every claim
 
 # %%
 results.save_csv(table, "00_claims_ledger")
 table[["claim_id", "source", "claim", "claimed_value", "measured_value", "verdict",
-       "note", "notebook", "figures"]]
+       "original_verdict", "noisy", "note", "notebook", "figures"]]

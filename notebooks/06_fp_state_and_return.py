@@ -153,20 +153,29 @@ pd.DataFrame([{"effect": e, "ratio": r, "low": lo, "high": hi} for e, (r, lo, hi
 # the empty loop (which leaves the call, the PLT jump and the loop's own counter updates
 # in it).
 
+# %% [markdown]
+# `asm_fxsave`, `asm_fpu` and `asm_xsave` are measured again for the verdict, with the
+# same control words in both contexts, interleaved (ABBA rounds) over three fresh worker
+# processes (`labkit.design`); the interval is a bootstrap BCa 95% interval of the ratio
+# of medians (`labkit.claim_rules.c002_3`).
+#
+# A straddle gets one extension, to three times the repeats, and a last look: the
+# stopping rule written in `labkit.design` before measuring, never an early stop.
+
 # %%
-r, lo, hi = ratio("asm_fxsave", "same", "asm_fpu", "same")
-judged = summary[summary.kernel.isin(["asm_fxsave", "asm_fpu"]) & (summary.fp_control == "same")]
-rows = [verdicts.judge("C002.3", r, low=lo, high=hi, noisy=bool(judged.noisy.any()),
-                       note=f"asm_xsave / asm_fpu = {effects[1][1][0]:.1f}")]
-fctx = counts[counts.kernel == "boost_fcontext"]
-if not fctx.empty and fctx.net.notna().all():
-    n = float(fctx.net.iloc[0])
-    rows.append(verdicts.judge("C000.6", n, note="callgrind, -O2 build; instruction counts "
-                               "are exact, so no spread. The misprediction half is the "
-                               "asm_ret / asm ratio above, not judged"))
-else:
-    rows.append(verdicts.cannot_measure(
-        "C000.6", why or catalogue.loc["boost_fcontext", "why_not"] or "not counted"))
+from functools import partial
+
+from labkit import claim_rules, design
+
+verdict_runs, rows, looks = design.measure_for_verdicts(
+    {k: partial(labkit.measure, k, switches=switches, cpu=cpu, fp_control="same")
+     for k in ("asm_fxsave", "asm_fpu", "asm_xsave") if k in ladder},
+    [claim_rules.c002_3], repeats=6 if quick else 15)
+results.save_csv(verdict_runs, claim_rules.RUNS.format("06_fp_state_and_return"))
+row = claim_rules.c000_6(counts)
+if row["measured_value"] == "not measured":
+    row["note"] = why or catalogue.loc["boost_fcontext", "why_not"] or "not counted"
+rows.append(row)
 results.save_csv(runs.merge(counts, on="kernel", how="left", suffixes=("", "_cg")),
                  "06_fp_state_and_return")
 table = verdicts.table(rows)

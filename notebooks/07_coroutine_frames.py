@@ -478,10 +478,11 @@ print(f"this kernel: VmRSS {kernel_rss_start:.0f} MiB at the start, {kernel_rss_
 #   coroutine with a 256-byte frame, over the frame size. The other rows are set beside
 #   it in the closing note.
 # - **C004.2** needs the memory ratio (here: pooled 192-byte frames over default-`new`
-#   256-byte frames, bytes per coroutine) *and* notebook 09's throughput ratio; both
-#   halves of the rule are conjunctions, so without the throughput the rule cannot reach
-#   either verdict. The row reports the memory half and stays inconclusive until notebook
-#   09 measures the throughput.
+#   256-byte frames, bytes per coroutine) and notebook 09's throughput ratio
+#   (`cxx20_pool_sym` over `cxx20_new`). `labkit.claim_rules.c004_2` judges it from
+#   whichever parts exist: here and again at the end of notebook 09, so whichever runs
+#   last has both. Under the amended rule (`data/claims_amendments.csv`) either part
+#   failing refutes the claim; a part not measured yet is missing data.
 # - **C004.3** at `-O2`: frame of `array_alive` minus frame of `suspend` (the same body
 #   without the array).
 # - **C004.4** at `-O2`: 1 if the empty coroutine's frame holds at least the promise and
@@ -491,74 +492,37 @@ print(f"this kernel: VmRSS {kernel_rss_start:.0f} MiB at the start, {kernel_rss_
 # %%
 rows = []
 
+from labkit import claim_rules
+
 sel = alloc[(alloc.block == 256) & (alloc.pattern == "one block")]
-heap256, pool256 = (sel[sel.allocator == a].ns_per_pair for a in ("heap", "pool"))
-r, lo, hi = verdicts.ratio_with_spread(heap256, pool256)
 live256 = ratios[(ratios.pattern == "many live") & (ratios.block == 256)].iloc[0]
 one256 = ratios[(ratios.pattern == "one block") & (ratios.block == 256)].iloc[0]
 atomic256 = sel[sel.allocator == "atomic"].ns_per_pair.median()
-judged = al[(al.block == 256) & (al.pattern == "one block") & al.allocator.isin(["heap", "pool"])]
-noisy = bool(judged.noisy.any())
-why_noisy = "; ".join(f"{a} repeats noisy (cv {cv:.0%})"
-                      for a, cv in zip(judged[judged.noisy].allocator, judged[judged.noisy].cv))
-rows.append(verdicts.judge(
-    "C001.2", r, low=lo, high=hi, noisy=noisy,
-    note=(f"{why_noisy}; " if noisy else "")
-         + f"heap {heap256.median():.1f} ns, pool {pool256.median():.2f} ns per pair "
-         f"(claimed ~100 and ~10); lock-free pool {atomic256:.1f} ns (heap/atomic "
-         f"{one256['heap / atomic']:.1f}); many live blocks: heap/pool "
-         f"{live256['heap / pool']:.1f}, heap/atomic {live256['heap / atomic']:.1f}"))
-
-d = coros[(coros.variant == "conn256") & (coros.allocator == "heap")]
-x = d.bytes_per_object / d.frame_bytes
-rows.append(verdicts.judge(
-    "C004.1", x.median(), low=x.min(), high=x.max(),
-    noisy=bool(len(x) > 1 and x.std() >= 0.1 * x.mean()),
-    measured=f"x = {x.median():.3f} [{x.min():.3f}, {x.max():.3f}]: "
-             f"{d.bytes_per_object.median():.0f} B per coroutine, frame {d.frame_bytes.iloc[0]} B",
-    note=f"n = {int(d.n.iloc[0]):,}" + (" (quick run; the rule says 1,000,000)"
-                                         if d.n.iloc[0] < 1_000_000 else "")
-         + "; the pooled-reuse row's 40 MB is checked in the closing note"))
-
-per = coros.groupby(["variant", "allocator"]).bytes_per_object
-pooled, default = per.get_group(("conn192", "pool")), per.get_group(("conn256", "heap"))
-mem, mem_lo, mem_hi = (pooled.median() / default.median(), pooled.min() / default.max(),
-                       pooled.max() / default.min())
-if mem_hi <= 0.5:
-    half = "the memory half of 'reproduced' holds"
-elif mem_lo >= 0.9:
-    half = "the memory half of 'contradicted' holds"
-else:
-    half = "neither memory half holds, so the rule gives inconclusive whatever the TPS ratio is"
-row = verdicts.cannot_measure(
-    "C004.2", f"the throughput ratio comes from notebook 09 (echo servers), not run here; "
-              f"{half}; a {1 - mem:.0%} cut against the claimed 65% (or 80%)")
-row["measured_value"] = (f"mem = {mem:.3f} [{mem_lo:.3f}, {mem_hi:.3f}] (conn192/pool over "
-                         f"conn256/heap, bytes per coroutine); tps not measured here")
+row = claim_rules.c001_2(alloc.assign(experiment="allocation"))
+row["note"] += (f"; lock-free pool {atomic256:.1f} ns (heap/atomic "
+                f"{one256['heap / atomic']:.1f}); many live blocks: heap/pool "
+                f"{live256['heap / pool']:.1f}, heap/atomic {live256['heap / atomic']:.1f}")
 rows.append(row)
+
+row = claim_rules.c004_1(coros.assign(experiment="coroutines"))
+row["note"] += "; the pooled-reuse row's 40 MB is checked in the closing note"
+rows.append(row)
+
+# C004.2 from both parts wherever they exist: 09's throughput if it has run (its CSV).
+echo_csv = results.data_dir() / "09_echo_servers.csv"
+echo_rows = pd.read_csv(echo_csv, low_memory=False) if echo_csv.exists() else None
+rows.append(claim_rules.c004_2(coros.assign(experiment="coroutines"), echo_rows))
 
 o2 = sizes[sizes.build == "O2"].set_index("variant").frame_bytes
 o0 = sizes[sizes.build == "O0"].set_index("variant").frame_bytes
 added = lambda v, f=o2: int(f[v] - f["suspend"])  # noqa: E731
-rows.append(verdicts.judge(
-    "C004.3", added("array_alive"),
-    measured=f"{added('array_alive'):,} B at -O2 ({added('array_alive', o0):,} B at -O0)",
-    note=f"not alive across the suspension: same scope +{added('array_dead'):,} B, closed "
-         f"block +{added('array_scoped'):,} B, in a called function +{added('array_callee'):,} B "
-         "(GCC places every local whose scope holds a suspension point, alive or not)"))
-
-live = sizes[sizes.build == "O2"].set_index("variant").live_bytes
-promise = int(sizes.promise_bytes.iloc[0])
-pointer = 8
-checks = {"empty >= promise + 2 pointers": bool(o2["empty"] >= promise + 2 * pointer)}
-for v in live[live > 0].index:
-    checks[f"{v} adds >= {live[v]}"] = bool(added(v) >= live[v])
-x = int(all(checks.values()))
-rows.append(verdicts.judge(
-    "C004.4", x, measured=f"x = {x}: empty frame {o2['empty']} B >= {promise} + {2 * pointer}; "
-    + ", ".join(f"{v} +{added(v)} (live {live[v]})" for v in live[live > 0].index),
-    note="all checks hold" if x else
-         "failed: " + ", ".join(k for k, ok in checks.items() if not ok)))
+row = claim_rules.c004_3(sizes.assign(experiment="frame_sizes"))
+row["note"] = (f"not alive across the suspension: same scope +{added('array_dead'):,} B, closed "
+               f"block +{added('array_scoped'):,} B, in a called function "
+               f"+{added('array_callee'):,} B (GCC places every local whose scope holds a "
+               "suspension point, alive or not)")
+rows.append(row)
+rows.append(claim_rules.c004_4(sizes.assign(experiment="frame_sizes")))
 
 table = verdicts.table(rows)
 results.save_csv(pd.concat([

@@ -281,17 +281,13 @@ susp.pivot(index="server", columns="how", values="read_waits_per_msg").loc[names
 # ## What the data says
 #
 # The numbers each claim is judged on, side by side. If the noise warnings above fired
-# (pyperf's rule: a standard deviation of 10% of the mean or more), the throughput
-# verdicts are inconclusive whatever the medians say: on a shared machine the spread
-# between runs can be larger than the differences the claims are about.
+# (pyperf's rule: a standard deviation of 10% of the mean or more), the verdict rows say
+# so; the bootstrap intervals carry that noise: on a shared machine the spread between
+# runs can be larger than the differences the claims are about.
 
 # %%
 def qps_of(server):
     return main.loc[main.server == server, "qps"]
-
-
-def noisy(*servers):
-    return bool(ms.set_index("server").loc[list(servers), "noisy"].any())
 
 
 claimed_order = ["cxx20_pool_sym", "callback_epoll", "cxx20_new"]
@@ -346,51 +342,41 @@ pd.DataFrame(c15_rows).round(2)
 #   above and in the note.
 
 # %%
+from labkit import claim_rules
+
 rows = []
 if have_order:
-    rows.append(verdicts.judge(
-        "C001.1", order_x, noisy=noisy(*claimed_order),
-        measured=f"x={order_x:g}: {order_detail}",
-        note=(f"allocations/s callback {a_cb:,.0f}, plain {a_new:,.0f}, optimised "
-              f"{a_opt:,.0f}; p99 ms "
-              + ", ".join(f"{s} {ms.set_index('server').loc[s, 'p99_us'] / 1e3:.1f}"
-                          for s in claimed_order)
-              + f"; {connections} connections, {message_bytes} B, {where}")))
+    row = claim_rules.c001_1(main.assign(experiment="main"), claimed_order)
+    row["note"] += (f"; interquartile check (echo.ordering): {order_detail} -> {order_x:g}"
+                    f"; allocations/s callback {a_cb:,.0f}, plain {a_new:,.0f}, optimised "
+                    f"{a_opt:,.0f}; p99 ms "
+                    + ", ".join(f"{s} {ms.set_index('server').loc[s, 'p99_us'] / 1e3:.1f}"
+                                for s in claimed_order)
+                    + f"; {connections} connections, {message_bytes} B, {where}")
+    rows.append(row)
 else:
     rows.append(verdicts.cannot_measure(
         "C001.1", "missing here: " + ", ".join(
             f"{s} ({echo.availability(s)[1]})" for s in claimed_order if s not in names)))
 
-judge_twin = next((t for t in twin_rows if t["io_uring"] == "asio_uring"),
-                  twin_rows[0] if twin_rows else None)
-if judge_twin is not None:
-    others = [t for t in twin_rows if t is not judge_twin]
-    rows.append(verdicts.judge(
-        "C001.3", judge_twin["QPS ratio"], low=judge_twin["low"], high=judge_twin["high"],
-        noisy=noisy(judge_twin["io_uring"], judge_twin["epoll twin"]),
-        note=(f"{judge_twin['io_uring']} / {judge_twin['epoll twin']}"
-              + ("" if judge_twin["io_uring"] == "asio_uring" else
-                 " (asio's io_uring server is missing here: the lab's own twin instead)")
-              + "".join(f"; {t['io_uring']} / {t['epoll twin']} = {t['QPS ratio']:.3f} "
-                        f"[{t['low']:.3f}, {t['high']:.3f}]" for t in others)
-              + f"; {connections} connections")))
+row = claim_rules.c001_3(main.assign(experiment="main"))
+if row["measured_value"] != "not measured":
+    row["note"] += "".join(f"; {t['io_uring']} / {t['epoll twin']} = {t['QPS ratio']:.3f} "
+                           f"[{t['low']:.3f}, {t['high']:.3f}]" for t in twin_rows)
+    row["note"] += f"; {connections} connections"
 else:
-    rows.append(verdicts.cannot_measure(
-        "C001.3", "no io_uring server runs here: " + "; ".join(
-            f"{u}: {echo.availability(u)[1]}" for u in echo.TWINS)))
+    row = verdicts.cannot_measure("C001.3", "no io_uring server runs here: " + "; ".join(
+        f"{u}: {echo.availability(u)[1]}" for u in echo.TWINS))
+rows.append(row)
 
 if "asio_epoll" in names:
-    w, s = waits("asio_epoll", "whole"), waits("asio_epoll", "some", c15_judge_chunk)
-    wq, sq = w.quantile([0.25, 0.5, 0.75]), s.quantile([0.25, 0.5, 0.75])
+    row = claim_rules.c001_5(c15.drop(columns="how").assign(experiment="reads"),
+                             chunk=c15_judge_chunk)
     others = [r for r in c15_rows if r["server"] != "asio_epoll"]
-    rows.append(verdicts.judge(
-        "C001.5", {"whole": wq[0.5], "some": sq[0.5]},
-        low={"whole": wq[0.75], "some": sq[0.25]}, high={"whole": wq[0.25], "some": sq[0.75]},
-        measured=(f"asio_epoll: whole {wq[0.5]:.2f}, some ({c15_judge_chunk} B) "
-                  f"{sq[0.5]:.2f} suspensions/message, some/whole {sq[0.5] / wq[0.5]:.1f}"),
-        note=("others, some/whole: " + ", ".join(
-            f"{r['server']} {r['some/whole']:.2f}" for r in others)
-            + f"; {c15_message_bytes // 1024} KiB messages, {c15_connections} connections")))
+    row["note"] += ("; others, some/whole: " + ", ".join(
+        f"{r['server']} {r['some/whole']:.2f}" for r in others)
+        + f"; {c15_message_bytes // 1024} KiB messages, {c15_connections} connections")
+    rows.append(row)
 else:
     rows.append(verdicts.cannot_measure(
         "C001.5", f"asio is missing here ({echo.availability('asio_epoll')[1]}); "
@@ -404,7 +390,8 @@ else:
 # fewer live locals with default `new`; `cxx20_reuse`: one reader and one writer coroutine
 # per connection, reused for every message). Each row's TPS ratio is judged by its own
 # claim (C004.1e-h) in the article's table at the end of this notebook; the ratios are
-# saved as `09_echo_servers_c004` for notebook 07.
+# saved as `09_echo_servers_c004`. C004.2's throughput half (`cxx20_pool_sym` /
+# `cxx20_new`) is judged with 07's memory half (`labkit.claim_rules.c004_2`).
 
 # %%
 c004_claim = {"cxx20_new": ("default new", 100_000),
@@ -447,6 +434,13 @@ results.save_csv(pd.concat([main.assign(experiment="main"),
                             c15.drop(columns="how").assign(experiment="reads")],
                            ignore_index=True), "09_echo_servers")
 results.save_csv(robust, "09_echo_servers_robustness")
+# C004.2 again with this run's throughput and notebook 07's memory, if 07 has run. The
+# row is shown here, not written to this notebook's verdicts: the claim is registered
+# to 07, and the ledger judges it from both data files whichever notebook ran last.
+frames_csv = results.data_dir() / "07_coroutine_frames.csv"
+display(verdicts.table([claim_rules.c004_2(
+    pd.read_csv(frames_csv, low_memory=False) if frames_csv.exists() else None,
+    main.assign(experiment="main"))]))
 table = verdicts.table(rows)
 results.save_csv(table, "09_echo_servers_verdicts")
 table

@@ -132,7 +132,8 @@ def test_a_spread_that_straddles_the_rule_is_inconclusive():
     value, low, high, noisy = frequency.before_after(
         df, work_cycles=100, before=(1 << 20, 1), after=(64 * KiB, 32))
     assert value["gain"] >= 1.2 > high["gain"]
-    assert verdicts.judge("C000.7", value, low=low, high=high)["verdict"] == "inconclusive"
+    # The original rule (gain >= 1.2); the amendment in data/claims_amendments.csv asks less.
+    assert verdicts.judge("C000.7", value, low=low, high=high)["original_verdict"] == "inconclusive"
 
 
 def test_before_after_needs_both_points():
