@@ -285,7 +285,7 @@ class StatusLine:
             self.stream.write("\r\033[K" + line[:200])
             self.stream.flush()
         else:
-            core = line.split("  elapsed")[0]
+            core = line.split("  sweep ETA")[0].split("  elapsed")[0]
             if core != self._last:  # one line per new point in a log, not a flood
                 self.stream.write(line + "\n")
                 self.stream.flush()
