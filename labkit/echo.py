@@ -16,7 +16,6 @@ group is killed, and every child is always reaped. Nothing leaves the loopback i
 from __future__ import annotations
 
 import json
-import numbers
 import os
 import select
 import signal
@@ -186,12 +185,7 @@ def _placement_note(server_cpu, client_cpu) -> str:
 # ---------------------------------------------------------------- argument checks
 
 def _known(server) -> str:
-    if not isinstance(server, str):
-        raise TypeError(f"server must be a server name (str) or an EchoServer, not "
-                        f"{type(server).__name__}")
-    if server not in SERVERS:
-        raise ValueError(f"server must be one of {', '.join(SERVER_NAMES)}; got {server!r}")
-    return server
+    return _v.choice("server", server, SERVER_NAMES)
 
 
 def _name(server) -> str:
@@ -201,36 +195,6 @@ def _name(server) -> str:
     if not ok:
         raise ServerUnavailableError(f"server {server!r} is not available here: {why}")
     return server
-
-
-def _seconds(name: str, value, hi: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__} ({value!r})")
-    if not 0 < value <= hi:
-        raise ValueError(f"{name} must be > 0 and at most {hi:g} seconds; got {value}")
-    return float(value)
-
-
-def _read_mode(value) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"read_mode must be 'whole' or 'some', not {type(value).__name__}")
-    if value not in READ_MODES:
-        raise ValueError(f"read_mode must be 'whole' (one read of the whole frame) or 'some' "
-                         f"(a read_some loop of `chunk` bytes); got {value!r}")
-    return value
-
-
-def _cpu(name: str, value, default):
-    if isinstance(value, str) and value == "auto":
-        return default
-    if value is None:
-        return None
-    n = _v.integer(name, value)
-    allowed = sorted(os.sched_getaffinity(0))
-    if n not in allowed:
-        raise ValueError(f"{name} must be one of this process's CPUs {allowed}, 'auto' or None; "
-                         f"got {n}")
-    return n
 
 
 # ---------------------------------------------------------------- processes
@@ -275,10 +239,10 @@ class EchoServer:
     def __init__(self, name: str, *, read_mode: str = "whole", chunk: int = 4096,
                  cpu="auto", max_message: int = MAX_MESSAGE, start_timeout: float = 15.0):
         self.name = _name(name)
-        self.read_mode = _read_mode(read_mode)
+        self.read_mode = _v.choice("read_mode", read_mode, READ_MODES)
         self.chunk = _v.integer_in("chunk", chunk, 1, 1 << 24)
         server_cpu, _, _ = placement()
-        self.cpu = _cpu("cpu", cpu, server_cpu)
+        self.cpu = _v.cpu(cpu, auto=server_cpu)
         self.max_message = _v.integer_in("max_message", max_message, 0, MAX_MAX_MESSAGE)
         self.final_stats: dict | None = None
         self.port = None
@@ -454,7 +418,7 @@ def echo(port: int, payload: bytes, timeout: float = 10.0) -> bytes:
     payload = bytes(payload)
     if len(payload) > MAX_MAX_MESSAGE:
         raise ValueError(f"payload must be at most {MAX_MAX_MESSAGE} bytes; got {len(payload)}")
-    timeout = _seconds("timeout", timeout, MAX_DURATION)
+    timeout = _v.seconds("timeout", timeout, MAX_DURATION)
     with socket.create_connection((HOST, port), timeout=timeout) as s:
         s.sendall(_HDR.pack(MAGIC_ECHO, len(payload)) + payload)
         magic, n = _HDR.unpack(_recv_exactly(s, _HDR.size))
@@ -478,37 +442,33 @@ def run_load(server, *, connections: int = 100, requests: int = 100_000,
     metadata of labkit.machine."""
     import pandas as pd
 
-    from labkit import machine
-
     if not isinstance(server, EchoServer):
         _known(server)
     connections = _v.integer_in("connections", connections, 1, MAX_CONNECTIONS)
     requests = _v.integer_in("requests", requests, 1, MAX_REQUESTS)
-    duration = _seconds("duration", duration, MAX_DURATION)
+    duration = _v.seconds("duration", duration, MAX_DURATION)
     message_bytes = _v.integer_in("message_bytes", message_bytes, 0, MAX_MESSAGE)
-    read_mode = _read_mode(read_mode)
+    read_mode = _v.choice("read_mode", read_mode, READ_MODES)
     chunk = _v.integer_in("chunk", chunk, 1, 1 << 24)
     warmup_per_conn = _v.integer_in("warmup_per_conn", warmup_per_conn, 0, 1000)
     seed = _v.integer_in("seed", seed, 0, 10**15)
     d_server, d_client, _ = placement()
-    client_cpu = _cpu("client_cpu", client_cpu, d_client)
-    server_cpu = _cpu("server_cpu", server_cpu, d_server)
+    client_cpu = _v.cpu(client_cpu, name="client_cpu", auto=d_client)
+    server_cpu = _v.cpu(server_cpu, name="server_cpu", auto=d_server)
     if timeout is None:
         timeout = duration + 20.0
-    timeout = _seconds("timeout", timeout, MAX_DURATION + 600)
-    if not isinstance(server, EchoServer):
-        _name(server)
-    ok, why = availability(LOADGEN)
-    if not ok:
-        raise ServerUnavailableError(f"the load generator is not available: {why}")
-
+    timeout = _v.seconds("timeout", timeout, MAX_DURATION + 600)
+    for name in ([] if isinstance(server, EchoServer) else [server]) + [LOADGEN]:
+        ok, why = availability(name)
+        if not ok:
+            raise ServerUnavailableError(f"{name!r} is not available here: {why}")
     if isinstance(server, EchoServer):
         if server.read_mode != read_mode or server.chunk != chunk:
             raise ValueError(f"read_mode/chunk must match the running server's "
                              f"({server.read_mode!r}, {server.chunk}); got ({read_mode!r}, {chunk})")
         srv, own = server, False
     else:
-        srv = EchoServer(_name(server), read_mode=read_mode, chunk=chunk, cpu=server_cpu)
+        srv = EchoServer(server, read_mode=read_mode, chunk=chunk, cpu=server_cpu)
         own = True
     load_before = os.getloadavg()[0]
     try:
@@ -523,6 +483,18 @@ def run_load(server, *, connections: int = 100, requests: int = 100_000,
             srv._kill()
         raise
 
+    settings = {"read_mode": read_mode, "chunk": chunk, "connections": connections,
+                "message_bytes": message_bytes, "requests_limit": requests,
+                "duration_limit_s": duration}
+    return pd.DataFrame([_load_row(srv, settings, res, begin, end, load_before, client_cpu)])
+
+
+def _load_row(srv, settings: dict, res: dict, begin: dict, end: dict, load_before: float,
+              client_cpu) -> dict:
+    """One run_load row: the load generator's figures and the server's counters over the
+    measured window (end - begin), per second and per message, with the row metadata."""
+    from labkit import machine
+
     window = (end["now_ns"] - begin["now_ns"]) / 1e9
     d = {k: end[k] - begin[k] for k in ("msgs", "reads", "writes", "read_waits", "write_waits",
                                        "dispatches", "allocs", "frees", "alloc_bytes")}
@@ -535,8 +507,7 @@ def run_load(server, *, connections: int = 100, requests: int = 100_000,
     row = {
         "server": srv.name, "style": info.style, "backend": info.backend,
         "frames": info.frames, "transfer": info.transfer,
-        "read_mode": read_mode, "chunk": chunk, "connections": connections,
-        "message_bytes": message_bytes, "requests_limit": requests, "duration_limit_s": duration,
+        **settings,
         "qps": res["rps"], "completed": res["completed"], "elapsed_s": res["elapsed_s"],
         "stopped_by": res["stopped_by"],
         "p50_us": res["p50_us"], "p90_us": res["p90_us"], "p99_us": res["p99_us"],
@@ -560,14 +531,9 @@ def run_load(server, *, connections: int = 100, requests: int = 100_000,
         "server_cpu": srv.cpu, "client_cpu": client_cpu,
         "placement": _placement_note(srv.cpu, client_cpu),
     }
-    meta = machine.row_metadata()
     built = _manifest().get(srv.name, {})
-    if built:
-        meta["cflags"] = built.get("cflags", meta["cflags"])
-        meta["compiler"] = built.get("compiler", meta["compiler"])
-        meta["opt_level"] = machine._opt_level(meta["cflags"])
-    row.update(meta)
-    return pd.DataFrame([row])
+    row.update(machine.row_metadata(cflags=built.get("cflags"), compiler=built.get("compiler")))
+    return row
 
 
 def _loadgen(srv: EchoServer, *, connections, requests, duration, message_bytes,
@@ -631,7 +597,7 @@ def bad_clients(server: EchoServer, *, timeout: float = 5.0):
 
     if not isinstance(server, EchoServer):
         raise TypeError(f"server must be a running EchoServer, not {type(server).__name__}")
-    timeout = _seconds("timeout", timeout, MAX_DURATION)
+    timeout = _v.seconds("timeout", timeout, MAX_DURATION)
     addr = (HOST, server.port)
     big = server.max_message
     rows = []
@@ -736,7 +702,7 @@ def robustness(name: str, *, rounds: int = 3, timeout: float = 5.0):
     import pandas as pd
 
     rounds = _v.integer_in("rounds", rounds, 2, 100)
-    timeout = _seconds("timeout", timeout, MAX_DURATION)
+    timeout = _v.seconds("timeout", timeout, MAX_DURATION)
     srv = start_server(name)
     try:
         per_round = [bad_clients(srv, timeout=timeout)]

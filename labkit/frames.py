@@ -20,6 +20,7 @@ import ctypes
 import functools
 import os
 
+from labkit import native
 from labkit import validate as _v
 from labkit import worker as _worker
 
@@ -45,7 +46,7 @@ ALLOCATORS = {
     "atomic": "one lock-free free list (compare-and-swap push and pop), as article 001's",
 }
 ARRAY_BYTES = 65536
-DEFAULT_BUILD = "O2"
+DEFAULT_BUILD = native.DEFAULT_BUILD
 DEFAULT_MEMORY_BUDGET = 4 << 30   # bytes a run may keep resident (pages + page tables)
 MAX_BLOCK = 1 << 20
 MAX_PAIRS = 10**9
@@ -198,16 +199,8 @@ def peer_builds() -> list[str]:
 def _build(build) -> str:
     from labkit import native
 
-    if build is None:
-        build = DEFAULT_BUILD
-    if not isinstance(build, str):
-        raise TypeError(f"build must be a str naming a build or None, not {type(build).__name__}")
-    have = peer_builds()
-    if build not in have:
-        why = native.peers_missing_reason()
-        raise ValueError(f"build must be one of {have}; got {build!r}"
-                         + (f": {why}" if why else ""))
-    return build
+    return native.check_build(DEFAULT_BUILD if build is None else build, have=peer_builds(),
+                              why_none=native.peers_missing_reason())
 
 
 def _budget(value) -> int:
@@ -218,12 +211,7 @@ def _budget(value) -> int:
 def _meta(cflags: str, build: str) -> dict:
     from labkit import machine
 
-    row = machine.row_metadata()
-    row["cflags"] = cflags
-    row["opt_level"] = machine._opt_level(cflags) + (
-        " -march=native" if "-march=native" in cflags else "")
-    row["build"] = build
-    return row
+    return {**machine.row_metadata(cflags=cflags), "build": build}
 
 
 def _call(function: str, describe: str, timeout: float, **kwargs):

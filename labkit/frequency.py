@@ -28,7 +28,7 @@ from labkit.stats import NOISY_CV
 from labkit.timing import SwitchCountError
 
 KERNEL = "asm_fpu"
-DEFAULT_BUILD = "O2"
+DEFAULT_BUILD = _native.DEFAULT_BUILD
 MAX_WORK_CYCLES = 10_000_000
 MAX_WORKERS = 4096
 MAX_BATCH = 4096
@@ -250,10 +250,4 @@ def _workers(value) -> int:
 
 
 def _build(value) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"build must be a str naming a build, not {type(value).__name__}")
-    have = _native.builds()
-    if value not in have:
-        raise ValueError(f"build must be one of {have}; got {value!r}"
-                         + ("" if have else ": none is built, run `make setup`"))
-    return value
+    return _native.check_build(value)

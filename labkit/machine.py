@@ -146,18 +146,24 @@ def machine_info(refresh: bool = False) -> dict:
     return info
 
 
-def row_metadata(build: str | None = None, peer: bool = False) -> dict:
-    """The metadata columns every measured row carries; build names one of the
-    optimisation-level builds (of the C core, or of the C++ peers if peer), whose flags
-    then replace the extension's."""
+def row_metadata(build: str | None = None, peer: bool = False, *, cflags: str | None = None,
+                 compiler: str | None = None) -> dict:
+    """The metadata columns every measured row carries. The compiler flags are the
+    extension's unless the code measured was built otherwise: `build` names one of the
+    optimisation-level builds (of the C core, or of the C++ peers if peer), or `cflags`
+    (and `compiler`) give them directly (a server's, a frames library's)."""
     info = machine_info()
     row = {k: info[k] for k in ROW_METADATA}
-    if build is not None:
+    if build is not None and cflags is None:
         from labkit import native
 
-        row["cflags"] = native.peers_cflags(build) if peer else native.cflags(build)
-        row["opt_level"] = _opt_level(row["cflags"]) + (
-            " -march=native" if "-march=native" in row["cflags"] else "")
+        cflags = native.peers_cflags(build) if peer else native.cflags(build)
+    if cflags is not None:
+        row["cflags"] = cflags
+        row["opt_level"] = _opt_level(cflags) + (
+            " -march=native" if "-march=native" in cflags else "")
+    if compiler is not None:
+        row["compiler"] = compiler
     return row
 
 

@@ -19,6 +19,28 @@ class _Sample(ctypes.Structure):
     _fields_ = [(name, ctypes.c_uint64) for name in _FIELDS] + [("xinuse", ctypes.c_int64)]
 
 
+# The build a peer, a frame or a frequency run is measured with unless another is asked for.
+DEFAULT_BUILD = "O2"
+
+
+def check_build(value, *, have: list[str] | None = None, why_none: str = "",
+                none_means: str = "") -> str:
+    """`value` if it names one of the builds in `have` (default: builds()), else a
+    ValueError naming the parameter and the choices (and `why_none`, why there are none or
+    few); a TypeError if it is not a str. none_means: what None would have meant, for the
+    message of a caller that accepts None."""
+    if not isinstance(value, str):
+        raise TypeError(f"build must be a str naming a build{' or None' if none_means else ''}, "
+                        f"not {type(value).__name__}")
+    have = builds() if have is None else have
+    if value not in have:
+        raise ValueError(f"build must be one of {have}{f' (or None for {none_means})' if none_means else ''}; "
+                         f"got {value!r}"
+                         + (f": {why_none}" if why_none else "" if have
+                            else ": none is built, run `make setup`"))
+    return value
+
+
 def builds() -> list[str]:
     """Tags of the optimisation-level builds present: O0, O1, O2, O3, Os, O2-native."""
     order = ["O0", "O1", "O2", "O3", "Os", "O2-native"]
@@ -60,7 +82,7 @@ def pingpong(tag, kernel, stack_size, prefault, rounds, warmup, repeats, fpctl_m
 
 # ---- the C++ peers ----
 
-PEER_BUILD = "O2"  # the build a peer is measured with unless another is asked for
+PEER_BUILD = DEFAULT_BUILD
 
 
 def peers_missing_reason() -> str:

@@ -97,15 +97,8 @@ def _build(build, peer: bool = False):
     from labkit import native
 
     if build is None:
-        return native.PEER_BUILD if peer else None
-
-    if not isinstance(build, str):
-        raise TypeError(f"build must be a str naming a build or None, not {type(build).__name__}")
-    have = native.builds()
-    if build not in have:
-        raise ValueError(f"build must be one of {have} (or None for the extension); got "
-                         f"{build!r}" + ("" if have else ": none is built, run `make setup`"))
-    return build
+        return native.DEFAULT_BUILD if peer else None
+    return native.check_build(build, none_means="the extension")
 
 
 def _frame(samples, expected, describe, common, resumptions, meta):

@@ -73,15 +73,32 @@ def warmup(value) -> int:
     return integer_in("warmup", value, 0, MAX_REPEATS)
 
 
-def cpu(value) -> int | None:
-    """None (no pinning) or a CPU in this process's affinity set."""
+_NO_AUTO = object()
+
+
+def cpu(value, *, name: str = "cpu", auto=_NO_AUTO) -> int | None:
+    """None (no pinning) or a CPU in this process's affinity set; with `auto` given, the
+    string "auto" is accepted too and stands for that value."""
+    if auto is not _NO_AUTO and isinstance(value, str) and value == "auto":
+        return auto
     if value is None:
         return None
-    n = integer("cpu", value)
+    n = integer(name, value)
     allowed = sorted(os.sched_getaffinity(0))
     if n not in allowed:
-        raise ValueError(f"cpu must be one of this process's CPUs {allowed}, or None; got {n}")
+        raise ValueError(f"{name} must be one of this process's CPUs {allowed}"
+                         f"{', ' + repr('auto') if auto is not _NO_AUTO else ''}, or None; "
+                         f"got {n}")
     return n
+
+
+def seconds(name: str, value, hi: float) -> float:
+    """A duration: a number of seconds above 0 and at most hi."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__} ({value!r})")
+    if not 0 < value <= hi:
+        raise ValueError(f"{name} must be > 0 and at most {hi:g} seconds; got {value}")
+    return float(value)
 
 
 def flag(name: str, value) -> bool:
