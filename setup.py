@@ -12,7 +12,6 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
 import sysconfig
 from pathlib import Path
 
@@ -60,24 +59,7 @@ class BuildEverything(build_ext):
         native_build.build(out)
         if not in_place:
             # An installed labkit has no git beside it: the commit it was built from.
-            (out / "source.json").write_text(json.dumps({"labkit_commit": _commit()}))
-
-
-def _commit() -> str:
-    def git(*args):
-        try:
-            res = subprocess.run(["git", "-C", str(HERE), *args], capture_output=True,
-                                 text=True, timeout=30)
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return res.stdout.strip() if res.returncode == 0 else None
-
-    commit = git("rev-parse", "--short=12", "HEAD")
-    if commit is None:
-        return "unknown"
-    dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!data",
-                ":!figures")
-    return commit + ("-dirty" if dirty else "")
+            (out / "source.json").write_text(json.dumps({"labkit_commit": native_build.source_commit(HERE)}))
 
 
 class BuildPyWithShipped(build_py):

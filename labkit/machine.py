@@ -64,15 +64,6 @@ def _turbo() -> str:
     return "unknown"
 
 
-def _git(*args: str) -> str | None:
-    try:
-        out = subprocess.run(["git", "-C", str(_REPO), *args], capture_output=True,
-                             text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() if out.returncode == 0 else None
-
-
 def labkit_commit() -> str:
     """The lab's git commit, with '-dirty' if its code (not its results) has uncommitted
     changes. An installed labkit (no checkout) reports the commit it was built from."""
@@ -83,13 +74,9 @@ def labkit_commit() -> str:
             return json.loads((PACKAGE / "bin" / "source.json").read_text())["labkit_commit"]
         except (OSError, ValueError, KeyError):
             return "unknown"
-    commit = _git("rev-parse", "--short=12", "HEAD")
-    if commit is None:
-        return "unknown"
-    # Results (data/, figures/) change during a run; only code makes a build "dirty".
-    dirty = _git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!data",
-                 ":!figures")
-    return commit + ("-dirty" if dirty else "")
+    from labkit.native_build import source_commit
+
+    return source_commit(_REPO)
 
 
 def _opt_level(cflags: str) -> str:

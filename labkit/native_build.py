@@ -264,3 +264,24 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv))
+
+
+def source_commit(repo: Path) -> str:
+    """The git commit of the checkout at `repo`, with '-dirty' if its code (not its
+    results: data/ and figures/ change during a run) has uncommitted changes; 'unknown'
+    without git. Here so that setup.py (recording a wheel's commit) and labkit.machine
+    (every row's labkit_commit) ask the same question."""
+    def git(*args):
+        try:
+            res = subprocess.run(["git", "-C", str(repo), *args], capture_output=True,
+                                 text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return res.stdout.strip() if res.returncode == 0 else None
+
+    commit = git("rev-parse", "--short=12", "HEAD")
+    if commit is None:
+        return "unknown"
+    dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!data",
+                ":!figures")
+    return commit + ("-dirty" if dirty else "")
