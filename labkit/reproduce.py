@@ -167,6 +167,9 @@ def run_notebook(source: Path, *, quick: bool, out_dir: Path, results_dir: Path 
     import nbformat
     import papermill
 
+    # Absolute: the kernel runs in the notebooks' folder, and opens its log from there.
+    out_dir = Path(out_dir).resolve()
+    results_dir = None if results_dir is None else Path(results_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     name = source.stem
     start = time.monotonic()

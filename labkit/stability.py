@@ -77,7 +77,7 @@ def run(runs: int = 3, *, quick: bool = False, only: list[str] | None = None,
     sources = [s for s in reproduce.notebook_sources(only) if s.stem != reproduce.LEDGER]
     if not sources:
         raise ValueError("only must name at least one experiment notebook (not the ledger)")
-    out = Path(out) if out is not None else REPO / "reports" / (
+    out = Path(out).resolve() if out is not None else REPO / "reports" / (
         "stability-quick" if quick else "stability")
     tables, seconds = [], []
     for k in range(1, runs + 1):

@@ -31,9 +31,11 @@ def test_agreement_rejects_bad_input():
         stability.main(["--runs", "0", "--quick", "--only", "06_fp_state_and_return"])
 
 
-def test_a_tiny_quick_stability_run(tmp_path, capsys):
+def test_a_tiny_quick_stability_run(tmp_path, capsys, monkeypatch):
+    # A relative --out, as a user types it (the kernels run in notebooks/, elsewhere).
+    monkeypatch.chdir(tmp_path.parent)
     assert stability.main(["--runs", "2", "--quick", "--only", "06_fp_state_and_return",
-                           "--out", str(tmp_path)]) == 0
+                           "--out", tmp_path.name]) == 0
     printed = capsys.readouterr().out
     assert "claims keep the same verdict over 2 runs" in printed
     table = pd.read_csv(tmp_path / "stability.csv")
