@@ -33,14 +33,10 @@ def fresh_worker():
     """Run labkit's measurements inside this block in a new worker process (its own
     address-space layout), closed at the end; the previous shared worker is restored."""
     w = _worker.Worker()
-    with _worker._shared_lock:
-        before = _worker._shared
-        _worker._shared = w
     try:
-        yield w
+        with _worker.shared_as(w):
+            yield w
     finally:
-        with _worker._shared_lock:
-            _worker._shared = before
         w.close()
 
 

@@ -27,10 +27,11 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
+from labkit import native
 from labkit import validate as _v
 from labkit.errors import EchoError, ServerUnavailableError  # noqa: F401
 
-VARIANTS_DIR = Path(__file__).resolve().parent / "bin"  # labkit.native_build.OUT_NAME
+VARIANTS_DIR = native.VARIANTS_DIR
 LOADGEN = "lk_echo_load"
 READ_MODES = ("whole", "some")
 MAX_CONNECTIONS = 1000

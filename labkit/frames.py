@@ -83,8 +83,6 @@ class _MemReport(ctypes.Structure):
 
 @functools.lru_cache(maxsize=None)
 def _lib(tag: str):
-    from labkit import native
-
     lib = native._peers(tag)
     u64, sz, i, p = ctypes.c_uint64, ctypes.c_size_t, ctypes.c_int, ctypes.POINTER
     lib.lkf_variant_name.argtypes = [i]
@@ -119,8 +117,6 @@ def _lib(tag: str):
 
 
 def _cflags(tag: str) -> str:
-    from labkit import native
-
     return native.peers_cflags(tag)
 
 
@@ -190,15 +186,11 @@ def worker_stackful_run(build: str, stack_size: int, touched: bool, guard: bool,
 
 def peer_builds() -> list[str]:
     """The optimisation-level builds of the peers library present (no library is loaded)."""
-    from labkit import native
-
     return [t for t in native.builds()
             if (native.VARIANTS_DIR / f"liblabkit_peers-{t}.so").exists()]
 
 
 def _build(build) -> str:
-    from labkit import native
-
     return native.check_build(DEFAULT_BUILD if build is None else build, have=peer_builds(),
                               why_none=native.peers_missing_reason())
 
@@ -240,7 +232,6 @@ def frame_sizes(builds=None, *, timeout: float | None = None):
     if builds is None:
         builds = peer_builds()
         if not builds:
-            from labkit import native
 
             raise ValueError("frame sizes need the C++ peers library, and no build of it is "
                              f"here: {native.peers_missing_reason()}")

@@ -5,6 +5,7 @@ a clear Python exception instead of killing it, and a stuck run is killed on tim
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import selectors
@@ -165,6 +166,20 @@ def shared_worker() -> Worker:
             _shared = Worker()
             atexit.register(_shared.close)
         return _shared
+
+
+@contextlib.contextmanager
+def shared_as(w: Worker):
+    """Within the block, the public API's jobs go to `w` instead of the shared worker (a
+    fresh process for labkit.design); the shared worker is put back afterwards."""
+    global _shared
+    with _shared_lock:
+        before, _shared = _shared, w
+    try:
+        yield w
+    finally:
+        with _shared_lock:
+            _shared = before
 
 
 def job(module: str, function: str, *, pin: int | None = None, **kwargs) -> dict:
