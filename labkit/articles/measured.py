@@ -20,29 +20,25 @@ def _csv(name: str):
 
 
 def _q(v):
-    """Median and quartiles of a sample (NaN when empty)."""
+    """Median and quartiles of a sample, NaNs left out (NaN when nothing is left)."""
     import numpy as np
+
+    from labkit.stats import quartiles
 
     v = np.asarray(v, float)
     v = v[~np.isnan(v)]
-    if not len(v):
-        return (math.nan,) * 3
-    q1, m, q3 = np.quantile(v, [0.25, 0.5, 0.75])
-    return m, q1, q3
+    return quartiles(v) if len(v) else (math.nan,) * 3
 
 
 def _noisy(*samples) -> bool:
+    """pyperf's rule (labkit.stats.is_noisy) on any of the samples given; a missing sample,
+    or one whose mean is 0, is not counted."""
     import numpy as np
 
-    from labkit.stats import NOISY_CV
+    from labkit.stats import is_noisy
 
-    for s in samples:
-        if s is None:
-            continue
-        s = np.asarray(s, float)
-        if len(s) > 1 and s.mean() and s.std(ddof=1) >= NOISY_CV * abs(s.mean()):
-            return True
-    return False
+    return any(is_noisy(s) for s in samples
+               if s is not None and len(s) > 1 and np.asarray(s, float).mean())
 
 
 def _ratio(a, b):
