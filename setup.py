@@ -37,7 +37,7 @@ recorded = " ".join([python_cflags, *extra]).strip()
 core = Extension(
     "labkit._core",
     sources=["labkit/_core.pyx", *(f"labkit/{s}" for s in native_build.EXTENSION_SOURCES)],
-    depends=[f"labkit/{h}" for h in native_build.CORE_HEADERS],
+    depends=[f"labkit/{h}" for h in native_build.EXTENSION_HEADERS],
     include_dirs=["labkit"],
     extra_compile_args=[*extra, "-Wall", "-pthread", f"-DLK_CFLAGS=\"{recorded}\""],
     extra_link_args=["-pthread"],

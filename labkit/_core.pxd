@@ -1,20 +1,17 @@
-# Declarations of labkit's C core (labkit/csrc/labkit_core.h), apart from the bodies in _core.pyx.
-from libc.stdint cimport int64_t, uint32_t, uint64_t
+# Declarations of labkit's C core (labkit/csrc/labkit_core.h, handoff.h, lk_timer.h) for _core.pyx.
+# The structs are opaque here: their fields are declared once, in C (lk_layout.h).
+from libc.stdint cimport uint32_t, uint64_t
 
 
 cdef extern from "csrc/labkit_core.h" nogil:
     enum:
         LK_NKERNELS
 
+    # Its fields are read through labkit.structs, from the layout the C exports.
     ctypedef struct lk_sample:
-        uint64_t loop_ns
-        uint64_t loop_ticks
-        uint64_t base_ns
-        uint64_t base_ticks
-        uint64_t switches
-        uint64_t counted
-        uint64_t minor_faults
-        int64_t xinuse
+        pass
+    const char *lk_layout_lk_sample()
+    size_t lk_sizeof_lk_sample()
 
     const char *lk_kernel_name(int kernel)
     int lk_kernel_available(int kernel, const char **why)
@@ -50,20 +47,13 @@ cdef extern from "csrc/lk_timer.h" nogil:
 
 cdef extern from "csrc/handoff.h" nogil:
     ctypedef struct lk_handoff_sample:
-        uint64_t loop_ns
-        uint64_t loop_ticks
-        uint64_t base_ns
-        uint64_t base_ticks
-        uint64_t switches
-        uint64_t counted
-        uint64_t vol_ctxsw
-        uint64_t invol_ctxsw
-
+        pass
     ctypedef struct lk_yield_sample:
-        uint64_t ns
-        uint64_t units_done
-        uint64_t vol_ctxsw
-        uint64_t invol_ctxsw
+        pass
+    const char *lk_layout_lk_handoff_sample()
+    size_t lk_sizeof_lk_handoff_sample()
+    const char *lk_layout_lk_yield_sample()
+    size_t lk_sizeof_lk_yield_sample()
 
     const char *lk_handoff_mode_name(int mode)
     int lk_handoff_pingpong(int mode, int cpu_a, int cpu_b, uint64_t rounds, int warmup, int repeats,

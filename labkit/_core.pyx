@@ -1,12 +1,18 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""labkit's compiled core: thin wrappers over the C kernels and timed loops.
+"""labkit's compiled core: thin wrappers over the C kernels and timed loops, the Cython half
+of the one binding layer (labkit.native is the ctypes half, for the -O builds and the C++
+library). The samples are ctypes arrays made by labkit.structs from the layout the C
+exports, so both halves return the same dicts and neither lists the fields.
 
 Private: call it only inside a worker process (labkit.worker), where a
 crashing kernel cannot take the caller down. Arguments are validated by
 labkit.validate before they get here.
 """
+import ctypes
+
 from libc.stdint cimport uint32_t, uint64_t
-from libc.stdlib cimport free, malloc
+
+from labkit import structs
 
 
 
@@ -46,59 +52,55 @@ def ticks_per_ns(int ms=100):
     return r
 
 
-cdef list _samples(lk_sample *out, int repeats):
-    return [
-        {
-            "loop_ns": out[i].loop_ns,
-            "loop_ticks": out[i].loop_ticks,
-            "base_ns": out[i].base_ns,
-            "base_ticks": out[i].base_ticks,
-            "switches": out[i].switches,
-            "counted": out[i].counted,
-            "minor_faults": out[i].minor_faults,
-            "xinuse": out[i].xinuse,
-        }
-        for i in range(repeats)
-    ]
+def _layouts():
+    return {
+        "lk_sample": (lk_layout_lk_sample(), lk_sizeof_lk_sample()),
+        "lk_handoff_sample": (lk_layout_lk_handoff_sample(), lk_sizeof_lk_handoff_sample()),
+        "lk_yield_sample": (lk_layout_lk_yield_sample(), lk_sizeof_lk_yield_sample()),
+    }
+
+
+_LAYOUTS = {name: (text.decode(), size) for name, (text, size) in _layouts().items()}
+
+
+def _new(str name, int count):
+    """A zeroed ctypes array of `count` structs `name` for the C side to fill."""
+    return (structs.struct_type(name, *_LAYOUTS[name]) * count)()
+
+
+cdef size_t _address(out):
+    return ctypes.addressof(out)
 
 
 def pingpong(int kernel, size_t stack_size, bint prefault, uint64_t rounds, int warmup,
              int repeats, int fpctl_mode=0):
     """Run the timed ping-pong; one dict per repeat (raw ns and ticks of both loops).
     fpctl_mode: 0 as is, 1 both contexts at the default FP control words, 2 they differ."""
-    cdef lk_sample *out = <lk_sample *>malloc(sizeof(lk_sample) * repeats)
+    out = _new("lk_sample", repeats)
+    cdef lk_sample *p = <lk_sample *>_address(out)
     cdef char err[512]
     cdef int rc
-    if out == NULL:
-        raise MemoryError("no memory for the samples")
-    try:
-        with nogil:
-            rc = lk_pingpong_fp(kernel, stack_size, prefault, rounds, warmup, repeats,
-                                fpctl_mode, out, err, sizeof(err))
-        if rc != 0:
-            raise RuntimeError(err.decode())
-        return _samples(out, repeats)
-    finally:
-        free(out)
+    with nogil:
+        rc = lk_pingpong_fp(kernel, stack_size, prefault, rounds, warmup, repeats,
+                            fpctl_mode, p, err, sizeof(err))
+    if rc != 0:
+        raise RuntimeError(err.decode())
+    return structs.as_dicts(out)
 
 
 def ring(int kernel, int n, bint asymmetric, size_t stack_size, size_t colour_step,
          bint prefault, uint64_t laps, int warmup, int repeats):
     """Run n contexts as a symmetric ring or an asymmetric scheduler; one dict per repeat."""
-    cdef lk_sample *out = <lk_sample *>malloc(sizeof(lk_sample) * repeats)
+    out = _new("lk_sample", repeats)
+    cdef lk_sample *p = <lk_sample *>_address(out)
     cdef char err[512]
     cdef int rc
-    if out == NULL:
-        raise MemoryError("no memory for the samples")
-    try:
-        with nogil:
-            rc = lk_ring(kernel, n, asymmetric, stack_size, colour_step, prefault, laps,
-                         warmup, repeats, out, err, sizeof(err))
-        if rc != 0:
-            raise RuntimeError(err.decode())
-        return _samples(out, repeats)
-    finally:
-        free(out)
+    with nogil:
+        rc = lk_ring(kernel, n, asymmetric, stack_size, colour_step, prefault, laps,
+                     warmup, repeats, p, err, sizeof(err))
+    if rc != 0:
+        raise RuntimeError(err.decode())
+    return structs.as_dicts(out)
 
 
 def regtest(int kernel):
@@ -173,38 +175,26 @@ def handoff_mode_names():
 
 def handoff_pingpong(int mode, int cpu_a, int cpu_b, uint64_t rounds, int warmup, int repeats):
     """Ping-pong between two kernel tasks (threads or processes); one dict per repeat."""
-    cdef lk_handoff_sample *out = <lk_handoff_sample *>malloc(sizeof(lk_handoff_sample) * repeats)
+    out = _new("lk_handoff_sample", repeats)
+    cdef lk_handoff_sample *p = <lk_handoff_sample *>_address(out)
     cdef char err[512]
     cdef int rc
-    if out == NULL:
-        raise MemoryError("no memory for the samples")
-    try:
-        with nogil:
-            rc = lk_handoff_pingpong(mode, cpu_a, cpu_b, rounds, warmup, repeats, out, err,
-                              sizeof(err))
-        if rc != 0:
-            raise RuntimeError(err.decode())
-        return [
-            {
-                "loop_ns": out[i].loop_ns, "loop_ticks": out[i].loop_ticks,
-                "base_ns": out[i].base_ns, "base_ticks": out[i].base_ticks,
-                "switches": out[i].switches, "counted": out[i].counted,
-                "vol_ctxsw": out[i].vol_ctxsw, "invol_ctxsw": out[i].invol_ctxsw,
-            }
-            for i in range(repeats)
-        ]
-    finally:
-        free(out)
+    with nogil:
+        rc = lk_handoff_pingpong(mode, cpu_a, cpu_b, rounds, warmup, repeats, p, err,
+                                 sizeof(err))
+    if rc != 0:
+        raise RuntimeError(err.decode())
+    return structs.as_dicts(out)
 
 
 def yield_run(int cpu, uint64_t units, uint64_t k):
     """Two CPU-bound threads on one CPU, sched_yield() every k units (0: never)."""
-    cdef lk_yield_sample s
+    out = _new("lk_yield_sample", 1)
+    cdef lk_yield_sample *p = <lk_yield_sample *>_address(out)
     cdef char err[512]
     cdef int rc
     with nogil:
-        rc = lk_yield_run(cpu, units, k, &s, err, sizeof(err))
+        rc = lk_yield_run(cpu, units, k, p, err, sizeof(err))
     if rc != 0:
         raise RuntimeError(err.decode())
-    return {"ns": s.ns, "units_done": s.units_done, "vol_ctxsw": s.vol_ctxsw,
-            "invol_ctxsw": s.invol_ctxsw, "unit_iters": lk_yield_unit_iters()}
+    return {**structs.as_dict(out[0]), "unit_iters": lk_yield_unit_iters()}

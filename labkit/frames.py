@@ -21,6 +21,7 @@ import functools
 import os
 
 from labkit import native
+from labkit import structs
 from labkit import validate as _v
 from labkit import worker as _worker
 
@@ -57,54 +58,9 @@ PTE_REGION = 2 << 20              # one page-table page maps 2 MiB (x86-64, AArc
 
 # ---------------------------------------------------------------- worker side ----
 
-class _Sample(ctypes.Structure):
-    # Must match lkf_sample in labkit/cxx/frames.h.
-    _fields_ = [(n, ctypes.c_uint64) for n in
-                ("loop_ns", "loop_ticks", "base_ns", "base_ticks", "pairs", "minor_faults")]
-
-
-_POOL_FIELDS = ("allocs", "frees", "in_use", "carved", "free_blocks", "chunks", "chunk_bytes",
-                "passthrough")
-
-
-class _PoolStats(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_uint64) for n in _POOL_FIELDS]
-
-
-_MEM_FIELDS = ("n", "object_bytes", "rss_before_kb", "rss_alive_kb", "rss_after_kb",
-               "anon_before_kb", "anon_alive_kb", "anon_after_kb", "pte_before_kb",
-               "pte_alive_kb", "pte_after_kb", "rss_released_kb", "create_ns", "destroy_ns",
-               "minor_faults", "used_bytes", "guard_pages")
-
-
-class _MemReport(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_uint64) for n in _MEM_FIELDS]
-
-
 @functools.lru_cache(maxsize=None)
 def _lib(tag: str):
-    lib = native._peers(tag)
-    u64, sz, i, p = ctypes.c_uint64, ctypes.c_size_t, ctypes.c_int, ctypes.POINTER
-    lib.lkf_variant_name.argtypes = [i]
-    lib.lkf_variant_name.restype = ctypes.c_char_p
-    lib.lkf_allocator_name.argtypes = [i]
-    lib.lkf_allocator_name.restype = ctypes.c_char_p
-    lib.lkf_frame_bytes.argtypes = [i]
-    lib.lkf_frame_bytes.restype = sz
-    lib.lkf_live_bytes.argtypes = [i]
-    lib.lkf_live_bytes.restype = sz
-    lib.lkf_promise_bytes.restype = sz
-    lib.lkf_alloc_bench.argtypes = [i, sz, u64, u64, i, i, p(_Sample), ctypes.c_char_p, sz]
-    lib.lkf_alloc_bench.restype = i
-    lib.lkf_pool_stats_of.argtypes = [i, p(_PoolStats)]
-    lib.lkf_pool_stats_of.restype = i
-    lib.lkf_pool_release.argtypes = [i]
-    lib.lkf_pool_release.restype = i
-    lib.lkf_coro_run.argtypes = [i, i, u64, u64, i, p(_MemReport), p(_PoolStats),
-                                 ctypes.c_char_p, sz]
-    lib.lkf_coro_run.restype = i
-    lib.lkf_stackful_run.argtypes = [sz, i, i, u64, p(_MemReport), ctypes.c_char_p, sz]
-    lib.lkf_stackful_run.restype = i
+    lib = native.peers(tag)
     # The Python names must be the C enums, in order: a mismatch would mislabel every row.
     for k, name in enumerate(VARIANTS):
         if lib.lkf_variant_name(k).decode() != name:
@@ -130,18 +86,14 @@ def worker_frame_sizes(build: str) -> dict:
 
 def worker_alloc_bench(build: str, allocator: str, block: int, pairs: int, live: int,
                        warmup: int, repeats: int) -> dict:
-    out = (_Sample * repeats)()
-    err = ctypes.create_string_buffer(512)
     lib = _lib(build)
     index = list(ALLOCATORS).index(allocator)
     try:
-        rc = lib.lkf_alloc_bench(index, block, pairs, live, warmup, repeats, out, err, len(err))
+        samples = lib.samples("lkf_alloc_bench", "lkf_sample", repeats, index, block, pairs,
+                              live, warmup, repeats)
     finally:
         lib.lkf_pool_release(index)  # the shared worker goes on: give the pool's chunks back
-    if rc != 0:
-        raise RuntimeError(err.value.decode())
-    return {"cflags": _cflags(build),
-            "samples": [{f: getattr(s, f) for f, _ in _Sample._fields_} for s in out]}
+    return {"cflags": _cflags(build), "samples": samples}
 
 
 def _status_kb(name: str) -> int:
@@ -154,17 +106,14 @@ def _status_kb(name: str) -> int:
 
 def worker_coro_run(build: str, variant: str, allocator: str, n: int, batch: int,
                     release_pool: bool) -> dict:
-    rep, pool = _MemReport(), _PoolStats()
-    err = ctypes.create_string_buffer(512)
-    rc = _lib(build).lkf_coro_run(list(VARIANTS).index(variant),
-                                  list(ALLOCATORS).index(allocator), n, batch,
-                                  int(release_pool), ctypes.byref(rep), ctypes.byref(pool),
-                                  err, len(err))
-    if rc != 0:
-        raise RuntimeError(err.value.decode())
-    run = {f: getattr(rep, f) for f in _MEM_FIELDS}
+    lib = _lib(build)
+    rep, pool = lib.new("lkf_mem_report"), lib.new("lkf_pool_stats")
+    native.check(lib.lkf_coro_run, list(VARIANTS).index(variant),
+                 list(ALLOCATORS).index(allocator), n, batch, int(release_pool),
+                 ctypes.byref(rep), ctypes.byref(pool))
+    run = structs.as_dict(rep)
     if allocator != "heap":
-        run.update({f"pool_{f}": getattr(pool, f) for f in _POOL_FIELDS})
+        run.update({f"pool_{f}": v for f, v in structs.as_dict(pool).items()})
     run["worker_rss_end_kb"] = _status_kb("VmRSS")
     run["worker_pid"] = os.getpid()
     return {"cflags": _cflags(build), "run": run}
@@ -172,12 +121,11 @@ def worker_coro_run(build: str, variant: str, allocator: str, n: int, batch: int
 
 def worker_stackful_run(build: str, stack_size: int, touched: bool, guard: bool,
                         n: int) -> dict:
-    rep = _MemReport()
-    err = ctypes.create_string_buffer(512)
-    if _lib(build).lkf_stackful_run(stack_size, int(touched), int(guard), n,
-                                    ctypes.byref(rep), err, len(err)) != 0:
-        raise RuntimeError(err.value.decode())
-    run = {f: getattr(rep, f) for f in _MEM_FIELDS}
+    lib = _lib(build)
+    rep = lib.new("lkf_mem_report")
+    native.check(lib.lkf_stackful_run, stack_size, int(touched), int(guard), n,
+                 ctypes.byref(rep))
+    run = structs.as_dict(rep)
     run["worker_pid"] = os.getpid()
     return {"cflags": _cflags(build), "run": run}
 

@@ -10,11 +10,9 @@ any switch (the work-only baseline), right before each timed run, so that
     share_switching = (total - work_only) / total,    throughput = tasks / total.
 
 The C side is labkit/csrc/frequency.c, compiled into the C core's optimisation-level
-builds and called through ctypes in the worker process (worker_* functions here)."""
+builds and called through labkit.native in the worker process (worker_* functions here)."""
 from __future__ import annotations
 
-import ctypes
-import functools
 import math
 import numbers
 import os
@@ -40,27 +38,6 @@ CALIBRATION_TRIES = 7
 # used to size runs to a time budget, never in a result.
 _OVERHEAD_TICKS = 60
 
-_FIELDS = ("total_ns", "total_ticks", "work_ns", "work_ticks", "switches", "counted",
-           "tasks", "tasks_counted", "work_tasks_counted", "minor_faults", "preemptions")
-
-
-class _FreqSample(ctypes.Structure):
-    # Must match lk_freq_sample in labkit/csrc/frequency.h.
-    _fields_ = [(name, ctypes.c_uint64) for name in _FIELDS]
-
-
-@functools.lru_cache(maxsize=None)
-def _flib(tag: str):
-    lib = _native._lib(tag)
-    u64, sz, i = ctypes.c_uint64, ctypes.c_size_t, ctypes.c_int
-    lib.lk_freq_ticks_per_unit.argtypes = [u64, i]
-    lib.lk_freq_ticks_per_unit.restype = ctypes.c_double
-    lib.lk_freq_run.argtypes = [sz, i, ctypes.c_uint32, u64, u64, i, i,
-                                ctypes.POINTER(_FreqSample), ctypes.c_char_p, sz]
-    lib.lk_freq_run.restype = i
-    return lib
-
-
 # ---- run in the worker process (labkit.worker.call) ----
 
 def worker_run(build: str, work_cycles: int, stack_size: int, workers: int, batch: int,
@@ -70,21 +47,18 @@ def worker_run(build: str, work_cycles: int, stack_size: int, workers: int, batc
     if cpu is not None:
         os.sched_setaffinity(0, {cpu})
     try:
-        lib = _flib(build)
+        lib = _native.core(build)
         per_unit = lib.lk_freq_ticks_per_unit(CALIBRATION_UNITS, CALIBRATION_TRIES)
         if not per_unit > 0:
             raise RuntimeError("the busy loop's calibration gave no ticks per unit")
         units = round(work_cycles / per_unit) if work_cycles else 0
-        out = (_FreqSample * repeats)()
-        err = ctypes.create_string_buffer(512)
-        if lib.lk_freq_run(stack_size, workers, batch, units, tasks, warmup, repeats, out,
-                           err, len(err)) != 0:
-            raise RuntimeError(err.value.decode())
+        samples = lib.samples("lk_freq_run", "lk_freq_sample", repeats, stack_size, workers,
+                              batch, units, tasks, warmup, repeats)
     finally:
         # The worker is shared: leave it as free to move as it was.
         os.sched_setaffinity(0, before)
     return {"ticks_per_unit": per_unit, "units": units,
-            "samples": [{name: getattr(s, name) for name in _FIELDS} for s in out]}
+            "samples": samples}
 
 
 # ---- the caller's side ----

@@ -1,7 +1,13 @@
-"""The C core's optimisation-level builds (labkit/bin/liblabkit_c-<tag>.so) and the
-C++ peers (liblabkit_peers-<tag>.so: Boost.Context, Boost.Fiber, C++20 coroutines, plain
-calls), called through ctypes. Timed runs happen inside worker processes only; the
-look-ups (builds, peer availability, flags) are safe anywhere."""
+"""The ctypes side of labkit's one binding layer: the C core's optimisation-level builds
+(labkit/bin/liblabkit_c-<tag>.so: the timed ping-pong and the switch-frequency runs) and
+the C++ library (liblabkit_peers-<tag>.so: Boost.Context, Boost.Fiber, C++20 coroutines,
+plain calls, and the coroutine frames of notebook 07). Every C function Python calls
+through ctypes is declared here, once; the structs it fills come from the C headers
+through labkit.structs. The Cython extension labkit._core is the other half of the layer:
+the same C, built with the extension's flags.
+
+Timed runs happen inside worker processes only; the look-ups (builds, peer availability,
+flags) are safe anywhere."""
 from __future__ import annotations
 
 import ctypes
@@ -9,14 +15,9 @@ import functools
 import platform
 from pathlib import Path
 
+from labkit import structs
+
 VARIANTS_DIR = Path(__file__).resolve().parent / "bin"  # labkit.native_build.OUT_NAME
-_FIELDS = ("loop_ns", "loop_ticks", "base_ns", "base_ticks", "switches", "counted",
-           "minor_faults")
-
-
-class _Sample(ctypes.Structure):
-    # Must match lk_sample in labkit/csrc/labkit_core.h.
-    _fields_ = [(name, ctypes.c_uint64) for name in _FIELDS] + [("xinuse", ctypes.c_int64)]
 
 
 # The build a peer, a frame or a frequency run is measured with unless another is asked for.
@@ -48,36 +49,81 @@ def builds() -> list[str]:
     return [t for t in order if t in found] + sorted(found - set(order))
 
 
+class Library:
+    """A loaded native library: its C functions declared with their types, and the structs
+    they fill (made from the library's own layout, lk_layout.h)."""
+
+    def __init__(self, path: Path, struct_names: tuple[str, ...], prototypes):
+        self.path = path
+        self._dll = ctypes.CDLL(str(path))
+        self.structs = {name: self._struct(name) for name in struct_names}
+        for fname, (restype, argtypes) in prototypes(self.structs).items():
+            fn = getattr(self._dll, fname)
+            fn.restype, fn.argtypes = restype, argtypes
+
+    def _struct(self, name: str):
+        layout, size = getattr(self._dll, f"lk_layout_{name}"), getattr(self._dll, f"lk_sizeof_{name}")
+        layout.restype, layout.argtypes = ctypes.c_char_p, []
+        size.restype, size.argtypes = ctypes.c_size_t, []
+        return structs.struct_type(name, layout().decode(), size())
+
+    def __getattr__(self, name):
+        return getattr(self._dll, name)
+
+    def new(self, struct: str, count: int | None = None):
+        """A zeroed `struct`, or an array of `count` of them, for a C function to fill."""
+        cls = self.structs[struct]
+        return cls() if count is None else (cls * count)()
+
+    def samples(self, fname: str, struct: str, repeats: int, *args) -> list[dict]:
+        """Call fname(*args, out, err, errlen) with out an array of `repeats` structs:
+        one dict per sample, or RuntimeError with the C side's message."""
+        out = self.new(struct, repeats)
+        check(getattr(self._dll, fname), *args, out)
+        return structs.as_dicts(out)
+
+
+def check(fn, *args) -> None:
+    """Call fn(*args, err, errlen), the C convention of this lab: 0, or -1 with a message
+    in err, raised here as RuntimeError."""
+    err = ctypes.create_string_buffer(512)
+    if fn(*args, err, len(err)) != 0:
+        raise RuntimeError(err.value.decode())
+
+
+_u64, _u32, _sz, _int, _str = (ctypes.c_uint64, ctypes.c_uint32, ctypes.c_size_t, ctypes.c_int,
+                               ctypes.c_char_p)
+
+
+def _core_prototypes(s) -> dict:
+    P = ctypes.POINTER
+    return {
+        "lk_cflags": (_str, []),
+        "lk_pingpong_fp": (_int, [_int, _sz, _int, _u64, _int, _int, _int, P(s["lk_sample"]),
+                                  _str, _sz]),
+        "lk_freq_ticks_per_unit": (ctypes.c_double, [_u64, _int]),
+        "lk_freq_run": (_int, [_sz, _int, _u32, _u64, _u64, _int, _int,
+                               P(s["lk_freq_sample"]), _str, _sz]),
+    }
+
+
 @functools.lru_cache(maxsize=None)
-def _lib(tag: str):
+def core(tag: str) -> Library:
+    """The C core built at optimisation level `tag` (O0 ... O2-native)."""
     path = VARIANTS_DIR / f"liblabkit_c-{tag}.so"
     if not path.exists():
         raise FileNotFoundError(f"no build {tag!r} at {path}: run `make setup`")
-    lib = ctypes.CDLL(str(path))
-    u64, sz, i = ctypes.c_uint64, ctypes.c_size_t, ctypes.c_int
-    lib.lk_pingpong_fp.argtypes = [i, sz, i, u64, i, i, i, ctypes.POINTER(_Sample),
-                                   ctypes.c_char_p, sz]
-    lib.lk_pingpong_fp.restype = i
-    lib.lk_cflags.restype = ctypes.c_char_p
-    return lib
+    return Library(path, ("lk_sample", "lk_freq_sample"), _core_prototypes)
 
 
 def cflags(tag: str) -> str:
-    return _lib(tag).lk_cflags().decode()
-
-
-def _run(fn, repeats, *args):
-    out = (_Sample * repeats)()
-    err = ctypes.create_string_buffer(512)
-    if fn(*args, out, err, len(err)) != 0:
-        raise RuntimeError(err.value.decode())
-    return [{name: getattr(s, name) for name in (*_FIELDS, "xinuse")} for s in out]
+    return core(tag).lk_cflags().decode()
 
 
 def pingpong(tag, kernel, stack_size, prefault, rounds, warmup, repeats, fpctl_mode=0):
     """lk_pingpong_fp of the given build; the same dicts as labkit._core.pingpong."""
-    return _run(_lib(tag).lk_pingpong_fp, repeats, kernel, stack_size, int(prefault), rounds,
-                warmup, repeats, fpctl_mode)
+    return core(tag).samples("lk_pingpong_fp", "lk_sample", repeats, kernel, stack_size,
+                             int(prefault), rounds, warmup, repeats, fpctl_mode)
 
 
 # ---- the C++ peers ----
@@ -100,27 +146,43 @@ def peers_missing_reason() -> str:
             "`make setup`" + detail)
 
 
+def _peers_prototypes(s) -> dict:
+    P = ctypes.POINTER
+    return {
+        "lkx_pingpong": (_int, [_int, _sz, _u64, _int, _int, P(s["lk_sample"]), _str, _sz]),
+        "lkx_peer_name": (_str, [_int]),
+        "lkx_peer_saves": (_str, [_int]),
+        "lkx_cflags": (_str, []),
+        "lkx_set_fpctl": (None, [_int]),
+        "lkx_cxx20_frame_bytes": (_sz, []),
+        # the coroutine frames of notebook 07 (labkit/cxx/frames.h, labkit.frames)
+        "lkf_variant_name": (_str, [_int]),
+        "lkf_allocator_name": (_str, [_int]),
+        "lkf_frame_bytes": (_sz, [_int]),
+        "lkf_live_bytes": (_sz, [_int]),
+        "lkf_promise_bytes": (_sz, []),
+        "lkf_alloc_bench": (_int, [_int, _sz, _u64, _u64, _int, _int, P(s["lkf_sample"]),
+                                   _str, _sz]),
+        "lkf_pool_stats_of": (_int, [_int, P(s["lkf_pool_stats"])]),
+        "lkf_pool_release": (_int, [_int]),
+        "lkf_coro_run": (_int, [_int, _int, _u64, _u64, _int, P(s["lkf_mem_report"]),
+                                P(s["lkf_pool_stats"]), _str, _sz]),
+        "lkf_stackful_run": (_int, [_sz, _int, _int, _u64, P(s["lkf_mem_report"]), _str, _sz]),
+    }
+
+
 @functools.lru_cache(maxsize=None)
-def _peers(tag: str):
+def peers(tag: str) -> Library:
+    """The C++ library (peers and frames) built at optimisation level `tag`."""
     path = VARIANTS_DIR / f"liblabkit_peers-{tag}.so"
     if not path.exists():
         raise FileNotFoundError(peers_missing_reason() or f"no peers build {tag!r} at {path}")
-    lib = ctypes.CDLL(str(path))
-    u64, sz, i = ctypes.c_uint64, ctypes.c_size_t, ctypes.c_int
-    lib.lkx_pingpong.argtypes = [i, sz, u64, i, i, ctypes.POINTER(_Sample), ctypes.c_char_p, sz]
-    lib.lkx_pingpong.restype = i
-    lib.lkx_peer_name.argtypes = [i]
-    lib.lkx_peer_name.restype = ctypes.c_char_p
-    lib.lkx_peer_saves.argtypes = [i]
-    lib.lkx_peer_saves.restype = ctypes.c_char_p
-    lib.lkx_cflags.restype = ctypes.c_char_p
-    lib.lkx_set_fpctl.argtypes = [ctypes.c_int]
-    lib.lkx_cxx20_frame_bytes.restype = ctypes.c_size_t
-    return lib
+    return Library(path, ("lk_sample", "lkf_sample", "lkf_pool_stats", "lkf_mem_report"),
+                   _peers_prototypes)
 
 
 def peer_names(tag: str = PEER_BUILD) -> list[str]:
-    lib = _peers(tag)
+    lib = peers(tag)
     names = []
     while True:
         name = lib.lkx_peer_name(len(names)).decode()
@@ -130,15 +192,15 @@ def peer_names(tag: str = PEER_BUILD) -> list[str]:
 
 
 def peer_saves(name: str, tag: str = PEER_BUILD) -> str:
-    return _peers(tag).lkx_peer_saves(peer_names(tag).index(name)).decode()
+    return peers(tag).lkx_peer_saves(peer_names(tag).index(name)).decode()
 
 
 def peers_cflags(tag: str) -> str:
-    return _peers(tag).lkx_cflags().decode()
+    return peers(tag).lkx_cflags().decode()
 
 
 def cxx20_frame_bytes(tag: str = PEER_BUILD) -> int:
-    return int(_peers(tag).lkx_cxx20_frame_bytes())
+    return int(peers(tag).lkx_cxx20_frame_bytes())
 
 
 # The peers whose FP control words can be set apart (MXCSR: x86-64 only).
@@ -148,9 +210,10 @@ FPCTL_PEERS = ("boost_fcontext",) if platform.machine() in ("x86_64", "AMD64") e
 def peer_pingpong(tag, name, stack_size, rounds, warmup, repeats, fpctl_mode=0):
     """lkx_pingpong of the given build; the same dicts as labkit._core.pingpong."""
     index = peer_names(tag).index(name)
-    lib = _peers(tag)
+    lib = peers(tag)
     lib.lkx_set_fpctl(fpctl_mode if name in FPCTL_PEERS else 0)
     try:
-        return _run(lib.lkx_pingpong, repeats, index, stack_size, rounds, warmup, repeats)
+        return lib.samples("lkx_pingpong", "lk_sample", repeats, index, stack_size, rounds,
+                           warmup, repeats)
     finally:
         lib.lkx_set_fpctl(0)

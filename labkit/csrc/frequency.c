@@ -216,3 +216,6 @@ done:
     free(q);
     return rc;
 }
+
+/* What labkit/structs.py reads an lk_freq_sample by (lk_layout.h). */
+LK_LAYOUT(lk_freq_sample, LK_FREQ_SAMPLE_FIELDS)

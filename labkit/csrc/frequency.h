@@ -11,25 +11,29 @@
  * is left of the difference is the cost of switching (the transfers and the cache and
  * branch-predictor damage they do to the work around them).
  *
- * Called through ctypes (labkit/frequency.py) inside a worker process only. */
+ * Called through ctypes (labkit/native.py) inside a worker process only. */
 #ifndef LK_FREQUENCY_H
 #define LK_FREQUENCY_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct {
-    uint64_t total_ns, total_ticks;  /* the loop with switches */
-    uint64_t work_ns, work_ticks;    /* the same tasks without switches */
-    uint64_t switches;               /* transfers the switching loop makes: 2 per resumption */
-    uint64_t counted;                /* transfers the scheduler and workers counted */
-    uint64_t tasks;                  /* tasks each loop must run */
-    uint64_t tasks_counted;          /* tasks the workers counted in the switching loop */
-    uint64_t work_tasks_counted;     /* tasks counted in the switch-free loop */
-    uint64_t minor_faults;           /* page faults inside the switching loop */
-    uint64_t preemptions;            /* involuntary context switches in either loop: a run
-                                        the OS cut into (a VM's steal time is not counted) */
-} lk_freq_sample;
+#include "lk_layout.h"
+
+#define LK_FREQ_SAMPLE_FIELDS(F)                                                        \
+    F(uint64_t, total_ns) F(uint64_t, total_ticks)  /* the loop with switches */           \
+    F(uint64_t, work_ns) F(uint64_t, work_ticks)    /* the same tasks without switches */  \
+    F(uint64_t, switches)        /* transfers the switching loop makes: 2 per resumption */ \
+    F(uint64_t, counted)         /* transfers the scheduler and workers counted */         \
+    F(uint64_t, tasks)           /* tasks each loop must run */                            \
+    F(uint64_t, tasks_counted)   /* tasks the workers counted in the switching loop */     \
+    F(uint64_t, work_tasks_counted)  /* tasks counted in the switch-free loop */           \
+    F(uint64_t, minor_faults)    /* page faults inside the switching loop */               \
+    /* involuntary context switches in either loop: a run the OS cut into (a VM's steal    \
+       time is not counted) */                                                             \
+    F(uint64_t, preemptions)
+LK_STRUCT(lk_freq_sample, LK_FREQ_SAMPLE_FIELDS)
+LK_LAYOUT_DECL(lk_freq_sample)
 
 /* Cycle-counter ticks one unit of the busy loop takes: the fastest of `tries` runs of
  * `units` units through the same task function the experiment uses. */

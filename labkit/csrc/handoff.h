@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lk_layout.h"
+
 enum lk_handoff_mode {
     LK_HANDOFF_FUTEX,           /* "thread_futex":   a shared int, FUTEX_WAIT / FUTEX_WAKE (private) */
     LK_HANDOFF_CONDVAR,         /* "thread_condvar": mutex + 2 condition variables, queue of length 1 */
@@ -33,14 +35,17 @@ enum lk_handoff_mode {
 /* The mode's name, or "?" for an unknown mode. */
 const char *lk_handoff_mode_name(int mode);
 
-typedef struct {
-    uint64_t loop_ns, loop_ticks;    /* the ping-pong: rounds round trips */
-    uint64_t base_ns, base_ticks;    /* the same communication in one task, nobody waits */
-    uint64_t switches;               /* hand-offs the loop made: 2 per round trip */
-    uint64_t counted;                /* hand-offs the two sides counted (must equal switches) */
-    uint64_t vol_ctxsw, invol_ctxsw; /* the kernel's voluntary / involuntary context-switch
-                                        counts of both tasks, summed, over the timed loop */
-} lk_handoff_sample;
+#define LK_HANDOFF_SAMPLE_FIELDS(F)                                                  \
+    F(uint64_t, loop_ns) F(uint64_t, loop_ticks)  /* the ping-pong: rounds round trips */ \
+    F(uint64_t, base_ns) F(uint64_t, base_ticks)  /* the same communication in one task, \
+                                                     nobody waits */                   \
+    F(uint64_t, switches)  /* hand-offs the loop made: 2 per round trip */             \
+    F(uint64_t, counted)   /* hand-offs the two sides counted (must equal switches) */ \
+    /* the kernel's voluntary / involuntary context-switch counts of both tasks,       \
+       summed, over the timed loop */                                                  \
+    F(uint64_t, vol_ctxsw) F(uint64_t, invol_ctxsw)
+LK_STRUCT(lk_handoff_sample, LK_HANDOFF_SAMPLE_FIELDS)
+LK_LAYOUT_DECL(lk_handoff_sample)
 
 /* Ping-pong between two kernel tasks. cpu_a pins the measuring side (the calling
  * thread, temporarily: its affinity is restored before returning), cpu_b the other
@@ -55,11 +60,10 @@ int lk_handoff_pingpong(int mode, int cpu_a, int cpu_b, uint64_t rounds, int war
  * later thread's finish; units_done counts both threads' units (2 * units). The
  * kernel counts sched_yield() switches as involuntary. The calling thread is not
  * pinned. */
-typedef struct {
-    uint64_t ns;
-    uint64_t units_done;
-    uint64_t vol_ctxsw, invol_ctxsw;
-} lk_yield_sample;
+#define LK_YIELD_SAMPLE_FIELDS(F) \
+    F(uint64_t, ns) F(uint64_t, units_done) F(uint64_t, vol_ctxsw) F(uint64_t, invol_ctxsw)
+LK_STRUCT(lk_yield_sample, LK_YIELD_SAMPLE_FIELDS)
+LK_LAYOUT_DECL(lk_yield_sample)
 
 int lk_yield_run(int cpu, uint64_t units, uint64_t k, lk_yield_sample *out, char *err,
                  size_t errlen);

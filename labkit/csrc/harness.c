@@ -193,3 +193,6 @@ double lk_ticks_per_ns(int ms) {
 }
 
 const char *lk_timer_name(void) { return LK_TIMER_NAME; }
+
+/* What labkit/structs.py reads an lk_sample by (lk_layout.h). */
+LK_LAYOUT(lk_sample, LK_SAMPLE_FIELDS)

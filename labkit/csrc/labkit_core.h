@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lk_layout.h"
+
 enum lk_kernel {
     LK_ASM = 0,      /* callee-saved GPRs + sp, pop + jmp */
     LK_ASM_RET,      /* the same, ending in ret */
@@ -84,14 +86,16 @@ void lk_fpctl_write(const uint32_t v[2]);
 int64_t lk_xinuse(void);
 
 /* ---- harness.c ---- */
-typedef struct {
-    uint64_t loop_ns, loop_ticks;    /* the ping-pong loop */
-    uint64_t base_ns, base_ticks;    /* the same loop without the switch */
-    uint64_t switches;               /* transfers of control the loop made */
-    uint64_t counted;                /* transfers the two sides counted */
-    uint64_t minor_faults;           /* page faults during the timed loop */
-    int64_t xinuse;                  /* XINUSE after the loop (-1 unknown; see lk_xinuse) */
-} lk_sample;
+/* One timed sample; its fields are declared once, here (lk_layout.h). */
+#define LK_SAMPLE_FIELDS(F)                                                           \
+    F(uint64_t, loop_ns) F(uint64_t, loop_ticks)  /* the ping-pong loop */           \
+    F(uint64_t, base_ns) F(uint64_t, base_ticks)  /* the same loop without the switch */ \
+    F(uint64_t, switches)      /* transfers of control the loop made */              \
+    F(uint64_t, counted)       /* transfers the two sides counted */                 \
+    F(uint64_t, minor_faults)  /* page faults during the timed loop */               \
+    F(int64_t, xinuse)         /* XINUSE after the loop (-1 unknown; see lk_xinuse) */
+LK_STRUCT(lk_sample, LK_SAMPLE_FIELDS)
+LK_LAYOUT_DECL(lk_sample)
 
 /* Ping-pong between two contexts: rounds round trips = 2*rounds switches.
  * warmup repeats are run and dropped; repeats samples are written to out.

@@ -859,4 +859,9 @@ int lkf_stackful_run(size_t stack_size, int touch, int guard, uint64_t n,
     return -1;
 }
 
+/* What labkit/structs.py reads these structs by (lk_layout.h). */
+LK_LAYOUT(lkf_sample, LKF_SAMPLE_FIELDS)
+LK_LAYOUT(lkf_pool_stats, LKF_POOL_STATS_FIELDS)
+LK_LAYOUT(lkf_mem_report, LKF_MEM_REPORT_FIELDS)
+
 }  // extern "C"

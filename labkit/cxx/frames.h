@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../csrc/lk_layout.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -54,12 +56,14 @@ size_t lkf_live_bytes(int variant);
 size_t lkf_promise_bytes(void);
 
 /* One timed sample of the allocation benchmark. */
-typedef struct {
-    uint64_t loop_ns, loop_ticks;   /* pairs allocate+free, timed */
-    uint64_t base_ns, base_ticks;   /* the same loop without allocating or freeing */
-    uint64_t pairs;
-    uint64_t minor_faults;          /* page faults in the timed loop */
-} lkf_sample;
+#define LKF_SAMPLE_FIELDS(F)                                                   \
+    F(uint64_t, loop_ns) F(uint64_t, loop_ticks)  /* pairs allocate+free, timed */ \
+    F(uint64_t, base_ns) F(uint64_t, base_ticks)  /* the same loop without allocating \
+                                                     or freeing */                \
+    F(uint64_t, pairs)                                                            \
+    F(uint64_t, minor_faults)                     /* page faults in the timed loop */
+LK_STRUCT(lkf_sample, LKF_SAMPLE_FIELDS)
+LK_LAYOUT_DECL(lkf_sample)
 
 /* pairs allocate+free pairs of block-byte blocks from allocator. live == 0: each block
  * is freed right after it is allocated (and written, as a new frame is). live > 0: live
@@ -71,14 +75,16 @@ int lkf_alloc_bench(int allocator, size_t block, uint64_t pairs, uint64_t live, 
 
 /* A pool's own counters. Every block carved from a chunk is either in use or on a free
  * list: carved == in_use + free_blocks whenever no call is running. */
-typedef struct {
-    uint64_t allocs, frees;      /* served by the pool since it was last released */
-    uint64_t in_use;             /* blocks handed out and not yet returned */
-    uint64_t carved;             /* blocks ever cut from chunks */
-    uint64_t free_blocks;        /* blocks on the free lists (counted by walking them) */
-    uint64_t chunks, chunk_bytes;/* memory the pool holds from mmap */
-    uint64_t passthrough;        /* requests too large for the pool, sent to the heap */
-} lkf_pool_stats;
+#define LKF_POOL_STATS_FIELDS(F)                                                 \
+    F(uint64_t, allocs) F(uint64_t, frees)  /* served by the pool since it was last   \
+                                               released */                          \
+    F(uint64_t, in_use)       /* blocks handed out and not yet returned */           \
+    F(uint64_t, carved)       /* blocks ever cut from chunks */                      \
+    F(uint64_t, free_blocks)  /* blocks on the free lists (counted by walking them) */ \
+    F(uint64_t, chunks) F(uint64_t, chunk_bytes)  /* memory the pool holds from mmap */ \
+    F(uint64_t, passthrough)  /* requests too large for the pool, sent to the heap */
+LK_STRUCT(lkf_pool_stats, LKF_POOL_STATS_FIELDS)
+LK_LAYOUT_DECL(lkf_pool_stats)
 
 /* Counters of a pool (LKF_TLPOOL: this thread's); -1 for LKF_HEAP. LKF_ATOMIC_POOL does
  * not count allocs and frees (that would take atomics of its own): its in_use is
@@ -91,19 +97,21 @@ int lkf_pool_release(int allocator);
 /* What a run of many coroutines or contexts kept resident. The /proc/self/status
  * figures are in kB, read before anything is made (after the handle array is touched),
  * while everything is alive, and after everything is freed. */
-typedef struct {
-    uint64_t n;                      /* objects made */
-    uint64_t object_bytes;           /* frame bytes (coroutines) or usable stack bytes */
-    uint64_t rss_before_kb, rss_alive_kb, rss_after_kb;       /* VmRSS */
-    uint64_t anon_before_kb, anon_alive_kb, anon_after_kb;    /* RssAnon */
-    uint64_t pte_before_kb, pte_alive_kb, pte_after_kb;       /* VmPTE: page tables */
-    uint64_t rss_released_kb;        /* VmRSS after the pool gave its chunks back (pools) */
-    uint64_t create_ns;              /* making them all and running each to its suspension */
-    uint64_t destroy_ns;             /* freeing them all */
-    uint64_t minor_faults;           /* page faults while making them */
-    uint64_t used_bytes;             /* frame bytes, or the deepest suspended stack: top - sp */
-    uint64_t guard_pages;            /* stackful: 1 if each stack has a PROT_NONE guard */
-} lkf_mem_report;
+#define LKF_MEM_REPORT_FIELDS(F)                                                    \
+    F(uint64_t, n)             /* objects made */                                       \
+    F(uint64_t, object_bytes)  /* frame bytes (coroutines) or usable stack bytes */     \
+    F(uint64_t, rss_before_kb) F(uint64_t, rss_alive_kb) F(uint64_t, rss_after_kb)  /* VmRSS */ \
+    F(uint64_t, anon_before_kb) F(uint64_t, anon_alive_kb) F(uint64_t, anon_after_kb) /* RssAnon */ \
+    F(uint64_t, pte_before_kb) F(uint64_t, pte_alive_kb) F(uint64_t, pte_after_kb)  /* VmPTE: \
+                                                                       page tables */   \
+    F(uint64_t, rss_released_kb)  /* VmRSS after the pool gave its chunks back (pools) */ \
+    F(uint64_t, create_ns)     /* making them all and running each to its suspension */ \
+    F(uint64_t, destroy_ns)    /* freeing them all */                                   \
+    F(uint64_t, minor_faults)  /* page faults while making them */                      \
+    F(uint64_t, used_bytes)    /* frame bytes, or the deepest suspended stack: top - sp */ \
+    F(uint64_t, guard_pages)   /* stackful: 1 if each stack has a PROT_NONE guard */
+LK_STRUCT(lkf_mem_report, LKF_MEM_REPORT_FIELDS)
+LK_LAYOUT_DECL(lkf_mem_report)
 
 /* n coroutines of a variant with frames from allocator, made batch at a time: each is
  * made and resumed once, so that it sits at its suspension point with its locals

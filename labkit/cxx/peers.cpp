@@ -609,4 +609,7 @@ size_t lkx_cxx20_frame_bytes(void) {
     }
 }
 
+/* The peers fill lk_sample too; this library has no harness.c to export its layout. */
+LK_LAYOUT(lk_sample, LK_SAMPLE_FIELDS)
+
 }  // extern "C"
