@@ -21,9 +21,9 @@ DEPS_STAMP := $(VENV)/.deps-stamp
 BUILD_STAMP := $(VENV)/.build-stamp
 TEST_STAMP := $(VENV)/.test-stamp
 # Boost's version header is an input: installing Boost later rebuilds the peers.
-BUILD_INPUTS := setup.py pyproject.toml $(wildcard labkit/*.pyx labkit/*.pxd \
+BUILD_INPUTS := setup.py pyproject.toml $(wildcard labkit/core/*.pyx labkit/core/*.pxd \
 	labkit/csrc/*.c labkit/csrc/*.h labkit/cxx/*.cpp labkit/cxx/*.h \
-	labkit/servers/*.c labkit/servers/*.cpp labkit/servers/*.h labkit/native_build.py \
+	labkit/servers/*.c labkit/servers/*.cpp labkit/servers/*.h labkit/core/native_build.py \
 	/usr/include/boost/version.hpp)
 
 .PHONY: setup system-deps test reproduce lab clean help
@@ -49,7 +49,7 @@ $(DEPS_STAMP): requirements.txt requirements.lock
 	$(PIP) -r requirements.txt
 	touch $@
 
-# One build path: pip builds the extension and the table of labkit/native_build.py.
+# One build path: pip builds the extension and the table of labkit/core/native_build.py.
 $(BUILD_STAMP): $(DEPS_STAMP) $(BUILD_INPUTS)
 	$(PIP) --no-build-isolation -e ".[$(EXTRAS)]"
 	$(PY) -m ipykernel install --sys-prefix --name labkit --display-name "labkit (Python 3)" > /dev/null
@@ -94,4 +94,4 @@ lab: setup
 	$(LABKIT) lab $(if $(LAB_PORT),--port $(LAB_PORT)) $(LAB_ARGS)
 
 clean:
-	rm -rf build $(VENV) labkit/_core.c labkit/*.so labkit/bin reports
+	rm -rf build $(VENV) labkit/core/_core.c labkit/core/*.so labkit/bin reports

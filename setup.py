@@ -1,5 +1,5 @@
-"""Build labkit: the Cython extension labkit._core, then every native target of the table in
-labkit/native_build.py (the C core at each optimisation level, the C++ peers, the echo
+"""Build labkit: the Cython extension labkit.core._core, then every native target of the table in
+labkit/core/native_build.py (the C core at each optimisation level, the C++ peers, the echo
 servers, lk_count) into labkit/bin/. `pip install .` and `pip install -e .` both run it;
 the metadata is in pyproject.toml.
 
@@ -24,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 # The table is plain Python that imports nothing from labkit: load it by path, before
 # the extension it describes exists.
 _spec = importlib.util.spec_from_file_location("labkit_native_build",
-                                               HERE / "labkit" / "native_build.py")
+                                               HERE / "labkit" / "core" / "native_build.py")
 native_build = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(native_build)
 
@@ -35,8 +35,8 @@ python_cflags = sysconfig.get_config_var("CFLAGS") or ""
 recorded = " ".join([python_cflags, *extra]).strip()
 
 core = Extension(
-    "labkit._core",
-    sources=["labkit/_core.pyx", *(f"labkit/{s}" for s in native_build.EXTENSION_SOURCES)],
+    "labkit.core._core",
+    sources=["labkit/core/_core.pyx", *(f"labkit/{s}" for s in native_build.EXTENSION_SOURCES)],
     depends=[f"labkit/{h}" for h in native_build.EXTENSION_HEADERS],
     include_dirs=["labkit"],
     extra_compile_args=[*extra, "-Wall", "-pthread", f"-DLK_CFLAGS=\"{recorded}\""],
@@ -45,7 +45,7 @@ core = Extension(
 
 
 class BuildEverything(build_ext):
-    """build_ext, then every target of labkit/native_build.py's table into labkit/bin/.
+    """build_ext, then every target of labkit/core/native_build.py's table into labkit/bin/.
     A target whose library is missing is skipped with its reason, never failing the
     install."""
 

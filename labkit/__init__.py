@@ -8,13 +8,14 @@
 
 Every kernel runs in a worker process: a crash comes back as KernelCrashError.
 """
-from labkit.checks import check_fp_control, check_registers, probe_stack
-from labkit.handoff import HANDOFF_MODES, measure_handoff, measure_yield
-from labkit.entries import KERNEL_NAMES, catalogue
-from labkit.machine import machine_info
-from labkit.native import builds
-from labkit.timing import measure, measure_ring
-from labkit.stats import noise_warnings, summarize
+from labkit.core.checks import check_fp_control, check_registers, probe_stack
+from labkit.core.handoff import HANDOFF_MODES, measure_handoff, measure_yield
+from labkit.core.entries import KERNEL_NAMES, catalogue
+from labkit.core.machine import machine_info
+from labkit.core.native import builds
+from labkit.core.timing import measure, measure_ring
+from labkit.core.stats import noise_warnings, summarize
+from labkit import _moved
 from labkit.errors import (KernelCrashError, KernelUnavailableError, MeasurementTimeout,
                            SwitchCountError, WorkerError)
 
@@ -38,8 +39,13 @@ _DEPRECATED = {"measure_kernel_switch": "measure_handoff", "KMODES": "HANDOFF_MO
                "kernels": "catalogue"}
 
 
+_moved.install()
+
+
 def __getattr__(name):
     # Names that changed keep working for one release.
+    if f"labkit.{name}" in _moved.MOVED:
+        return _moved.load(f"labkit.{name}")
     if name in _DEPRECATED:
         import warnings
 

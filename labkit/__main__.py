@@ -1,7 +1,7 @@
-"""`python -m labkit ...`: the same as the `labkit` command (labkit/cli.py)."""
+"""`python -m labkit ...`: the same as the `labkit` command (labkit/lab/cli.py)."""
 import sys
 
-from labkit.cli import main
+from labkit.lab.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,5 +1,5 @@
 """Every error labkit raises on purpose, in one place. Each says what went wrong and what to
-do; the modules that raise them re-export their own (labkit.worker.KernelCrashError...)."""
+do; the modules that raise them re-export their own (labkit.core.worker.KernelCrashError...)."""
 
 
 class KernelCrashError(RuntimeError):

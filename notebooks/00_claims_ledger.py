@@ -39,7 +39,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 import labkit
-from labkit import ledger, plots, results
+from labkit.lab import ledger
+from labkit.core import plots, results
 
 pd.set_option("display.max_colwidth", 120)
 table = ledger.ledger()

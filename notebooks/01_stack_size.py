@@ -44,8 +44,9 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 import labkit
-from labkit import plots, results, verdicts
-from labkit.sweep import grid, sweep
+from labkit.core import plots, results
+from labkit.lab import verdicts
+from labkit.lab.sweep import grid, sweep
 
 if quick:
     switches, repeats, ring_laps_switches = 100_000, 5, 50_000
@@ -215,16 +216,18 @@ print(f"ping-pong {judge_kernel}: 8 MiB / 4 KiB = {r:.2f} (spread {lo:.2f} .. {h
 # is shown above for reference).
 #
 # The two stack sizes the rule names are measured again for the verdict, interleaved
-# (ABBA rounds) over three fresh worker processes (`labkit.design`); the interval is a
-# bootstrap BCa 95% interval of the ratio of medians (`labkit.claim_rules.c000_2`).
+# (ABBA rounds) over three fresh worker processes (`labkit.experiments.design`); the interval is a
+# bootstrap BCa 95% interval of the ratio of medians (`labkit.lab.claim_rules.c000_2`).
 #
 # A straddle gets one extension, to three times the repeats, and a last look: the
-# stopping rule written in `labkit.design` before measuring, never an early stop.
+# stopping rule written in `labkit.experiments.design` before measuring, never an early stop.
 
 # %%
 from functools import partial
 
-from labkit import claim_rules, design
+from labkit.lab import claim_rules
+
+from labkit.experiments import design
 
 if judge_kernel == "boost_fiber":
     verdict_runs, rows, looks = design.measure_for_verdicts(
@@ -255,10 +258,10 @@ table
 # article's ns and its % over 4 KB beside Boost fiber's and labkit's ring here. The
 # article's own rows and columns, its number beside the median measured here with its
 # spread, the relative column it uses, and the claim that judges each row
-# (`labkit.articles`, built from the data this notebook just saved). The row claims
+# (`labkit.lab.articles`, built from the data this notebook just saved). The row claims
 # without a verdict above are judged here by their rules in `data/claims.csv`.
 
 # %%
-from labkit import articles
+from labkit.lab import articles
 
 articles.section("01_stack_size")

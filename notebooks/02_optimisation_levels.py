@@ -41,8 +41,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 import labkit
-from labkit import callgrind, plots, results, verdicts
-from labkit.sweep import grid, sweep
+from labkit.experiments import callgrind
+from labkit.core import plots, results
+from labkit.lab import verdicts
+from labkit.lab.sweep import grid, sweep
 
 if quick:
     switches, repeats = 100_000, 5
@@ -144,17 +146,19 @@ ratios.round(2)
 #
 # The rule names the author's test: Boost `fiber` ping-pong, `-O0` against `-O2`. The two
 # builds are measured again for the verdict, interleaved (ABBA rounds) over three fresh
-# worker processes (`labkit.design`), so that drift and one process's layout cannot
+# worker processes (`labkit.experiments.design`), so that drift and one process's layout cannot
 # favour either side; the interval is a bootstrap BCa 95% interval of the ratio of
-# medians (`labkit.claim_rules.c000_3`).
+# medians (`labkit.lab.claim_rules.c000_3`).
 #
 # A straddle gets one extension, to three times the repeats, and a last look: the
-# stopping rule written in `labkit.design` before measuring, never an early stop.
+# stopping rule written in `labkit.experiments.design` before measuring, never an early stop.
 
 # %%
 from functools import partial
 
-from labkit import claim_rules, design
+from labkit.lab import claim_rules
+
+from labkit.experiments import design
 
 if "boost_fiber" in kernels:
     verdict_runs, rows, looks = design.measure_for_verdicts(
@@ -180,11 +184,11 @@ table
 # Here: the -O table of `000_dc0f0e0d023658f3.txt`: time and callgrind instructions per
 # build beside the article's ns. The article's own rows and columns, its number beside
 # the median measured here with its spread, the relative column it uses, and the claim
-# that judges each row (`labkit.articles`, built from the data this notebook just
+# that judges each row (`labkit.lab.articles`, built from the data this notebook just
 # saved). The row claims without a verdict above are judged here by their rules in
 # `data/claims.csv`.
 
 # %%
-from labkit import articles
+from labkit.lab import articles
 
 articles.section("02_optimisation_levels")

@@ -44,8 +44,9 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 import labkit
-from labkit import plots, results, verdicts
-from labkit.sweep import grid, sweep
+from labkit.core import plots, results
+from labkit.lab import verdicts
+from labkit.lab.sweep import grid, sweep
 
 counts = [1, 2, 4, 16, 64, 256, 1024, 4096]
 if quick:
@@ -115,16 +116,18 @@ ratios.pivot(index="contexts", columns="kernel", values="asym / sym").round(2)
 # divides the scheduler at N = 1024 by the two-context ping-pong (a ring of 1: main ->
 # c0 -> main); the original rule's baseline, a ring of 1024, is judged beside it. The
 # three are measured again for the verdict with `asm_fpu` (what `jump_fcontext` saves),
-# interleaved over three fresh worker processes (`labkit.design`); the intervals are
-# bootstrap BCa 95% intervals of the ratios of medians (`labkit.claim_rules.c000_4`).
+# interleaved over three fresh worker processes (`labkit.experiments.design`); the intervals are
+# bootstrap BCa 95% intervals of the ratios of medians (`labkit.lab.claim_rules.c000_4`).
 #
 # A straddle gets one extension, to three times the repeats, and a last look: the
-# stopping rule written in `labkit.design` before measuring, never an early stop.
+# stopping rule written in `labkit.experiments.design` before measuring, never an early stop.
 
 # %%
 from functools import partial
 
-from labkit import claim_rules, design
+from labkit.lab import claim_rules
+
+from labkit.experiments import design
 
 
 def ring_entry(contexts, asymmetric):
@@ -153,10 +156,10 @@ table
 # Here: symmetric against asymmetric in `000_dc0f0e0d023658f3.txt`: few workers and
 # about a thousand. The article's own rows and columns, its number beside the median
 # measured here with its spread, the relative column it uses, and the claim that judges
-# each row (`labkit.articles`, built from the data this notebook just saved). The row
+# each row (`labkit.lab.articles`, built from the data this notebook just saved). The row
 # claims without a verdict above are judged here by their rules in `data/claims.csv`.
 
 # %%
-from labkit import articles
+from labkit.lab import articles
 
 articles.section("03_symmetric_vs_asymmetric")

@@ -54,8 +54,10 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import LogLocator
 
 import labkit
-from labkit import callgrind, plots, results, verdicts
-from labkit.sweep import grid, sweep
+from labkit.experiments import callgrind
+from labkit.core import plots, results
+from labkit.lab import verdicts
+from labkit.lab.sweep import grid, sweep
 
 if quick:
     switches, py_switches, repeats = 200_000, 20_000, 5
@@ -226,15 +228,15 @@ else:
 # ## Verdicts
 #
 # The kernels the two rules name are measured again for the verdicts, interleaved (ABBA
-# rounds) over three fresh worker processes (`labkit.design`), so that drift between
+# rounds) over three fresh worker processes (`labkit.experiments.design`), so that drift between
 # blocks and one process's layout cannot favour a side.
 #
 # **C000.1** takes x = 1 when, at the medians, virtual_call < boost_fiber < syscall_getppid
 # and log(fiber / call) < log(syscall / fiber), else 0; its interval is the percentile
-# bootstrap of that indicator over resampled repeats (`labkit.claim_rules.c000_1`).
+# bootstrap of that indicator over resampled repeats (`labkit.lab.claim_rules.c000_1`).
 #
 # **C000.5** is the ratio boost_fiber / cxx20_generator with a bootstrap BCa 95% interval
-# (`labkit.claim_rules.c000_5`). Both are per transfer here; the article's figures are per
+# (`labkit.lab.claim_rules.c000_5`). Both are per transfer here; the article's figures are per
 # iteration of its ping-pong loop, a round trip of two transfers, so the notes double
 # labkit's figures before setting them beside the article's. The ratio is the same
 # either way.
@@ -243,12 +245,14 @@ else:
 # group is flagged in its row.
 #
 # A straddle gets one extension, to three times the repeats, and a last look: the
-# stopping rule written in `labkit.design` before measuring, never an early stop.
+# stopping rule written in `labkit.experiments.design` before measuring, never an early stop.
 
 # %%
 from functools import partial
 
-from labkit import claim_rules, design
+from labkit.lab import claim_rules
+
+from labkit.experiments import design
 
 named = ["virtual_call", "boost_fiber", "syscall_getppid", "cxx20_generator"]
 verdict_runs, rows, looks = design.measure_for_verdicts(
@@ -270,11 +274,11 @@ table
 # Here: the ladder of `000_dc0f0e0d023658f3.txt`: a call, a fiber switch, a system call
 # and a C++20 coroutine. The article's own rows and columns, its number beside the
 # median measured here with its spread, the relative column it uses, and the claim that
-# judges each row (`labkit.articles`, built from the data this notebook just saved). The
+# judges each row (`labkit.lab.articles`, built from the data this notebook just saved). The
 # row claims without a verdict above are judged here by their rules in
 # `data/claims.csv`.
 
 # %%
-from labkit import articles
+from labkit.lab import articles
 
 articles.section("04_latency_ladder")

@@ -73,8 +73,9 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 import labkit
-from labkit import handoff, plots, results, verdicts
-from labkit.sweep import grid, sweep
+from labkit.core import handoff, plots, results
+from labkit.lab import verdicts
+from labkit.lab.sweep import grid, sweep
 
 if quick:
     switches, coroutine_switches, repeats = 4_000, 100_000, 5
@@ -257,10 +258,10 @@ pd.DataFrame(spreads, index=["median", "low", "high"]).T
 # ## Verdicts
 #
 # The groups the rules compare are measured again for the verdicts, interleaved (ABBA
-# rounds) over three fresh worker processes (`labkit.design`), so that drift between
+# rounds) over three fresh worker processes (`labkit.experiments.design`), so that drift between
 # blocks and one process's layout cannot favour a side. Each ratio gets a bootstrap BCa
 # 95% interval of the ratio of medians, C002.4 the same interval of the difference of
-# medians in TSC ticks (`labkit.claim_rules`); a noisy group is flagged in its row. For
+# medians in TSC ticks (`labkit.lab.claim_rules`); a noisy group is flagged in its row. For
 # C001.4 the two magnitudes get their own intervals, and the rule must hold at every
 # corner. C002.4 takes the difference between the two pipe modes, which is everything a
 # process switch adds over a thread switch (the address space change and what follows
@@ -270,12 +271,14 @@ pd.DataFrame(spreads, index=["median", "low", "high"]).T
 # (`data/claims_amendments.csv`), and the original rule's verdict stays beside it.
 #
 # A straddle gets one extension, to three times the repeats, and a last look: the
-# stopping rule written in `labkit.design` before measuring, never an early stop.
+# stopping rule written in `labkit.experiments.design` before measuring, never an early stop.
 
 # %%
 from functools import partial
 
-from labkit import claim_rules, design
+from labkit.lab import claim_rules
+
+from labkit.experiments import design
 
 entries = {
     "asm": partial(labkit.measure, "asm", switches=coroutine_switches, cpu=cpu),
@@ -312,11 +315,11 @@ table
 # Here: the kernel-switch numbers of `002_8f5c488cea1f882d.txt` and the 2x2 table of
 # `003_58dac7765c62683c.txt`. The article's own rows and columns, its number beside the
 # median measured here with its spread, the relative column it uses, and the claim that
-# judges each row (`labkit.articles`, built from the data this notebook just saved). The
+# judges each row (`labkit.lab.articles`, built from the data this notebook just saved). The
 # row claims without a verdict above are judged here by their rules in
 # `data/claims.csv`.
 
 # %%
-from labkit import articles
+from labkit.lab import articles
 
 articles.section("05_kernel_switches")

@@ -50,8 +50,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 import labkit
-from labkit import callgrind, plots, results, verdicts
-from labkit.sweep import grid, sweep
+from labkit.experiments import callgrind
+from labkit.core import plots, results
+from labkit.lab import verdicts
+from labkit.lab.sweep import grid, sweep
 
 if quick:
     switches, repeats = 100_000, 5
@@ -156,16 +158,18 @@ pd.DataFrame([{"effect": e, "ratio": r, "low": lo, "high": hi} for e, (r, lo, hi
 # %% [markdown]
 # `asm_fxsave`, `asm_fpu` and `asm_xsave` are measured again for the verdict, with the
 # same control words in both contexts, interleaved (ABBA rounds) over three fresh worker
-# processes (`labkit.design`); the interval is a bootstrap BCa 95% interval of the ratio
-# of medians (`labkit.claim_rules.c002_3`).
+# processes (`labkit.experiments.design`); the interval is a bootstrap BCa 95% interval of the ratio
+# of medians (`labkit.lab.claim_rules.c002_3`).
 #
 # A straddle gets one extension, to three times the repeats, and a last look: the
-# stopping rule written in `labkit.design` before measuring, never an early stop.
+# stopping rule written in `labkit.experiments.design` before measuring, never an early stop.
 
 # %%
 from functools import partial
 
-from labkit import claim_rules, design
+from labkit.lab import claim_rules
+
+from labkit.experiments import design
 
 verdict_runs, rows, looks = design.measure_for_verdicts(
     {k: partial(labkit.measure, k, switches=switches, cpu=cpu, fp_control="same")
@@ -189,12 +193,12 @@ table
 # Here: jump_fcontext's anatomy in `000_dc0f0e0d023658f3.txt`: stores and loads counted
 # in its disassembly, instructions from callgrind. The article's own rows and columns,
 # its number beside the median measured here with its spread, the relative column it
-# uses, and the claim that judges each row (`labkit.articles`, built from the data this
+# uses, and the claim that judges each row (`labkit.lab.articles`, built from the data this
 # notebook just saved). The row claims without a verdict above are judged here by their
 # rules in `data/claims.csv`.
 
 # %%
-from labkit import articles
+from labkit.lab import articles
 
 articles.save_anatomy();
 articles.section("06_fp_state_and_return")

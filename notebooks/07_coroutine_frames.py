@@ -76,8 +76,10 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 import labkit
-from labkit import frames, native, plots, results, verdicts
-from labkit.sweep import sweep
+from labkit.experiments import frames
+from labkit.core import native, plots, results
+from labkit.lab import verdicts
+from labkit.lab.sweep import sweep
 
 if quick:
     pairs, repeats, live_blocks = 50_000, 11, 20_000
@@ -479,7 +481,7 @@ print(f"this kernel: VmRSS {kernel_rss_start:.0f} MiB at the start, {kernel_rss_
 #   it in the closing note.
 # - **C004.2** needs the memory ratio (here: pooled 192-byte frames over default-`new`
 #   256-byte frames, bytes per coroutine) and notebook 09's throughput ratio
-#   (`cxx20_pool_sym` over `cxx20_new`). `labkit.claim_rules.c004_2` judges it from
+#   (`cxx20_pool_sym` over `cxx20_new`). `labkit.lab.claim_rules.c004_2` judges it from
 #   whichever parts exist: here and again at the end of notebook 09, so whichever runs
 #   last has both. Under the amended rule (`data/claims_amendments.csv`) either part
 #   failing refutes the claim; a part not measured yet is missing data.
@@ -492,7 +494,7 @@ print(f"this kernel: VmRSS {kernel_rss_start:.0f} MiB at the start, {kernel_rss_
 # %%
 rows = []
 
-from labkit import claim_rules
+from labkit.lab import claim_rules
 
 sel = alloc[(alloc.block == 256) & (alloc.pattern == "one block")]
 live256 = ratios[(ratios.pattern == "many live") & (ratios.block == 256)].iloc[0]
@@ -599,11 +601,11 @@ table
 # Here: the five strategies of `004_dfc61b1060864bf1.txt`: frame bytes, memory for a
 # million coroutines and TPS (from notebook 09's data). The article's own rows and
 # columns, its number beside the median measured here with its spread, the relative
-# column it uses, and the claim that judges each row (`labkit.articles`, built from the
+# column it uses, and the claim that judges each row (`labkit.lab.articles`, built from the
 # data this notebook just saved). The row claims without a verdict above are judged here
 # by their rules in `data/claims.csv`.
 
 # %%
-from labkit import articles
+from labkit.lab import articles
 
 articles.section("07_coroutine_frames")

@@ -52,8 +52,10 @@ import numpy as np
 import pandas as pd
 
 import labkit
-from labkit import frequency, plots, results, verdicts
-from labkit.sweep import grid, sweep
+from labkit.experiments import frequency
+from labkit.core import plots, results
+from labkit.lab import verdicts
+from labkit.lab.sweep import grid, sweep
 
 if quick:
     repeats, work_cycles = 3, [0, 10, 100, 1000, 10000, 100000]
@@ -240,7 +242,7 @@ plots.finish(fig, "08_switch_frequency-throughput");
 
 # %%
 def quartiles(s, scale=1.0, fmt="{:.1f}"):
-    m, q1, q3 = labkit.stats.quartiles(s * scale)
+    m, q1, q3 = labkit.core.stats.quartiles(s * scale)
     return f"{fmt.format(m)} [{fmt.format(q1)}, {fmt.format(q3)}]"
 
 
@@ -301,7 +303,7 @@ pd.DataFrame([
 # The rule compares, at W = 100, 1 MB stacks with one task per switch (before) against
 # 64 KB stacks with batches of 32 (after): `share_after / share_before` and the
 # throughput gain, each with a bootstrap BCa 95% interval of the ratio of medians; the
-# rule must hold at every corner of the two intervals (`labkit.claim_rules.c000_7`).
+# rule must hold at every corner of the two intervals (`labkit.lab.claim_rules.c000_7`).
 # pyperf's noise rule on the measured times (total and work-only) of both set-ups is
 # flagged in the row. The original rule asked for a gain of at least 1.2, above the
 # 1 / (1 - s) ceiling that removing a share s of switching allows at the article's own
@@ -309,7 +311,7 @@ pd.DataFrame([
 # the direction of the gain, and the original verdict stays beside it.
 
 # %%
-from labkit import claim_rules
+from labkit.lab import claim_rules
 
 rows = [claim_rules.c000_7(runs, work_cycles=judge_work, before=before, after=after)]
 rows[0]["note"] += f"; {workers} asm_fpu coroutines"
@@ -325,11 +327,11 @@ table
 # Here: the case study of `000_dc0f0e0d023658f3.txt`: share of time switching before and
 # after, and the throughput gain. The article's own rows and columns, its number beside
 # the median measured here with its spread, the relative column it uses, and the claim
-# that judges each row (`labkit.articles`, built from the data this notebook just
+# that judges each row (`labkit.lab.articles`, built from the data this notebook just
 # saved). The row claims without a verdict above are judged here by their rules in
 # `data/claims.csv`.
 
 # %%
-from labkit import articles
+from labkit.lab import articles
 
 articles.section("08_switch_frequency")

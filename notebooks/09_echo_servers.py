@@ -87,8 +87,10 @@ import numpy as np
 import pandas as pd
 
 import labkit
-from labkit import echo, plots, results, verdicts
-from labkit.sweep import grid, sweep
+from labkit.experiments import echo
+from labkit.core import plots, results
+from labkit.lab import verdicts
+from labkit.lab.sweep import grid, sweep
 
 if quick:
     duration, requests, repeats = 0.5, 300_000, 3
@@ -342,7 +344,7 @@ pd.DataFrame(c15_rows).round(2)
 #   above and in the note.
 
 # %%
-from labkit import claim_rules
+from labkit.lab import claim_rules
 
 rows = []
 if have_order:
@@ -391,7 +393,7 @@ else:
 # per connection, reused for every message). Each row's TPS ratio is judged by its own
 # claim (C004.1e-h) in the article's table at the end of this notebook; the ratios are
 # saved as `09_echo_servers_c004`. C004.2's throughput half (`cxx20_pool_sym` /
-# `cxx20_new`) is judged with 07's memory half (`labkit.claim_rules.c004_2`).
+# `cxx20_new`) is judged with 07's memory half (`labkit.lab.claim_rules.c004_2`).
 
 # %%
 c004_claim = {"cxx20_new": ("default new", 100_000),
@@ -453,10 +455,10 @@ table
 # and plain-coroutine figures, and the TPS column of `004_dfc61b1060864bf1.txt`. The
 # article's own rows and columns, its number beside the median measured here with its
 # spread, the relative column it uses, and the claim that judges each row
-# (`labkit.articles`, built from the data this notebook just saved). The row claims
+# (`labkit.lab.articles`, built from the data this notebook just saved). The row claims
 # without a verdict above are judged here by their rules in `data/claims.csv`.
 
 # %%
-from labkit import articles
+from labkit.lab import articles
 
 articles.section("09_echo_servers")

@@ -6,7 +6,7 @@ import pytest
 
 import labkit
 from conftest import PEERS, STACKFUL
-from labkit import entries
+from labkit.core import entries
 
 HUGE = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") * 2
 NOT_MINE = max(range(os.cpu_count() + 64)) + 1  # beyond any CPU of this machine

@@ -1,11 +1,11 @@
-"""labkit.articles: the article tables are built from recorded results (a small fixture
+"""labkit.lab.articles: the article tables are built from recorded results (a small fixture
 written here), keep the article's rows and numbers, judge each row by its written rule,
 and say why when a row cannot be measured."""
 import numpy as np
 import pandas as pd
 import pytest
 
-from labkit import articles, verdicts
+from labkit.lab import articles, verdicts
 
 
 @pytest.fixture

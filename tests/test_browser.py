@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit import reproduce
+from labkit.lab import reproduce
 
 REPO = reproduce.REPO
 CHROMIUM = os.environ.get("LABKIT_CHROMIUM", "/usr/bin/chromium")
@@ -378,7 +378,7 @@ def _report_fixture(tmp_path: Path) -> Path:
     PosixPath repr, a long table), plus the quick run's executed notebooks if one ran."""
     import nbformat
 
-    from labkit import report
+    from labkit.lab import report
 
     results_dir = tmp_path / "results"
     shutil.copytree(REPO / "data", results_dir / "data")

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 import labkit
-from labkit import bundle, results
+from labkit.lab import bundle
+from labkit.core import results
 
 SYNTHETIC = Path(__file__).resolve().parent / "fixtures" / "synthetic-aarch64.labkit"
 
@@ -41,14 +42,14 @@ def test_bundle_has_the_documented_parts(here):
     b = bundle.read_bundle(here)
     assert b["machine"]["machine_id"] == labkit.machine_info()["machine_id"]
     assert set(b["measurements"].notebook) == {"04_latency_ladder"}
-    assert len(b["verdicts"]) == len(labkit.verdicts.claims())
+    assert len(b["verdicts"]) == len(labkit.lab.verdicts.claims())
 
 
 def test_merge_puts_machines_side_by_side(here, FIXTURE):
     out = bundle.merge([here, FIXTURE])
     assert len(out["machines"]) == 2 and "SYNTHETIC" in out["machines"][1]
     v = out["verdicts"]
-    assert len(v) == len(labkit.verdicts.claims())
+    assert len(v) == len(labkit.lab.verdicts.claims())
     fixture_col = out["machines"][1]
     assert v.loc["C002.3", (fixture_col, "verdict")] == "reproduced"
     assert v.loc["C003.1", (fixture_col, "verdict")] == "inconclusive"
@@ -84,7 +85,7 @@ def test_command_line_merge(here, FIXTURE, tmp_path, capsys):
 
 
 def test_compare_notebook_runs_on_two_bundles(here, FIXTURE, tmp_path):
-    from labkit import reproduce
+    from labkit.lab import reproduce
 
     nb = reproduce.NOTEBOOKS / "compare_machines.py"
     import jupytext
@@ -109,7 +110,7 @@ def test_bundle_refuses_another_machines_rows(tmp_path, monkeypatch):
     with pytest.raises(bundle.ForeignResultsError, match="3c7aea930bae.*another machine|another machine.*3c7aea930bae"):
         bundle.make_bundle(tmp_path / "me")
     assert not (tmp_path / "me.labkit").exists()
-    from labkit.cli import main
+    from labkit.lab.cli import main
 
     assert main(["bundle", "-o", str(tmp_path / "me")]) == 2
 

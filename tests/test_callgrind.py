@@ -2,7 +2,7 @@
 exactly against what the switch files say each kernel does."""
 import pytest
 
-from labkit import callgrind
+from labkit.experiments import callgrind
 
 ok, why = callgrind.available()
 pytestmark = pytest.mark.skipif(not ok, reason=why or "callgrind available")

@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 import labkit
-from labkit import cli, reproduce, results
+from labkit.lab import cli, reproduce
+from labkit.core import results
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -100,14 +101,14 @@ def test_a_measurement_failure_is_one_line_and_exit_1(monkeypatch, capsys):
 
 
 def test_room_forwards_its_arguments(monkeypatch, capsys):
-    monkeypatch.delitem(sys.modules, "labkit.room", raising=False)
-    if importlib_find("labkit.room") is None:
+    monkeypatch.delitem(sys.modules, "labkit.lab.room", raising=False)
+    if importlib_find("labkit.lab.room") is None:
         assert cli.main(["room", "serve"]) == 2
         assert "not available in this build" in capsys.readouterr().err
     seen = []
-    fake = types.ModuleType("labkit.room")
+    fake = types.ModuleType("labkit.lab.room")
     fake.main = lambda argv: seen.append(argv) or 3
-    monkeypatch.setitem(sys.modules, "labkit.room", fake)
+    monkeypatch.setitem(sys.modules, "labkit.lab.room", fake)
     monkeypatch.setattr(labkit, "room", fake, raising=False)
     assert cli.main(["room", "join", "--port", "8786", "--help"]) == 3
     assert seen == [["join", "--port", "8786", "--help"]]
@@ -153,7 +154,7 @@ def test_results_outside_a_checkout(tmp_path, monkeypatch):
 
 
 def test_python_m_forms_still_work():
-    for module in ("labkit", "labkit.reproduce"):
+    for module in ("labkit", "labkit.lab.reproduce"):
         res = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True,
                              text=True, timeout=120)
         assert res.returncode == 0, res.stderr

@@ -1,6 +1,6 @@
 """Every committed verdict recomputed from the committed data and the written rules.
 
-The notebooks' verdict cells call labkit.claim_rules; this test calls the same functions
+The notebooks' verdict cells call labkit.lab.claim_rules; this test calls the same functions
 on data/*.csv as committed and compares with the committed ledger, data/00_claims_ledger.csv. Verdict files written
 before the bootstrap method (no `method` column) cannot be recomputed by today's rules
 and are skipped with that reason; after a full `make reproduce` every claim in
@@ -8,8 +8,8 @@ claim_rules.RULES must come out the same."""
 import pandas as pd
 import pytest
 
-from labkit import claim_rules, verdicts
-from labkit.results import REPO
+from labkit.lab import claim_rules, verdicts
+from labkit.core.results import REPO
 
 DATA = REPO / "data"
 

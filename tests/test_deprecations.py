@@ -16,18 +16,19 @@ def test_old_top_level_names_warn_and_are_the_new_ones(old, new):
 
 
 def test_old_modules_warn_and_forward():
-    from labkit import entries, handoff, kernel_switch, kernelinfo
+    from labkit.core import entries, handoff
+    from labkit import kernel_switch, kernelinfo
 
-    with pytest.warns(DeprecationWarning, match="labkit.handoff.os_counts_agree"):
+    with pytest.warns(DeprecationWarning, match="labkit.core.handoff.os_counts_agree"):
         assert kernel_switch.kernel_counts_agree is handoff.os_counts_agree
-    with pytest.warns(DeprecationWarning, match="labkit.entries.catalogue"):
+    with pytest.warns(DeprecationWarning, match="labkit.core.entries.catalogue"):
         assert kernelinfo.kernels is entries.catalogue
     with pytest.raises(AttributeError):
         kernelinfo.no_such_name  # noqa: B018
 
 
 def test_explore_index_moved():
-    from labkit import explore, notebook_index
+    from labkit.lab import explore, notebook_index
 
     with pytest.warns(DeprecationWarning, match="notebook_index"):
         old = explore.experiment_index()

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 import labkit
-from labkit import design
+from labkit.experiments import design
 
 
 def test_plan_gives_every_entry_its_repeats_interleaved():

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit import echo
+from labkit.experiments import echo
 
 AVAILABLE = echo.available()
 HDR = struct.Struct(">II")
@@ -101,7 +101,7 @@ def test_a_missing_server_is_a_row_and_a_clear_error(tmp_path, monkeypatch):
 
 
 def test_build_skips_what_it_cannot_build(tmp_path, monkeypatch):
-    from labkit import native_build as build
+    from labkit.core import native_build as build
 
     monkeypatch.setattr(build, "TARGETS", {k: build.TARGETS[k]
                                            for k in ("callback_epoll", "callback_uring")})

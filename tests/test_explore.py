@@ -1,4 +1,4 @@
-"""The explorer (labkit.explore), driven through its widgets as a person would (set a
+"""The explorer (labkit.lab.explore), driven through its widgets as a person would (set a
 widget's value; the handler runs), and the lab's interactive notebooks: the start page,
 the explorer notebook, the workshop's exercises and their check cells."""
 import json
@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 import labkit
-from labkit import explore, notebook_index, reproduce, workshop
-from labkit.explore import EXTENSION, Explorer, Point
+from labkit.lab import explore, notebook_index, reproduce, workshop
+from labkit.lab.explore import EXTENSION, Explorer, Point
 
 NOTEBOOKS = reproduce.NOTEBOOKS
 WORKSHOP = NOTEBOOKS / "workshop"

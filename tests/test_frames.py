@@ -1,11 +1,13 @@
-"""Coroutine frames (labkit.frames, labkit/cxx/frames.cpp): frame sizes as the compiler
+"""Coroutine frames (labkit.experiments.frames, labkit/cxx/frames.cpp): frame sizes as the compiler
 states them, the pools' bookkeeping over a million create/destroy cycles, bad input, and
 the worker keeping the caller's memory clean. No timing thresholds."""
 import os
 
 import pytest
 
-from labkit import frames, native
+from labkit.experiments import frames
+
+from labkit.core import native
 
 pytestmark = pytest.mark.skipif(bool(native.peers_missing_reason()),
                                 reason=native.peers_missing_reason() or "peers built")

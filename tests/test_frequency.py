@@ -1,4 +1,4 @@
-"""Switch frequency and batching (labkit.frequency, notebook 08): the counters prove every
+"""Switch frequency and batching (labkit.experiments.frequency, notebook 08): the counters prove every
 switch and every task happened, batching divides the switches by the batch size, the
 share of time switching is what its definition makes it, and bad input is refused by
 name. No test here asserts how fast anything is."""
@@ -7,8 +7,12 @@ import os
 import pandas as pd
 import pytest
 
-from labkit import frequency, verdicts, worker
-from labkit.timing import SwitchCountError
+from labkit.experiments import frequency
+
+from labkit.lab import verdicts
+
+from labkit.core import worker
+from labkit.core.timing import SwitchCountError
 
 KiB = 1 << 10
 # Small runs: a few thousand switches, milliseconds each.

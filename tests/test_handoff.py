@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import labkit
-from labkit import handoff, worker
+from labkit.core import handoff, worker
 
 PAIR = handoff.two_cpus()
 
@@ -65,7 +65,7 @@ def test_nothing_is_left_running_even_after_a_failure():
     # A run that fails inside C (the other side cannot pin itself) cleans up too.
     for mode in range(len(labkit.HANDOFF_MODES)):
         with pytest.raises(worker.WorkerError, match="pin"):
-            worker.call("labkit.handoff", "worker_pingpong", mode=mode, cpu_a=0,
+            worker.call("labkit.core.handoff", "worker_pingpong", mode=mode, cpu_a=0,
                         cpu_b=1023, rounds=100, warmup=0, repeats=1, describe="bad pin",
                         timeout=60)
     assert worker.shared_worker().pid == pid  # the worker survived

@@ -1,72 +1,107 @@
-"""The package's layers (docs/architecture.md): a module imports only from its own layer
-and the layers below it, and every module has a layer. Read from the source with ast, so a
-function-local import counts the same as one at the top."""
+"""The package's layers (docs/architecture.md): the folder a module is in is its layer
+(labkit/core, labkit/experiments, labkit/lab), and a module imports only from its own layer
+and the layers below it. Within the core, the base modules (errors, the argument checks,
+where results go, the build table, the struct layouts, the worker's entry point) import
+nothing above themselves either. Read from the source with ast, so a function-local import
+counts the same as one at the top."""
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
+from labkit import _moved
+
 PACKAGE = Path(__file__).resolve().parent.parent / "labkit"
 
-# Lowest first. Keep in step with docs/architecture.md.
-LAYERS = {
-    "base": ["errors", "validate", "results", "native_build", "structs", "_worker_main"],
-    "core": ["_core", "native", "worker", "machine", "entries", "timing", "checks", "pypeers",
-             "handoff", "stats", "plots"],
-    "experiments": ["callgrind", "frames", "frequency", "echo", "design"],
-    "lab": ["verdicts", "claim_rules", "stability", "ledger", "articles", "report", "sweep",
-            "reproduce", "bundle", "explore", "workshop", "notebook_index", "room",
-            "room_suite", "room_tls", "cli", "__main__", "__init__",
-            # deprecated names, kept for one release
-            "kernel_switch", "kernelinfo"],
-}
-RANK = {m: i for i, mods in enumerate(LAYERS.values()) for m in mods}
-LAYER_NAME = {m: name for name, mods in LAYERS.items() for m in mods}
+# Lowest first. The folders are the layers; "base" and "top" are the modules at labkit/.
+BASE = {"errors", "_moved", "core.validate", "core.results", "core.native_build",
+        "core.structs", "core._worker_main"}
+# labkit/__init__.py is the public API over the core (measure, catalogue, ...): the
+# experiments and the lab may use it, the core may not.
+API = {"__init__"}
+TOP = {"__main__", "kernel_switch", "kernelinfo"}  # the last two: deprecated names
+RANKS = {"base": 0, "core": 1, "api": 2, "experiments": 3, "lab": 4, "top": 5}
+
+
+def _layer(name: str) -> str:
+    """name: a module's path below labkit/ with dots, without .py (core.timing, errors)."""
+    if name in BASE:
+        return "base"
+    if name in API:
+        return "api"
+    if name in TOP:
+        return "top"
+    head = name.split(".")[0]
+    return head if head in ("core", "experiments", "lab") else "?"
 
 
 def _modules():
-    for path in sorted(PACKAGE.glob("*.py")) + sorted(PACKAGE.glob("*.pyx")):
-        yield path.stem, path
-    for path in sorted(PACKAGE.glob("*/__init__.py")):
-        yield path.parent.name, path.parent
-
-
-def _imports(path: Path) -> set[str]:
-    """The labkit modules that `path` (a file, or a subpackage's folder) imports."""
-    files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
-    found = set()
-    for f in files:
-        if f.suffix == ".pyx":
-            text = f.read_text()
-            found |= {m for m in RANK if f"from labkit import {m}" in text
-                      or f"labkit.{m} " in text}
+    for path in sorted(PACKAGE.rglob("*.py")) + sorted(PACKAGE.rglob("*.pyx")):
+        rel = path.relative_to(PACKAGE).with_suffix("")
+        if rel.parts[0] in ("bin", "shipped") or "__pycache__" in rel.parts:
             continue
-        for node in ast.walk(ast.parse(f.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                parts = node.module.split(".")
-                if parts[0] != "labkit":
-                    continue
-                if len(parts) > 1:
-                    found.add(parts[1])
-                else:
-                    found |= {a.name for a in node.names if a.name in RANK}
-            elif isinstance(node, ast.Import):
-                for a in node.names:
-                    parts = a.name.split(".")
-                    if parts[0] == "labkit" and len(parts) > 1:
-                        found.add(parts[1])
+        if rel.name == "__init__" and len(rel.parts) > 1:
+            rel = rel.parent
+        yield ".".join(rel.parts), path
+
+
+def _imported(node) -> set[str]:
+    """The labkit modules (as below labkit/, with dots) one import statement names."""
+    found = set()
+    if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        if node.module == "labkit" or node.module.startswith("labkit."):
+            base = node.module.split(".")[1:]
+            if base:
+                found.add(".".join(base))
+            found |= {".".join([*base, a.name]) for a in node.names}
+            if not base and any(a.name not in _module_names() for a in node.names):
+                found.add("__init__")  # a name of the public API
+    elif isinstance(node, ast.Import):
+        found |= {a.name.split(".", 1)[1] if "." in a.name else "__init__"
+                  for a in node.names if a.name.split(".")[0] == "labkit"}
     return found
 
 
+def _imports(path: Path) -> set[str]:
+    if path.suffix == ".pyx":
+        text = path.read_text()
+        return {m.replace("labkit.", "", 1) for m in re.findall(r"labkit(?:\.\w+)+", text)} | \
+               {f"{pkg}.{m}" for pkg, m in re.findall(r"from labkit\.(\w+) import (\w+)", text)}
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        found |= _imported(node)
+    # only names that are modules (or packages) of labkit; functions imported from them drop out
+    return {n for n in found if n in _module_names()}
+
+
+def _module_names() -> set[str]:
+    return {name for name, _ in _modules()}
+
+
+def test_the_flat_package_is_gone():
+    flat = sorted(p.name for p in PACKAGE.glob("*.py")
+                  if p.stem not in TOP | API | BASE)
+    assert not flat, f"put these modules in labkit/core, experiments or lab: {flat}"
+
+
 def test_every_module_has_a_layer():
-    missing = [name for name, _ in _modules() if name not in RANK]
-    assert not missing, f"give these modules a layer in tests/test_layers.py and docs/architecture.md: {missing}"
+    missing = [name for name, _ in _modules() if _layer(name) == "?"]
+    assert not missing, f"give these modules a layer (a folder, docs/architecture.md): {missing}"
+
+
+def test_every_moved_name_still_resolves():
+    for old, new in _moved.MOVED.items():
+        if new.endswith(".procfs") and not (PACKAGE / "core" / "procfs.py").exists():
+            continue
+        rel = new.split(".", 1)[1].replace(".", "/")
+        assert (PACKAGE / f"{rel}.py").exists() or (PACKAGE / rel / "__init__.py").exists() \
+            or list((PACKAGE / rel).parent.glob(Path(rel).name + ".*.so")), old
 
 
 @pytest.mark.parametrize("name, path", list(_modules()), ids=[n for n, _ in _modules()])
 def test_imports_go_down_or_across_never_up(name, path):
-    if name not in RANK:
-        pytest.skip("no layer (see test_every_module_has_a_layer)")
-    up = sorted(m for m in _imports(path) - {name} if m in RANK and RANK[m] > RANK[name])
-    assert not up, (f"labkit.{name} ({LAYER_NAME[name]}) imports from a higher layer: "
-                    + ", ".join(f"{m} ({LAYER_NAME[m]})" for m in up))
+    rank = RANKS[_layer(name)]
+    up = sorted(m for m in _imports(path) - {name} if RANKS.get(_layer(m), -1) > rank)
+    assert not up, (f"labkit.{name} ({_layer(name)}) imports from a higher layer: "
+                    + ", ".join(f"{m} ({_layer(m)})" for m in up))

@@ -4,7 +4,7 @@ import re
 import pandas as pd
 
 import labkit
-from labkit.machine import ROW_METADATA
+from labkit.core.machine import ROW_METADATA
 
 
 def test_rows_carry_machine_and_build_metadata():
@@ -34,7 +34,7 @@ def test_per_switch_figures_are_consistent():
 
 
 def test_kernel_table_lists_every_kernel_with_a_reason_when_missing():
-    from labkit.entries import ALL_NAMES
+    from labkit.core.entries import ALL_NAMES
 
     k = labkit.catalogue()
     assert list(k.kernel) == list(ALL_NAMES)
@@ -64,7 +64,7 @@ def test_summarize_flags_noise_by_pyperf_rule():
 
 
 def test_a_missing_peer_is_a_row_that_says_why_not_a_crash(tmp_path, monkeypatch):
-    from labkit import native
+    from labkit.core import native
 
     monkeypatch.setattr(native, "VARIANTS_DIR", tmp_path)  # as if Boost had not been there
     k = labkit.catalogue().set_index("kernel")

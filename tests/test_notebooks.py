@@ -3,7 +3,7 @@ data and figures and ends with a verdict table covering the claims it is registe
 import pandas as pd
 import pytest
 
-from labkit import reproduce, verdicts
+from labkit.lab import reproduce, verdicts
 
 NOTEBOOKS = [p for p in reproduce.notebook_sources() if p.stem != reproduce.LEDGER]
 
@@ -49,7 +49,7 @@ def test_notebook_runs_in_quick_mode(source, tmp_path):
 def test_ledger_lists_every_claim_once_and_never_passes_by_default(tmp_path):
     import shutil
 
-    from labkit import ledger
+    from labkit.lab import ledger
 
     # One experiment's verdicts present, one failed in this run, the rest never ran.
     (tmp_path / "data").mkdir()

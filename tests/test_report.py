@@ -6,7 +6,7 @@ import re
 import nbformat
 import pytest
 
-from labkit import report, reproduce
+from labkit.lab import report, reproduce
 
 
 def _cell(*outputs):

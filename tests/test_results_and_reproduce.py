@@ -6,7 +6,9 @@ import os
 import pandas as pd
 import pytest
 
-from labkit import reproduce, results, verdicts
+from labkit.lab import reproduce, verdicts
+
+from labkit.core import results
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from labkit import reproduce
+from labkit.lab import reproduce
 
 pytestmark = pytest.mark.notebook
 
@@ -29,8 +29,8 @@ TINY = textwrap.dedent(f'''\
 
     import pandas as pd
 
-    from labkit import results
-    from labkit.sweep import sweep
+    from labkit.core import results
+    from labkit.lab.sweep import sweep
 
 
     def one(i):
@@ -48,7 +48,8 @@ TINY = textwrap.dedent(f'''\
 DRIVER = textwrap.dedent('''\
     import sys
     from pathlib import Path
-    from labkit import reproduce, results
+    from labkit.lab import reproduce
+    from labkit.core import results
     reproduce.NOTEBOOKS = Path(sys.argv[1])
     results.set_home(sys.argv[2])
     sys.exit(reproduce.main(sys.argv[3:]))

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from labkit import native_build
+from labkit.core import native_build
 
-# The source lists are declared once, in labkit/native_build.py (setup.py reads them too).
+# The source lists are declared once, in labkit/core/native_build.py (setup.py reads them too).
 PACKAGE = Path(native_build.__file__).resolve().parent
 SOURCES = [str(PACKAGE / f) for f in native_build.SELFTEST_SOURCES]
 HANDOFF = [str(PACKAGE / f) for f in native_build.HANDOFF_SELFTEST_SOURCES]

@@ -2,7 +2,7 @@
 import pandas as pd
 import pytest
 
-from labkit import stability
+from labkit.lab import stability
 
 
 def _ledger(verdicts):
@@ -43,7 +43,7 @@ def test_a_tiny_quick_stability_run(tmp_path, capsys, monkeypatch):
     assert row["run 1"] != "not-measured" and row["run 2"] != "not-measured"
     assert (tmp_path / "run-2" / "data" / "06_fp_state_and_return_verdict_runs.csv").exists()
     # The analysis is reproducible: the verdicts recompute from what the run saved.
-    from labkit import claim_rules
+    from labkit.lab import claim_rules
 
     saved = pd.read_csv(tmp_path / "run-1" / "data" / "06_fp_state_and_return_verdicts.csv",
                         dtype=str).fillna("").set_index("claim_id")

@@ -5,7 +5,7 @@ import ctypes
 
 import pytest
 
-from labkit import _core, native, structs
+from labkit.core import _core, native, structs
 
 
 def test_every_library_describes_lk_sample_alike():

@@ -5,7 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from labkit import stats, verdicts
+from labkit.core import stats
+
+from labkit.lab import verdicts
 
 
 def test_an_interval_on_one_side_decides():

@@ -35,14 +35,14 @@ def wheel(tmp_path_factory):
 
 def test_wheel_holds_what_the_lab_needs(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert any(n.startswith("labkit/_core.") and n.endswith(".so") for n in names)
+    assert any(n.startswith("labkit/core/_core.") and n.endswith(".so") for n in names)
     assert "labkit/bin/liblabkit_c-O2.so" in names and "labkit/bin/lk_count" in names
     assert "labkit/bin/build.json" in names  # and the reasons for anything skipped
     assert "labkit/shipped/data/claims.csv" in names
     assert f"labkit/shipped/notebooks/{SMALL_NOTEBOOK}.py" in names
-    assert "labkit/cli.py" in names
+    assert "labkit/lab/cli.py" in names
     meta = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
-    assert "labkit = labkit.cli:main" in zipfile.ZipFile(wheel).read(meta).decode()
+    assert "labkit = labkit.lab.cli:main" in zipfile.ZipFile(wheel).read(meta).decode()
 
 
 def test_installed_wheel_measures_and_reproduces(wheel, tmp_path):

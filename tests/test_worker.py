@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from labkit import worker
+from labkit.core import worker
 
 
 def _alive(pid):
@@ -22,19 +22,19 @@ def _alive(pid):
 def test_timeout_kills_the_worker_and_says_so():
     w = worker.Worker()
     try:
-        pid = worker.call("labkit.worker", "worker_ping", worker=w, timeout=30, describe="ping")
+        pid = worker.call("labkit.core.worker", "worker_ping", worker=w, timeout=30, describe="ping")
         with pytest.raises(worker.MeasurementTimeout, match="did not answer"):
-            worker.call("labkit.worker", "worker_sleep", seconds=60, worker=w, timeout=0.5, describe="sleep")
+            worker.call("labkit.core.worker", "worker_sleep", seconds=60, worker=w, timeout=0.5, describe="sleep")
         assert not _alive(pid)
         # The next call starts a new worker.
-        assert worker.call("labkit.worker", "worker_ping", worker=w, timeout=30, describe="ping") != pid
+        assert worker.call("labkit.core.worker", "worker_ping", worker=w, timeout=30, describe="ping") != pid
     finally:
         w.close()
 
 
 def test_close_leaves_no_process():
     w = worker.Worker()
-    pid = worker.call("labkit.worker", "worker_ping", worker=w, timeout=30, describe="ping")
+    pid = worker.call("labkit.core.worker", "worker_ping", worker=w, timeout=30, describe="ping")
     assert _alive(pid)
     w.close()
     assert not _alive(pid)
@@ -46,7 +46,7 @@ def test_worker_errors_are_reported():
         with pytest.raises(worker.WorkerError, match="may only run labkit"):
             worker.call("os", "system", command="true", worker=w, timeout=30, describe="bogus job")
         with pytest.raises(worker.WorkerError, match="has no attribute"):
-            worker.call("labkit.worker", "worker_nothing", worker=w, timeout=30, describe="bogus job")
+            worker.call("labkit.core.worker", "worker_nothing", worker=w, timeout=30, describe="bogus job")
     finally:
         w.close()
 

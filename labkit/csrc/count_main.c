@@ -1,5 +1,5 @@
 /* count_main.c -- runs one ping-pong of one kernel or peer from a labkit build, untimed,
- * for valgrind --tool=callgrind to count its instructions (labkit/callgrind.py).
+ * for valgrind --tool=callgrind to count its instructions (labkit/experiments/callgrind.py).
  *
  *   lk_count LIB core|peer INDEX ROUNDS ONLY STACK
  *

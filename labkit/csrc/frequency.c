@@ -217,5 +217,5 @@ done:
     return rc;
 }
 
-/* What labkit/structs.py reads an lk_freq_sample by (lk_layout.h). */
+/* What labkit/core/structs.py reads an lk_freq_sample by (lk_layout.h). */
 LK_LAYOUT(lk_freq_sample, LK_FREQ_SAMPLE_FIELDS)

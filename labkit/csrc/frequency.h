@@ -11,7 +11,7 @@
  * is left of the difference is the cost of switching (the transfers and the cache and
  * branch-predictor damage they do to the work around them).
  *
- * Called through ctypes (labkit/native.py) inside a worker process only. */
+ * Called through ctypes (labkit/core/native.py) inside a worker process only. */
 #ifndef LK_FREQUENCY_H
 #define LK_FREQUENCY_H
 

@@ -762,6 +762,6 @@ int lk_yield_run(int cpu, uint64_t units, uint64_t k, lk_yield_sample *out, char
     return 0;
 }
 
-/* What labkit/structs.py reads these samples by (lk_layout.h). */
+/* What labkit/core/structs.py reads these samples by (lk_layout.h). */
 LK_LAYOUT(lk_handoff_sample, LK_HANDOFF_SAMPLE_FIELDS)
 LK_LAYOUT(lk_yield_sample, LK_YIELD_SAMPLE_FIELDS)

@@ -89,7 +89,7 @@ __attribute__((noinline)) static void loop_base(pingpong *p, uint64_t rounds) {
     }
 }
 
-/* For instruction counting (labkit.callgrind): 1 runs only the switch loops, 2 only the
+/* For instruction counting (labkit.experiments.callgrind): 1 runs only the switch loops, 2 only the
  * empty loops, so that each can be counted alone. 0, the default, runs both. */
 static int only_loops = 0;
 void lk_set_only(int which) { only_loops = which; }
@@ -194,5 +194,5 @@ double lk_ticks_per_ns(int ms) {
 
 const char *lk_timer_name(void) { return LK_TIMER_NAME; }
 
-/* What labkit/structs.py reads an lk_sample by (lk_layout.h). */
+/* What labkit/core/structs.py reads an lk_sample by (lk_layout.h). */
 LK_LAYOUT(lk_sample, LK_SAMPLE_FIELDS)

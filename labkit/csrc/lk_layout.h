@@ -7,7 +7,7 @@
  *                                                     that fills the struct)
  *
  * LK_LAYOUT defines lk_layout_<name>(), the fields as "uint64_t loop_ns;int64_t xinuse;",
- * and lk_sizeof_<name>(). labkit/structs.py builds its ctypes structure from that text and
+ * and lk_sizeof_<name>(). labkit/core/structs.py builds its ctypes structure from that text and
  * checks the size, so neither Cython nor ctypes lists the fields again, and a library built
  * from an older header is caught rather than misread. */
 #ifndef LK_LAYOUT_H

@@ -1,7 +1,7 @@
 /* frames.cpp -- C++20 coroutine frames: how big the compiler makes them, what allocating
  * them costs (heap against free-list pools), and what a million suspended coroutines, or
  * a million stackful contexts, keep resident. The API is in frames.h; notebook 07 and
- * labkit/frames.py call it through ctypes inside a worker process.
+ * labkit/experiments/frames.py call it through ctypes inside a worker process.
  *
  * Frame sizes are read where the compiler states them: the promise's operator new gets
  * the frame's size as its argument. Resident memory is read from /proc/self/status while
@@ -859,7 +859,7 @@ int lkf_stackful_run(size_t stack_size, int touch, int guard, uint64_t n,
     return -1;
 }
 
-/* What labkit/structs.py reads these structs by (lk_layout.h). */
+/* What labkit/core/structs.py reads these structs by (lk_layout.h). */
 LK_LAYOUT(lkf_sample, LKF_SAMPLE_FIELDS)
 LK_LAYOUT(lkf_pool_stats, LKF_POOL_STATS_FIELDS)
 LK_LAYOUT(lkf_mem_report, LKF_MEM_REPORT_FIELDS)

@@ -342,7 +342,7 @@ void fibers_finish(pingpong *) { boost::this_fiber::yield(); }
 
 /* ---- the timing, as in harness.c ---- */
 
-/* For instruction counting (labkit.callgrind): 1 runs only the switch loops, 2 only the
+/* For instruction counting (labkit.experiments.callgrind): 1 runs only the switch loops, 2 only the
  * empty loops. 0, the default, runs both. */
 int g_only = 0;
 
@@ -407,7 +407,7 @@ void fpctl_save(uint32_t *mx, uint16_t *cw) {
 }
 void fpctl_reset() { fpctl_load(0x1F80, 0x037F); }
 #else
-/* labkit.native only offers fp_control for this peer on x86-64. */
+/* labkit.core.native only offers fp_control for this peer on x86-64. */
 void fpctl_load(uint32_t, uint16_t) {}
 void fpctl_save(uint32_t *mx, uint16_t *cw) { *mx = 0; *cw = 0; }
 void fpctl_reset() {}

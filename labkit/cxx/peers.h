@@ -1,6 +1,6 @@
 /* peers.h -- the real systems the articles compare switch costs against (plain calls, a
  * syscall, C++20 coroutines, Boost.Context, Boost.Fiber), timed by the method of harness.c.
- * Plain C so that C and C++ can include it and ctypes (labkit/native.py) can call it; the
+ * Plain C so that C and C++ can include it and ctypes (labkit/core/native.py) can call it; the
  * bodies are in peers.cpp. */
 #ifndef LABKIT_PEERS_H
 #define LABKIT_PEERS_H

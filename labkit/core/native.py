@@ -1,0 +1,219 @@
+"""The ctypes side of labkit's one binding layer: the C core's optimisation-level builds
+(labkit/bin/liblabkit_c-<tag>.so: the timed ping-pong and the switch-frequency runs) and
+the C++ library (liblabkit_peers-<tag>.so: Boost.Context, Boost.Fiber, C++20 coroutines,
+plain calls, and the coroutine frames of notebook 07). Every C function Python calls
+through ctypes is declared here, once; the structs it fills come from the C headers
+through labkit.core.structs. The Cython extension labkit.core._core is the other half of the layer:
+the same C, built with the extension's flags.
+
+Timed runs happen inside worker processes only; the look-ups (builds, peer availability,
+flags) are safe anywhere."""
+from __future__ import annotations
+
+import ctypes
+import functools
+import platform
+from pathlib import Path
+
+from labkit.core import structs
+
+VARIANTS_DIR = Path(__file__).resolve().parents[1] / "bin"  # labkit.core.native_build.OUT_NAME
+
+
+# The build a peer, a frame or a frequency run is measured with unless another is asked for.
+DEFAULT_BUILD = "O2"
+
+
+def check_build(value, *, have: list[str] | None = None, why_none: str = "",
+                none_means: str = "") -> str:
+    """`value` if it names one of the builds in `have` (default: builds()), else a
+    ValueError naming the parameter and the choices (and `why_none`, why there are none or
+    few); a TypeError if it is not a str. none_means: what None would have meant, for the
+    message of a caller that accepts None."""
+    if not isinstance(value, str):
+        raise TypeError(f"build must be a str naming a build{' or None' if none_means else ''}, "
+                        f"not {type(value).__name__}")
+    have = builds() if have is None else have
+    if value not in have:
+        raise ValueError(f"build must be one of {have}{f' (or None for {none_means})' if none_means else ''}; "
+                         f"got {value!r}"
+                         + (f": {why_none}" if why_none else "" if have
+                            else ": none is built, run `make setup`"))
+    return value
+
+
+def builds() -> list[str]:
+    """Tags of the optimisation-level builds present: O0, O1, O2, O3, Os, O2-native."""
+    order = ["O0", "O1", "O2", "O3", "Os", "O2-native"]
+    found = {p.name[len("liblabkit_c-"):-len(".so")] for p in VARIANTS_DIR.glob("liblabkit_c-*.so")}
+    return [t for t in order if t in found] + sorted(found - set(order))
+
+
+class Library:
+    """A loaded native library: its C functions declared with their types, and the structs
+    they fill (made from the library's own layout, lk_layout.h)."""
+
+    def __init__(self, path: Path, struct_names: tuple[str, ...], prototypes):
+        self.path = path
+        self._dll = ctypes.CDLL(str(path))
+        self.structs = {name: self._struct(name) for name in struct_names}
+        for fname, (restype, argtypes) in prototypes(self.structs).items():
+            fn = getattr(self._dll, fname)
+            fn.restype, fn.argtypes = restype, argtypes
+
+    def _struct(self, name: str):
+        layout, size = getattr(self._dll, f"lk_layout_{name}"), getattr(self._dll, f"lk_sizeof_{name}")
+        layout.restype, layout.argtypes = ctypes.c_char_p, []
+        size.restype, size.argtypes = ctypes.c_size_t, []
+        return structs.struct_type(name, layout().decode(), size())
+
+    def __getattr__(self, name):
+        return getattr(self._dll, name)
+
+    def new(self, struct: str, count: int | None = None):
+        """A zeroed `struct`, or an array of `count` of them, for a C function to fill."""
+        cls = self.structs[struct]
+        return cls() if count is None else (cls * count)()
+
+    def samples(self, fname: str, struct: str, repeats: int, *args) -> list[dict]:
+        """Call fname(*args, out, err, errlen) with out an array of `repeats` structs:
+        one dict per sample, or RuntimeError with the C side's message."""
+        out = self.new(struct, repeats)
+        check(getattr(self._dll, fname), *args, out)
+        return structs.as_dicts(out)
+
+
+def check(fn, *args) -> None:
+    """Call fn(*args, err, errlen), the C convention of this lab: 0, or -1 with a message
+    in err, raised here as RuntimeError."""
+    err = ctypes.create_string_buffer(512)
+    if fn(*args, err, len(err)) != 0:
+        raise RuntimeError(err.value.decode())
+
+
+_u64, _u32, _sz, _int, _str = (ctypes.c_uint64, ctypes.c_uint32, ctypes.c_size_t, ctypes.c_int,
+                               ctypes.c_char_p)
+
+
+def _core_prototypes(s) -> dict:
+    P = ctypes.POINTER
+    return {
+        "lk_cflags": (_str, []),
+        "lk_pingpong_fp": (_int, [_int, _sz, _int, _u64, _int, _int, _int, P(s["lk_sample"]),
+                                  _str, _sz]),
+        "lk_freq_ticks_per_unit": (ctypes.c_double, [_u64, _int]),
+        "lk_freq_run": (_int, [_sz, _int, _u32, _u64, _u64, _int, _int,
+                               P(s["lk_freq_sample"]), _str, _sz]),
+    }
+
+
+@functools.lru_cache(maxsize=None)
+def core(tag: str) -> Library:
+    """The C core built at optimisation level `tag` (O0 ... O2-native)."""
+    path = VARIANTS_DIR / f"liblabkit_c-{tag}.so"
+    if not path.exists():
+        raise FileNotFoundError(f"no build {tag!r} at {path}: run `make setup`")
+    return Library(path, ("lk_sample", "lk_freq_sample"), _core_prototypes)
+
+
+def cflags(tag: str) -> str:
+    return core(tag).lk_cflags().decode()
+
+
+def pingpong(tag, kernel, stack_size, prefault, rounds, warmup, repeats, fpctl_mode=0):
+    """lk_pingpong_fp of the given build; the same dicts as labkit.core._core.pingpong."""
+    return core(tag).samples("lk_pingpong_fp", "lk_sample", repeats, kernel, stack_size,
+                             int(prefault), rounds, warmup, repeats, fpctl_mode)
+
+
+# ---- the C++ peers ----
+
+PEER_BUILD = DEFAULT_BUILD
+
+
+def peers_missing_reason() -> str:
+    """Why the peers library is not there ('' if it is)."""
+    if (VARIANTS_DIR / f"liblabkit_peers-{PEER_BUILD}.so").exists():
+        return ""
+    log = VARIANTS_DIR / f"liblabkit_peers-{PEER_BUILD}.so.missing.txt"
+    text = log.read_text() if log.exists() else ""
+    if text.startswith("missing here:"):
+        return text.splitlines()[0]
+    lines = [ln for ln in text.splitlines() if "error" in ln]
+    detail = f" (compiler said: {lines[0].strip()[:200]})" if lines else ""
+    return ("the C++ peers are not built: install Boost and a C++20 compiler "
+            "(apt-get install g++ libboost-context-dev libboost-fiber-dev), then run "
+            "`make setup`" + detail)
+
+
+def _peers_prototypes(s) -> dict:
+    P = ctypes.POINTER
+    return {
+        "lkx_pingpong": (_int, [_int, _sz, _u64, _int, _int, P(s["lk_sample"]), _str, _sz]),
+        "lkx_peer_name": (_str, [_int]),
+        "lkx_peer_saves": (_str, [_int]),
+        "lkx_cflags": (_str, []),
+        "lkx_set_fpctl": (None, [_int]),
+        "lkx_cxx20_frame_bytes": (_sz, []),
+        # the coroutine frames of notebook 07 (labkit/cxx/frames.h, labkit.experiments.frames)
+        "lkf_variant_name": (_str, [_int]),
+        "lkf_allocator_name": (_str, [_int]),
+        "lkf_frame_bytes": (_sz, [_int]),
+        "lkf_live_bytes": (_sz, [_int]),
+        "lkf_promise_bytes": (_sz, []),
+        "lkf_alloc_bench": (_int, [_int, _sz, _u64, _u64, _int, _int, P(s["lkf_sample"]),
+                                   _str, _sz]),
+        "lkf_pool_stats_of": (_int, [_int, P(s["lkf_pool_stats"])]),
+        "lkf_pool_release": (_int, [_int]),
+        "lkf_coro_run": (_int, [_int, _int, _u64, _u64, _int, P(s["lkf_mem_report"]),
+                                P(s["lkf_pool_stats"]), _str, _sz]),
+        "lkf_stackful_run": (_int, [_sz, _int, _int, _u64, P(s["lkf_mem_report"]), _str, _sz]),
+    }
+
+
+@functools.lru_cache(maxsize=None)
+def peers(tag: str) -> Library:
+    """The C++ library (peers and frames) built at optimisation level `tag`."""
+    path = VARIANTS_DIR / f"liblabkit_peers-{tag}.so"
+    if not path.exists():
+        raise FileNotFoundError(peers_missing_reason() or f"no peers build {tag!r} at {path}")
+    return Library(path, ("lk_sample", "lkf_sample", "lkf_pool_stats", "lkf_mem_report"),
+                   _peers_prototypes)
+
+
+def peer_names(tag: str = PEER_BUILD) -> list[str]:
+    lib = peers(tag)
+    names = []
+    while True:
+        name = lib.lkx_peer_name(len(names)).decode()
+        if name == "?":
+            return names
+        names.append(name)
+
+
+def peer_saves(name: str, tag: str = PEER_BUILD) -> str:
+    return peers(tag).lkx_peer_saves(peer_names(tag).index(name)).decode()
+
+
+def peers_cflags(tag: str) -> str:
+    return peers(tag).lkx_cflags().decode()
+
+
+def cxx20_frame_bytes(tag: str = PEER_BUILD) -> int:
+    return int(peers(tag).lkx_cxx20_frame_bytes())
+
+
+# The peers whose FP control words can be set apart (MXCSR: x86-64 only).
+FPCTL_PEERS = ("boost_fcontext",) if platform.machine() in ("x86_64", "AMD64") else ()
+
+
+def peer_pingpong(tag, name, stack_size, rounds, warmup, repeats, fpctl_mode=0):
+    """lkx_pingpong of the given build; the same dicts as labkit.core._core.pingpong."""
+    index = peer_names(tag).index(name)
+    lib = peers(tag)
+    lib.lkx_set_fpctl(fpctl_mode if name in FPCTL_PEERS else 0)
+    try:
+        return lib.samples("lkx_pingpong", "lk_sample", repeats, index, stack_size, rounds,
+                           warmup, repeats)
+    finally:
+        lib.lkx_set_fpctl(0)

@@ -1,0 +1,59 @@
+"""Plot helpers for the notebooks: medians with quartile error bars, labelled units, and
+the machine in the caption (absolute ns only ever appear beside their machine)."""
+from __future__ import annotations
+
+
+def machine_caption(info: dict | None = None) -> str:
+    """One line naming the machine and build a figure's numbers come from."""
+    if info is None:
+        from labkit.core.machine import machine_info
+
+        info = machine_info()
+    return (f"{info['cpu_model']} ({info['arch']}, {info['cpu_count']} CPUs, "
+            f"TSC {info['tsc_ghz']:.2f} GHz, {info['virtualization']}), Linux "
+            f"{info['kernel_release']}, {info['compiler']} {info['opt_level']}, "
+            f"labkit {info['labkit_commit']}")
+
+
+def errorbars(ax, summary, *, x: str, hue: str | None = None, y: str = "median",
+              lo: str = "q1", hi: str = "q3", label_fmt: str = "{}", **kw):
+    """Draw medians with [lo, hi] error bars (quartiles by default), one line per hue."""
+    groups = summary.groupby(hue, sort=False) if hue else [(None, summary)]
+    for key, g in groups:
+        g = g.sort_values(x)
+        yerr = [(g[y] - g[lo]).clip(lower=0), (g[hi] - g[y]).clip(lower=0)]
+        ax.errorbar(g[x], g[y], yerr=yerr, marker="o", capsize=3,
+                    label=label_fmt.format(key) if hue else None, **kw)
+    if hue:
+        ax.legend(fontsize="small")
+    ax.grid(True, which="both", alpha=0.3)
+    return ax
+
+
+def log_axis(ax, which: str = "y", base: int = 10):
+    """A log scale with plain numbers on it (5, 10, 20) instead of powers."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    axis = ax.yaxis if which == "y" else ax.xaxis
+    (ax.set_yscale if which == "y" else ax.set_xscale)("log", base=base)
+    axis.set_major_locator(LogLocator(base=base, subs=(1.0, 2.0, 5.0) if base == 10 else (1.0,)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+
+
+def bytes_label(n: int) -> str:
+    """4096 -> '4 KiB', 8388608 -> '8 MiB'."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n} B"
+
+
+def finish(fig, name: str, caption: str | None = None):
+    """Add the machine caption under the figure and save it as figures/<name>.png/.svg."""
+    from labkit.core import results
+
+    fig.text(0.01, -0.02, caption or machine_caption(), fontsize=7, ha="left", va="top",
+             wrap=True)
+    fig.tight_layout()
+    return results.save_figure(fig, name)

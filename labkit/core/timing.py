@@ -1,0 +1,224 @@
+"""Timing: labkit.measure times one kernel's ping-pong in a worker process, one row per repeat."""
+from __future__ import annotations
+
+from labkit.core import entries as _entries
+from labkit.core import machine as _machine
+from labkit.core import validate as _v
+from labkit.core import worker as _worker
+from labkit.errors import SwitchCountError  # noqa: F401
+
+
+FP_CONTROL_MODES = {"as-is": 0, "same": 1, "differ": 2}
+
+
+def _default_timeout(switches: int, runs: int) -> float:
+    # Generous: 5 us a switch is 20x the slowest kernel here (ucontext), plus start-up.
+    return 60.0 + runs * switches * 5e-6
+
+
+def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000_000,
+            repeats: int = 10, warmup: int = 1, cpu: int | None = None,
+            prefault: bool | None = None, build: str | None = None, fp_control: str = "as-is",
+            timeout: float | None = None):
+    """Time `switches` switches between two contexts with `kernel`, `repeats` times after
+    `warmup` dropped runs, in a worker process. Returns a DataFrame with one row per repeat:
+    ns and cycle-counter ticks per switch with the empty loop's cost subtracted
+    (`ns_per_switch`, `ticks_per_switch`), the raw and baseline figures, page faults,
+    the switch counters' check, and the machine and build metadata.
+
+    stack_size is in bytes (None: 64 KiB; must stay None for the stackless kernel);
+    it is rounded up to whole pages and the real size is recorded. cpu pins the worker
+    to one CPU. prefault touches the whole stack before timing (labkit's stackful kernels:
+    default True; must stay None for the others, whose stacks are not labkit's). build picks one of the
+    C core's optimisation-level builds (labkit.builds(): "O0" ... "O2-native") instead
+    of the extension's own (-O2); the peers (labkit.catalogue().query("system == 'peer'"))
+    always come from such a build, "O2" by default. fp_control: "as-is"; "same" (both contexts hold the
+    default FP control words); "differ" (main did an inexact division after making the
+    other context, so on x86-64 their MXCSRs differ in the sticky PE flag)."""
+    kernel = _entries.check_name(kernel)
+    size = _entries.check_stack_size(kernel, stack_size)
+    switches = _v.switches(switches)
+    repeats = _v.repeats(repeats)
+    warmup = _v.warmup(warmup)
+    cpu = _v.cpu(cpu)
+    peer, py_peer = _entries.is_peer(kernel), _entries.is_py_peer(kernel)
+    own_stack = _entries.system(kernel) == "labkit" and size is not None
+    if own_stack:
+        prefault = True if prefault is None else _v.flag("prefault", prefault)
+        if prefault and size > _v.physical_memory() // 2:
+            raise ValueError(
+                f"stack_size = {size} bytes would be prefaulted, more than half of this "
+                f"machine's memory ({_v.physical_memory()} bytes): pass prefault=False "
+                "(only touched pages are committed) or a smaller stack_size")
+    elif prefault is not None:
+        raise ValueError(f"prefault must be left unset (None) for {kernel!r}: only labkit's "
+                         f"stackful kernels allocate their own stacks; got {prefault!r}")
+    if py_peer and build is not None:
+        raise ValueError(f"build must be None for the Python peer {kernel!r}: CPython is "
+                         "what it is")
+    build = None if py_peer else _build(build, peer)
+    fp_control = _v.choice("fp_control", fp_control, FP_CONTROL_MODES)
+    from labkit.core.native import FPCTL_PEERS
+
+    if (py_peer or (peer and kernel not in FPCTL_PEERS)) and fp_control != "as-is":
+        raise ValueError(f"fp_control must be 'as-is' for the peer {kernel!r}: only labkit's "
+                         f"own kernels and {', '.join(FPCTL_PEERS)} can set the FP control "
+                         "words of both contexts")
+    timeout = _v.timeout(timeout) or _default_timeout(switches, repeats + warmup)
+    meta = _machine.row_metadata(build, peer)  # before the run: TSC calibration uses the worker
+    if py_peer:
+        import platform
+
+        meta.update(cflags=f"CPython {platform.python_version()}", opt_level="n/a")
+
+    describe = (f"kernel {kernel!r} (stack_size={size}, switches={switches}, "
+                f"repeats={repeats}, cpu={cpu}, build={build or 'extension'})")
+    args = {"stack_size": size or 0, "rounds": switches // 2, "warmup": warmup,
+            "repeats": repeats}
+    if py_peer:
+        function, args = "worker_py_pingpong", {**args, "peer": kernel}
+    elif peer:
+        function = "worker_peer_pingpong"
+        args.update(peer=kernel, build=build, fpctl_mode=FP_CONTROL_MODES[fp_control])
+    else:
+        function = "worker_pingpong"
+        args.update(kernel=_entries.kernel_index(kernel), build=build, prefault=bool(prefault),
+                    fpctl_mode=FP_CONTROL_MODES[fp_control])
+    samples = _worker.call("labkit.core.timing", function, pin=cpu, describe=describe,
+                           timeout=timeout, **args)
+    common = {"kernel": kernel, "kind": _entries.kernel_info(kernel).kind,
+              "pattern": "pingpong", "contexts": 2, "stack_size_requested": stack_size,
+              "stack_size": size, "colour_step": 0, "prefault": prefault, "cpu": cpu,
+              "build": "cpython" if py_peer else build or "extension", "fp_control": fp_control}
+    return _frame(samples, switches, describe, common, resumptions=switches // 2, meta=meta)
+
+
+def _build(build, peer: bool = False):
+    from labkit.core import native
+
+    if build is None:
+        return native.DEFAULT_BUILD if peer else None
+    return native.check_build(build, none_means="the extension")
+
+
+def _frame(samples, expected, describe, common, resumptions, meta):
+    """One row per repeat, net of the empty loop; refuses runs whose counters disagree."""
+    import pandas as pd
+
+    rows = []
+    for i, s in enumerate(samples):
+        n = s["switches"]
+        if s["counted"] != n or n != expected:
+            raise SwitchCountError(
+                f"{describe}: repeat {i} expected {expected} switches, the loop made {n} "
+                f"and the contexts counted {s['counted']}"
+            )
+        net_ns, net_ticks = s["loop_ns"] - s["base_ns"], s["loop_ticks"] - s["base_ticks"]
+        rows.append({
+            **common,
+            "repeat": i,
+            "switches": n,
+            "ns_per_switch": net_ns / n,
+            "ticks_per_switch": net_ticks / n,
+            "ns_per_resumption": net_ns / resumptions,
+            "ns_per_switch_raw": s["loop_ns"] / n,
+            "baseline_ns_per_switch": s["base_ns"] / n,
+            "ticks_per_ns": s["loop_ticks"] / s["loop_ns"] if s["loop_ns"] else float("nan"),
+            "minor_faults": s["minor_faults"],
+            # FP/SIMD state components in use after the loop (x86-64 XINUSE), as hex.
+            "xinuse": None if s.get("xinuse") in (None, -1) else f"{s['xinuse']:#x}",
+            "counted_switches": s["counted"],
+            **meta,
+        })
+    return pd.DataFrame(rows)
+
+
+MAX_CONTEXTS = 65536
+
+
+def measure_ring(kernel: str, *, contexts: int, asymmetric: bool = False, laps: int = 1000,
+                 stack_size: int | None = None, colour_step: int = 0, repeats: int = 10,
+                 warmup: int = 1, cpu: int | None = None, prefault: bool = False,
+                 timeout: float | None = None):
+    """Time `contexts` stackful contexts switching `laps` times around a symmetric ring
+    (main -> c0 -> ... -> c(N-1) -> main: N+1 switches a lap) or, with asymmetric=True,
+    resumed in turn by a scheduler (main -> c(i) -> main: 2N switches a lap).
+    One row per repeat: ns per switch and per useful resumption (N a lap), net of the
+    empty loop. colour_step > 0 moves stack i's top down by (i mod 1024) * colour_step
+    bytes (stack colouring). Stacks are not prefaulted by default: only the pages the
+    contexts touch are committed."""
+    kernel = _entries.check_name(kernel)
+    if _entries.kernel_info(kernel).kind != "stackful":
+        raise ValueError(f"kernel must be stackful for a ring; {kernel!r} is stackless")
+    n = _v.integer_in("contexts", contexts, 1, MAX_CONTEXTS)
+    asymmetric = _v.flag("asymmetric", asymmetric)
+    laps = _v.integer_in("laps", laps, 1, _v.MAX_SWITCHES)
+    size = _entries.check_stack_size(kernel, stack_size)
+    step = _v.integer_in("colour_step", colour_step, 0, 4096, " bytes")
+    repeats, warmup = _v.repeats(repeats), _v.warmup(warmup)
+    cpu = _v.cpu(cpu)
+    prefault = _v.flag("prefault", prefault)
+    span = size + 1024 * step
+    if prefault and n * span > _v.physical_memory() // 2:
+        raise ValueError(
+            f"contexts * stack_size = {n * span} bytes would be prefaulted, more than half of "
+            f"this machine's memory ({_v.physical_memory()} bytes): use prefault=False "
+            "(only touched pages are committed) or fewer/smaller stacks")
+    per_lap = 2 * n if asymmetric else n + 1
+    switches = laps * per_lap
+    if switches > _v.MAX_SWITCHES:
+        raise ValueError(f"laps * switches per lap must be at most {_v.MAX_SWITCHES}; "
+                         f"got {switches}")
+    timeout = _v.timeout(timeout) or _default_timeout(switches, repeats + warmup) + n * 0.01
+    meta = _machine.row_metadata()
+    pattern = "scheduler" if asymmetric else "ring"
+    describe = (f"kernel {kernel!r} {pattern} of {n} (stack_size={size}, "
+                f"colour_step={step}, laps={laps}, repeats={repeats}, cpu={cpu})")
+    samples = _worker.call(
+        "labkit.core.timing", "worker_ring", pin=cpu, kernel=_entries.kernel_index(kernel), n=n,
+        asymmetric=asymmetric, stack_size=size, colour_step=step, prefault=prefault,
+        laps=laps, warmup=warmup, repeats=repeats, describe=describe, timeout=timeout)
+    common = {"kernel": kernel, "kind": "stackful", "pattern": pattern, "contexts": n,
+              "stack_size_requested": stack_size, "stack_size": size, "colour_step": step,
+              "prefault": prefault, "cpu": cpu, "laps": laps}
+    return _frame(samples, switches, describe, common, resumptions=laps * n, meta=meta)
+
+
+# ---- run in the worker process (labkit.core.worker.call) ----
+
+def worker_pingpong(kernel: int, build: str | None, stack_size: int, prefault: bool, rounds: int,
+                    warmup: int, repeats: int, fpctl_mode: int) -> list:
+    """A labkit kernel's ping-pong: the extension's own code, or one -O build's."""
+    if build:
+        from labkit.core import native
+
+        return native.pingpong(build, kernel, stack_size, prefault, rounds, warmup, repeats,
+                               fpctl_mode)
+    from labkit.core import _core
+
+    return _core.pingpong(kernel, stack_size, prefault, rounds, warmup, repeats, fpctl_mode)
+
+
+def worker_peer_pingpong(peer: str, build: str, stack_size: int, rounds: int, warmup: int,
+                         repeats: int, fpctl_mode: int) -> list:
+    """A C++ peer's ping-pong, from one -O build of the peers library."""
+    from labkit.core import native
+
+    return native.peer_pingpong(build, peer, stack_size, rounds, warmup, repeats, fpctl_mode)
+
+
+def worker_py_pingpong(peer: str, stack_size: int, rounds: int, warmup: int,
+                       repeats: int) -> list:
+    """A Python peer's ping-pong (stack_size is unused: CPython keeps its own)."""
+    from labkit.core import pypeers
+
+    return pypeers.pingpong(peer, rounds, warmup, repeats)
+
+
+def worker_ring(kernel: int, n: int, asymmetric: bool, stack_size: int, colour_step: int,
+                prefault: bool, laps: int, warmup: int, repeats: int) -> list:
+    """A ring (or, asymmetric, a scheduler) of n contexts."""
+    from labkit.core import _core
+
+    return _core.ring(kernel, n, asymmetric, stack_size, colour_step, prefault, laps, warmup,
+                      repeats)

@@ -1,0 +1,4 @@
+"""The experiments: what one notebook or article needs beyond the core (instructions per
+switch, coroutine frames and memory, work between switches, echo servers, interleaved
+measurement over fresh workers). Each owns the worker_* functions of its measurements.
+Imports from labkit.core, never from labkit.lab."""

@@ -1,0 +1,381 @@
+"""C++20 coroutine frames (notebook 07): the frame sizes the compiler picks, what
+allocating frame-sized blocks costs from the heap and from free-list pools, and what
+a million suspended coroutines or stackful contexts keep resident.
+
+    from labkit.experiments import frames
+    frames.frame_sizes(["O0", "O2"])            # bytes the compiler asks operator new for
+    frames.alloc_bench("pool", 256)              # ns per allocate+free pair, one row a repeat
+    frames.coroutines("conn256", "heap", n=10**6)          # RSS per suspended coroutine
+    frames.stackful(64 << 10, touched=False, n=10**6)      # RSS per stackful context
+
+The C++ side is labkit/cxx/frames.cpp, compiled into the peers library at every -O level.
+Every native call runs in a worker process (the worker_* functions below): a million
+coroutines inflate the worker, never the Python process that asked for them. The memory
+runs each get a worker process of their own, so that nothing an earlier run freed is
+there to be reused.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+
+from labkit.core import native
+from labkit.core import structs
+from labkit.core import validate as _v
+from labkit.core import worker as _worker
+
+# In the order of enum lkf_variant (labkit/cxx/frames.h).
+VARIANTS = {
+    "empty": "co_return at once: no suspension point",
+    "suspend": "one co_await and nothing else",
+    "locals": "uint64_t, double, void*, uint32_t alive across the co_await",
+    "params": "four uint64_t parameters by value, used after the co_await",
+    "array_alive": "char[64 KiB] written before the co_await, read after it",
+    "array_dead": "char[64 KiB] last used before the co_await (same scope)",
+    "array_scoped": "char[64 KiB] in a block closed before the co_await",
+    "array_callee": "char[64 KiB] in an ordinary function called before the co_await",
+    "optional_large": "std::optional<64 KiB struct>, left empty, alive across the co_await",
+    "conn256": "fd, state, byte count and a 192-byte buffer: a 256-byte frame (g++)",
+    "conn192": "the same with a 128-byte buffer: a 192-byte frame (g++)",
+}
+# In the order of enum lkf_allocator.
+ALLOCATORS = {
+    "heap": "global operator new/delete (glibc malloc)",
+    "pool": "one free-list pool (a global object)",
+    "tlpool": "a free-list pool per thread, reached through a thread_local pointer",
+    "atomic": "one lock-free free list (compare-and-swap push and pop), as article 001's",
+}
+ARRAY_BYTES = 65536
+DEFAULT_BUILD = native.DEFAULT_BUILD
+DEFAULT_MEMORY_BUDGET = 4 << 30   # bytes a run may keep resident (pages + page tables)
+MAX_BLOCK = 1 << 20
+MAX_PAIRS = 10**9
+MAX_N = 10**7
+MAX_STACK = 1 << 30
+PTE_REGION = 2 << 20              # one page-table page maps 2 MiB (x86-64, AArch64 4K)
+
+
+# ---------------------------------------------------------------- worker side ----
+
+@functools.lru_cache(maxsize=None)
+def _lib(tag: str):
+    lib = native.peers(tag)
+    # The Python names must be the C enums, in order: a mismatch would mislabel every row.
+    for k, name in enumerate(VARIANTS):
+        if lib.lkf_variant_name(k).decode() != name:
+            raise RuntimeError(f"frames.VARIANTS[{k}] is {name!r} but the {tag} library "
+                               f"calls it {lib.lkf_variant_name(k).decode()!r}: rebuild")
+    for k, name in enumerate(ALLOCATORS):
+        if lib.lkf_allocator_name(k).decode() != name:
+            raise RuntimeError(f"frames.ALLOCATORS[{k}] does not match the {tag} library")
+    return lib
+
+
+def _cflags(tag: str) -> str:
+    return native.peers_cflags(tag)
+
+
+def worker_frame_sizes(build: str) -> dict:
+    lib = _lib(build)
+    return {"cflags": _cflags(build), "promise_bytes": int(lib.lkf_promise_bytes()),
+            "variants": [{"variant": name, "frame_bytes": int(lib.lkf_frame_bytes(k)),
+                          "live_bytes": int(lib.lkf_live_bytes(k))}
+                         for k, name in enumerate(VARIANTS)]}
+
+
+def worker_alloc_bench(build: str, allocator: str, block: int, pairs: int, live: int,
+                       warmup: int, repeats: int) -> dict:
+    lib = _lib(build)
+    index = list(ALLOCATORS).index(allocator)
+    try:
+        samples = lib.samples("lkf_alloc_bench", "lkf_sample", repeats, index, block, pairs,
+                              live, warmup, repeats)
+    finally:
+        lib.lkf_pool_release(index)  # the shared worker goes on: give the pool's chunks back
+    return {"cflags": _cflags(build), "samples": samples}
+
+
+def _status_kb(name: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(name + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def worker_coro_run(build: str, variant: str, allocator: str, n: int, batch: int,
+                    release_pool: bool) -> dict:
+    lib = _lib(build)
+    rep, pool = lib.new("lkf_mem_report"), lib.new("lkf_pool_stats")
+    native.check(lib.lkf_coro_run, list(VARIANTS).index(variant),
+                 list(ALLOCATORS).index(allocator), n, batch, int(release_pool),
+                 ctypes.byref(rep), ctypes.byref(pool))
+    run = structs.as_dict(rep)
+    if allocator != "heap":
+        run.update({f"pool_{f}": v for f, v in structs.as_dict(pool).items()})
+    run["worker_rss_end_kb"] = _status_kb("VmRSS")
+    run["worker_pid"] = os.getpid()
+    return {"cflags": _cflags(build), "run": run}
+
+
+def worker_stackful_run(build: str, stack_size: int, touched: bool, guard: bool,
+                        n: int) -> dict:
+    lib = _lib(build)
+    rep = lib.new("lkf_mem_report")
+    native.check(lib.lkf_stackful_run, stack_size, int(touched), int(guard), n,
+                 ctypes.byref(rep))
+    run = structs.as_dict(rep)
+    run["worker_pid"] = os.getpid()
+    return {"cflags": _cflags(build), "run": run}
+
+
+# ---------------------------------------------------------------- caller side ----
+
+def peer_builds() -> list[str]:
+    """The optimisation-level builds of the peers library present (no library is loaded)."""
+    return [t for t in native.builds()
+            if (native.VARIANTS_DIR / f"liblabkit_peers-{t}.so").exists()]
+
+
+def _build(build) -> str:
+    return native.check_build(DEFAULT_BUILD if build is None else build, have=peer_builds(),
+                              why_none=native.peers_missing_reason())
+
+
+def _budget(value) -> int:
+    return _v.integer_in("memory_budget", value, 1 << 20, _v.physical_memory() // 2,
+                   " bytes (at most half this machine's memory)")
+
+
+def _meta(cflags: str, build: str) -> dict:
+    from labkit.core import machine
+
+    return {**machine.row_metadata(cflags=cflags), "build": build}
+
+
+def _call(function: str, describe: str, timeout: float, **kwargs):
+    return _worker.call("labkit.experiments.frames", function, describe=describe, timeout=timeout, **kwargs)
+
+
+def _call_fresh(function: str, describe: str, timeout: float, **kwargs):
+    """Like _call, in a worker process started for this call alone: glibc reuses the
+    memory earlier runs freed without it ever leaving the process, and a run that found
+    its frames there would see its RSS barely move."""
+    w = _worker.Worker()
+    try:
+        return _worker.call("labkit.experiments.frames", function, worker=w, describe=describe,
+                            timeout=timeout, **kwargs)
+    finally:
+        w.close()
+
+
+def frame_sizes(builds=None, *, timeout: float | None = None):
+    """Frame bytes of every coroutine variant (VARIANTS) in each build (None: all peers
+    builds): what the promise's operator new was asked for, beside the bytes the variant
+    keeps alive across its suspension (live_bytes) and sizeof the promise. A frame_bytes of
+    0 would mean the compiler elided the allocation. One row per (build, variant)."""
+    import pandas as pd
+
+    if builds is None:
+        builds = peer_builds()
+        if not builds:
+
+            raise ValueError("frame sizes need the C++ peers library, and no build of it is "
+                             f"here: {native.peers_missing_reason()}")
+    if not isinstance(builds, (list, tuple)) or not builds:
+        raise TypeError(f"builds must be a non-empty list of build names or None, not "
+                        f"{builds!r}")
+    builds = [_build(b) for b in builds]
+    timeout = _v.timeout(timeout) or 120.0
+    rows = []
+    for b in builds:
+        res = _call("worker_frame_sizes", f"frame sizes (build={b})", timeout, build=b)
+        meta = _meta(res["cflags"], b)
+        for v in res["variants"]:
+            rows.append({**v, "description": VARIANTS[v["variant"]],
+                         "promise_bytes": res["promise_bytes"],
+                         "elided": v["frame_bytes"] == 0, **meta})
+    return pd.DataFrame(rows)
+
+
+@functools.lru_cache(maxsize=None)
+def _frame_bytes(build: str) -> dict:
+    res = _call("worker_frame_sizes", f"frame sizes (build={build})", 120.0, build=build)
+    return {v["variant"]: v["frame_bytes"] for v in res["variants"]}
+
+
+def alloc_bench(allocator: str, block: int, *, pairs: int = 1_000_000, live: int = 0,
+                repeats: int = 10, warmup: int = 1, build: str | None = None,
+                memory_budget: int = DEFAULT_MEMORY_BUDGET, timeout: float | None = None):
+    """Time allocate+free pairs of `block`-byte blocks from `allocator` (ALLOCATORS:
+    "heap", "pool", "tlpool", "atomic"), each new block's first 16 bytes written as a new
+    frame's are. live=0: one block allocated and freed again and again; live=L: L blocks
+    stay allocated and each pair frees a pseudo-random one of them and allocates its
+    replacement. One row per repeat: ns and ticks per pair net of the same loop without
+    the allocator."""
+    allocator = _v.choice("allocator", allocator, ALLOCATORS)
+    block = _v.integer_in("block", block, 16, MAX_BLOCK, " bytes")
+    pairs = _v.integer_in("pairs", pairs, 1, MAX_PAIRS)
+    live = _v.integer_in("live", live, 0, MAX_N)
+    repeats, warmup = _v.repeats(repeats), _v.warmup(warmup)
+    budget = _budget(memory_budget)
+    if live * block > budget:
+        raise ValueError(f"live must keep live * block within memory_budget ({budget} bytes): "
+                         f"{live} blocks of {block} bytes are {live * block}")
+    build = _build(build)
+    timeout = _v.timeout(timeout) or 60.0 + (repeats + warmup) * pairs * 2e-6
+    describe = (f"allocation benchmark (allocator={allocator!r}, block={block}, live={live}, "
+                f"pairs={pairs}, build={build})")
+    res = _call("worker_alloc_bench", describe, timeout, build=build, allocator=allocator,
+                block=block, pairs=pairs, live=live, warmup=warmup, repeats=repeats)
+    import pandas as pd
+
+    meta = _meta(res["cflags"], build)
+    rows = []
+    for i, s in enumerate(res["samples"]):
+        n = s["pairs"]
+        rows.append({"allocator": allocator, "block": block, "live": live, "repeat": i,
+                     "pairs": n,
+                     "ns_per_pair": (s["loop_ns"] - s["base_ns"]) / n,
+                     "ticks_per_pair": (s["loop_ticks"] - s["base_ticks"]) / n,
+                     "ns_per_pair_raw": s["loop_ns"] / n,
+                     "baseline_ns_per_pair": s["base_ns"] / n,
+                     "minor_faults": s["minor_faults"], **meta})
+    return pd.DataFrame(rows)
+
+
+def _memory_columns(r: dict, batch: int | None = None) -> dict:
+    # RSS is read while the last batch is alive: divide by what was alive then, not by n.
+    n = r["n"] if not batch else r["n"] - (-(-r["n"] // batch) - 1) * batch
+    kib = 1024
+    return {
+        "bytes_per_object": (r["rss_alive_kb"] - r["rss_before_kb"]) * kib / n,
+        "anon_bytes_per_object": (r["anon_alive_kb"] - r["anon_before_kb"]) * kib / n,
+        "pte_bytes_per_object": (r["pte_alive_kb"] - r["pte_before_kb"]) * kib / n,
+        "rss_total_mib": (r["rss_alive_kb"] - r["rss_before_kb"]) / kib,
+        "pte_total_mib": (r["pte_alive_kb"] - r["pte_before_kb"]) / kib,
+        "rss_left_after_free_kb": r["rss_after_kb"] - r["rss_before_kb"],
+        "ns_create_per_object": r["create_ns"] / r["n"],
+        "ns_destroy_per_object": r["destroy_ns"] / r["n"],
+    }
+
+
+def coroutines(variant: str = "conn256", allocator: str = "heap", *, n: int = 1_000_000,
+               batch: int | None = None, repeats: int = 1, release_pool: bool = True,
+               build: str | None = None, memory_budget: int = DEFAULT_MEMORY_BUDGET,
+               timeout: float | None = None):
+    """Make n C++20 coroutines of `variant` with frames from `allocator`, each resumed once
+    to its suspension point, `batch` alive at a time (None: all n together), and read the
+    worker's VmRSS/RssAnon/VmPTE before, with the last batch alive, and after destroying
+    them. Each repeat runs in a new worker process, so that no memory freed by an earlier
+    run is there to be reused. One row per repeat, with resident bytes per coroutine,
+    create/destroy ns per coroutine, and for the pools their own counters after the run
+    (pool_in_use must be 0: every block returned). release_pool gives the pool's chunks
+    back at the end."""
+    variant = _v.choice("variant", variant, VARIANTS)
+    allocator = _v.choice("allocator", allocator, ALLOCATORS)
+    n = _v.integer_in("n", n, 1, MAX_N)
+    batch = n if batch is None else _v.integer_in("batch", batch, 1, n, " (at most n)")
+    repeats = _v.repeats(repeats)
+    release_pool = _v.flag("release_pool", release_pool)
+    budget = _budget(memory_budget)
+    build = _build(build)
+    frame = _frame_bytes(build)[variant]
+    # malloc adds a header and rounds to 16: 32 bytes bounds what a block can cost beyond.
+    if batch * (frame + 32) > budget:
+        raise ValueError(f"n must keep the frames alive together within memory_budget "
+                         f"({budget} bytes): {batch} frames of {frame} bytes do not fit")
+    timeout = _v.timeout(timeout) or 120.0 + n * 5e-6
+    describe = (f"{n} coroutines (variant={variant!r}, allocator={allocator!r}, batch={batch}, "
+                f"build={build})")
+    import pandas as pd
+
+    rows = []
+    for i in range(repeats):
+        res = _call_fresh("worker_coro_run", describe, timeout, build=build, variant=variant,
+                          allocator=allocator, n=n, batch=batch, release_pool=release_pool)
+        r = res["run"]
+        rows.append({"kind": "cxx20", "variant": variant, "allocator": allocator, "repeat": i,
+                     "batch": batch, "frame_bytes": r["object_bytes"], **r,
+                     **_memory_columns(r, batch), "rss_growth_kb": r["rss_after_kb"] - r["rss_before_kb"],
+                     **_meta(res["cflags"], build)})
+    return pd.DataFrame(rows)
+
+
+def max_map_count() -> int:
+    try:
+        with open("/proc/sys/vm/max_map_count") as f:
+            return int(f.read())
+    except OSError:
+        return 65530
+
+
+def stackful_plan(stack_size: int, *, touched: bool, n: int, guard: bool | None = None,
+                  memory_budget: int = DEFAULT_MEMORY_BUDGET) -> dict:
+    """How many stackful contexts a run makes: n, or fewer when n of them would keep more
+    than memory_budget resident (estimated: the pages written, a page per untouched stack
+    or all of a touched one, plus page tables). guard=None puts a guard page under each
+    stack only if the two VMAs a guarded stack costs fit in vm.max_map_count."""
+    size = _v.integer_in("stack_size", stack_size, _v.page_size(), MAX_STACK, " bytes")
+    size = _v.round_to_pages(size)
+    touched = _v.flag("touched", touched)
+    n = _v.integer_in("n", n, 1, MAX_N)
+    budget = _budget(memory_budget)
+    page = _v.page_size()
+    limit = max_map_count()
+    if guard is not None:
+        guard = _v.flag("guard", guard)
+    data = size if touched else page
+    slot = size + page  # with or without a guard: the estimate stays on the safe side
+    tables = slot / 512 if touched else page * min(1.0, slot / PTE_REGION)
+    per = data + tables
+    n_run = min(n, int(budget // per))
+    if n_run < 1:
+        raise ValueError(f"memory_budget ({budget} bytes) holds not even one {size}-byte stack")
+    fits = 2 * n_run + 4096 <= limit
+    if guard and not fits:
+        raise ValueError(f"guard=True needs 2 VMAs per stack, {2 * n_run} in all, more than "
+                         f"vm.max_map_count ({limit}); use guard=None or False")
+    guard = fits if guard is None else guard
+    why = []
+    if n_run < n:
+        why.append(f"scaled from {n} to {n_run} to keep about {per:.0f} B x n within the "
+                   f"{budget / 2**30:.1f} GiB budget")
+    if not guard:
+        why.append("no guard pages" + (f": {n_run} guarded stacks need {2 * n_run} VMAs, "
+                                       f"vm.max_map_count is {limit}" if not fits else ""))
+    return {"stack_size": size, "touched": touched, "n_requested": n, "n": n_run,
+            "scaled": n_run < n, "guard": guard, "estimated_bytes_per_context": per,
+            "memory_budget": budget, "plan_note": "; ".join(why)}
+
+
+def stackful(stack_size: int, *, touched: bool = False, n: int = 1_000_000,
+             guard: bool | None = None, repeats: int = 1,
+             memory_budget: int = DEFAULT_MEMORY_BUDGET, build: str | None = None,
+             timeout: float | None = None):
+    """Make n stackful contexts (Boost.Context fcontext) on mmapped stacks of stack_size
+    bytes (whole pages), each run once to its first suspension, and read the worker's
+    VmRSS/RssAnon/VmPTE before, with all alive, and after unmapping them. touched writes
+    every page of each stack first; untouched stacks get only what making and running the
+    context writes at the top. n is scaled down to fit memory_budget (see stackful_plan;
+    the row says so in `scaled`, `n_requested` and `plan_note`). One row per repeat, each
+    in a new worker process."""
+    plan = stackful_plan(stack_size, touched=touched, n=n, guard=guard,
+                         memory_budget=memory_budget)
+    repeats = _v.repeats(repeats)
+    build = _build(build)
+    timeout = _v.timeout(timeout) or 300.0 + plan["n"] * 2e-5
+    describe = (f"{plan['n']} stackful contexts (stack_size={plan['stack_size']}, "
+                f"touched={plan['touched']}, guard={plan['guard']}, build={build})")
+    import pandas as pd
+
+    rows = []
+    for i in range(repeats):
+        res = _call_fresh("worker_stackful_run", describe, timeout, build=build,
+                          stack_size=plan["stack_size"], touched=plan["touched"],
+                          guard=plan["guard"], n=plan["n"])
+        r = res["run"]
+        rows.append({"kind": "stackful", "repeat": i, **plan, **r, **_memory_columns(r),
+                     **_meta(res["cflags"], build)})
+    return pd.DataFrame(rows)

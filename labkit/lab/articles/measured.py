@@ -1,0 +1,186 @@
+"""What was measured, read back from the data CSVs the notebooks write (results.data_dir):
+the runs that stand for each article row, medians and spreads, and their formatting."""
+from __future__ import annotations
+
+import math
+
+from labkit.core import results
+
+from labkit.lab import verdicts
+
+
+S000, S001, S002, S003, S004 = (
+    "000_dc0f0e0d023658f3.txt", "001_22488c889cf00991.txt", "002_8f5c488cea1f882d.txt",
+    "003_58dac7765c62683c.txt", "004_dfc61b1060864bf1.txt")
+
+
+def _csv(name: str):
+    import pandas as pd
+
+    path = results.data_dir() / f"{name}.csv"
+    return pd.read_csv(path, low_memory=False) if path.exists() else None
+
+
+def _q(v):
+    """Median and quartiles of a sample, NaNs left out (NaN when nothing is left)."""
+    import numpy as np
+
+    from labkit.core.stats import quartiles
+
+    v = np.asarray(v, float)
+    v = v[~np.isnan(v)]
+    return quartiles(v) if len(v) else (math.nan,) * 3
+
+
+def _noisy(*samples) -> bool:
+    """pyperf's rule (labkit.core.stats.is_noisy) on any of the samples given; a missing sample,
+    or one whose mean is 0, is not counted."""
+    import numpy as np
+
+    from labkit.core.stats import is_noisy
+
+    return any(is_noisy(s) for s in samples
+               if s is not None and len(s) > 1 and np.asarray(s, float).mean())
+
+
+def _ratio(a, b):
+    """(ratio, low, high) of two samples' medians, or NaNs when one is missing."""
+    if a is None or b is None or not len(a) or not len(b):
+        return (math.nan,) * 3
+    return verdicts.ratio_with_spread(a, b)
+
+
+def _g(v: float, digits: int = 3) -> str:
+    """A number at `digits` significant figures, thousands grouped, '-' for NaN."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    if v == 0:
+        return "0"
+    if abs(v) >= 10 ** digits:
+        return f"{v:,.0f}"
+    return f"{v:.{digits}g}"
+
+
+def _span(m, lo, hi, digits: int = 3) -> str:
+    if m is None or math.isnan(m):
+        return "not measured"
+    if lo is None or math.isnan(lo) or math.isinf(lo) or math.isinf(hi):
+        return _g(m, digits) + ("" if lo is None or math.isnan(lo) else " [unbounded]")
+    return f"{_g(m, digits)} [{_g(lo, digits)}, {_g(hi, digits)}]"
+
+
+def _pct(r, lo, hi) -> str:
+    if math.isnan(r):
+        return "-"
+    if math.isinf(lo) or math.isinf(hi):
+        return f"{100 * (r - 1):+.0f}% [unbounded]"
+    return f"{100 * (r - 1):+.0f}% [{100 * (lo - 1):+.0f}, {100 * (hi - 1):+.0f}]"
+
+
+def _stack(df, kernel: str, size: int, pattern: str = "pingpong", contexts: int = 2,
+           colour: int = 0):
+    if df is None:
+        return None
+    sel = df[(df.kernel == kernel) & (df.pattern == pattern) & (df.stack_size == size)
+             & (df.contexts == contexts) & (df.colour_step.fillna(0) == colour)]
+    return sel.ns_per_switch.to_numpy()
+
+
+def _kernel(df, kernel: str, **eq):
+    if df is None:
+        return None
+    sel = df[df.kernel == kernel]
+    for k, v in eq.items():
+        if k in sel:
+            sel = sel[sel[k] == v]
+    return sel.ns_per_switch.to_numpy()
+
+
+KB, MB = 1 << 10, 1 << 20
+
+
+STACKS = [(4 * KB, "4 KB", 22), (16 * KB, "16 KB", 24), (64 * KB, "64 KB", 28),
+          (256 * KB, "256 KB", 35), (1 * MB, "1 MB", 45), (8 * MB, "8 MB", 120)]
+
+
+STACK_CLAIMS = {16 * KB: "C000.2a", 64 * KB: "C000.2b", 256 * KB: "C000.2c",
+                1 * MB: "C000.2d", 8 * MB: "C000.2"}
+
+
+def _sym(d, asym: bool, n: int):
+    if d is None:
+        return None
+    sel = d[(d.kernel == "asm_fpu") & (d.asymmetric == asym) & (d.contexts == n)]
+    return sel.ns_per_switch.to_numpy()
+
+
+def _share(d, setup: str, w: int = 100):
+    if d is None:
+        return None
+    sel = d[(d.setup == setup) & (d.work_cycles == w)]
+    return sel
+
+
+ECHO_ROWS = [("callbacks", "callback_epoll", 125_000, 12, 50_000),
+             ("plain coroutines", "cxx20_new", 108_000, 16, 1_200_000),
+             ("optimised coroutines", "cxx20_pool_sym", 138_000, 9, 80_000)]
+
+
+def _echo(d, server: str, conns: int = 1000, size: int = 64):
+    if d is None:
+        return None
+    return d[(d.server == server) & (d.connections == conns) & (d.message_bytes == size)
+             & (d.read_mode == "whole")]
+
+
+def _qps(d, server):
+    s = _echo(d, server)
+    return None if s is None or not len(s) else s.qps.to_numpy()
+
+
+def _ucontext_and_condvar(d):
+    if d is None:
+        return None, None, None
+    uc = d[(d.get("part") == "coroutine switch") & (d.kernel == "ucontext")].ns_per_switch
+    same = d[(d.get("part") == "kernel hand-off") & (d.task == "thread_condvar")
+             & (d.placement == "same-cpu")].ns_per_switch
+    cross = d[(d.get("part") == "kernel hand-off") & (d.task == "thread_condvar")
+              & (d.placement == "cross-cpu")].ns_per_switch
+    return uc.to_numpy(), same.to_numpy(), cross.to_numpy()
+
+
+def _coro(d, variant, allocator):
+    if d is None:
+        return None
+    sel = d[(d.experiment == "coroutines") & (d.variant == variant) & (d.allocator == allocator)]
+    return sel if len(sel) else None
+
+
+# The five strategies of 004's table: the frames run that stands for each (variant,
+# allocator, batch) in notebook 07, and its echo server in notebook 09.
+STRATEGIES = [
+    ("default new", ("conn256", "heap"), "cxx20_new", 256, 256, 100_000, "C004.1", "C004.1"),
+    ("thread-local pool", ("conn256", "tlpool"), "cxx20_pool", 256, 256, 350_000,
+     "C004.1a", "C004.1e"),
+    ("fewer live locals", ("conn192", "heap"), "cxx20_lean", 192, 192, 360_000,
+     "C004.1b", "C004.1f"),
+    ("symmetric transfer", ("conn192", "pool"), "cxx20_pool_sym", 192, 192, 420_000,
+     "C004.1c", "C004.1g"),
+    # With a million alive at once a reused coroutine is still one frame each: the row's
+    # memory is that of pooled 192-B frames; reuse shows in the server (no frame per message).
+    ("coroutine-pool reuse", ("conn192", "pool"), "cxx20_reuse", 192, 40, 450_000,
+     "C004.1d", "C004.1h"),
+]
+
+
+def _mem(d, variant, allocator):
+    """Resident MiB for a million suspended coroutines: bytes per coroutine (RSS growth
+    over the coroutines alive) x 1,000,000, so a quick run's smaller n reads the same."""
+    s = _coro(d, variant, allocator)
+    return None if s is None else (s.bytes_per_object * 1e6 / (1 << 20)).to_numpy()
+
+
+LADDER = [("virtual call", "virtual_call", "a few", 3, "C000.1"),
+          ("fiber switch (Boost)", "boost_fiber", "20-30", 25, "C000.1"),
+          ("system call", "syscall_getppid", "hundreds", 200, "C000.1"),
+          ("C++20 coroutine resume+suspend", "cxx20_generator", "2-5", 3.5, "C000.5")]

@@ -1,0 +1,94 @@
+"""Showing a table: the overlay figure (the article's points over the measured ones),
+its HTML, and a notebook's "article's table beside ours" section."""
+from __future__ import annotations
+
+import math
+
+from labkit.lab.articles.rows import save_article_verdicts
+from labkit.lab.articles.tables import BY_NOTEBOOK, ArticleTable, table
+
+
+def figure(t: ArticleTable, *, save: bool = True):
+    """The article's points (normalised to its reference row) over the measured ones with
+    their spread, log scale, titled, the machine in the caption. Saves
+    figures/articles-<key>.png/.svg when save is True; returns the figure."""
+    import matplotlib
+
+    if not isinstance(t, ArticleTable):
+        raise TypeError(f"t must be an ArticleTable from articles.table(), not {type(t).__name__}")
+    matplotlib.use("Agg") if matplotlib.get_backend().lower() == "agg" else None
+    import matplotlib.pyplot as plt
+
+    from labkit.core import plots
+
+    labels = [p[0] for p in t.points]
+    xs = range(len(labels))
+    fig, ax = plt.subplots(figsize=(max(5.5, 0.9 * len(labels) + 2), 3.0))
+    art = [p[1] for p in t.points]
+    here = [p[2] for p in t.points]
+    lo = [max(0.0, p[2] - p[3]) if _finite(p[2], p[3]) else 0.0 for p in t.points]
+    hi = [max(0.0, p[4] - p[2]) if _finite(p[2], p[4]) else 0.0 for p in t.points]
+    ax.errorbar(list(xs), here, yerr=[lo, hi], fmt="o", capsize=3, color="C0",
+                label="here: median, spread")
+    for i, (name, series) in enumerate(t.extra.items()):
+        v = [p[0] for p in series]
+        lo_ = [max(0.0, p[0] - p[1]) if _finite(p[0], p[1]) else 0.0 for p in series]
+        hi_ = [max(0.0, p[2] - p[0]) if _finite(p[0], p[2]) else 0.0 for p in series]
+        ax.errorbar([x + 0.15 * (i + 1) for x in xs], v, yerr=[lo_, hi_], fmt="s",
+                    capsize=3, color=f"C{i + 1}", label=name)
+        here = here + v
+    ax.plot(list(xs), art, "D", mfc="none", mec="C3", ms=8, label="article")
+    ax.set_xticks(list(xs), labels, rotation=20, ha="right", fontsize=8)
+    ax.set_ylabel(t.ylabel or f"relative to {t.reference}")
+    vals = [v for v in art + here if v is not None and _finite(v) and v > 0]
+    if vals and max(vals) / min(vals) > 8:
+        plots.log_axis(ax)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    ax.set_title(f"{t.title}\n({t.source}: article vs this machine)", fontsize=9)
+    if save:
+        plots.finish(fig, f"articles-{t.key}")
+    else:
+        fig.text(0.01, -0.02, plots.machine_caption(), fontsize=7, ha="left", va="top")
+        fig.tight_layout()
+    return fig
+
+
+def _finite(*v) -> bool:
+    return all(x is not None and not (isinstance(x, float) and (math.isnan(x) or math.isinf(x)))
+               for x in v)
+
+
+def to_html(t: ArticleTable) -> str:
+    """The table as HTML: title, source, the frame, the note."""
+    import html as _html
+
+    return (f"<h3 id='{t.notebook}-{t.key}'>{_html.escape(t.title)}</h3>"
+            f"<p><code>{_html.escape(t.source)}</code></p>"
+            + t.frame.to_html(index=False, border=0)
+            + f"<p><small>{_html.escape(t.note)}</small></p>")
+
+
+def section(notebook: str) -> None:
+    """A notebook's "article's table beside ours": show each of its article tables with
+    its figure, then judge the row claims of this notebook from the data it just saved
+    and save them (data/<notebook>_article_verdicts.csv) for the ledger."""
+    if not isinstance(notebook, str):
+        raise TypeError(f"notebook must be a notebook name such as '01_stack_size', "
+                        f"not {type(notebook).__name__}")
+    if notebook not in BY_NOTEBOOK:
+        raise ValueError(f"notebook must be one of {sorted(BY_NOTEBOOK)}, got {notebook!r}")
+    import matplotlib.pyplot as plt
+    from IPython.display import HTML, display
+
+    for key in BY_NOTEBOOK[notebook]:
+        t = table(key)
+        display(HTML(to_html(t)))
+        fig = figure(t)
+        display(fig)
+        plt.close(fig)
+    v = save_article_verdicts(notebook)
+    if len(v):
+        display(HTML("<p>The row claims judged from this notebook's data:</p>"
+                     + v[["claim_id", "measured_value", "verdict", "note"]].to_html(
+                         index=False, border=0)))

@@ -1,0 +1,444 @@
+"""The eleven tables: each article item with its own rows and columns, the article's
+number beside the measured median and spread, the relative column, and the claim and
+verdict of each row."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from labkit.lab import verdicts
+from labkit.lab.articles.anatomy import _anatomy
+from labkit.lab.articles.measured import (ECHO_ROWS, KB, LADDER, MB, S000, S001, S002, S003, S004,
+                                      STACK_CLAIMS, STACKS, STRATEGIES, _coro, _csv, _echo, _g,
+                                      _kernel, _mem, _pct, _q, _qps, _ratio, _share, _span,
+                                      _stack, _sym, _ucontext_and_condvar)
+from labkit.lab.articles.rows import verdict_of
+
+
+@dataclass
+class ArticleTable:
+    """One article item: its display frame, its points for the figure, and its verdicts."""
+    key: str
+    source: str
+    title: str
+    notebook: str
+    frame: object = None            # pandas DataFrame, strings, for display
+    points: list = field(default_factory=list)   # (label, article_rel, here, lo, hi)
+    reference: str = ""             # the row the figure is normalised to
+    ylabel: str = ""                # the figure's y axis, when not "relative to <reference>"
+    extra: dict = field(default_factory=dict)    # another measured series: name -> [(v, lo, hi)]
+    note: str = ""
+    verdicts: dict = field(default_factory=dict)  # claim id -> verdict
+
+    @property
+    def anchor(self) -> str:
+        return f"article-{self.key}"
+
+
+def _frame(rows, columns):
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _verdict_cell(t: ArticleTable, *cids) -> str:
+    out = []
+    for cid in cids:
+        if cid not in t.verdicts:
+            t.verdicts[cid] = verdict_of(cid).get("verdict", "not-measured") or "not-measured"
+        out.append(f"{cid}: {t.verdicts[cid]}")
+    return "; ".join(out)
+
+
+def _t01() -> ArticleTable:
+    t = ArticleTable("t01", S000, "Stack size against switch time (Boost fiber ping-pong)",
+                     "01_stack_size", reference="4 KB")
+    d = _csv("01_stack_size")
+    base = _stack(d, "boost_fiber", 4 * KB)
+    # The largest ring measured (4096 contexts in a full run): where stack size shows.
+    rings = d[(d.kernel == "asm_fpu") & (d.pattern == "ring")] if d is not None else None
+    n_ring = int(rings.contexts.max()) if rings is not None and len(rings) else 4096
+    ring_base = _stack(d, "asm_fpu", 4 * KB, "ring", n_ring)
+    rows = []
+    for size, label, ns in STACKS:
+        a = _stack(d, "boost_fiber", size)
+        r = _ratio(a, base)
+        ring = _stack(d, "asm_fpu", size, "ring", n_ring)
+        rr = _ratio(ring, ring_base) if ring is not None and len(ring) else (math.nan,) * 3
+        cid = STACK_CLAIMS.get(size, "C000.2 (reference row)")
+        rows.append([label, ns, _span(*_q(a)), f"{round(100 * (ns / 22 - 1)):+d}%",
+                     _pct(*r), _span(*_q(ring)) if ring is not None and len(ring) else "-",
+                     _pct(*rr), _verdict_cell(t, STACK_CLAIMS[size]) if size in STACK_CLAIMS
+                     else cid])
+        t.points.append((label, ns / 22, *r))
+        t.extra.setdefault(f"here: asm_fpu ring of {n_ring}", []).append(rr)
+    t.frame = _frame(rows, ["stack", "ns/switch, article", "ns/switch, here (Boost fiber)",
+                            "% over 4 KB, article", "% over 4 KB, here",
+                            f"ns/switch, here (asm_fpu ring of {n_ring})", "% over 4 KB, ring",
+                            "claim: verdict"])
+    t.note = ("The article ran Boost fiber at 5 GHz; here the same library. A ping-pong of "
+              "two contexts touches two stack tops whatever the size, so no rise is "
+              "expected there; the asm_fpu ring of many contexts (notebook 01) is where "
+              "stack size shows: stack tops 8 MiB apart alias in the caches, and colouring "
+              "them (offsetting each top) is the notebook's test of that.")
+    if rings is not None and len(rings):
+        big = rings[(rings.contexts == n_ring) & (rings.stack_size == 8 * MB)]
+        al, co = (big[big.colour_step.fillna(0) == 0].ns_per_switch.median(),
+                  big[big.colour_step.fillna(0) > 0].ns_per_switch.median())
+        if al == al and co == co:
+            t.note += (f" Here, {n_ring} contexts with 8 MiB stacks: {_g(al)} ns aligned, "
+                       f"{_g(co)} ns coloured.")
+    return t
+
+
+def _t02() -> ArticleTable:
+    t = ArticleTable("t02", S000, "Optimisation level against switch time",
+                     "02_optimisation_levels", reference="-O2")
+    d = _csv("02_optimisation_levels")
+    base = _kernel(d, "boost_fiber", build="O2")
+    rows = []
+    for build, ns, cid in (("O0", 180, "C000.3"), ("O2", 25, None), ("O3", 22, "C000.3a")):
+        a = _kernel(d, "boost_fiber", build=build)
+        r = _ratio(a, base)
+        instr = "-"
+        if d is not None and "net" in d:
+            s = d[(d.kernel == "boost_fiber") & (d.build == build)].net.dropna()
+            instr = _g(s.iloc[0]) if len(s) else "-"
+        rows.append([f"-{build}", ns, _span(*_q(a)), _g(ns / 25), _span(*r), instr,
+                     _verdict_cell(t, cid) if cid else "C000.3 (reference row)"])
+        t.points.append((f"-{build}", ns / 25, *r))
+    t.frame = _frame(rows, ["build", "ns/switch, article", "ns/switch, here (Boost fiber)",
+                            "ratio to -O2, article", "ratio to -O2, here",
+                            "instructions/switch, here (callgrind)", "claim: verdict"])
+    t.note = ("The switch itself is assembly and does not change with -O; what -O0 slows "
+              "is the C++ around it (Boost's fiber wrappers), which callgrind's instruction "
+              "count shows without timing noise.")
+    return t
+
+
+def _t03() -> ArticleTable:
+    t = ArticleTable("t03", S000, "Symmetric against asymmetric switching",
+                     "03_symmetric_vs_asymmetric", reference="N=2",
+                     ylabel="asymmetric / symmetric (1 = the same)")
+    d = _csv("03_symmetric_vs_asymmetric")
+    rows = []
+    for label, n, art_ns, art_r, cid in (("few workers", 2, "~25 both", 1.0, "C000.4a"),
+                                         ("about 1000 workers", 1024, "~25 vs ~30", 1.15,
+                                          "C000.4")):
+        s, a = _sym(d, False, n), _sym(d, True, n)
+        r = _ratio(a, s)
+        rows.append([label, n, art_ns, _span(*_q(s)), _span(*_q(a)),
+                     "1.0" if n == 2 else "1.1-1.2", _span(*r), _verdict_cell(t, cid)])
+        t.points.append((f"N={n}", art_r, *r))
+    t.frame = _frame(rows, ["workers", "N here", "ns/transfer, article",
+                            "symmetric ns, here (asm_fpu)", "asymmetric ns, here",
+                            "asym/sym, article", "asym/sym, here", "claim: verdict"])
+    t.note = "The figure plots the ratio asym/sym itself (1.0 = no difference)."
+    return t
+
+
+def _t04() -> ArticleTable:
+    t = ArticleTable("t04", S000, "The latency ladder: call, fiber, system call, C++20",
+                     "04_latency_ladder", reference="fiber switch (Boost)")
+    d = _csv("04_latency_ladder")
+    fiber = _kernel(d, "boost_fiber")
+    rows = []
+    for label, kernel, art, mid, cid in LADDER:
+        a = _kernel(d, kernel)
+        r = _ratio(a, fiber)
+        rows.append([label, art, _span(*_q(a)), _g(mid / 25, 2), _span(*r),
+                     _verdict_cell(t, cid)])
+        t.points.append((label, mid / 25, *r))
+    t.frame = _frame(rows, ["step", "ns, article", "ns, here", "ratio to fiber, article",
+                            "ratio to fiber, here", "claim: verdict"])
+    t.note = ("The article's words ('a few', 'hundreds') are plotted at 3 and 200 ns, the "
+              "middle of its ranges; C000.1 judges the order and the log distances, C000.5 "
+              "the stackful/stackless ratio.")
+    return t
+
+
+def _t05() -> ArticleTable:
+    t = ArticleTable("t05", S000, "jump_fcontext's anatomy", "06_fp_state_and_return",
+                     reference="instructions", ylabel="count / the article's (1 = as it says)")
+    a = _anatomy()
+    d = _csv("06_fp_state_and_return")
+    instr = math.nan
+    if d is not None and "net" in d:
+        s = d[(d.kernel == "boost_fcontext")].net.dropna()
+        instr = float(s.iloc[0]) if len(s) else math.nan
+    rows = [["stores", "about 8", _g(a.get("stores", math.nan)), "objdump count",
+             _verdict_cell(t, "C000.6a")],
+            ["loads", "about 8", _g(a.get("loads", math.nan)), "objdump count",
+             _verdict_cell(t, "C000.6b")],
+            ["instructions per switch", "about 20", _g(instr),
+             "callgrind, net of the empty loop", _verdict_cell(t, "C000.6")],
+            ["misprediction of the final jump", "10-20 cycles", "cannot measure here",
+             "needs branch-miss counters (perf); this VM exposes none", _verdict_cell(t, "C000.6c")]]
+    for label, art, v in (("stores", 8, a.get("stores", math.nan)),
+                          ("loads", 8, a.get("loads", math.nan)),
+                          ("instructions", 20, instr)):
+        t.points.append((label, 1.0, v / art if v == v else math.nan, math.nan, math.nan))
+    t.frame = _frame(rows, ["item", "article", "here", "how", "claim: verdict"])
+    t.note = ("Counts are exact (no spread): the figure plots here/article per item "
+              "(1.0 = as the article says).")
+    return t
+
+
+def _t06() -> ArticleTable:
+    t = ArticleTable("t06", S000, "Case study: share of time switching, before and after",
+                     "08_switch_frequency", reference="before",
+                     ylabel="share / share before; throughput ratio")
+    d = _csv("08_switch_frequency")
+    before = _share(d, "1 MiB, 1 task/switch")
+    after = _share(d, "64 KiB, 32 tasks/switch")
+    b = _q(before.share_switching) if before is not None else (math.nan,) * 3
+    a = _q(after.share_switching) if after is not None else (math.nan,) * 3
+    gain = _ratio(after.throughput_mtasks_s.to_numpy() if after is not None else None,
+                  before.throughput_mtasks_s.to_numpy() if before is not None else None)
+    pc = (lambda v: tuple(100 * x for x in v))
+    rows = [["before: 1 MB stacks, 1 task per switch, ~100 cycles of work", "~15%",
+             _span(*pc(b), 2) + "%", _verdict_cell(t, "C000.7a")],
+            ["after: 64 KB stacks, batches of 32", "under 3%", _span(*pc(a), 2) + "%",
+             _verdict_cell(t, "C000.7")],
+            ["throughput, after / before", "1.4 (+40%)", _span(*gain),
+             _verdict_cell(t, "C000.7")]]
+    t.points = [("share before", 1.0, 1.0, b[1] / b[0] if b[0] else math.nan,
+                 b[2] / b[0] if b[0] else math.nan),
+                ("share after", 3 / 15, *(v / b[0] if b[0] else math.nan for v in a)),
+                ("throughput after/before", 1.4, *gain)]
+    t.frame = _frame(rows, ["row", "article", "here", "claim: verdict"])
+    t.note = ("W=100 TSC ticks of work per task, 64 asm_fpu coroutines on one thread; the "
+              "per-worker local queues of the article are not modelled (one thread).")
+    return t
+
+
+def _t07() -> ArticleTable:
+    t = ArticleTable("t07", S001, "Echo server: callbacks, plain and optimised coroutines",
+                     "09_echo_servers", reference="callbacks")
+    d = _csv("09_echo_servers")
+    cb = _qps(d, "callback_epoll")
+    rows = []
+    for label, server, qps, p99, aps in ECHO_ROWS:
+        s = _echo(d, server)
+        have = s is not None and len(s)
+        q = _q(s.qps) if have else (math.nan,) * 3
+        r = _ratio(s.qps.to_numpy() if have else None, cb)
+        cids = ["C001.1", "C001.1a", "C001.1b"] + (["C001.1c"] if server == "cxx20_new" else [])
+        rows.append([label, server, f"{qps:,}", _span(*q), _g(qps / 125_000),
+                     _span(*r), f"{p99} ms",
+                     _span(*(v / 1000 for v in _q(s.p99_us)), 2) + " ms" if have else "-",
+                     f"{aps:,}", _g(s.allocs_per_s.median()) if have else "-",
+                     _verdict_cell(t, *cids)])
+        t.points.append((label, qps / 125_000, *r))
+    t.frame = _frame(rows, ["style", "server here", "QPS, article", "QPS, here",
+                            "QPS / callbacks, article", "QPS / callbacks, here",
+                            "p99, article", "p99, here", "allocations/s, article",
+                            "allocations/s, here", "claims: verdicts"])
+    t.note = ("1000 connections, 64-byte messages on loopback, server pinned to one CPU and "
+              "the load generator to the other (the article: wrk on 8 cores). Optimised "
+              "coroutines here are pooled frames with symmetric transfer.")
+    return t
+
+
+def _t08() -> ArticleTable:
+    t = ArticleTable("t08", S001, "Allocation, io_uring and the cost of plain coroutines",
+                     "09_echo_servers", reference="as claimed",
+                     ylabel="the ratio of each row")
+    f = _csv("07_coroutine_frames")
+
+    def alloc(name):
+        if f is None:
+            return None
+        s = f[(f.experiment == "allocation") & (f.allocator == name) & (f.pattern == "one block")
+              & (f.block == 256)] if "block" in f else None
+        return None if s is None or not len(s) else s.ns_per_pair.to_numpy()
+    heap, pool = alloc("heap"), alloc("pool")
+    d = _csv("09_echo_servers")
+
+    def qps(server):
+        return _qps(d, server)
+    hp = _ratio(heap, pool)
+    ur = _ratio(qps("asio_uring"), qps("asio_epoll"))
+    pc = _ratio(qps("cxx20_new"), qps("callback_epoll"))
+    rows = [["frame allocation, heap", "~100 ns", _span(*_q(heap)) + " ns", "heap/pool 10",
+             _span(*hp), _verdict_cell(t, "C001.2")],
+            ["frame allocation, pool", "~10 ns", _span(*_q(pool)) + " ns", "", "",
+             _verdict_cell(t, "C001.2")],
+            ["asio io_uring / epoll QPS", "+8%", _pct(*ur), "1.08", _span(*ur),
+             _verdict_cell(t, "C001.3")],
+            ["plain coroutines / callbacks QPS", "-15%", _pct(*pc), "0.864", _span(*pc),
+             _verdict_cell(t, "C001.1c")]]
+    t.points = [("heap/pool", 10.0, *hp), ("io_uring/epoll", 1.08, *ur),
+                ("plain/callbacks", 0.864, *pc)]
+    t.frame = _frame(rows, ["row", "article", "here", "ratio, article", "ratio, here",
+                            "claim: verdict"])
+    t.note = ("Allocate+free pairs of a 256-byte block (notebook 07); QPS at 1000 "
+              "connections, 64 B (notebook 09). The figure plots each ratio over the "
+              "article's.")
+    return t
+
+
+def _t09() -> ArticleTable:
+    t = ArticleTable("t09", S002, "Kernel switches: processes, threads, yielding, FP state",
+                     "05_kernel_switches", reference="as claimed",
+                     ylabel="the ratio of each row")
+    d = _csv("05_kernel_switches")
+    f = _csv("06_fp_state_and_return")
+
+    def hand(task):
+        if d is None:
+            return None
+        return d[(d.get("part") == "kernel hand-off") & (d.task == task)
+                 & (d.placement == "same-cpu")]
+    proc, thr = hand("process_pipe"), hand("thread_pipe")
+    pn = proc.ns_per_switch.to_numpy() if proc is not None else None
+    tn = thr.ns_per_switch.to_numpy() if thr is not None else None
+    pt = _ratio(pn, tn)
+
+    def yields(every):
+        if d is None:
+            return None
+        return d[(d.get("part") == "yield") & (d.every == every)].units_per_s.to_numpy()
+    y0, y1 = yields(0), yields(1)
+    yr = _ratio(y1, y0)
+    fx, fp = _kernel(f, "asm_fxsave", fp_control="same"), _kernel(f, "asm_fpu", fp_control="same")
+    fr = _ratio(fx, fp)
+    tlb = (verdicts.difference_with_spread(proc.ticks_per_switch, thr.ticks_per_switch)
+           if proc is not None and len(proc) and len(thr) else (math.nan,) * 3)
+    us = (lambda v: tuple(x / 1000 for x in v))
+    rows = [["process switch", "3-5 µs", _span(*us(_q(pn))) + " µs", "process/thread 2.5",
+             _span(*pt), _verdict_cell(t, "C002.1")],
+            ["thread switch", "1-2 µs", _span(*us(_q(tn))) + " µs", "", "",
+             _verdict_cell(t, "C002.1")],
+            ["two CPU-bound threads on one core, no yield", "3800 QPS",
+             _span(*_q(y0)) + " units/s", "yield/no-yield 0.29", _span(*yr),
+             _verdict_cell(t, "C002.2")],
+            ["the same, yielding often", "1100 QPS", _span(*_q(y1)) + " units/s", "", "",
+             _verdict_cell(t, "C002.2")],
+            ["switch saving FP registers", "90 ns", _span(*_q(fx)) + " ns (asm_fxsave)",
+             "with/without 3", _span(*fr), _verdict_cell(t, "C002.3")],
+            ["switch without", "30 ns", _span(*_q(fp)) + " ns (asm_fpu)", "", "",
+             _verdict_cell(t, "C002.3")],
+            ["TLB flush", "hundreds to thousands of cycles",
+             _span(*tlb) + " TSC ticks (process - thread)", "", "dTLB miss counters "
+             "absent in this VM: the switch-time difference stands in",
+             _verdict_cell(t, "C002.4")]]
+    t.points = [("process/thread", 2.5, *pt), ("yield/no-yield", 1100 / 3800, *yr),
+                ("FP save/without", 3.0, *fr)]
+    t.frame = _frame(rows, ["row", "article", "here", "ratio, article", "ratio, here",
+                            "claim: verdict"])
+    t.note = ("Pipe ping-pong pinned to one CPU; yielding 'often' is fixed at one "
+              "sched_yield per ~1 µs unit of work.")
+    return t
+
+
+def _t10() -> ArticleTable:
+    t = ArticleTable("t10", S003, "1M swapcontext against 1M mutex+condvar thread switches",
+                     "05_kernel_switches", reference="ratio thread/swapcontext",
+                     ylabel="thread switch / swapcontext")
+    uc, same, cross = _ucontext_and_condvar(_csv("05_kernel_switches"))
+    # ns per switch x 1e6 switches / 1e6 ns per ms: the ns figure reads as ms per million.
+    r1, r2 = _ratio(same, uc), _ratio(cross, uc)
+    rows = [["Kunpeng 916 VM, 1 core (article)", "814", "3,300", "4.05", "",
+             _verdict_cell(t, "C003.2")],
+            ["i7-9700 VM, 7 cores (article)", "430", "32,000", "74", "",
+             _verdict_cell(t, "C003.3", "C003.3a")],
+            ["here, threads on 1 CPU", _span(*_q(uc)), _span(*_q(same)), "",
+             _span(*r1), "judges C003.2"],
+            ["here, threads on 2 CPUs", _span(*_q(uc)), _span(*_q(cross)), "",
+             _span(*r2), "judges C003.3a (C003.3: 2 CPUs / 1 CPU)"],
+            ["Kunpeng 916 (textbook): one switch, thread vs fiber", "500 ns", "1,900 ns",
+             "3.8", "AArch64 hardware: not here", _verdict_cell(t, "C003.1")]]
+    t.points = [("1 core: thread/swapcontext", 3300 / 814, *r1),
+                ("cross-core: thread/swapcontext", 32000 / 430, *r2)]
+    t.frame = _frame(rows, ["machine", "1M swapcontext ms, article / here",
+                            "1M thread switches ms, article / here",
+                            "thread/swapcontext, article", "thread/swapcontext, here",
+                            "claim: verdict"])
+    t.note = ("ns per one-way switch equals ms per million switches. The Kunpeng rows need "
+              "AArch64 hardware (qemu-user times an emulator), so the ratio is what travels.")
+    return t
+
+
+def _t11() -> ArticleTable:
+    t = ArticleTable("t11", S004, "Five coroutine-frame strategies: frame, memory for 1M, TPS",
+                     "07_coroutine_frames", reference="default new")
+    f = _csv("07_coroutine_frames")
+    d = _csv("09_echo_servers")
+    base_mem = _mem(f, "conn256", "heap")
+    base_q = _qps(d, "cxx20_new")
+    rows = []
+    for label, (var, alloc), server, art_frame, art_mb, art_tps, mc, tc in STRATEGIES:
+        s = _coro(f, var, alloc)
+        frame = _g(s.frame_bytes.median()) if s is not None else "-"
+        mem = _mem(f, var, alloc)
+        q = _qps(d, server)
+        mr, qr = _ratio(mem, base_mem), _ratio(q, base_q)
+        e = _echo(d, server)
+        per_msg = (f"{_g(e.allocs_per_msg.median(), 2)} / {_g(e.alloc_bytes_per_msg.median())} B"
+                   if e is not None and len(e) else "-")
+        rows.append([label, art_frame, frame, per_msg, art_mb,
+                     _span(*_q(mem)) if mem is not None else f"no {var}/{alloc} run",
+                     _g(art_mb / 256), _span(*mr), f"{art_tps:,}",
+                     _span(*_q(q)) if q is not None else f"no {server} server in this run",
+                     _g(art_tps / 100_000), _span(*qr),
+                     _verdict_cell(t, *dict.fromkeys([mc, tc]))])
+        t.points.append((label + " TPS", art_tps / 100_000, *qr))
+        t.points.append((label + " memory", art_mb / 256, *mr))
+    t.frame = _frame(rows, ["strategy", "frame B, article", "frame B, here",
+                            "server allocations / bytes per message, here",
+                            "MB for 1M, article", "MiB for 1M, here",
+                            "memory / default, article", "memory / default, here",
+                            "TPS, article", "QPS, here", "TPS / default, article",
+                            "QPS / default, here", "claims: verdicts"])
+    t.note = ("Memory: resident bytes per suspended coroutine x 1,000,000, in MiB, measured "
+              "with all of a run's coroutines suspended at once (notebook 07; a million in "
+              "a full run); TPS: the echo load of notebook 09 at 1000 connections, 64 B. The frame "
+              "sizes here are built to the article's 256 and 192 B; the servers' own frames show in "
+              "their allocations per message (counted in the server). With 1M coroutines "
+              "alive at once, reuse keeps one frame per coroutine: its memory row is the "
+              "pooled 192-B frames.")
+    return t
+
+
+TABLES = {"t01": _t01, "t02": _t02, "t03": _t03, "t04": _t04, "t05": _t05, "t06": _t06,
+          "t07": _t07, "t08": _t08, "t09": _t09, "t10": _t10, "t11": _t11}
+
+
+# Which tables each notebook shows in its "article's table beside ours" section.
+BY_NOTEBOOK = {"01_stack_size": ["t01"], "02_optimisation_levels": ["t02"],
+               "03_symmetric_vs_asymmetric": ["t03"], "04_latency_ladder": ["t04"],
+               "05_kernel_switches": ["t09", "t10"], "06_fp_state_and_return": ["t05"],
+               "07_coroutine_frames": ["t11"], "08_switch_frequency": ["t06"],
+               "09_echo_servers": ["t07", "t08", "t11"]}
+
+
+def table(key: str) -> ArticleTable:
+    """One article table ('t01' ... 't11', in article order), built from the data CSVs."""
+    if not isinstance(key, str):
+        raise TypeError(f"key must be a str such as 't01', not {type(key).__name__}")
+    if key not in TABLES:
+        raise ValueError(f"key must be one of {sorted(TABLES)}, got {key!r}")
+    return TABLES[key]()
+
+
+def tables() -> list[ArticleTable]:
+    """All eleven tables, in article order."""
+    return [TABLES[k]() for k in TABLES]
+
+
+def closing_note(ts: list[ArticleTable] | None = None):
+    """Per table, which claims reproduced, which were contradicted, which were
+    inconclusive (or not measured / not applicable): a frame, one row per table."""
+    import pandas as pd
+
+    rows = []
+    for t in ts if ts is not None else tables():
+        by = {}
+        for cid, v in t.verdicts.items():
+            by.setdefault(v, []).append(cid)
+        rows.append({"table": f"{t.key}: {t.title}",
+                     **{v: ", ".join(by.get(v, [])) for v in
+                        ("reproduced", "contradicted", "inconclusive", "not-applicable-here",
+                         "not-measured")}})
+    return pd.DataFrame(rows)

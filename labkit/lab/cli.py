@@ -1,0 +1,308 @@
+"""The `labkit` command (also `python -m labkit`).
+
+    labkit reproduce [--quick] [--only NB ...] [-p NAME VALUE] [--resume]
+    labkit measure asm_fpu [--build O0] [--fp-control differ] [--json | --csv]
+    labkit catalogue [--json | --csv]   (or: labkit kernels)
+    labkit bundle -o mylaptop          labkit merge a.labkit b.labkit
+    labkit report                      labkit lab
+
+Exit status: 0 ok; 1 a measurement or a notebook failed (one line; --debug shows the
+traceback); 2 a usage error (a bad option or value); 130 interrupted.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+USAGE_ERRORS = (ValueError, TypeError, FileNotFoundError)
+
+
+def _version() -> str:
+    from labkit import __version__
+
+    return __version__
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line: global options and one subparser per command."""
+    from labkit.lab import reproduce
+
+    parser = argparse.ArgumentParser(
+        prog="labkit", description="labkit: measure what a context switch costs, and check "
+        "five articles' claims against this machine.", epilog="Exit status: 0 ok, 1 a "
+        "measurement failed, 2 a usage error, 130 interrupted. `labkit COMMAND --help` "
+        "describes each command.")
+    parser.add_argument("--version", action="version", version=f"labkit {_version()}",
+                        help="print labkit's version and exit")
+    parser.add_argument("--results", metavar="DIR",
+                        help="where data/, figures/ and reports/ go (default: the checkout; "
+                             "outside a checkout ./labkit-results)")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the full traceback of an error")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    r = sub.add_parser("reproduce", help="run the notebooks and build the HTML report",
+                       description=build_reproduce_description())
+    reproduce.add_arguments(r)
+    parser.set_defaults(reproduce_parser=r)
+
+    m = sub.add_parser("measure", help="measure one kernel and print its summary",
+                       description="Time switches between two contexts with one kernel, in a "
+                       "worker process, with the empty loop subtracted.")
+    m.add_argument("kernel", help="a kernel or peer name (see `labkit catalogue`)")
+    m.add_argument("--switches", type=int, default=1_000_000,
+                   help="switches per repeat (default 1000000)")
+    m.add_argument("--repeats", type=int, default=10, help="timed repeats (default 10)")
+    m.add_argument("--stack-size", type=int, default=None, metavar="BYTES",
+                   help="stack size in bytes (default 64 KiB)")
+    m.add_argument("--cpu", type=int, default=None, help="pin the worker to this CPU")
+    m.add_argument("--build", default=None, metavar="TAG",
+                   help="an optimisation-level build of the C core: O0 O1 O2 O3 Os O2-native "
+                        "(default: the extension's own)")
+    m.add_argument("--fp-control", default="as-is", choices=["as-is", "same", "differ"],
+                   help="FP control state of the two contexts (default as-is)")
+    _add_format(m, "every repeat's row")
+
+    k = sub.add_parser("catalogue", aliases=["kernels"],
+                       help="list what can be measured (kernels and peers), here or why not",
+                       description="The catalogue: every switch kernel and peer system, what "
+                       "it saves, whether it runs here, and if not what to install. "
+                       "(`labkit kernels` is the same.)")
+    _add_format(k, "the whole table")
+
+    b = sub.add_parser("bundle", help="pack this machine's results into a bundle folder",
+                       description="Pack the results measured on THIS machine into "
+                       "<out>.labkit/ to compare with other machines. Rows measured "
+                       "elsewhere are refused.")
+    b.add_argument("-o", "--out", required=True, help="bundle path (.labkit is appended)")
+    b.add_argument("--quick", action="store_true", help="bundle the quick run's results")
+    b.add_argument("--include-host", action="store_true",
+                   help="also record the hostname and the results' absolute path")
+
+    g = sub.add_parser("merge", help="merge bundles from several machines into one comparison",
+                       description="Put several machines' bundles side by side. The bundles "
+                       "must share the format, the mode (quick/full) and the labkit commit.")
+    g.add_argument("bundles", nargs="+", help="bundle folders (<name>.labkit)")
+    g.add_argument("-o", "--out", help="also write <out>-verdicts.csv and <out>-ladder.csv")
+    g.add_argument("--allow-other-commits", action="store_true",
+                   help="merge bundles made from different labkit commits")
+
+    rp = sub.add_parser("report", help="rebuild the HTML report from the last executed notebooks",
+                        description="Rebuild reports/[quick/]labkit-report.html without "
+                        "running anything.")
+    rp.add_argument("--quick", action="store_true", help="the quick run's report")
+
+    lab = sub.add_parser("lab", help="start JupyterLab on the lab's notebooks",
+                         description="JupyterLab on the `labkit` kernel, opening "
+                         "start_here.ipynb.")
+    lab.add_argument("--port", type=int, default=None, help="port (default 8888 or the next free)")
+    lab.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    lab.add_argument("lab_args", nargs=argparse.REMAINDER,
+                     help="more options for `jupyter lab`")
+
+    sub.add_parser("room", help="a workshop room (forwards to labkit.lab.room)", add_help=False,
+                   description="Everything after `room` goes to labkit.lab.room.")
+    return parser
+
+
+def build_reproduce_description() -> str:
+    return ("Run every notebook (or some) with papermill, write data/, figures/ and the HTML "
+            "report. A status line on stderr shows the notebook, the sweep point, elapsed "
+            "time and ETA; Ctrl-C stops, keeps what finished, and says how to resume.")
+
+
+def _add_format(p: argparse.ArgumentParser, what: str) -> None:
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help=f"print {what} as JSON records")
+    fmt.add_argument("--csv", action="store_true", help=f"print {what} as CSV")
+
+
+def _print_frame(df, args, text) -> None:
+    if args.json:
+        print(df.to_json(orient="records", indent=1, default_handler=str))
+    elif args.csv:
+        df.to_csv(sys.stdout, index=False)
+    else:
+        print(text())
+
+
+def _run(args, parser) -> int:
+    import pandas as pd
+
+    pd.set_option("display.width", 200)
+    pd.set_option("display.max_colwidth", 60)
+    if args.command == "reproduce":
+        from labkit.lab import reproduce
+
+        return reproduce.run(args, args.reproduce_parser)
+    if args.command in ("catalogue", "kernels"):
+        import labkit
+
+        table = labkit.catalogue()
+        _print_frame(table, args, lambda: table[["kernel", "system", "kind", "available",
+                                                  "why_not"]].to_string(index=False))
+    elif args.command == "measure":
+        import labkit
+
+        df = labkit.measure(args.kernel, switches=args.switches, repeats=args.repeats,
+                            stack_size=args.stack_size, cpu=args.cpu, build=args.build,
+                            fp_control=args.fp_control)
+
+        def text():
+            s = labkit.summarize(df)
+            return "\n".join([*labkit.noise_warnings(s), s.T.to_string(header=False)])
+
+        _print_frame(df, args, text)
+    elif args.command == "bundle":
+        from labkit.lab import bundle
+        from labkit.lab.reproduce import reports_dir
+
+        if args.quick:
+            os.environ["LABKIT_RESULTS_DIR"] = str(reports_dir(True))
+        print(bundle.make_bundle(args.out, quick=args.quick, include_host=args.include_host))
+    elif args.command == "merge":
+        from labkit.lab import bundle
+
+        out = bundle.merge(args.bundles, same_commit=not args.allow_other_commits)
+        print("machines:", *out["machines"], sep="\n  ")
+        print(out["verdicts"].to_string())
+        if not out["ladder"].empty:
+            print(out["ladder"].round(2).to_string())
+        if args.out:
+            out["verdicts"].to_csv(f"{args.out}-verdicts.csv")
+            out["ladder"].to_csv(f"{args.out}-ladder.csv")
+    elif args.command == "report":
+        return _report(args.quick)
+    elif args.command == "lab":
+        return _lab(args)
+    return 0
+
+
+def _report(quick: bool) -> int:
+    from labkit.lab import ledger, report, reproduce
+
+    out = reproduce.reports_dir(quick)
+    os.environ["LABKIT_RESULTS_DIR"] = str(out if quick else reproduce.results.home())
+    manifest = ledger.read_manifest()
+    outcomes = []
+    for src in reproduce.notebook_sources():
+        done = out / "executed" / f"{src.stem}.ipynb"
+        if done.exists() and manifest.get(src.stem, {}).get("ok", True):
+            outcomes.append(reproduce.Outcome(
+                src.stem, True, 0.0, done, earlier=True,
+                parameters=manifest.get(src.stem, {}).get("parameters", {})))
+    if not outcomes:
+        raise FileNotFoundError(f"no executed notebooks in {out / 'executed'}: run "
+                                f"`labkit reproduce{' --quick' if quick else ''}` first")
+    print(report.build(outcomes, out_dir=out, quick=quick))
+    return 0
+
+
+def _lab(args) -> int:
+    from labkit.core import results
+
+    jupyter = Path(sys.executable).with_name("jupyter")
+    if not jupyter.exists() and shutil.which("jupyter") is None:
+        raise FileNotFoundError("JupyterLab is not installed: pip install 'labkit[lab]'")
+    env = dict(os.environ)
+    checkout = results.checkout()
+    if checkout and (checkout / "jupyter").is_dir():
+        # The lab's settings are added to the user's own (the user's still win).
+        env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
+            p for p in (str(checkout / "jupyter"), env.get("JUPYTER_CONFIG_PATH")) if p)
+    notebooks = results.notebooks_dir()
+    if checkout is None:
+        # Installed: the learner edits a copy in the results folder, never site-packages.
+        copy = results.home() / "notebooks"
+        if not copy.exists():
+            shutil.copytree(notebooks, copy)
+            print(f"labkit lab: copied the notebooks to {copy}", file=sys.stderr)
+        notebooks = copy
+    cmd = [str(jupyter) if jupyter.exists() else "jupyter", "lab",
+           f"--ServerApp.root_dir={notebooks}"]
+    if args.port:
+        cmd.append(f"--port={args.port}")
+    if args.no_browser:
+        cmd.append("--no-browser")
+    if os.geteuid() == 0:  # a VM or a container: the server must be told it may run as root
+        cmd.append("--allow-root")
+    cmd += [a for a in args.lab_args if a != "--"]
+    return subprocess.call(cmd, env=env)
+
+
+def _room(argv: list[str]) -> int:
+    import importlib
+
+    try:
+        room = importlib.import_module("labkit.lab.room")
+    except ModuleNotFoundError as exc:
+        if exc.name != "labkit.lab.room":  # labkit.lab.room is there but needs a package
+            print(f"labkit room: needs {exc.name}, which is not installed: "
+                  "pip install 'labkit[room]'", file=sys.stderr)
+            return 2
+        print("labkit room: not available in this build (labkit.lab.room is not installed)",
+              file=sys.stderr)
+        return 2
+    return int(room.main(argv) or 0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the `labkit` command line; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # `room` takes its own options: everything after it goes to labkit.lab.room untouched.
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 2 if argv[i] == "--results" else 1
+    if i < len(argv) and argv[i] == "room":
+        _apply_globals(build_parser().parse_args([*argv[:i], "kernels"]))
+        return _room(argv[i + 1:])
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "lab":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if args.command == "lab":
+        args.lab_args = [*args.lab_args, *extra]
+    _apply_globals(args)
+    from labkit.core.timing import SwitchCountError
+    from labkit.core.worker import KernelCrashError, MeasurementTimeout, WorkerError
+
+    try:
+        return _run(args, parser)
+    except KeyboardInterrupt:
+        print(f"\nlabkit {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except (KernelCrashError, MeasurementTimeout, SwitchCountError, WorkerError,
+            RuntimeError, OSError) as exc:
+        if args.debug:
+            raise
+        if isinstance(exc, USAGE_ERRORS):
+            return _usage(args, exc)
+        first = (str(exc).strip().splitlines() or [""])[0]
+        print(f"labkit {args.command}: {type(exc).__name__}: {first} "
+              "(--debug shows the traceback)", file=sys.stderr)
+        return 1
+    except USAGE_ERRORS as exc:
+        if args.debug:
+            raise
+        return _usage(args, exc)
+
+
+def _usage(args, exc) -> int:
+    print(f"labkit {args.command}: {exc}", file=sys.stderr)
+    return 2
+
+
+def _apply_globals(args) -> None:
+    if args.results:
+        from labkit.core import results
+
+        results.set_home(args.results)
+        os.environ.pop("LABKIT_RESULTS_DIR", None)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,298 @@
+"""One self-contained HTML report from the executed notebooks: a one-screen summary (the
+verdicts counted), a table of contents, the articles' eleven tables beside ours with their
+figures, then each notebook's narrative, figures and verdicts (code hidden), and the
+machine last. Offline: no script or style is fetched from anywhere, and nothing raw is
+shown (no stderr, no progress bars, no object reprs; long tables folded)."""
+from __future__ import annotations
+
+import base64
+import datetime
+import html
+import re
+from pathlib import Path
+
+from labkit.core.results import atomic_path
+
+REPORT_NAME = "labkit-report.html"
+# A table longer than this is folded into a <details> block.
+FOLD_ROWS = 20
+# Progress-bar text (tqdm's '42%|'), which belongs in a terminal.
+_PROGRESS = re.compile(r"\d+%\|")
+
+
+def machine_warnings(info: dict) -> list[str]:
+    """Conditions that make timings on this machine less stable (pyperf's spirit)."""
+    out = []
+    if info.get("virtualization") not in (None, "none", "none detected"):
+        out.append(f"Virtual machine ({info['virtualization']}): hypervisor exits and steal "
+                   "time add noise; the TSC counts reference ticks, not core cycles.")
+    if info.get("governor") not in ("performance", "unknown"):
+        out.append(f"CPU frequency governor is {info.get('governor')!r}, not 'performance'.")
+    if info.get("turbo") == "on":
+        out.append("Turbo boost is on: the clock rate varies with load and temperature.")
+    if info.get("smt") == "1":
+        out.append("SMT (hyper-threading) is on: a sibling thread shares the core's caches.")
+    if not info.get("isolated_cpus"):
+        out.append("No isolated CPUs: other processes may run on the measured CPU.")
+    load = info.get("load_avg_1min", 0) or 0
+    if load > 0.5:
+        out.append(f"Load average is {load:.2f}: other work was running.")
+    return out
+
+
+def _e(v) -> str:
+    return html.escape(str(v))
+
+
+def _order(outcomes):
+    # The ledger first among the notebooks: it is the summary of every claim.
+    return sorted(outcomes, key=lambda o: (o.name != "00_claims_ledger", o.name))
+
+
+def _notebook_anchor(name: str) -> str:
+    return f"nb-{name}"
+
+
+def _summary(outcomes, info: dict, quick: bool, tables) -> str:
+    import pandas as pd
+
+    from labkit.lab import ledger
+
+    from labkit.core import results
+
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    led_path = results.data_dir() / "00_claims_ledger.csv"
+    counts = ""
+    if led_path.exists():
+        led = pd.read_csv(led_path, dtype=str).fillna("")
+        c = led.verdict.value_counts()
+        counts = "".join(f"<tr><td>{_e(v)}</td><td>{int(c.get(v, 0))}</td></tr>"
+                         for v in ledger.LEDGER_VERDICTS)
+        counts = (f"<table class='lk-counts'><tr><th>verdict</th><th>claims</th></tr>{counts}"
+                  f"<tr><td><b>total</b></td><td><b>{len(led)}</b></td></tr></table>")
+    else:
+        counts = "<p>No claims ledger in this run.</p>"
+    per_table = "".join(
+        f"<tr><td><a href='#{t.anchor}'>{_e(t.key[1:])}. {_e(t.title)}</a></td><td>"
+        + ", ".join(f"{n} {v}" for v, n in _tally(t).items()) + "</td></tr>" for t in tables)
+    failed = [o.name for o in outcomes if not o.ok]
+    status = (f"<p><b>Failed notebooks:</b> {_e(', '.join(failed))} (their claims show "
+              "not-measured).</p>" if failed else "")
+    warns = machine_warnings(info)
+    return (
+        f"<h1 id='summary'>labkit report{' (quick mode)' if quick else ''}</h1>"
+        f"<p>Built {when} on <code>{_e(info.get('cpu_model'))}</code> "
+        f"({_e(info.get('cpu_count'))} CPUs, {_e(info.get('virtualization'))}), labkit "
+        f"<code>{_e(info.get('labkit_commit'))}</code>. Five articles' claims, judged by "
+        "rules written before measuring (<code>data/claims.csv</code>); absolute times are "
+        "this machine's, ratios are what travel.</p>"
+        + ("<p><b>Quick mode:</b> small sweeps and few repeats, for CI. Spreads are wide; "
+           "do not quote these figures.</p>" if quick else "")
+        + status
+        + "<div class='lk-row'><div>" + counts + "</div><div><table class='lk-counts'>"
+        "<tr><th>the article's table</th><th>its rows' verdicts</th></tr>" + per_table
+        + "</table></div></div>"
+        + (f"<p class='lk-note'>Noise: {len(warns)} condition(s) make timings less stable "
+           f"here (see <a href='#machine'>Machine</a>).</p>" if warns else "")
+    )
+
+
+def _tally(t) -> dict:
+    out: dict = {}
+    for v in t.verdicts.values():
+        out[v] = out.get(v, 0) + 1
+    return out
+
+
+def _toc(outcomes, tables) -> str:
+    """One compact block: the summary above already lists the eleven tables."""
+    items = " · ".join(f"<a href='#{t.anchor}'>{_e(t.key[1:])}</a>" for t in tables)
+    nbs = " · ".join(f"<a href='#{_notebook_anchor(o.name)}'>{_e(o.name)}</a>"
+                     for o in _order(outcomes) if o.ok and o.executed is not None)
+    return ("<nav id='toc'><b>Contents</b>: <a href='#summary'>Summary</a> | "
+            f"<a href='#articles'>The articles' tables</a> ({items}) | "
+            f"<a href='#notebooks'>The notebooks</a> ({nbs or 'none'}) | "
+            "<a href='#closing'>Closing note</a> | <a href='#machine'>Machine</a></nav>")
+
+
+def _figure_html(t) -> str:
+    """The table's overlay figure as an inline PNG (saved too as figures/articles-*.png)."""
+    import matplotlib.pyplot as plt
+
+    from labkit.lab import articles
+
+    try:
+        fig = articles.figure(t, save=True)
+    except Exception as exc:  # a figure must not cost the report: say why instead
+        return f"<p class='lk-note'>No figure: {_e(type(exc).__name__)}: {_e(exc)}</p>"
+    from labkit.core import results
+
+    png = results.figures_dir() / f"articles-{t.key}.png"
+    plt.close(fig)
+    data = base64.b64encode(png.read_bytes()).decode()
+    return (f"<img class='lk-fig' alt='{_e(t.title)}: the article against this machine' "
+            f"src='data:image/png;base64,{data}'>")
+
+
+def _articles_html(tables, names: set) -> str:
+    parts = ["<h2 id='articles'>The articles' tables</h2>",
+             "<p>Each table keeps the article's rows and columns: the article's number, "
+             "then the median measured here with its spread [low, high], the relative "
+             "column the article uses, and the claim id and verdict that judge the row. "
+             "Figures show the article's points (open diamonds) over the measured ones, "
+             "both normalised to the article's reference row.</p>"]
+    for t in tables:
+        link = (f"<a href='#{t.notebook}-article-table'>measured in {_e(t.notebook)}</a>"
+                if t.notebook in names else f"measured in {_e(t.notebook)} (not in this report)")
+        parts.append(
+            f"<section class='lk-article' id='{t.anchor}'>"
+            f"<h3>{_e(t.key[1:])}. {_e(t.title)}</h3>"
+            f"<p class='lk-src'><code>{_e(t.source)}</code> · {link}</p>"
+            + t.frame.to_html(index=False, classes="lk-table", border=0, escape=True)
+            + f"<p class='lk-note'>{_e(t.note)}</p>" + _figure_html(t) + "</section>")
+    return "".join(parts)
+
+
+def _closing_html(tables) -> str:
+    from labkit.lab import articles
+
+    note = articles.closing_note(tables)
+    return ("<h2 id='closing'>Closing note: per table</h2><p>Which row claims reproduced, "
+            "which were contradicted, which stayed inconclusive, on the data of this run.</p>"
+            + note.to_html(index=False, classes="lk-table", border=0))
+
+
+def _machine_html(outcomes, info: dict) -> str:
+    rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in info.items())
+    warns = machine_warnings(info)
+    warn_html = "".join(f"<li>{_e(w)}</li>" for w in warns) or "<li>none</li>"
+    status = "".join(
+        f"<li><b>{_e(o.name)}</b>: "
+        + ("ok, from an earlier run" if getattr(o, "earlier", False)
+           else f"{'ok' if o.ok else 'FAILED'} ({o.seconds:.0f} s)")
+        + "".join(f", <code>-p {_e(k)} {_e(repr(v))}</code>"
+                  for k, v in sorted(getattr(o, "parameters", {}).items()))
+        + (f"<pre>{_e(o.error[-1500:])}</pre>" if not o.ok else "") + "</li>"
+        for o in _order(outcomes))
+    return (f"<h2 id='machine'>Machine</h2><h3>Results may be unstable</h3><ul>{warn_html}</ul>"
+            f"<h3>Notebooks run</h3><ul>{status}</ul>"
+            f"<details><summary>Every metadata field</summary><table>{rows}</table></details>")
+
+
+def _html_cell(nbformat, body: str):
+    """A code cell whose only output is `body` as HTML (inputs are hidden in the report)."""
+    cell = nbformat.v4.new_code_cell("")
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"text/html": body})]
+    return cell
+
+
+def clean_outputs(cell) -> None:
+    """Drop what a reader should not see: stderr, progress bars, object reprs; turn
+    stdout text (noise warnings, notes) into a folded note; fold long tables."""
+    if cell.get("cell_type") != "code":
+        return
+    kept = []
+    for out in cell.get("outputs", []):
+        kind = out.get("output_type")
+        if kind == "stream":
+            if out.get("name") == "stderr":
+                continue
+            text = "".join(ln for ln in out.get("text", "").splitlines(True)
+                           if not _PROGRESS.search(ln) and "\r" not in ln).strip()
+            if not text:
+                continue
+            lines = text.count("\n") + 1
+            title = "Notes and noise warnings" if "WARNING" in text else "Notes"
+            out = {"output_type": "display_data", "metadata": {}, "data": {"text/html": (
+                f"<details class='lk-note'><summary>{title} ({lines} line"
+                f"{'s' if lines > 1 else ''})</summary><pre>{_e(text)}</pre></details>")}}
+        elif kind in ("execute_result", "display_data"):
+            data = out.get("data", {})
+            if "text/html" not in data and "image/png" not in data and "image/svg+xml" not in data:
+                # A bare repr ([PosixPath(...)], <Figure ...>, a number echoed): not a result.
+                continue
+            if "text/html" in data:
+                h = data["text/html"]
+                h = h if isinstance(h, str) else "".join(h)
+                body = h.split("<tbody", 1)[-1]
+                rows = body.count("<tr")
+                if rows > FOLD_ROWS:
+                    data = dict(data)
+                    data["text/html"] = (f"<details><summary>table of {rows} rows "
+                                         f"(the CSV in data/ has them all)</summary>{h}</details>")
+                    out = {**out, "data": data}
+        kept.append(out)
+    cell["outputs"] = kept
+
+
+_STYLE = """<style>
+body{max-width:1200px;margin:auto}
+.lk-row{display:flex;gap:2em;flex-wrap:wrap}
+table.lk-counts,table.lk-table{border-collapse:collapse;font-size:0.85em;margin:0.5em 0}
+.lk-counts td,.lk-counts th,.lk-table td,.lk-table th{border:1px solid #ccc;padding:2px 6px;text-align:left !important}
+.lk-table th{background:#f3f3f3}
+.lk-note{color:#444;font-size:0.9em}
+.lk-fig{max-width:680px;display:block;margin:0.5em 0}
+.lk-article{border-top:2px solid #ddd;margin-top:1.5em}
+nav#toc{font-size:0.9em;margin:1em 0;padding:0.5em;background:#f7f7f7}
+</style>"""
+
+
+def make_offline(body: str) -> str:
+    """Remove every script and stylesheet fetched from the network (nbconvert's templates
+    pull require.js and MathJax from a CDN); the report needs no script to be read."""
+    body = re.sub(r"<script[^>]*\bsrc=[\"']https?://[^>]*>\s*</script>", "", body, flags=re.I)
+    body = re.sub(r"<link[^>]*\bhref=[\"']https?://[^>]*>", "", body, flags=re.I)
+    # Inline scripts that would fetch something (MathJax's configuration, the mermaid
+    # loader): without the network they only fail, and the report needs neither.
+    body = re.sub(r"<script\b[^>]*>(?:(?!</script>).)*?https?://(?:(?!</script>).)*?</script>",
+                  "", body, flags=re.S | re.I)
+    body = re.sub(r"<script type=\"text/x-mathjax-config\">.*?</script>", "", body,
+                  flags=re.S | re.I)
+    body = re.sub(r"@import\s+url\([\"']?https?://[^)]*\)\s*;?", "", body, flags=re.I)
+    return body.replace("</head>", _STYLE + "</head>", 1)
+
+
+def build(outcomes, *, out_dir: Path, quick: bool) -> Path:
+    """Write out_dir/labkit-report.html (atomically) and return its path."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    from labkit.lab import articles
+    from labkit.core.machine import machine_info
+
+    info = machine_info()
+    tables = articles.tables()
+    ran = [o for o in _order(outcomes) if o.ok and o.executed is not None]
+    names = {o.name for o in ran}
+    report = nbformat.v4.new_notebook()
+    report.cells.append(_html_cell(nbformat, _summary(outcomes, info, quick, tables)))
+    report.cells.append(_html_cell(nbformat, _toc(outcomes, tables)))
+    report.cells.append(_html_cell(nbformat, _articles_html(tables, names)))
+    report.cells.append(_html_cell(nbformat, "<h2 id='notebooks'>The notebooks</h2>"))
+    for o in ran:
+        nb = nbformat.read(o.executed, as_version=4)
+        report.cells.append(_html_cell(
+            nbformat, f"<hr><p id='{_notebook_anchor(o.name)}'><small>notebook "
+                      f"<code>notebooks/{_e(o.name)}.py</code>"
+                      f"{' (from an earlier run)' if getattr(o, 'earlier', False) else ''}"
+                      "</small></p>"))
+        for cell in nb.cells:
+            tags = cell.get("metadata", {}).get("tags", [])
+            if "parameters" in tags or "injected-parameters" in tags:
+                continue
+            clean_outputs(cell)
+            report.cells.append(cell)
+    report.cells.append(_html_cell(nbformat, _closing_html(tables)))
+    report.cells.append(_html_cell(nbformat, _machine_html(outcomes, info)))
+    report.metadata["kernelspec"] = {"name": "labkit", "display_name": "labkit (Python 3)",
+                                     "language": "python"}
+    exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True,
+                            exclude_output_prompt=True)
+    body, _ = exporter.from_notebook_node(report)
+    body = make_offline(body)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / REPORT_NAME
+    with atomic_path(path) as tmp:
+        tmp.write_text(body)
+    return path

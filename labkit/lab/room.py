@@ -1,0 +1,783 @@
+"""The room: one comparison across many machines, on Dask distributed with mutual TLS.
+
+    labkit room serve [--room room.json] [--host 127.0.0.1 | --interface eth0] [--port 0]
+    labkit room join room.json --name NAME [--allow-root]
+    labkit room run room.json [--quick] [--only NAME ...] [-p NAME VALUE] [-o room-results]
+    labkit room noise [--blocks 10] [--loud] [-o noise.csv]
+
+The teacher (or a fleet's owner) serves a room: a Dask scheduler that accepts only peers
+with a certificate of the room's own CA. Each participant joins with one Dask worker
+(one thread, resource `labkit-machine=1`). `run` sends one task per machine; the task
+runs labkit's suite in a subprocess on the CPUs the worker does not use and returns the
+machine's bundle in memory; the client saves each bundle as it arrives and merges them.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from labkit.lab.room_tls import make_credentials, read_room, security, write_room
+
+RESOURCE = "labkit-machine"
+TOPIC = "labkit-room"
+STATES = ("queued", "running", "done", "failed", "left", "skipped")
+TERMINAL = {"done", "failed", "left", "skipped"}
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$")
+
+# An idle joined worker should wake as rarely as Dask allows: no statistical profiler
+# (every 10 ms by default), slow event-loop health checks (20 ms by default) and a slow
+# memory monitor; heartbeats stay (the scheduler sets their pace). Measured by `noise`.
+QUIET_WORKER = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "1s",
+    "distributed.admin.tick.limit": "30s",
+    "distributed.worker.memory.monitor-interval": "2s",
+    "distributed.admin.system-monitor.interval": "5s",
+    "distributed.admin.system-monitor.gil.enabled": False,
+    "distributed.worker.memory.target": False,
+    "distributed.worker.memory.spill": False,
+    "distributed.worker.memory.pause": False,
+    "distributed.worker.memory.terminate": False,
+}
+
+# Set in a joined worker's environment by join(): the CPUs the suite gets (all but the
+# worker's own, when there are two or more). An environment variable rather than a module
+# global: `python -m labkit.lab.room` runs as __main__, the tasks import labkit.lab.room afresh.
+SUITE_CPUS_ENV = "LABKIT_ROOM_SUITE_CPUS"
+
+
+def worker_name(name: str, machine_id: str) -> str:
+    """The Dask worker name: the participant's name and the machine's id."""
+    return f"{name}@{machine_id}"
+
+
+def split_worker_name(wname) -> tuple[str, str]:
+    """(name, machine_id) of a room worker's Dask name."""
+    name, _, mid = str(wname).rpartition("@")
+    return (name or str(wname)), mid
+
+
+def _check_name(name) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, not {type(name).__name__}")
+    if not _NAME.match(name):
+        raise ValueError(f"name must be 1-40 letters, digits, '.', '_' or '-', starting with "
+                         f"a letter or digit; got {name!r}")
+    return name
+
+
+# --- serve -------------------------------------------------------------------------------
+
+def _print_joins():
+    from distributed.diagnostics.plugin import SchedulerPlugin
+
+    class Joins(SchedulerPlugin):
+        name = "labkit-room-joins"
+
+        def add_worker(self, scheduler, worker):
+            ws = scheduler.workers.get(worker)
+            print(f"  joined: {ws.name if ws else worker} ({len(scheduler.workers)} in the room)",
+                  flush=True)
+
+        def remove_worker(self, scheduler, worker, **kwargs):
+            print(f"  left:   {worker} ({len(scheduler.workers)} in the room)", flush=True)
+
+    return Joins()
+
+
+def serve(room_path="room.json", *, host: str = "127.0.0.1", interface: str | None = None,
+          port: int = 0, new: bool = False, ready=None) -> None:
+    """Run the room's scheduler until interrupted. A room file already at `room_path` is
+    reused (same keys, same port unless `port` says otherwise) unless `new`."""
+    import asyncio
+
+    from distributed import Scheduler
+
+    if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
+        raise ValueError(f"port must be an int in 0..65535, got {port!r}")
+    room_path = Path(room_path)
+    creds = None
+    if room_path.exists() and not new:
+        old = read_room(room_path)
+        creds = {k: old[k] for k in ("ca", "scheduler", "client", "worker")}
+        if port == 0:
+            port = int(old["address"].rsplit(":", 1)[1])
+        print(f"reusing the room in {room_path} (its participants need nothing new)")
+    if creds is None:
+        creds = make_credentials()
+    room = {"address": "", **creds}
+
+    async def _run():
+        kwargs = {"interface": interface} if interface else {"host": host}
+        # Dask always starts an HTTP server beside the scheduler; without TLS it must
+        # serve nothing and only on loopback.
+        async with Scheduler(port=port, protocol="tls", security=security(room, "scheduler"),
+                             dashboard=False, dashboard_address="127.0.0.1:0", **kwargs) as s:
+            s.add_plugin(_print_joins())
+            write_room(room_path, s.address, creds)
+            print(f"room open at {s.address}; room file: {room_path} (mode 0600: hand it to "
+                  "the participants yourself, it is the key to the room)")
+            print("each participant runs (in the labkit folder, the room file saved there):\n\n"
+                  f"    labkit room join {room_path.name} --name THEIR-NAME\n\n"
+                  f"(without the labkit command: .venv/bin/python -m labkit.lab.room join "
+                  f"{room_path.name} --name THEIR-NAME)\n")
+            print(f"then run the suite everywhere: labkit room run {room_path} --quick",
+                  flush=True)
+            if ready is not None:
+                ready(s.address)
+            await s.finished()
+
+    import dask
+
+    with dask.config.set({"distributed.scheduler.http.routes": []}):
+        try:
+            asyncio.run(_run())
+        except KeyboardInterrupt:
+            print("room closed")
+
+
+# --- join --------------------------------------------------------------------------------
+
+def _pin_worker() -> set[int] | None:
+    """Pin this worker process to its last allowed CPU and return the others for the
+    suite; with a single CPU nothing is pinned."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        return None
+    mine = allowed[-1]  # the notebooks measure on the first CPUs by default
+    import psutil
+
+    for t in psutil.Process().threads():
+        try:
+            os.sched_setaffinity(t.id, {mine})
+        except OSError:
+            pass
+    os.sched_setaffinity(0, {mine})  # threads started later inherit this
+    return set(allowed[:-1])
+
+
+def join(room_path, *, name: str, machine_id: str | None = None, allow_root: bool = False,
+         quiet: bool = True) -> None:
+    """Join the room with one Dask worker (one thread, resource labkit-machine=1) until
+    interrupted or the room closes."""
+    import asyncio
+
+    import dask
+    from distributed import Worker
+
+    name = _check_name(name)
+    room = read_room(room_path)
+    if os.geteuid() == 0 and not allow_root:
+        raise PermissionError("joining as root is refused: a room's holder could run code "
+                              "as root here; join as your own user (or pass --allow-root in "
+                              "a throwaway container)")
+    if machine_id is None:
+        from labkit.core.machine import machine_info
+
+        machine_id = machine_info()["machine_id"]
+    elif not isinstance(machine_id, str) or not re.fullmatch(r"[0-9a-f]{6,32}", machine_id):
+        raise ValueError(f"machine_id must be 6-32 lowercase hex digits, got {machine_id!r}")
+    print(f"joining the room at {room['address']} as {name} (machine {machine_id}).\n"
+          "Whoever holds this room file can now run labkit's suite on this machine, as you "
+          f"(user {os.getuid()}), and, like any Dask worker, any Python code. Press Ctrl-C "
+          "to leave the room.", flush=True)
+    suite_cpus = _pin_worker()
+    os.environ[SUITE_CPUS_ENV] = ",".join(map(str, sorted(suite_cpus or ())))
+
+    async def _run():
+        async with Worker(room["address"], nthreads=1, resources={RESOURCE: 1},
+                          name=worker_name(name, machine_id), security=security(room, "worker"),
+                          dashboard=False, dashboard_address="127.0.0.1:0",
+                          memory_limit=0) as w:
+            print(f"joined as {w.name}; the suite will run on CPUs "
+                  f"{sorted(suite_cpus) if suite_cpus else 'all (one CPU)'}", flush=True)
+            await w.finished()
+
+    with dask.config.set({"distributed.worker.http.routes": [],
+                          **(QUIET_WORKER if quiet else {})}):
+        try:
+            asyncio.run(_run())
+        except KeyboardInterrupt:
+            pass
+    print("left the room")
+
+
+# --- the task, on the worker -------------------------------------------------------------
+
+def _suite_task(run_id: str, quick: bool, only, params) -> bytes:
+    """Run the suite in a subprocess, return the bundle as bytes of a .tar.gz."""
+    from distributed import get_worker
+
+    from labkit.lab.room_suite import PROGRESS
+
+    w = get_worker()
+    name, mid = split_worker_name(w.name)
+
+    def publish(event):
+        w.log_event(TOPIC, {"run": run_id, "worker": w.address, **event})
+
+    with tempfile.TemporaryDirectory(prefix="labkit-room-") as tmp:
+        out = Path(tmp) / f"{name}.labkit"
+        cmd = [sys.executable, "-m", "labkit.lab.room_suite", "--results", str(Path(tmp) / "results"),
+               "--bundle", str(out), "--name", name, "--machine-id", mid,
+               "--parent", str(os.getpid())]
+        if os.environ.get(SUITE_CPUS_ENV):
+            cmd += ["--cpus", os.environ[SUITE_CPUS_ENV]]
+        if quick:
+            cmd.append("--quick")
+        if only:
+            cmd += ["--only", *only]
+        for k, v in params:
+            cmd += ["-p", str(k), str(v)]
+        tail = []
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for line in proc.stdout:
+            if line.startswith(PROGRESS):
+                try:
+                    publish(json.loads(line[len(PROGRESS):]))
+                except ValueError:
+                    pass
+            else:
+                tail = (tail + [line.rstrip()])[-30:]
+        rc = proc.wait()
+        if rc != 0 or not out.is_dir():
+            raise RuntimeError(f"the suite failed on {name} (status {rc}):\n" + "\n".join(tail))
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            tar.add(out, arcname=out.name)
+        return buf.getvalue()
+
+
+# --- run, on the client ------------------------------------------------------------------
+
+@dataclass
+class RoomRun:
+    """A run across the room: the live table, the bundles saved so far, the comparison."""
+    out: Path
+    table: "object" = None            # pandas DataFrame, one row per machine
+    bundles: dict = field(default_factory=dict)  # machine_id -> bundle folder
+    comparison: dict | None = None   # labkit.lab.bundle.merge() of the bundles so far
+    merge_error: str = ""             # why the bundles so far could not be merged
+
+
+def _save_bundle(data: bytes, out: Path, stem: str) -> Path:
+    """Save a returned bundle atomically (the archive, then the unpacked folder)."""
+    from labkit.core.results import atomic_path
+
+    archive = out / f"{stem}.labkit.tar.gz"
+    with atomic_path(archive) as tmp:
+        tmp.write_bytes(data)
+    folder = out / f"{stem}.labkit"
+    staging = Path(tempfile.mkdtemp(prefix=f".{stem}.", dir=out))
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            tar.extractall(staging, filter="data")
+        inner = [p for p in staging.iterdir() if p.is_dir()]
+        if len(inner) != 1:
+            raise ValueError(f"bundle from {stem} holds {len(inner)} folders, expected one")
+        if folder.exists():
+            shutil.rmtree(folder)
+        inner[0].rename(folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return folder
+
+
+def _table(rows: dict):
+    import pandas as pd
+
+    cols = ["name", "machine_id", "state", "progress", "notebook", "seconds", "detail"]
+    return pd.DataFrame([{c: r.get(c, "") for c in cols} for r in rows.values()], columns=cols)
+
+
+def _merge(run: RoomRun, *, allow_other_commits: bool = False) -> None:
+    import inspect
+
+    from labkit.lab import bundle
+    from labkit.core.results import atomic_path
+
+    if len(run.bundles) < 2:
+        return
+    kwargs = {}
+    if allow_other_commits and "same_commit" in inspect.signature(bundle.merge).parameters:
+        kwargs["same_commit"] = False
+    try:
+        run.comparison = bundle.merge(sorted(run.bundles.values()), **kwargs)
+        run.merge_error = ""
+    except ValueError as exc:
+        # merge's refusals (two labkit commits, quick beside full...) are reported, and the
+        # run goes on collecting bundles: they are saved either way.
+        run.merge_error = str(exc)
+        return
+    with atomic_path(run.out / "room-verdicts.csv") as tmp:
+        run.comparison["verdicts"].to_csv(tmp)
+    with atomic_path(run.out / "room-ladder.csv") as tmp:
+        run.comparison["ladder"].to_csv(tmp)
+
+
+def _check_run_args(quick, only, params, poll, timeout):
+    if not isinstance(quick, bool):
+        raise TypeError(f"quick must be True or False, not {quick!r}")
+    if only is not None and (isinstance(only, str) or not all(isinstance(o, str) for o in only)):
+        raise TypeError(f"only must be a list of notebook names, not {only!r}")
+    if only is not None:
+        from labkit.lab.reproduce import notebook_sources
+
+        notebook_sources(list(only))  # an unknown name fails here, before anything runs
+    if isinstance(params, dict):
+        params = list(params.items())
+    if not all(isinstance(p, (tuple, list)) and len(p) == 2 for p in params):
+        raise TypeError(f"params must be (name, value) pairs or a dict, not {params!r}")
+    if params:
+        import inspect
+
+        from labkit.lab.reproduce import run_notebook
+
+        # The suite passes them to reproduce.run_notebook; an older labkit has no way to.
+        if "parameters" not in inspect.signature(run_notebook).parameters:
+            raise ValueError("params cannot be passed on: this labkit's "
+                             "reproduce.run_notebook takes no parameters")
+    if not isinstance(poll, (int, float)) or not 0.05 <= poll <= 60:
+        raise ValueError(f"poll must be seconds in 0.05..60, got {poll!r}")
+    if timeout is not None and (not isinstance(timeout, (int, float)) or not 0 < timeout <= 7 * 86400):
+        raise ValueError(f"timeout must be None or seconds in (0, 7 days], got {timeout!r}")
+    return [(str(k), v if isinstance(v, str) else json.dumps(v)) for k, v in params]
+
+
+def run(room_path, *, quick: bool = False, only=None, params=(), out="room-results",
+        on_update=None, poll: float = 0.5, timeout: float | None = None,
+        allow_other_commits: bool = False) -> RoomRun:
+    """Run the suite once on every machine joined to the room and merge the bundles as
+    they arrive. `on_update(run)` is called whenever the table changes. A machine that
+    leaves is marked `left` while the others go on; bundles already saved stay. Bundles
+    that merge refuses to compare (say, two labkit commits without
+    `allow_other_commits`) are kept, and `merge_error` says why."""
+    from distributed import Client
+
+    params = _check_run_args(quick, only, params, poll, timeout)
+    if not isinstance(allow_other_commits, bool):
+        raise TypeError(f"allow_other_commits must be True or False, not {allow_other_commits!r}")
+    room = read_room(room_path)
+    run_ = RoomRun(out=Path(out))
+    run_.out.mkdir(parents=True, exist_ok=True)
+    run_id = uuid.uuid4().hex[:8]
+    rows: dict[str, dict] = {}
+    futures = {}
+    with Client(room["address"], security=security(room, "client"), timeout="20s") as client:
+        workers = client.scheduler_info(n_workers=-1)["workers"]
+        by_machine: dict[str, str] = {}
+        for addr, info in sorted(workers.items(), key=lambda kv: str(kv[1].get("name"))):
+            if RESOURCE not in (info.get("resources") or {}):
+                continue
+            name, mid = split_worker_name(info.get("name"))
+            # Names become file names here: anything but join()'s own form is renamed.
+            if not _NAME.match(name):
+                name = "unnamed"
+            if not re.fullmatch(r"[0-9a-f]{6,32}", mid):
+                mid = f"unknown{len(rows)}"
+            if mid in by_machine:  # never two suites on one machine
+                rows[addr] = {"name": name, "machine_id": mid, "state": "skipped",
+                              "detail": f"same machine as {rows[by_machine[mid]]['name']}"}
+                continue
+            by_machine[mid] = addr
+            rows[addr] = {"name": name, "machine_id": mid, "state": "queued", "progress": "",
+                          "notebook": "", "seconds": 0.0, "detail": ""}
+        if not by_machine:
+            raise ValueError(f"room {room_path}: no machine has joined yet "
+                             "(`labkit room join ROOMFILE --name NAME` on each)")
+        for mid, addr in by_machine.items():
+            futures[addr] = client.submit(
+                _suite_task, run_id, quick, list(only) if only else None, params,
+                key=f"labkit-suite-{run_id}-{mid}", workers=[addr], allow_other_workers=False,
+                resources={RESOURCE: 1}, pure=False, retries=0)
+        start = time.monotonic()
+        seen = 0.0  # the time stamp of the last event read (the log is a bounded deque)
+
+        def update():
+            run_.table = _table(rows)
+            if on_update is not None:
+                on_update(run_)
+
+        update()
+        while any(r["state"] not in TERMINAL for r in rows.values()):
+            changed = False
+            events = client.get_events(TOPIC)
+            for stamp, ev in list(events):
+                if stamp <= seen:
+                    continue
+                seen = stamp
+                r = rows.get(ev.get("worker"))
+                if ev.get("run") != run_id or r is None or r["state"] in TERMINAL:
+                    continue
+                if ev.get("state") == "running":
+                    r.update(state="running", progress=f"{ev['k']} of {ev['n']}",
+                             notebook=ev.get("notebook", ""))
+                elif ev.get("state") == "notebook" and not ev.get("ok"):
+                    r["detail"] = (r["detail"] + f" {ev['notebook']} failed;").strip()
+                changed = True
+            alive = set(client.scheduler_info(n_workers=-1)["workers"])
+            for addr, fut in futures.items():
+                r = rows[addr]
+                if r["state"] in TERMINAL:
+                    continue
+                r["seconds"] = round(time.monotonic() - start, 1)
+                if fut.status == "finished":
+                    folder = _save_bundle(fut.result(), run_.out, f"{r['name']}-{r['machine_id']}")
+                    run_.bundles[r["machine_id"]] = folder
+                    r.update(state="done", notebook="", detail=(r["detail"] + f" {folder.name}").strip())
+                    _merge(run_, allow_other_commits=allow_other_commits)
+                elif fut.status == "error":
+                    r.update(state="failed", detail=str(fut.exception())[-500:])
+                elif addr not in alive:
+                    fut.cancel()
+                    r.update(state="left", detail="the machine left the room mid-run")
+                else:
+                    continue
+                changed = True
+            if timeout is not None and time.monotonic() - start > timeout:
+                for addr, fut in futures.items():
+                    if rows[addr]["state"] not in TERMINAL:
+                        fut.cancel()
+                        rows[addr].update(state="failed", detail=f"timed out after {timeout} s")
+                changed = True
+            if changed:
+                update()
+            time.sleep(poll)
+        update()
+    return run_
+
+
+def ladder_figure(comparison: dict):
+    """Each machine's kernels as ratios to its own `asm` (the merged ladder), one bar per
+    machine; None when no machine has ladder results yet."""
+    import matplotlib.pyplot as plt
+
+    ladder = comparison.get("ladder")
+    if ladder is None or ladder.empty:
+        return None
+    ratios = ladder.xs("ratio to asm", axis=1, level=1)
+    fig, ax = plt.subplots(figsize=(7, 0.35 * len(ratios) + 1.5))
+    ratios.plot.barh(ax=ax)
+    ax.axvline(1, color="grey", lw=0.8)
+    ax.set_xlabel("median ns per switch / that machine's own asm")
+    ax.set_title("the ladder, machine by machine (ratios travel, nanoseconds do not)")
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def watch(room_path, **kwargs) -> RoomRun:
+    """run() for a notebook: a live table (ipywidgets when available, else an updated
+    display) of each machine's state; the verdicts by machine and the ladder figure
+    appear and update as bundles arrive."""
+    from IPython.display import display
+
+    def views(r):
+        out = [r.table]
+        if r.merge_error:
+            out.append(f"not merged: {r.merge_error}")
+        if r.comparison is not None:
+            out.append(r.comparison["verdicts"])
+            fig = ladder_figure(r.comparison)
+            if fig is not None:
+                out.append(fig)
+        return out
+
+    try:
+        import ipywidgets as widgets
+
+        box = widgets.Output()
+        display(box)
+
+        def show(r):
+            with box:
+                box.clear_output(wait=True)
+                for v in views(r):
+                    display(v)
+    except ImportError:
+        handles = [display(None, display_id=True) for _ in range(4)]
+
+        def show(r):
+            for h, v in zip(handles, views(r)):
+                h.update(v)
+    return run(room_path, on_update=show, **kwargs)
+
+
+# --- noise: what an idle joined worker costs a measurement --------------------------------
+
+def _bootstrap_ratio(a, b, *, n: int = 4000, seed: int = 0) -> tuple[float, float, float]:
+    """median(b)/median(a) with a percentile-bootstrap 95% interval (resampling each
+    side's repeats)."""
+    import numpy as np
+
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    rng = np.random.default_rng(seed)
+    ra = np.median(rng.choice(a, (n, a.size)), axis=1)
+    rb = np.median(rng.choice(b, (n, b.size)), axis=1)
+    ratios = rb / ra
+    return float(np.median(b) / np.median(a)), *map(float, np.percentile(ratios, [2.5, 97.5]))
+
+
+def paired_ratio(pair_ratios, *, n: int = 4000, seed: int = 0) -> tuple[float, float, float]:
+    """The geometric mean of per-block ratios (each B block over the A block beside it)
+    with a 95% interval: scipy.stats.bootstrap when installed, else a percentile
+    bootstrap over the blocks. Pairing by block cancels the machine's slow drifts (other
+    users' load comes and goes), which pooling all repeats would not."""
+    import numpy as np
+
+    logs = np.log(np.asarray(pair_ratios, float))
+    if logs.size < 2:
+        raise ValueError(f"pair_ratios must hold two or more ratios, got {logs.size}")
+    point = float(np.exp(logs.mean()))
+    try:
+        from scipy import stats
+
+        ci = stats.bootstrap((logs,), np.mean, n_resamples=n, method="percentile",
+                             random_state=seed).confidence_interval
+        lo, hi = ci.low, ci.high
+    except ImportError:
+        rng = np.random.default_rng(seed)
+        means = rng.choice(logs, (n, logs.size)).mean(axis=1)
+        lo, hi = np.percentile(means, [2.5, 97.5])
+    return point, float(np.exp(lo)), float(np.exp(hi))
+
+
+def _switches_and_cpu(pid: int) -> tuple[int, float]:
+    """Context switches of every thread of `pid` (each one a wake-up or a preemption) and
+    its CPU seconds so far."""
+    import psutil
+
+    total = 0
+    for status in Path(f"/proc/{pid}/task").glob("*/status"):
+        try:
+            for line in status.read_text().splitlines():
+                if "ctxt_switches:" in line:  # voluntary and nonvoluntary
+                    total += int(line.split()[-1])
+        except (OSError, ValueError):
+            pass  # a thread that ended meanwhile
+    t = psutil.Process(pid).cpu_times()
+    return total, t.user + t.system
+
+
+def idle_worker_cost(*, blocks: int = 10, repeats: int = 5, cpu: int = 0, quiet: bool = True,
+                     switches: int = 1_000_000, futex_switches: int = 20_000):
+    """Measure asm_fpu and thread_futex with and without an idle joined worker on this
+    machine, interleaved (pairs of blocks, in ABBA order). The room's scheduler and the worker
+    run in subprocesses for the whole measurement; "without" is the worker stopped
+    (SIGSTOP), "with" the worker running. Returns one row per kernel: the ratio
+    with/without (geometric mean of the block pairs) and its 95% interval, the idle
+    worker's own wake-ups and CPU share, and the machine's metadata; the raw rows are in
+    `.attrs["raw"]`."""
+    import signal
+
+    import pandas as pd
+
+    import labkit
+    from labkit.core.machine import machine_info
+
+    for pname, v, lo in (("blocks", blocks, 2), ("repeats", repeats, 3)):
+        if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= 1000:
+            raise ValueError(f"{pname} must be an int in {lo}..1000, got {v!r}")
+    if not isinstance(quiet, bool):
+        raise TypeError(f"quiet must be True or False, not {quiet!r}")
+    from labkit.core import validate
+
+    cpu = validate.cpu(cpu)
+    if cpu is None:
+        raise ValueError("cpu must be a CPU number: both conditions measure on that CPU")
+    tmp = Path(tempfile.mkdtemp(prefix="labkit-noise-"))
+    room_file = tmp / "room.json"
+    procs = []
+    rows, idle = [], []
+    load_before = os.getloadavg()
+    try:
+        with open(tmp / "serve.log", "w") as f:
+            sched = subprocess.Popen([sys.executable, "-m", "labkit.lab.room", "serve", "--room",
+                                      str(room_file), "--port", "0"], stdout=f,
+                                     stderr=subprocess.STDOUT)
+        procs.append(sched)
+        wait_for_text(tmp / "serve.log", "each participant runs", 60, proc=sched)
+        join_cmd = [sys.executable, "-m", "labkit.lab.room", "join", str(room_file), "--name",
+                    "noise", "--allow-root"] + ([] if quiet else ["--loud"])
+        with open(tmp / "worker.log", "w") as f:
+            worker = subprocess.Popen(join_cmd, stdout=f, stderr=subprocess.STDOUT)
+        procs.append(worker)
+        wait_for_text(tmp / "worker.log", "joined as", 120, proc=worker)
+        # The scheduler is the room holder's; it stays pinned beside the worker (its own
+        # CPU) in both conditions, so that only the worker differs between A and B.
+        _pin_like(sched.pid, worker.pid)
+        # ABBA: every other pair starts with the worker running, so that whatever the
+        # second half of a pair gains or loses (a warm cache, a resumed process catching
+        # up) falls on both conditions alike.
+        order = [c for b in range(blocks)
+                 for c in (("without", "with") if b % 2 == 0 else ("with", "without"))]
+        for i, cond in enumerate(order):
+            os.kill(worker.pid, signal.SIGSTOP if cond == "without" else signal.SIGCONT)
+            time.sleep(1.0)  # let a resumed worker catch up on missed heartbeats
+            before, t0 = _switches_and_cpu(worker.pid), time.monotonic()
+            a = labkit.measure("asm_fpu", switches=switches, repeats=repeats, cpu=cpu)
+            f = labkit.measure_handoff("thread_futex", cpus=(cpu, cpu),
+                                             switches=futex_switches, repeats=repeats)
+            after, t1 = _switches_and_cpu(worker.pid), time.monotonic()
+            if cond == "with":
+                idle.append(((after[0] - before[0]) / (t1 - t0), (after[1] - before[1]) / (t1 - t0)))
+            for kernel, df in (("asm_fpu", a), ("thread_futex", f)):
+                rows.append(pd.DataFrame({"kernel": kernel, "condition": cond, "block": i // 2,
+                                          "ns_per_switch": df["ns_per_switch"].to_numpy()}))
+        os.kill(worker.pid, signal.SIGCONT)
+    finally:
+        for p in reversed(procs):
+            try:
+                os.kill(p.pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+            p.terminate()
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+    raw = pd.concat(rows, ignore_index=True)
+    info = machine_info()
+    load_after = os.getloadavg()
+    med = raw.groupby(["kernel", "block", "condition"]).ns_per_switch.median().unstack()
+    out = []
+    for kernel, g in med.groupby(level="kernel"):
+        ratio, lo, hi = paired_ratio(g["with"] / g["without"])
+        k = raw[raw.kernel == kernel]
+        out.append({"kernel": kernel, "ratio_with_to_without": ratio, "ci95_low": lo,
+                    "ci95_high": hi, "within_2pct": lo >= 0.98 and hi <= 1.02,
+                    "median_ns_without": float(k[k.condition == "without"].ns_per_switch.median()),
+                    "median_ns_with": float(k[k.condition == "with"].ns_per_switch.median()),
+                    "blocks": blocks, "repeats": repeats, "quiet_worker": quiet,
+                    "worker_switches_per_s": round(sum(x for x, _ in idle) / len(idle), 1),
+                    "worker_cpu_share": round(sum(c for _, c in idle) / len(idle), 5),
+                    "cpu": cpu, "load_before": round(load_before[0], 2),
+                    "load_after": round(load_after[0], 2), "machine_id": info["machine_id"],
+                    "cpu_model": info["cpu_model"], "cpu_count": info["cpu_count"],
+                    "virtualization": info["virtualization"],
+                    "kernel_release": info["kernel_release"], "tsc_ghz": info["tsc_ghz"],
+                    "labkit_commit": info["labkit_commit"]})
+    summary = pd.DataFrame(out)
+    summary.attrs["raw"] = raw
+    return summary
+
+
+def wait_for_text(path: Path, text: str, seconds: float, *, proc=None) -> None:
+    """Wait until a log file holds `text`; TimeoutError (with the log's end) if not, or at
+    once if `proc` exits first."""
+    end = time.monotonic() + seconds
+    path = Path(path)
+    while time.monotonic() < end:
+        log = path.read_text(errors="replace") if path.exists() else ""
+        if text in log:
+            return
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"{proc.args[:5]} exited ({proc.returncode}): {log[-1500:]}")
+        time.sleep(0.2)
+    raise TimeoutError(f"no {text!r} in {path} after {seconds} s: {log[-1500:]}")
+
+
+def _pin_like(pid: int, like: int) -> None:
+    import psutil
+
+    cpus = os.sched_getaffinity(like)
+    for t in psutil.Process(pid).threads():
+        try:
+            os.sched_setaffinity(t.id, cpus)
+        except OSError:
+            pass
+
+
+# --- the command -------------------------------------------------------------------------
+
+def _print_table(r: RoomRun) -> None:
+    print(time.strftime("%H:%M:%S"), "\n" + r.table.to_string(index=False), flush=True)
+
+
+def main(argv: list[str]) -> int:
+    """`labkit room serve|join|run|noise ...`: argv is what follows `room`."""
+    p = argparse.ArgumentParser(prog="labkit room", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("serve", help="open a room: a Dask scheduler requiring the room's TLS")
+    s.add_argument("--room", default="room.json", help="the room file to write (mode 0600)")
+    where = s.add_mutually_exclusive_group()
+    where.add_argument("--host", default="127.0.0.1",
+                       help="address to listen on (default: loopback only)")
+    where.add_argument("--interface", help="listen on this network interface, e.g. eth0")
+    s.add_argument("--port", type=int, default=0, help="port (default: any free one)")
+    s.add_argument("--new", action="store_true", help="new keys even if the room file exists")
+    j = sub.add_parser("join", help="let the room run labkit's suite on this machine")
+    j.add_argument("room")
+    j.add_argument("--name", required=True, help="your name as the room shows it")
+    j.add_argument("--allow-root", action="store_true", help="join even as root (containers)")
+    j.add_argument("--machine-id", help=argparse.SUPPRESS)  # tests: two 'machines' on one
+    j.add_argument("--loud", action="store_true", help=argparse.SUPPRESS)  # Dask's defaults
+    r = sub.add_parser("run", help="run the suite on every joined machine and merge")
+    r.add_argument("room")
+    r.add_argument("--quick", action="store_true")
+    r.add_argument("--only", nargs="*")
+    r.add_argument("-p", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
+    r.add_argument("-o", "--out", default="room-results", help="folder for the bundles")
+    r.add_argument("--timeout", type=float, help="give up on machines after this many s")
+    r.add_argument("--allow-other-commits", action="store_true",
+                   help="merge bundles of different labkit commits")
+    n = sub.add_parser("noise", help="what an idle joined worker costs a measurement")
+    n.add_argument("--blocks", type=int, default=10)
+    n.add_argument("--repeats", type=int, default=5)
+    n.add_argument("--cpu", type=int, default=0)
+    n.add_argument("--loud", action="store_true", help="the worker with Dask's defaults")
+    n.add_argument("-o", "--out", help="also write the summary to this CSV (and every "
+                                       "repeat to <out>-raw.csv)")
+    args = p.parse_args(argv)
+    try:
+        if args.command == "serve":
+            serve(args.room, host=args.host, interface=args.interface, port=args.port,
+                  new=args.new)
+        elif args.command == "join":
+            join(args.room, name=args.name, machine_id=args.machine_id,
+                 allow_root=args.allow_root, quiet=not args.loud)
+        elif args.command == "run":
+            res = run(args.room, quick=args.quick, only=args.only, params=args.p, out=args.out,
+                      on_update=_print_table, timeout=args.timeout,
+                      allow_other_commits=args.allow_other_commits)
+            if res.comparison is not None:
+                print(res.comparison["verdicts"].to_string())
+            if res.merge_error:
+                print(f"not merged: {res.merge_error}", file=sys.stderr)
+            states = set(res.table.state)
+            print(f"bundles in {res.out}: {len(res.bundles)}; "
+                  + ", ".join(f"{s}: {(res.table.state == s).sum()}" for s in STATES if s in states))
+            return 0 if states <= {"done", "skipped"} else 1
+        elif args.command == "noise":
+            summ = idle_worker_cost(blocks=args.blocks, repeats=args.repeats, cpu=args.cpu,
+                                    quiet=not args.loud)
+            print(summ.T.to_string(header=False))
+            if args.out:
+                from labkit.core.results import atomic_path
+
+                out = Path(args.out)
+                with atomic_path(out) as tmp:
+                    summ.to_csv(tmp, index=False)
+                with atomic_path(out.with_name(out.stem + "-raw.csv")) as tmp:
+                    summ.attrs["raw"].to_csv(tmp, index=False)
+    except (ValueError, TypeError, PermissionError, FileNotFoundError) as exc:
+        print(f"labkit room {args.command}: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

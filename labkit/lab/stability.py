@@ -1,0 +1,118 @@
+"""How stable is the ledger? Rerun the verdict-bearing notebooks K times, each run into
+its own results folder, and report each claim's agreement across the runs.
+
+    python -m labkit.lab.stability --runs 3 [--quick] [--only 05_kernel_switches ...] [--out DIR]
+
+Writes DIR/run-1 ... run-K (data/, figures/, executed/ of each run), DIR/stability.csv
+(one row per claim: its verdict in every run, whether they all agree, and whether two
+runs reached opposite verdicts) and prints the stability figure with every run's time.
+The target of issue 13: at least 21 of the 23 claims keep their verdict over 3 full runs.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+OPPOSITE = {("reproduced", "contradicted"), ("contradicted", "reproduced")}
+
+
+def agreement(tables: list):
+    """One row per claim from K ledger tables (claim_id, verdict columns): the verdicts
+    run by run, `agree` (all K the same), `opposite` (one run reproduced where another
+    contradicted) and the most common verdict."""
+    import pandas as pd
+
+    if not isinstance(tables, (list, tuple)) or not tables:
+        raise TypeError("tables must be a non-empty list of ledger tables")
+    for i, t in enumerate(tables):
+        if not isinstance(t, pd.DataFrame) or not {"claim_id", "verdict"} <= set(t.columns):
+            raise ValueError(f"tables[{i}] must be a frame with claim_id and verdict columns")
+    wide = pd.concat([t.set_index("claim_id").verdict.rename(f"run {i + 1}")
+                      for i, t in enumerate(tables)], axis=1)
+    runs = list(wide.columns)
+    wide["agree"] = wide[runs].nunique(axis=1) == 1
+    wide["opposite"] = wide[runs].apply(
+        lambda r: any((a, b) in OPPOSITE for a in r for b in r), axis=1)
+    wide["most common"] = wide[runs].mode(axis=1)[0]
+    return wide.reset_index()
+
+
+def figure(table, measured_only: bool = True) -> str:
+    """'N of M claims keep the same verdict over K runs', counting only claims some run
+    measured (not-measured everywhere means the notebook was left out)."""
+    runs = [c for c in table.columns if c.startswith("run ")]
+    t = table
+    if measured_only:
+        t = t[~(t[runs] == "not-measured").all(axis=1)]
+    return (f"{int(t.agree.sum())} of {len(t)} claims keep the same verdict over "
+            f"{len(runs)} runs; {int(t.opposite.sum())} reach opposite verdicts")
+
+
+def _ledger_of(folder: Path):
+    from labkit.lab import ledger
+
+    before = os.environ.get("LABKIT_RESULTS_DIR")
+    os.environ["LABKIT_RESULTS_DIR"] = str(folder)
+    try:
+        return ledger.ledger()
+    finally:
+        if before is None:
+            os.environ.pop("LABKIT_RESULTS_DIR", None)
+        else:
+            os.environ["LABKIT_RESULTS_DIR"] = before
+
+
+def run(runs: int = 3, *, quick: bool = False, only: list[str] | None = None,
+        out: Path | None = None, echo=print):
+    """Run the verdict-bearing notebooks `runs` times into out/run-k; returns
+    (agreement table, seconds per run)."""
+    from labkit.lab import reproduce
+    from labkit.core.results import REPO
+
+    if not isinstance(runs, int) or isinstance(runs, bool) or not 1 <= runs <= 50:
+        raise ValueError(f"runs must be an int in [1, 50]; got {runs!r}")
+    sources = [s for s in reproduce.notebook_sources(only) if s.stem != reproduce.LEDGER]
+    if not sources:
+        raise ValueError("only must name at least one experiment notebook (not the ledger)")
+    out = Path(out).resolve() if out is not None else REPO / "reports" / (
+        "stability-quick" if quick else "stability")
+    tables, seconds = [], []
+    for k in range(1, runs + 1):
+        folder = out / f"run-{k}"
+        start = time.monotonic()
+        for src in sources:
+            o = reproduce.run_notebook(src, quick=quick, out_dir=folder / "executed",
+                                       results_dir=folder)
+            echo(f"  run {k}: {'ok    ' if o.ok else 'FAILED'} {o.name} ({o.seconds:.0f} s)"
+                 + ("" if o.ok else f": {o.error.splitlines()[-1][:200] if o.error else ''}"))
+        seconds.append(time.monotonic() - start)
+        tables.append(_ledger_of(folder))
+    table = agreement(tables)
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "stability.csv", index=False)
+    return table, seconds
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m labkit.lab.stability", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3, help="how many runs (default 3)")
+    parser.add_argument("--quick", action="store_true", help="the notebooks' quick mode")
+    parser.add_argument("--only", nargs="+", metavar="NOTEBOOK", help="only these notebooks")
+    parser.add_argument("--out", type=Path, help="folder for the runs (default reports/stability[-quick])")
+    args = parser.parse_args(argv)
+    try:
+        table, seconds = run(args.runs, quick=args.quick, only=args.only, out=args.out)
+    except ValueError as exc:
+        parser.error(str(exc))
+    print(table.to_string(index=False))
+    print(figure(table))
+    print("run times: " + ", ".join(f"run {i + 1} {s / 60:.1f} min" for i, s in enumerate(seconds))
+          + (" (quick)" if args.quick else " (full)"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,333 @@
+"""The workshop's measurements and check cells (notebooks/workshop/).
+
+Each exercise asks the learner to predict a number (or pick an explanation) before
+measuring it. The tolerance is written in the exercise before anything is measured. The
+check compares the prediction with a fresh measurement from this laptop and says whether
+they match. No answer is stored here: the checks take it from the measurement, with the
+rules written in the exercises, so different machines can give different answers.
+
+    m = workshop.ratio("asm_fxsave", "asm_fpu", fp_control="same", quick=quick)
+    workshop.check_ratio(my_prediction, m, factor=2)
+"""
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Measured:
+    """A ratio measured on this machine: median of a over median of b, and its spread
+    (labkit.lab.verdicts.ratio_with_spread: quartiles against quartiles)."""
+    what: str
+    value: float
+    low: float
+    high: float
+    details: object = None  # the summary table the ratio comes from
+    notes: list = field(default_factory=list)
+    frame: object = None  # every row measured, one per repeat
+    ratios: dict = field(default_factory=dict)  # named (ratio, low, high), where several
+
+    def __str__(self):
+        return f"{self.what} = {self.value:.3g} (spread {self.low:.3g} .. {self.high:.3g})"
+
+    def _repr_html_(self):
+        table = "" if self.details is None else self.details.to_html(
+            index=False, float_format=lambda v: f"{v:.3g}", border=0)
+        notes = "".join(f"<p><i>{html.escape(n)}</i></p>" for n in self.notes)
+        return (f"<p>measured here: <b>{html.escape(self.what)} = {self.value:.3g}</b> "
+                f"(spread {self.low:.3g} &ndash; {self.high:.3g})</p>{notes}{table}")
+
+
+@dataclass
+class Check:
+    """The verdict of a check cell: ok is True (matches), False (does not) or None (no
+    prediction yet, or the measurement cannot decide)."""
+    ok: bool | None
+    message: str
+
+    def __str__(self):
+        mark = {True: "MATCH", False: "NO MATCH", None: "NOT CHECKED"}[self.ok]
+        return f"{mark}: {self.message}"
+
+    def __bool__(self):
+        return bool(self.ok)
+
+    def _repr_html_(self):
+        colour, mark = {True: ("#1a7f37", "&#10004; match"),
+                        False: ("#b00020", "&#10008; no match"),
+                        None: ("#8a6d00", "&#9888; not checked")}[self.ok]
+        return (f"<div style='border-left:6px solid {colour};padding:6px 10px;"
+                f"margin:4px 0'><b style='color:{colour}'>{mark}</b><br>"
+                f"{html.escape(self.message)}</div>")
+
+
+# ---- measuring ----
+
+def _sizes(quick: bool, switches: int | None, repeats: int | None, rounds: int | None):
+    return (switches or (50_000 if quick else 500_000), repeats or (3 if quick else 5),
+            rounds or (1 if quick else 3))
+
+
+def measure_kernels(kernels, *, quick: bool = False, switches: int | None = None,
+                    repeats: int | None = None, rounds: int | None = None, **kwargs):
+    """labkit.measure for each kernel, interleaved over `rounds` rounds (a slow drift of
+    the machine then hits every kernel alike); one row per repeat."""
+    import pandas as pd
+
+    import labkit
+
+    switches, repeats, rounds = _sizes(quick, switches, repeats, rounds)
+    frames = []
+    for r in range(rounds):
+        for k in kernels:
+            frames.append(labkit.measure(k, switches=switches, repeats=repeats, **kwargs)
+                          .assign(round=r))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _summary(df, by):
+    import labkit
+
+    s = labkit.summarize(df, by=by)
+    return s[[*([by] if isinstance(by, str) else by), "median", "q1", "q3", "repeats",
+              "noisy"]]
+
+
+def ratio(a: str, b: str, *, quick: bool = False, **kwargs) -> Measured:
+    """Measure kernels a and b here (interleaved) and return median(a) / median(b)."""
+    from labkit.lab import verdicts
+
+    df = measure_kernels([a, b], quick=quick, **kwargs)
+    r, lo, hi = verdicts.ratio_with_spread(df[df.kernel == a].ns_per_switch,
+                                           df[df.kernel == b].ns_per_switch)
+    s = _summary(df, "kernel").rename(columns={"median": "median ns"})
+    m = Measured(f"{a} / {b}", r, lo, hi, s)
+    m.frame = df
+    if s.noisy.any():
+        m.notes.append("noisy: the standard deviation is 10% of the mean or more; close "
+                       "other programs, plug the laptop in, and run the cell again")
+    return m
+
+
+def thread_vs_coroutine(*, quick: bool = False, kernel: str = "asm_fpu",
+                        mode: str = "thread_futex", cpu: int = 0) -> Measured:
+    """One hand-off between two kernel threads on one CPU (a real context switch, through
+    the scheduler) over one coroutine switch with `kernel`, both pinned to `cpu`."""
+    import pandas as pd
+
+    import labkit
+    from labkit.lab import verdicts
+
+    switches, repeats, rounds = _sizes(quick, None, None, None)
+    frames = []
+    for r in range(rounds):
+        frames.append(labkit.measure_handoff(mode, cpus=(cpu, cpu),
+                                                   switches=switches // 25, repeats=repeats)
+                      .assign(kernel=mode, round=r))
+        frames.append(labkit.measure(kernel, switches=switches, repeats=repeats, cpu=cpu)
+                      .assign(round=r))
+    df = pd.concat(frames, ignore_index=True)
+    r, lo, hi = verdicts.ratio_with_spread(df[df.kernel == mode].ns_per_switch,
+                                           df[df.kernel == kernel].ns_per_switch)
+    m = Measured(f"{mode} (one CPU) / {kernel}", r, lo, hi,
+                 _summary(df, "kernel").rename(columns={"median": "median ns"}))
+    m.frame = df
+    return m
+
+
+# The stack-ring exercise (notebooks/workshop/04_stack_ring.ipynb): its rule, written there
+# before measuring, and here in code. A ratio of at least BOUND counts as a slowdown.
+BOUND = 1.5
+EXPLANATIONS = {
+    "A": "the switch itself does more work with a bigger stack (it copies or touches more "
+         "of it)",
+    "B": "cache-set aliasing: with power-of-two stacks every top sits at the same offset, so "
+         "the hot frames compete for the same cache sets",
+    "C": "address translation: every top is on its own page, far from the others, so the "
+         "TLB cannot hold them all and each miss walks page tables that are spread out too",
+    "D": "there is no slowdown on this machine at this size of ring",
+}
+
+
+def stack_ring(*, quick: bool = False, contexts: int = 4096, kernel: str = "asm_fpu",
+               small: int = 4096, big: int = 8 << 20) -> Measured:
+    """The measurements that tell the four explanations apart: rings of `contexts` with
+    small and big stacks, tops aligned and coloured (64-byte steps), and the two-context
+    ping-pong with the same two stack sizes. The Measured value is the ring's slowdown
+    (big / small, tops aligned); `ratios` holds the three ratios the rule uses."""
+    import pandas as pd
+
+    import labkit
+    from labkit.lab import verdicts
+    from labkit.core.plots import bytes_label
+
+    switches = 100_000 if quick else 400_000
+    repeats = 3 if quick else 7
+    laps = max(1, switches // (contexts + 1))
+    rows = []
+    for size in (small, big):
+        for step in (0, 64):
+            rows.append(labkit.measure_ring(kernel, contexts=contexts, stack_size=size,
+                                            colour_step=step, laps=laps, repeats=repeats)
+                        .assign(test=f"ring of {contexts}", tops="coloured" if step else
+                                "aligned"))
+        rows.append(labkit.measure(kernel, stack_size=size, switches=switches,
+                                   repeats=repeats).assign(test="ping-pong", tops="-"))
+    df = pd.concat(rows, ignore_index=True)
+    df["stack"] = df.stack_size.map(bytes_label)
+
+    def r(test, tops):
+        sel = df[(df.test == test) & (df.tops == tops)]
+        return verdicts.ratio_with_spread(sel[sel.stack_size == big].ns_per_switch,
+                                          sel[sel.stack_size == small].ns_per_switch)
+
+    ratios = {"ring, tops aligned": r(f"ring of {contexts}", "aligned"),
+              "ring, tops coloured": r(f"ring of {contexts}", "coloured"),
+              "ping-pong": r("ping-pong", "-")}
+    s = labkit.summarize(df, by=["test", "tops", "stack"])[
+        ["test", "tops", "stack", "median", "q1", "q3", "noisy"]].rename(
+        columns={"median": "median ns"})
+    v, lo, hi = ratios["ring, tops aligned"]
+    m = Measured(f"ring of {contexts}, {bytes_label(big)} / {bytes_label(small)} stacks",
+                 v, lo, hi, s)
+    m.ratios = ratios
+    m.frame = df
+    m.notes.append("big / small, each: " + "; ".join(
+        f"{k} {x:.2f} ({a:.2f} .. {b:.2f})" for k, (x, a, b) in ratios.items()))
+    return m
+
+
+def supported_explanation(m: Measured) -> tuple[str, bool]:
+    """Which explanation the stack-ring measurements support, by the exercise's rule, and
+    whether a spread straddles the bound (then the data cannot decide firmly):
+    the aligned ring slows down by less than BOUND: D; else the ping-pong slows down too: A;
+    else colouring the tops removes the slowdown: B; else C."""
+    ring, coloured, pingpong = (m.ratios[k] for k in
+                                ("ring, tops aligned", "ring, tops coloured", "ping-pong"))
+
+    def straddles(x):
+        return x[1] < BOUND <= x[2]
+
+    if ring[0] < BOUND:
+        return "D", straddles(ring)
+    if pingpong[0] >= BOUND:
+        return "A", straddles(ring) or straddles(pingpong)
+    if coloured[0] < BOUND:
+        return "B", straddles(ring) or straddles(pingpong) or straddles(coloured)
+    return "C", straddles(ring) or straddles(pingpong) or straddles(coloured)
+
+
+# ---- checking ----
+
+def _as_number(prediction):
+    if isinstance(prediction, bool) or not isinstance(prediction, (int, float)):
+        return None
+    x = float(prediction)
+    return x if math.isfinite(x) and x > 0 else None
+
+
+def check_ratio(prediction, measured: Measured, *, factor: float) -> Check:
+    """Does the prediction match the measured ratio within a factor of `factor`? The whole
+    spread counts: a prediction matches if it is within `factor` of some value between the
+    spread's ends (low / factor <= prediction <= high * factor)."""
+    if not factor > 1:
+        raise ValueError(f"factor must be greater than 1; got {factor!r}")
+    if prediction is None:
+        return Check(None, "No prediction yet: write your number in the prediction cell, run "
+                           "it, then run this cell again. (Predict before you look at the "
+                           "measurement!)")
+    x = _as_number(prediction)
+    if x is None:
+        return Check(None, f"The prediction must be a positive number, the ratio "
+                           f"{measured.what} (3 means three times as long); got "
+                           f"{prediction!r}")
+    if not all(math.isfinite(v) for v in (measured.value, measured.low, measured.high)):
+        return Check(None, f"The measurement of {measured.what} is too noisy to check a "
+                           f"prediction against (its spread reaches zero or below): close "
+                           f"other programs and run the measuring cell again.")
+    lo, hi = min(measured.low, measured.value), max(measured.high, measured.value)
+    measured_text = (f"measured {measured.what} = {measured.value:.3g} "
+                     f"(spread {measured.low:.3g} .. {measured.high:.3g})")
+    if lo / factor <= x <= hi * factor:
+        return Check(True, f"Your prediction {x:g} matches: {measured_text}, and the "
+                           f"tolerance is a factor of {factor:g}.")
+    off = x / measured.value
+    way = "too high" if off > 1 else "too low"
+    off = off if off > 1 else 1 / off
+    return Check(False, f"Your prediction {x:g} is {way} by a factor of {off:.2g}: "
+                        f"{measured_text}, and the tolerance is a factor of {factor:g}. "
+                        f"What did your reasoning leave out?")
+
+
+def check_choice(choice, supported: str, *, uncertain: bool = False,
+                 options: dict | None = None) -> Check:
+    """Does the learner's choice (a letter) match the one the measurement supports?"""
+    options = EXPLANATIONS if options is None else options
+    if choice is None:
+        return Check(None, f"No choice yet: set it to one of {', '.join(options)} and run "
+                           "the cell, then this one.")
+    c = str(choice).strip().upper()
+    if c not in options:
+        return Check(None, f"The choice must be one of {', '.join(options)}; got {choice!r}")
+    why = f"the measurements here support {supported}: {options[supported]}"
+    if uncertain:
+        return Check(None, f"You chose {c}; {why}, but a spread straddles the bound "
+                           f"{BOUND}: run the measurement again (more repeats, a quieter "
+                           "machine) before deciding.")
+    if c == supported:
+        return Check(True, f"You chose {c}, and {why}.")
+    return Check(False, f"You chose {c}, but {why}. Which number in the table rules out "
+                        f"{c}?")
+
+
+# ---- is this laptop ready? ----
+
+def ready():
+    """The set-up checks a learner runs first: the lab's kernel, the extension, the
+    optimisation-level builds, the peers, and one short measurement. A table with a
+    status and what to do for each line."""
+    import os
+    import sys
+
+    import pandas as pd
+
+    rows = []
+
+    def add(what, ok, detail, fix="", *, optional=False):
+        status = "yes" if ok else "optional: no" if optional else "NO"
+        rows.append({"check": what, "ok": status, "detail": detail,
+                     "what to do": "" if ok else fix})
+
+    venv = os.path.basename(os.path.dirname(os.path.dirname(sys.executable)))
+    add("Python of the lab's environment", venv == ".venv", sys.executable,
+        "Kernel > Change Kernel... > 'labkit (Python 3)' (made by `make setup`)")
+    try:
+        import labkit
+
+        add("labkit imports, extension built", True, labkit.__version__)
+    except Exception as exc:  # the whole point is to say what is wrong
+        add("labkit imports, extension built", False, f"{type(exc).__name__}: {exc}",
+            "run `make setup` in a terminal, then restart the kernel")
+        return pd.DataFrame(rows)
+    builds = labkit.builds()
+    add("optimisation-level builds", len(builds) >= 3, ", ".join(builds) or "none",
+        "run `make setup` (it builds -O0 ... -O2-native beside the extension)")
+    cat = labkit.catalogue()
+    missing = cat[~cat.available]
+    add("kernels and peers available", missing.empty,
+        f"{int(cat.available.sum())} of {len(cat)}" + ("" if missing.empty else
+                                                         f"; missing: {', '.join(missing.kernel)}"),
+        "`sudo make system-deps` installs Boost and the other peers' packages; the "
+        "exercises run without them", optional=True)
+    try:
+        df = labkit.measure("asm_fpu", switches=20_000, repeats=3)
+        add("a measurement runs", True, f"asm_fpu: {df.ns_per_switch.median():.2f} ns per switch")
+    except Exception as exc:
+        add("a measurement runs", False, f"{type(exc).__name__}: {exc}",
+            "ask the teacher; `make test` shows what fails")
+    info = labkit.machine_info()
+    add("machine", True, f"{info['cpu_model']} ({info['arch']}, {info['cpu_count']} CPUs, "
+                         f"{info['virtualization']})")
+    return pd.DataFrame(rows)
