@@ -109,7 +109,7 @@ def test_room_forwards_its_arguments(monkeypatch, capsys):
     fake = types.ModuleType("labkit.lab.room")
     fake.main = lambda argv: seen.append(argv) or 3
     monkeypatch.setitem(sys.modules, "labkit.lab.room", fake)
-    monkeypatch.setattr(labkit, "room", fake, raising=False)
+    monkeypatch.setattr(sys.modules["labkit.lab"], "room", fake, raising=False)
     assert cli.main(["room", "join", "--port", "8786", "--help"]) == 3
     assert seen == [["join", "--port", "8786", "--help"]]
 

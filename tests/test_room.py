@@ -19,7 +19,7 @@ pytest.importorskip("cryptography")
 
 from labkit.lab import bundle
 
-from labkit import room  # noqa: E402
+from labkit.lab import room  # noqa: E402
 from labkit.lab.room_tls import make_credentials, read_room, security, write_room  # noqa: E402
 
 FAST = ["03_symmetric_vs_asymmetric"]  # the quickest notebook in quick mode (about 10 s)

@@ -9,7 +9,7 @@ import pytest
 from labkit.core import native_build
 
 # The source lists are declared once, in labkit/core/native_build.py (setup.py reads them too).
-PACKAGE = Path(native_build.__file__).resolve().parent
+PACKAGE = native_build.PACKAGE
 SOURCES = [str(PACKAGE / f) for f in native_build.SELFTEST_SOURCES]
 HANDOFF = [str(PACKAGE / f) for f in native_build.HANDOFF_SELFTEST_SOURCES]
 
