@@ -38,3 +38,35 @@ def test_explore_index_moved():
 def test_unknown_top_level_name_is_still_an_error():
     with pytest.raises(AttributeError):
         labkit.no_such_name  # noqa: B018
+
+
+@pytest.mark.parametrize("old, new", [
+    ("labkit.timing", "labkit.core.timing"),
+    ("labkit.echo", "labkit.experiments.echo"),
+    ("labkit.reproduce", "labkit.lab.reproduce"),
+    ("labkit.articles.tables", "labkit.lab.articles.tables"),
+])
+def test_moved_modules_import_under_their_old_names(old, new):
+    import importlib
+    import re
+    import sys
+
+    importlib.import_module(new)
+    for name in [old, *([old.rsplit(".", 1)[0]] if old.count(".") > 1 else [])]:
+        sys.modules.pop(name, None)  # import afresh through the old name
+    with pytest.warns(DeprecationWarning, match=re.escape(f"{old} is now {new}")):
+        module = importlib.import_module(old)
+    assert module is sys.modules[new]  # one module: a patch of either name patches both
+
+
+def test_moved_module_as_attribute_and_from_import():
+    from labkit.experiments import frames
+
+    with pytest.warns(DeprecationWarning, match="labkit.experiments.frames"):
+        assert labkit.frames is frames
+    with pytest.warns(DeprecationWarning, match="labkit.lab.verdicts"):
+        from labkit.verdicts import judge
+    from labkit.lab.verdicts import judge as new_judge
+    assert judge is new_judge
+    with pytest.raises(AttributeError):
+        labkit.no_such_module  # noqa: B018
