@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import assert_each_raises
 from labkit import echo
 
 AVAILABLE = echo.available()
@@ -265,9 +266,7 @@ def test_helpers_name_the_bad_parameter(call, exc, word):
 
 
 def test_bad_server_names():
-    with pytest.raises(ValueError, match="server must be one of"):
-        echo.run_load("nginx")
-    with pytest.raises(TypeError, match="server"):
-        echo.run_load(3)
-    with pytest.raises(ValueError, match="server must be one of"):
-        echo.start_server("nginx")
+    assert_each_raises(
+        (lambda: echo.run_load("nginx"), ValueError, "server must be one of"),
+        (lambda: echo.run_load(3), TypeError, "server"),
+        (lambda: echo.start_server("nginx"), ValueError, "server must be one of"))
