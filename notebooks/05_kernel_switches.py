@@ -46,7 +46,7 @@
 # mutex and condition variables.
 #
 # **What we run**, all in one run on this machine: two kernel tasks handing a turn
-# back and forth (lmbench `lat_ctx` style, `labkit/csrc/kswitch.h`) through a futex, a
+# back and forth (lmbench `lat_ctx` style, `labkit/csrc/handoff.h`) through a futex, a
 # mutex + condition variable (the `003` queue), or a pipe (two threads, or two processes:
 # only the shared address space differs), once with both pinned to one CPU and once on
 # two CPUs; beside them labkit's `asm` switch and glibc `ucontext`, so every

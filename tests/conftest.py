@@ -15,6 +15,14 @@ PEERS = list(AVAILABLE[AVAILABLE.system == "peer"].kernel)
 KEEPS_FP_CONTROL = {"asm_fpu", "asm_fxsave", "asm_xsave", "ucontext"}
 
 
+def assert_each_raises(*cases):
+    """Each (call, exception, pattern) raises that exception, its message matching pattern
+    (re.search): for a test of several bad calls, one line a call."""
+    for call, exc, pattern in cases:
+        with pytest.raises(exc, match=pattern):
+            call()
+
+
 @pytest.fixture(params=STACKFUL)
 def stackful(request):
     return request.param

@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import assert_each_raises
 from labkit.lab import articles, verdicts
 
 
@@ -106,16 +107,12 @@ def test_memory_ops_are_counted_from_att_disassembly():
 
 
 def test_bad_input_names_the_parameter():
-    with pytest.raises(ValueError, match="key"):
-        articles.table("t12")
-    with pytest.raises(TypeError, match="key"):
-        articles.table(1)
-    with pytest.raises(ValueError, match="notebook"):
-        articles.article_verdicts("99_nothing")
-    with pytest.raises(TypeError, match="notebook"):
-        articles.section(None)
-    with pytest.raises(TypeError, match="ArticleTable"):
-        articles.figure("t01")
+    assert_each_raises(
+        (lambda: articles.table("t12"), ValueError, "key"),
+        (lambda: articles.table(1), TypeError, "key"),
+        (lambda: articles.article_verdicts("99_nothing"), ValueError, "notebook"),
+        (lambda: articles.section(None), TypeError, "notebook"),
+        (lambda: articles.figure("t01"), TypeError, "ArticleTable"))
 
 
 def test_figure_overlays_the_article_on_ours_with_the_machine(results_dir):

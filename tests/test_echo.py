@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import assert_each_raises
 from labkit.experiments import echo
 
 AVAILABLE = echo.available()
@@ -89,7 +90,7 @@ def test_unavailable_servers_say_why():
 def test_a_missing_server_is_a_row_and_a_clear_error(tmp_path, monkeypatch):
     (tmp_path / "asio_uring.missing.txt").write_text(
         "missing: <liburing.h> not found: apt-get install liburing-dev\n")
-    monkeypatch.setattr(echo, "VARIANTS_DIR", tmp_path)
+    monkeypatch.setattr(echo, "BIN_DIR", tmp_path)
     row = echo.servers().set_index("server").loc["asio_uring"]
     assert not row.available
     assert "apt-get install liburing-dev" in row.why_not
@@ -183,7 +184,7 @@ class BrokenServer:
 
 
 def loadgen(port, timeout=3.0):
-    cmd = [str(echo.VARIANTS_DIR / echo.LOADGEN), "--port", str(port), "--connections", "4",
+    cmd = [str(echo.BIN_DIR / echo.LOADGEN), "--port", str(port), "--connections", "4",
            "--requests", "400", "--duration", "5", "--message-bytes", "50", "--stats", "0",
            "--timeout", str(timeout)]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 30)
@@ -265,9 +266,7 @@ def test_helpers_name_the_bad_parameter(call, exc, word):
 
 
 def test_bad_server_names():
-    with pytest.raises(ValueError, match="server must be one of"):
-        echo.run_load("nginx")
-    with pytest.raises(TypeError, match="server"):
-        echo.run_load(3)
-    with pytest.raises(ValueError, match="server must be one of"):
-        echo.start_server("nginx")
+    assert_each_raises(
+        (lambda: echo.run_load("nginx"), ValueError, "server must be one of"),
+        (lambda: echo.run_load(3), TypeError, "server"),
+        (lambda: echo.start_server("nginx"), ValueError, "server must be one of"))

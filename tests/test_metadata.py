@@ -66,7 +66,7 @@ def test_summarize_flags_noise_by_pyperf_rule():
 def test_a_missing_peer_is_a_row_that_says_why_not_a_crash(tmp_path, monkeypatch):
     from labkit.core import native
 
-    monkeypatch.setattr(native, "VARIANTS_DIR", tmp_path)  # as if Boost had not been there
+    monkeypatch.setattr(native, "BIN_DIR", tmp_path)  # as if Boost had not been there
     k = labkit.catalogue().set_index("kernel")
     assert not k.loc["boost_fiber", "available"]
     assert "libboost-context-dev" in k.loc["boost_fiber", "why_not"]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from labkit.core import structs
 
-VARIANTS_DIR = Path(__file__).resolve().parents[1] / "bin"  # labkit.core.native_build.OUT_NAME
+BIN_DIR = Path(__file__).resolve().parents[1] / "bin"  # labkit.core.native_build.OUT_NAME
 
 
 # The build a peer, a frame or a frequency run is measured with unless another is asked for.
@@ -45,7 +45,7 @@ def check_build(value, *, have: list[str] | None = None, why_none: str = "",
 def builds() -> list[str]:
     """Tags of the optimisation-level builds present: O0, O1, O2, O3, Os, O2-native."""
     order = ["O0", "O1", "O2", "O3", "Os", "O2-native"]
-    found = {p.name[len("liblabkit_c-"):-len(".so")] for p in VARIANTS_DIR.glob("liblabkit_c-*.so")}
+    found = {p.name[len("liblabkit_c-"):-len(".so")] for p in BIN_DIR.glob("liblabkit_c-*.so")}
     return [t for t in order if t in found] + sorted(found - set(order))
 
 
@@ -110,7 +110,7 @@ def _core_prototypes(s) -> dict:
 @functools.lru_cache(maxsize=None)
 def core(tag: str) -> Library:
     """The C core built at optimisation level `tag` (O0 ... O2-native)."""
-    path = VARIANTS_DIR / f"liblabkit_c-{tag}.so"
+    path = BIN_DIR / f"liblabkit_c-{tag}.so"
     if not path.exists():
         raise FileNotFoundError(f"no build {tag!r} at {path}: run `make setup`")
     return Library(path, ("lk_sample", "lk_freq_sample"), _core_prototypes)
@@ -133,9 +133,9 @@ PEER_BUILD = DEFAULT_BUILD
 
 def peers_missing_reason() -> str:
     """Why the peers library is not there ('' if it is)."""
-    if (VARIANTS_DIR / f"liblabkit_peers-{PEER_BUILD}.so").exists():
+    if (BIN_DIR / f"liblabkit_peers-{PEER_BUILD}.so").exists():
         return ""
-    log = VARIANTS_DIR / f"liblabkit_peers-{PEER_BUILD}.so.missing.txt"
+    log = BIN_DIR / f"liblabkit_peers-{PEER_BUILD}.so.missing.txt"
     text = log.read_text() if log.exists() else ""
     if text.startswith("missing here:"):
         return text.splitlines()[0]
@@ -174,7 +174,7 @@ def _peers_prototypes(s) -> dict:
 @functools.lru_cache(maxsize=None)
 def peers(tag: str) -> Library:
     """The C++ library (peers and frames) built at optimisation level `tag`."""
-    path = VARIANTS_DIR / f"liblabkit_peers-{tag}.so"
+    path = BIN_DIR / f"liblabkit_peers-{tag}.so"
     if not path.exists():
         raise FileNotFoundError(peers_missing_reason() or f"no peers build {tag!r} at {path}")
     return Library(path, ("lk_sample", "lkf_sample", "lkf_pool_stats", "lkf_mem_report"),

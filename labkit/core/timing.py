@@ -1,6 +1,8 @@
 """Timing: labkit.measure times one kernel's ping-pong in a worker process, one row per repeat."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from labkit.core import entries as _entries
 from labkit.core import machine as _machine
 from labkit.core import validate as _v
@@ -41,56 +43,102 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
     repeats = _v.repeats(repeats)
     warmup = _v.warmup(warmup)
     cpu = _v.cpu(cpu)
-    peer, py_peer = _entries.is_peer(kernel), _entries.is_py_peer(kernel)
-    own_stack = _entries.system(kernel) == "labkit" and size is not None
-    if own_stack:
+    job = _JOBS[_entries.system(kernel)](kernel, size, prefault, build, fp_control)
+    timeout = _v.timeout(timeout) or _default_timeout(switches, repeats + warmup)
+    # Before the run: TSC calibration uses the worker.
+    meta = {**_machine.row_metadata(job.build, job.peer), **job.meta}
+    describe = (f"kernel {kernel!r} (stack_size={size}, switches={switches}, "
+                f"repeats={repeats}, cpu={cpu}, build={job.build or 'extension'})")
+    samples = _worker.call("labkit.core.timing", job.function, pin=cpu, describe=describe,
+                           timeout=timeout, stack_size=size or 0, rounds=switches // 2,
+                           warmup=warmup, repeats=repeats, **job.args)
+    common = {"kernel": kernel, "kind": _entries.kernel_info(kernel).kind,
+              "pattern": "pingpong", "contexts": 2, "stack_size_requested": stack_size,
+              "stack_size": size, "colour_step": 0, "prefault": job.prefault, "cpu": cpu,
+              "build": job.build_column, "fp_control": job.fp_control}
+    return _frame(samples, switches, describe, common, resumptions=switches // 2, meta=meta)
+
+
+@dataclass(frozen=True)
+class _Job:
+    """How measure runs one entry, once its system's own arguments are checked."""
+    function: str           # the worker_* function below that times it
+    args: dict              # that function's arguments beyond the common ones
+    build: str | None       # the -O build (None: the extension's own code, or CPython)
+    peer: bool              # the build is the peers library's (for its metadata)
+    prefault: bool | None
+    fp_control: str
+    build_column: str       # the rows' build column
+    meta: dict = field(default_factory=dict)  # metadata the machine cannot tell
+
+
+def _kernel_job(kernel, size, prefault, build, fp_control) -> _Job:
+    """A labkit kernel: the extension's ping-pong, or one -O build's through ctypes."""
+    if size is not None:  # stackful: labkit allocates the stacks, so it can prefault them
         prefault = True if prefault is None else _v.flag("prefault", prefault)
         if prefault and size > _v.physical_memory() // 2:
             raise ValueError(
                 f"stack_size = {size} bytes would be prefaulted, more than half of this "
                 f"machine's memory ({_v.physical_memory()} bytes): pass prefault=False "
                 "(only touched pages are committed) or a smaller stack_size")
-    elif prefault is not None:
-        raise ValueError(f"prefault must be left unset (None) for {kernel!r}: only labkit's "
-                         f"stackful kernels allocate their own stacks; got {prefault!r}")
-    if py_peer and build is not None:
-        raise ValueError(f"build must be None for the Python peer {kernel!r}: CPython is "
-                         "what it is")
-    build = None if py_peer else _build(build, peer)
-    fp_control = _v.choice("fp_control", fp_control, FP_CONTROL_MODES)
+    else:
+        _no_prefault(kernel, prefault)
+    build = _build(build)
+    fp_control = _fp_control(kernel, fp_control, settable=True)
+    return _Job(function="worker_pingpong",
+                args=dict(kernel=_entries.kernel_index(kernel), build=build,
+                          prefault=bool(prefault), fpctl_mode=FP_CONTROL_MODES[fp_control]),
+                build=build, peer=False, prefault=prefault, fp_control=fp_control,
+                build_column=build or "extension")
+
+
+def _cxx_peer_job(kernel, size, prefault, build, fp_control) -> _Job:
+    """A C++ peer: always from one -O build of the peers library."""
     from labkit.core.native import FPCTL_PEERS
 
-    if (py_peer or (peer and kernel not in FPCTL_PEERS)) and fp_control != "as-is":
+    _no_prefault(kernel, prefault)
+    build = _build(build, peer=True)
+    fp_control = _fp_control(kernel, fp_control, settable=kernel in FPCTL_PEERS)
+    return _Job(function="worker_peer_pingpong",
+                args=dict(peer=kernel, build=build, fpctl_mode=FP_CONTROL_MODES[fp_control]),
+                build=build, peer=True, prefault=prefault, fp_control=fp_control,
+                build_column=build)
+
+
+def _py_peer_job(kernel, size, prefault, build, fp_control) -> _Job:
+    """A Python peer: timed by CPython itself, so no build and no FP control."""
+    import platform
+
+    _no_prefault(kernel, prefault)
+    if build is not None:
+        raise ValueError(f"build must be None for the Python peer {kernel!r}: CPython is "
+                         "what it is")
+    fp_control = _fp_control(kernel, fp_control, settable=False)
+    return _Job(function="worker_py_pingpong", args=dict(peer=kernel), build=None, peer=False,
+                prefault=prefault, fp_control=fp_control, build_column="cpython",
+                meta={"cflags": f"CPython {platform.python_version()}", "opt_level": "n/a"})
+
+
+# entries.system(name) -> the job for it: the one place measure tells the systems apart.
+_JOBS = {"labkit": _kernel_job, "peer": _cxx_peer_job, "python": _py_peer_job}
+
+
+def _no_prefault(kernel, prefault) -> None:
+    if prefault is not None:
+        raise ValueError(f"prefault must be left unset (None) for {kernel!r}: only labkit's "
+                         f"stackful kernels allocate their own stacks; got {prefault!r}")
+
+
+def _fp_control(kernel, fp_control, settable: bool) -> str:
+    """fp_control checked; only 'as-is' where the entry cannot set both contexts' words."""
+    fp_control = _v.choice("fp_control", fp_control, FP_CONTROL_MODES)
+    if not settable and fp_control != "as-is":
+        from labkit.core.native import FPCTL_PEERS
+
         raise ValueError(f"fp_control must be 'as-is' for the peer {kernel!r}: only labkit's "
                          f"own kernels and {', '.join(FPCTL_PEERS)} can set the FP control "
                          "words of both contexts")
-    timeout = _v.timeout(timeout) or _default_timeout(switches, repeats + warmup)
-    meta = _machine.row_metadata(build, peer)  # before the run: TSC calibration uses the worker
-    if py_peer:
-        import platform
-
-        meta.update(cflags=f"CPython {platform.python_version()}", opt_level="n/a")
-
-    describe = (f"kernel {kernel!r} (stack_size={size}, switches={switches}, "
-                f"repeats={repeats}, cpu={cpu}, build={build or 'extension'})")
-    args = {"stack_size": size or 0, "rounds": switches // 2, "warmup": warmup,
-            "repeats": repeats}
-    if py_peer:
-        function, args = "worker_py_pingpong", {**args, "peer": kernel}
-    elif peer:
-        function = "worker_peer_pingpong"
-        args.update(peer=kernel, build=build, fpctl_mode=FP_CONTROL_MODES[fp_control])
-    else:
-        function = "worker_pingpong"
-        args.update(kernel=_entries.kernel_index(kernel), build=build, prefault=bool(prefault),
-                    fpctl_mode=FP_CONTROL_MODES[fp_control])
-    samples = _worker.call("labkit.core.timing", function, pin=cpu, describe=describe,
-                           timeout=timeout, **args)
-    common = {"kernel": kernel, "kind": _entries.kernel_info(kernel).kind,
-              "pattern": "pingpong", "contexts": 2, "stack_size_requested": stack_size,
-              "stack_size": size, "colour_step": 0, "prefault": prefault, "cpu": cpu,
-              "build": "cpython" if py_peer else build or "extension", "fp_control": fp_control}
-    return _frame(samples, switches, describe, common, resumptions=switches // 2, meta=meta)
+    return fp_control
 
 
 def _build(build, peer: bool = False):

@@ -1,9 +1,6 @@
-/* harness.c -- the timed loops: a ping-pong of switches between two contexts, and the
- * same loop without the switch, whose cost is subtracted (lmbench's lat_ctx does the same).
- *
- * One round trip is two switches: main -> co and co -> main. Each side bumps its
- * own volatile counter once per switch it makes, so after R rounds the counters
- * must add up to 2R: proof that every switch happened. */
+/* harness.c -- the timed loops of labkit's kernels: a ping-pong of switches between two
+ * contexts, and the same loop without the switch, whose cost is subtracted (lmbench's
+ * lat_ctx does the same); lk_pingpong_fp sets them up and times the repeats. */
 #define _GNU_SOURCE
 #include "labkit_core.h"
 
@@ -14,6 +11,9 @@
 #include "lk_timer.h"
 
 
+/* One round trip is two switches: main -> co and co -> main. Each side bumps its
+ * own volatile counter once per switch it makes, so after R rounds the counters
+ * must add up to 2R: proof that every switch happened. */
 typedef struct {
     void *main_sp, *co_sp;   /* asm kernels: the two stored stack pointers */
     ucontext_t main_uc;      /* ucontext: main's context ... */
@@ -23,6 +23,8 @@ typedef struct {
 } pingpong;
 
 typedef void (*loop_fn)(pingpong *, uint64_t);
+
+/* ---------------------------------------------------------------- the switch loops */
 
 /* The asm kernels are called directly, not through a pointer, as
  * Boost.Context's jump_fcontext is: one loop and one entry per kernel. */
@@ -49,6 +51,7 @@ LK_PINGPONG(asm_fxsave, lk_swap_asm_fxsave)
 LK_PINGPONG(asm_xsave, lk_swap_asm_xsave)
 #endif
 
+/* ucontext: the same loop through glibc's swapcontext. */
 static void co_ucontext(void *arg) {
     pingpong *p = arg;
     for (;;) {
@@ -81,6 +84,8 @@ __attribute__((noinline)) static void loop_stackless(pingpong *p, uint64_t round
     }
 }
 
+/* ---------------------------------------------------------------- the empty loop */
+
 /* The loop without the switch: the same counters, the same loop control. */
 __attribute__((noinline)) static void loop_base(pingpong *p, uint64_t rounds) {
     for (uint64_t i = 0; i < rounds; i++) {
@@ -89,11 +94,15 @@ __attribute__((noinline)) static void loop_base(pingpong *p, uint64_t rounds) {
     }
 }
 
+/* ---------------------------------------------------------------- timing one loop */
+
 /* For instruction counting (labkit.experiments.callgrind): 1 runs only the switch loops, 2 only the
  * empty loops, so that each can be counted alone. 0, the default, runs both. */
 static int only_loops = 0;
 void lk_set_only(int which) { only_loops = which; }
 
+/* One loop in one span (lk_timer.h), and the switches the two counters saw in it; a loop
+ * lk_set_only leaves out reads as all zeros. */
 static void timed(loop_fn f, pingpong *p, uint64_t rounds, uint64_t *ns, uint64_t *ticks,
                   uint64_t *faults, uint64_t *counted) {
     if ((only_loops == 1 && f == loop_base) || (only_loops == 2 && f != loop_base)) {
@@ -109,6 +118,8 @@ static void timed(loop_fn f, pingpong *p, uint64_t rounds, uint64_t *ns, uint64_
     *faults = span.faults;
     *counted = p->main_count + p->co_count - c0;
 }
+
+/* ---------------------------------------------------------------- the ping-pong */
 
 int lk_pingpong(int kernel, size_t stack_size, int prefault, uint64_t rounds, int warmup,
                 int repeats, lk_sample *out, char *err, size_t errlen) {
@@ -183,6 +194,8 @@ int lk_pingpong_fp(int kernel, size_t stack_size, int prefault, uint64_t rounds,
     lk_fpctl_write(fp_saved);
     return 0;
 }
+
+/* ---------------------------------------------------------------- the timer */
 
 double lk_ticks_per_ns(int ms) {
     uint64_t n0 = lk_now_ns(), t0 = lk_ticks_begin();

@@ -575,7 +575,7 @@ int lkx_peer_stackful(int peer) {
 
 int lkx_pingpong(int peer, size_t stack_size, uint64_t rounds, int warmup, int repeats,
                  lk_sample *out, char *err, size_t errlen) {
-    /* Nothing may unwind into C or Cython. */
+    /* Nothing may unwind into the caller: ctypes (labkit/core/native.py) or lk_count's C. */
     try {
         return pingpong_cxx(peer, stack_size, rounds, warmup, repeats, out, err, errlen);
     } catch (const std::bad_alloc &) {

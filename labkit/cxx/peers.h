@@ -1,7 +1,9 @@
 /* peers.h -- the real systems the articles compare switch costs against (plain calls, a
  * syscall, C++20 coroutines, Boost.Context, Boost.Fiber), timed by the method of harness.c.
- * Plain C so that C and C++ can include it and ctypes (labkit/core/native.py) can call it; the
- * bodies are in peers.cpp. */
+ * Included by C++ only: peers.cpp (the bodies) and peers_selftest.cpp. Plain C declarations
+ * with C linkage because the callers outside C++ look the names up unmangled in
+ * liblabkit_peers-<tag>.so: ctypes in labkit/core/native.py, which repeats these signatures by
+ * hand (change them there too), and lk_count (csrc/count_main.c) through dlsym. */
 #ifndef LABKIT_PEERS_H
 #define LABKIT_PEERS_H
 

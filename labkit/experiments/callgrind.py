@@ -15,7 +15,7 @@ from labkit.core import native
 from labkit.core import validate as _v
 from labkit.errors import ToolMissingError, UnsupportedInstructionError  # noqa: F401
 
-DRIVER = native.VARIANTS_DIR / "lk_count"
+DRIVER = native.BIN_DIR / "lk_count"
 
 
 def available() -> tuple[bool, str]:
@@ -69,10 +69,10 @@ def instructions_per_switch(kernel: str, *, build: str = "O2", stack_size: int |
     if not 0 < r1 < r2:
         raise ValueError(f"rounds must be two increasing positive integers; got {rounds!r}")
     if _entries.is_peer(kernel):
-        lib = native.VARIANTS_DIR / f"liblabkit_peers-{build}.so"
+        lib = native.BIN_DIR / f"liblabkit_peers-{build}.so"
         system, index = "peer", native.peer_names(build).index(kernel)
     elif _entries.system(kernel) == "labkit":
-        lib = native.VARIANTS_DIR / f"liblabkit_c-{build}.so"
+        lib = native.BIN_DIR / f"liblabkit_c-{build}.so"
         system, index = "core", _entries.kernel_index(kernel)
     else:
         raise ValueError(f"kernel must be a labkit kernel or a C++ peer; {kernel!r} is a "

@@ -22,6 +22,7 @@ import signal
 import socket
 import struct
 import subprocess
+import threading
 import time
 import weakref
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from labkit.core import native
 from labkit.core import validate as _v
 from labkit.errors import EchoError, ServerUnavailableError  # noqa: F401
 
-VARIANTS_DIR = native.VARIANTS_DIR
+BIN_DIR = native.BIN_DIR
 LOADGEN = "lk_echo_load"
 READ_MODES = ("whole", "some")
 MAX_CONNECTIONS = 1000
@@ -120,8 +121,8 @@ def availability(name: str) -> tuple[bool, str]:
     global _URING_STATE
     if name not in SERVERS and name != LOADGEN:
         raise ValueError(f"server must be one of {', '.join(SERVER_NAMES)}; got {name!r}")
-    binary = VARIANTS_DIR / name
-    missing = VARIANTS_DIR / f"{name}.missing.txt"
+    binary = BIN_DIR / name
+    missing = BIN_DIR / f"{name}.missing.txt"
     if missing.exists():
         text = missing.read_text().strip().splitlines()
         return False, text[0] if text else "did not build"
@@ -158,7 +159,7 @@ def available() -> list[str]:
 
 def _manifest() -> dict:
     try:
-        return json.loads((VARIANTS_DIR / "servers.json").read_text())
+        return json.loads((BIN_DIR / "servers.json").read_text())
     except (OSError, ValueError):
         return {}
 
@@ -247,7 +248,7 @@ class EchoServer:
         self.max_message = _v.integer_in("max_message", max_message, 0, MAX_MAX_MESSAGE)
         self.final_stats: dict | None = None
         self.port = None
-        cmd = [str(VARIANTS_DIR / self.name), "--port", "0", "--read-mode", self.read_mode,
+        cmd = [str(BIN_DIR / self.name), "--port", "0", "--read-mode", self.read_mode,
                "--chunk", str(self.chunk), "--max-message", str(self.max_message),
                "--cpu", str(-1 if self.cpu is None else self.cpu)]
         self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -539,7 +540,7 @@ def _load_row(srv, settings: dict, res: dict, begin: dict, end: dict, load_befor
 
 def _loadgen(srv: EchoServer, *, connections, requests, duration, message_bytes,
              warmup_per_conn, cpu, timeout, seed):
-    cmd = [str(VARIANTS_DIR / LOADGEN), "--port", str(srv.port), "--connections", str(connections),
+    cmd = [str(BIN_DIR / LOADGEN), "--port", str(srv.port), "--connections", str(connections),
            "--requests", str(requests), "--duration", repr(duration),
            "--message-bytes", str(message_bytes), "--warmup-per-conn", str(warmup_per_conn),
            "--cpu", str(-1 if cpu is None else cpu), "--timeout", repr(timeout),
@@ -591,6 +592,117 @@ def _closed_by_peer(s: socket.socket, timeout: float) -> bool:
     return data == b""
 
 
+def _connect(server: EchoServer, timeout: float) -> socket.socket:
+    return socket.create_connection((HOST, server.port), timeout=timeout)
+
+
+def _reset_on_close(s: socket.socket) -> None:
+    """Make close() send a reset (RST) instead of an orderly FIN."""
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
+def _mid_header(server: EchoServer, timeout: float):
+    with _connect(server, timeout) as s:
+        s.sendall(_HDR.pack(MAGIC_ECHO, 100)[:3])
+    return "sent 3 of 8 header bytes, closed", True
+
+
+def _mid_message(server: EchoServer, timeout: float):
+    with _connect(server, timeout) as s:
+        s.sendall(_HDR.pack(MAGIC_ECHO, 1000) + b"x" * 10)
+    return "sent 10 of 1000 payload bytes, closed", True
+
+
+def _reset_mid_message(server: EchoServer, timeout: float):
+    with _connect(server, timeout) as s:
+        s.sendall(_HDR.pack(MAGIC_ECHO, 5000) + b"y" * 100)
+        _reset_on_close(s)
+    return "sent 100 of 5000 payload bytes, reset the connection", True
+
+
+def _closes_after(data: bytes):
+    """A client that sends `data` and passes only if the server then closes on it."""
+    def client(server: EchoServer, timeout: float):
+        with _connect(server, timeout) as s:
+            s.sendall(data)
+            closed = _closed_by_peer(s, timeout)
+        return ("closed by the server" if closed else "left open"), closed
+    return client
+
+
+_huge_length = _closes_after(_HDR.pack(MAGIC_ECHO, 0xFFFFFFF0))
+_garbage = _closes_after(bytes(range(256)) * 4)
+
+
+def _leave_before_reply(server: EchoServer, timeout: float):
+    big = server.max_message
+    with _connect(server, timeout) as s:
+        s.sendall(_HDR.pack(MAGIC_ECHO, big) + os.urandom(big))
+        _reset_on_close(s)
+    return f"sent a {big}-byte message, reset before reading the echo", True
+
+
+def _pipelined(server: EchoServer, timeout: float):
+    msgs = [os.urandom(n) for n in (0, 1, 7, 8, 100, 4096, 70000, 3) * 4]
+    blob = b"".join(_HDR.pack(MAGIC_ECHO, len(m)) + m for m in msgs)
+    with _connect(server, timeout) as s:
+        # Sent from a thread: the echoes come back while we still send, and a
+        # client that only sends would block once both socket buffers are full.
+        sender = threading.Thread(target=s.sendall, args=(blob,), daemon=True)
+        sender.start()
+        back = _recv_exactly(s, len(blob))
+        sender.join(timeout)
+    same = back == blob
+    return (f"{len(msgs)} frames in one send: "
+            f"{'all echoed byte for byte' if same else 'ECHO DIFFERS'}"), same
+
+
+def _byte_by_byte(server: EchoServer, timeout: float):
+    payload = os.urandom(300)
+    frame = _HDR.pack(MAGIC_ECHO, len(payload)) + payload
+    with _connect(server, timeout) as s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for i in range(0, len(frame), 7):
+            s.sendall(frame[i:i + 7])
+            time.sleep(0.0005)
+        back = _recv_exactly(s, len(frame))
+    same = back == frame
+    return f"a frame in 7-byte pieces: {'echoed' if same else 'ECHO DIFFERS'}", same
+
+
+def _good_client(server: EchoServer, timeout: float):
+    payloads = [b"", b"a", os.urandom(64), os.urandom(16384), os.urandom(server.max_message)]
+    bad = [len(p) for p in payloads if echo(server.port, p, timeout) != p]
+    return ("sizes 0, 1, 64, 16384, max all echoed" if not bad else f"sizes {bad} differ"), not bad
+
+
+# (case, what the server must do, the client), played in this order on one server.
+_BAD_CLIENTS = (
+    ("disconnect mid-header", "no crash", _mid_header),
+    ("disconnect mid-message", "no crash", _mid_message),
+    ("reset mid-message", "no crash", _reset_mid_message),
+    ("huge length header", "server closes the connection", _huge_length),
+    ("garbage", "server closes the connection", _garbage),
+    ("leave before the reply", "no crash (EPIPE, not SIGPIPE)", _leave_before_reply),
+    ("pipelined frames", "every frame echoed", _pipelined),
+    ("slow client", "echoed", _byte_by_byte),
+)
+# Played after every bad client: what they did must not have cost a good one its service.
+_GOOD_CLIENT = ("good client afterwards", "echoed", _good_client)
+
+
+def _play(server: EchoServer, timeout: float, case: str, expect: str, client) -> dict:
+    """One case's row; a server that died on it fails the case whatever the client saw."""
+    try:
+        outcome, ok = client(server, timeout)
+    except Exception as exc:  # any failure of one case is its row, not the end
+        outcome, ok = f"{type(exc).__name__}: {exc}", False
+    alive = server.alive
+    return {"server": server.name, "case": case, "expect": expect,
+            "outcome": outcome if alive else f"{outcome}; SERVER DIED",
+            "ok": bool(ok and alive)}
+
+
 def bad_clients(server: EchoServer, *, timeout: float = 5.0):
     """Throw the clients a server must survive at it, then check that a good client is
     still served. One row per case: what was done, what the server did, and ok."""
@@ -599,98 +711,8 @@ def bad_clients(server: EchoServer, *, timeout: float = 5.0):
     if not isinstance(server, EchoServer):
         raise TypeError(f"server must be a running EchoServer, not {type(server).__name__}")
     timeout = _v.seconds("timeout", timeout, MAX_DURATION)
-    addr = (HOST, server.port)
-    big = server.max_message
-    rows = []
-
-    def case(name: str, expect: str, fn):
-        try:
-            outcome, ok = fn()
-        except Exception as exc:  # any failure of one case is its row, not the end
-            outcome, ok = f"{type(exc).__name__}: {exc}", False
-        alive = server.alive
-        rows.append({"server": server.name, "case": name, "expect": expect,
-                     "outcome": outcome if alive else f"{outcome}; SERVER DIED",
-                     "ok": bool(ok and alive)})
-
-    def mid_header():
-        with socket.create_connection(addr, timeout=timeout) as s:
-            s.sendall(_HDR.pack(MAGIC_ECHO, 100)[:3])
-        return "sent 3 of 8 header bytes, closed", True
-
-    def mid_message():
-        with socket.create_connection(addr, timeout=timeout) as s:
-            s.sendall(_HDR.pack(MAGIC_ECHO, 1000) + b"x" * 10)
-        return "sent 10 of 1000 payload bytes, closed", True
-
-    def reset_mid_message():
-        s = socket.create_connection(addr, timeout=timeout)
-        s.sendall(_HDR.pack(MAGIC_ECHO, 5000) + b"y" * 100)
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        s.close()
-        return "sent 100 of 5000 payload bytes, reset the connection", True
-
-    def huge_length():
-        with socket.create_connection(addr, timeout=timeout) as s:
-            s.sendall(_HDR.pack(MAGIC_ECHO, 0xFFFFFFF0))
-            closed = _closed_by_peer(s, timeout)
-        return ("closed by the server" if closed else "left open"), closed
-
-    def garbage():
-        with socket.create_connection(addr, timeout=timeout) as s:
-            s.sendall(bytes(range(256)) * 4)
-            closed = _closed_by_peer(s, timeout)
-        return ("closed by the server" if closed else "left open"), closed
-
-    def leave_before_reply():
-        with socket.create_connection(addr, timeout=timeout) as s:
-            s.sendall(_HDR.pack(MAGIC_ECHO, big) + os.urandom(big))
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        return f"sent a {big}-byte message, reset before reading the echo", True
-
-    def pipelined():
-        msgs = [os.urandom(n) for n in (0, 1, 7, 8, 100, 4096, 70000, 3) * 4]
-        blob = b"".join(_HDR.pack(MAGIC_ECHO, len(m)) + m for m in msgs)
-        with socket.create_connection(addr, timeout=timeout) as s:
-            # Sent from a thread: the echoes come back while we still send, and a
-            # client that only sends would block once both socket buffers are full.
-            import threading
-
-            sender = threading.Thread(target=s.sendall, args=(blob,), daemon=True)
-            sender.start()
-            back = _recv_exactly(s, len(blob))
-            sender.join(timeout)
-        same = back == blob
-        return (f"{len(msgs)} frames in one send: "
-                f"{'all echoed byte for byte' if same else 'ECHO DIFFERS'}"), same
-
-    def byte_by_byte():
-        payload = os.urandom(300)
-        frame = _HDR.pack(MAGIC_ECHO, len(payload)) + payload
-        with socket.create_connection(addr, timeout=timeout) as s:
-            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            for i in range(0, len(frame), 7):
-                s.sendall(frame[i:i + 7])
-                time.sleep(0.0005)
-            back = _recv_exactly(s, len(frame))
-        same = back == frame
-        return f"a frame in 7-byte pieces: {'echoed' if same else 'ECHO DIFFERS'}", same
-
-    def good_client():
-        payloads = [b"", b"a", os.urandom(64), os.urandom(16384), os.urandom(big)]
-        bad = [len(p) for p in payloads if echo(server.port, p, timeout) != p]
-        return ("sizes 0, 1, 64, 16384, max all echoed" if not bad else f"sizes {bad} differ"), not bad
-
-    case("disconnect mid-header", "no crash", mid_header)
-    case("disconnect mid-message", "no crash", mid_message)
-    case("reset mid-message", "no crash", reset_mid_message)
-    case("huge length header", "server closes the connection", huge_length)
-    case("garbage", "server closes the connection", garbage)
-    case("leave before the reply", "no crash (EPIPE, not SIGPIPE)", leave_before_reply)
-    case("pipelined frames", "every frame echoed", pipelined)
-    case("slow client", "echoed", byte_by_byte)
-    case("good client afterwards", "echoed", good_client)
-    return pd.DataFrame(rows)
+    return pd.DataFrame([_play(server, timeout, *case)
+                         for case in (*_BAD_CLIENTS, _GOOD_CLIENT)])
 
 
 def robustness(name: str, *, rounds: int = 3, timeout: float = 5.0):

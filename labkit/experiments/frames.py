@@ -135,7 +135,7 @@ def worker_stackful_run(build: str, stack_size: int, touched: bool, guard: bool,
 def peer_builds() -> list[str]:
     """The optimisation-level builds of the peers library present (no library is loaded)."""
     return [t for t in native.builds()
-            if (native.VARIANTS_DIR / f"liblabkit_peers-{t}.so").exists()]
+            if (native.BIN_DIR / f"liblabkit_peers-{t}.so").exists()]
 
 
 def _build(build) -> str:

@@ -41,18 +41,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--results", metavar="DIR",
                         help="where data/, figures/ and reports/ go (default: the checkout; "
                              "outside a checkout ./labkit-results)")
-    parser.add_argument("--debug", action="store_true",
-                        help="show the full traceback of an error")
+    _flag(parser, "--debug", "show the full traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    r = sub.add_parser("reproduce", help="run the notebooks and build the HTML report",
-                       description=build_reproduce_description())
+    r = _command(sub, "reproduce", "run the notebooks and build the HTML report",
+                 build_reproduce_description())
     reproduce.add_arguments(r)
     parser.set_defaults(reproduce_parser=r)
 
-    m = sub.add_parser("measure", help="measure one kernel and print its summary",
-                       description="Time switches between two contexts with one kernel, in a "
-                       "worker process, with the empty loop subtracted.")
+    m = _command(sub, "measure", "measure one kernel and print its summary",
+                 "Time switches between two contexts with one kernel, in a worker process, "
+                 "with the empty loop subtracted.")
     m.add_argument("kernel", help="a kernel or peer name (see `labkit catalogue`)")
     m.add_argument("--switches", type=int, default=1_000_000,
                    help="switches per repeat (default 1000000)")
@@ -67,45 +66,39 @@ def build_parser() -> argparse.ArgumentParser:
                    help="FP control state of the two contexts (default as-is)")
     _add_format(m, "every repeat's row")
 
-    k = sub.add_parser("catalogue", aliases=["kernels"],
-                       help="list what can be measured (kernels and peers), here or why not",
-                       description="The catalogue: every switch kernel and peer system, what "
-                       "it saves, whether it runs here, and if not what to install. "
-                       "(`labkit kernels` is the same.)")
+    k = _command(sub, "catalogue", "list what can be measured (kernels and peers), here or why not",
+                 "The catalogue: every switch kernel and peer system, what it saves, whether "
+                 "it runs here, and if not what to install. (`labkit kernels` is the same.)",
+                 aliases=["kernels"])
     _add_format(k, "the whole table")
 
-    b = sub.add_parser("bundle", help="pack this machine's results into a bundle folder",
-                       description="Pack the results measured on THIS machine into "
-                       "<out>.labkit/ to compare with other machines. Rows measured "
-                       "elsewhere are refused.")
+    b = _command(sub, "bundle", "pack this machine's results into a bundle folder",
+                 "Pack the results measured on THIS machine into <out>.labkit/ to compare "
+                 "with other machines. Rows measured elsewhere are refused.")
     b.add_argument("-o", "--out", required=True, help="bundle path (.labkit is appended)")
-    b.add_argument("--quick", action="store_true", help="bundle the quick run's results")
-    b.add_argument("--include-host", action="store_true",
-                   help="also record the hostname and the results' absolute path")
+    _flag(b, "--quick", "bundle the quick run's results")
+    _flag(b, "--include-host", "also record the hostname and the results' absolute path")
 
-    g = sub.add_parser("merge", help="merge bundles from several machines into one comparison",
-                       description="Put several machines' bundles side by side. The bundles "
-                       "must share the format, the mode (quick/full) and the labkit commit.")
+    g = _command(sub, "merge", "merge bundles from several machines into one comparison",
+                 "Put several machines' bundles side by side. The bundles must share the "
+                 "format, the mode (quick/full) and the labkit commit.")
     g.add_argument("bundles", nargs="+", help="bundle folders (<name>.labkit)")
     g.add_argument("-o", "--out", help="also write <out>-verdicts.csv and <out>-ladder.csv")
-    g.add_argument("--allow-other-commits", action="store_true",
-                   help="merge bundles made from different labkit commits")
+    _flag(g, "--allow-other-commits", "merge bundles made from different labkit commits")
 
-    rp = sub.add_parser("report", help="rebuild the HTML report from the last executed notebooks",
-                        description="Rebuild reports/[quick/]labkit-report.html without "
-                        "running anything.")
-    rp.add_argument("--quick", action="store_true", help="the quick run's report")
+    rp = _command(sub, "report", "rebuild the HTML report from the last executed notebooks",
+                  "Rebuild reports/[quick/]labkit-report.html without running anything.")
+    _flag(rp, "--quick", "the quick run's report")
 
-    lab = sub.add_parser("lab", help="start JupyterLab on the lab's notebooks",
-                         description="JupyterLab on the `labkit` kernel, opening "
-                         "start_here.ipynb.")
+    lab = _command(sub, "lab", "start JupyterLab on the lab's notebooks",
+                   "JupyterLab on the `labkit` kernel, opening start_here.ipynb.")
     lab.add_argument("--port", type=int, default=None, help="port (default 8888 or the next free)")
-    lab.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    _flag(lab, "--no-browser", "do not open a browser")
     lab.add_argument("lab_args", nargs=argparse.REMAINDER,
                      help="more options for `jupyter lab`")
 
-    sub.add_parser("room", help="a workshop room (forwards to labkit.lab.room)", add_help=False,
-                   description="Everything after `room` goes to labkit.lab.room.")
+    _command(sub, "room", "a workshop room (forwards to labkit.lab.room)",
+             "Everything after `room` goes to labkit.lab.room.", add_help=False)
     return parser
 
 
@@ -115,10 +108,20 @@ def build_reproduce_description() -> str:
             "time and ETA; Ctrl-C stops, keeps what finished, and says how to resume.")
 
 
+def _command(sub, name: str, help: str, description: str, **kwargs) -> argparse.ArgumentParser:
+    """One subcommand: `help` is its line in `labkit --help`, `description` heads its own."""
+    return sub.add_parser(name, help=help, description=description, **kwargs)
+
+
+def _flag(p, option: str, help: str) -> None:
+    """An on/off option: off unless given."""
+    p.add_argument(option, action="store_true", help=help)
+
+
 def _add_format(p: argparse.ArgumentParser, what: str) -> None:
     fmt = p.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help=f"print {what} as JSON records")
-    fmt.add_argument("--csv", action="store_true", help=f"print {what} as CSV")
+    _flag(fmt, "--json", f"print {what} as JSON records")
+    _flag(fmt, "--csv", f"print {what} as CSV")
 
 
 def _print_frame(df, args, text) -> None:

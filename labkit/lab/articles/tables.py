@@ -41,6 +41,13 @@ def _frame(rows, columns):
     return pd.DataFrame(rows, columns=columns)
 
 
+def _finish(t: ArticleTable, rows, columns, note: str) -> ArticleTable:
+    """The last step of every table builder: its display frame and its note."""
+    t.frame = _frame(rows, columns)
+    t.note = note
+    return t
+
+
 def _verdict_cell(t: ArticleTable, *cids) -> str:
     out = []
     for cid in cids:
@@ -72,23 +79,22 @@ def _t01() -> ArticleTable:
                      else cid])
         t.points.append((label, ns / 22, *r))
         t.extra.setdefault(f"here: asm_fpu ring of {n_ring}", []).append(rr)
-    t.frame = _frame(rows, ["stack", "ns/switch, article", "ns/switch, here (Boost fiber)",
-                            "% over 4 KB, article", "% over 4 KB, here",
-                            f"ns/switch, here (asm_fpu ring of {n_ring})", "% over 4 KB, ring",
-                            "claim: verdict"])
-    t.note = ("The article ran Boost fiber at 5 GHz; here the same library. A ping-pong of "
-              "two contexts touches two stack tops whatever the size, so no rise is "
-              "expected there; the asm_fpu ring of many contexts (notebook 01) is where "
-              "stack size shows: stack tops 8 MiB apart alias in the caches, and colouring "
-              "them (offsetting each top) is the notebook's test of that.")
+    note = ("The article ran Boost fiber at 5 GHz; here the same library. A ping-pong of "
+            "two contexts touches two stack tops whatever the size, so no rise is "
+            "expected there; the asm_fpu ring of many contexts (notebook 01) is where "
+            "stack size shows: stack tops 8 MiB apart alias in the caches, and colouring "
+            "them (offsetting each top) is the notebook's test of that.")
     if rings is not None and len(rings):
         big = rings[(rings.contexts == n_ring) & (rings.stack_size == 8 * MB)]
         al, co = (big[big.colour_step.fillna(0) == 0].ns_per_switch.median(),
                   big[big.colour_step.fillna(0) > 0].ns_per_switch.median())
         if al == al and co == co:
-            t.note += (f" Here, {n_ring} contexts with 8 MiB stacks: {_g(al)} ns aligned, "
-                       f"{_g(co)} ns coloured.")
-    return t
+            note += (f" Here, {n_ring} contexts with 8 MiB stacks: {_g(al)} ns aligned, "
+                     f"{_g(co)} ns coloured.")
+    return _finish(t, rows, ["stack", "ns/switch, article", "ns/switch, here (Boost fiber)",
+                             "% over 4 KB, article", "% over 4 KB, here",
+                             f"ns/switch, here (asm_fpu ring of {n_ring})", "% over 4 KB, ring",
+                             "claim: verdict"], note)
 
 
 def _t02() -> ArticleTable:
@@ -107,13 +113,12 @@ def _t02() -> ArticleTable:
         rows.append([f"-{build}", ns, _span(*_q(a)), _g(ns / 25), _span(*r), instr,
                      _verdict_cell(t, cid) if cid else "C000.3 (reference row)"])
         t.points.append((f"-{build}", ns / 25, *r))
-    t.frame = _frame(rows, ["build", "ns/switch, article", "ns/switch, here (Boost fiber)",
-                            "ratio to -O2, article", "ratio to -O2, here",
-                            "instructions/switch, here (callgrind)", "claim: verdict"])
-    t.note = ("The switch itself is assembly and does not change with -O; what -O0 slows "
-              "is the C++ around it (Boost's fiber wrappers), which callgrind's instruction "
-              "count shows without timing noise.")
-    return t
+    return _finish(t, rows, ["build", "ns/switch, article", "ns/switch, here (Boost fiber)",
+                             "ratio to -O2, article", "ratio to -O2, here",
+                             "instructions/switch, here (callgrind)", "claim: verdict"],
+                   ("The switch itself is assembly and does not change with -O; what -O0 slows "
+                    "is the C++ around it (Boost's fiber wrappers), which callgrind's instruction "
+                    "count shows without timing noise."))
 
 
 def _t03() -> ArticleTable:
@@ -130,11 +135,10 @@ def _t03() -> ArticleTable:
         rows.append([label, n, art_ns, _span(*_q(s)), _span(*_q(a)),
                      "1.0" if n == 2 else "1.1-1.2", _span(*r), _verdict_cell(t, cid)])
         t.points.append((f"N={n}", art_r, *r))
-    t.frame = _frame(rows, ["workers", "N here", "ns/transfer, article",
-                            "symmetric ns, here (asm_fpu)", "asymmetric ns, here",
-                            "asym/sym, article", "asym/sym, here", "claim: verdict"])
-    t.note = "The figure plots the ratio asym/sym itself (1.0 = no difference)."
-    return t
+    return _finish(t, rows, ["workers", "N here", "ns/transfer, article",
+                             "symmetric ns, here (asm_fpu)", "asymmetric ns, here",
+                             "asym/sym, article", "asym/sym, here", "claim: verdict"],
+                   "The figure plots the ratio asym/sym itself (1.0 = no difference).")
 
 
 def _t04() -> ArticleTable:
@@ -149,12 +153,11 @@ def _t04() -> ArticleTable:
         rows.append([label, art, _span(*_q(a)), _g(mid / 25, 2), _span(*r),
                      _verdict_cell(t, cid)])
         t.points.append((label, mid / 25, *r))
-    t.frame = _frame(rows, ["step", "ns, article", "ns, here", "ratio to fiber, article",
-                            "ratio to fiber, here", "claim: verdict"])
-    t.note = ("The article's words ('a few', 'hundreds') are plotted at 3 and 200 ns, the "
-              "middle of its ranges; C000.1 judges the order and the log distances, C000.5 "
-              "the stackful/stackless ratio.")
-    return t
+    return _finish(t, rows, ["step", "ns, article", "ns, here", "ratio to fiber, article",
+                             "ratio to fiber, here", "claim: verdict"],
+                   ("The article's words ('a few', 'hundreds') are plotted at 3 and 200 ns, the "
+                    "middle of its ranges; C000.1 judges the order and the log distances, C000.5 "
+                    "the stackful/stackless ratio."))
 
 
 def _t05() -> ArticleTable:
@@ -178,10 +181,9 @@ def _t05() -> ArticleTable:
                           ("loads", 8, a.get("loads", math.nan)),
                           ("instructions", 20, instr)):
         t.points.append((label, 1.0, v / art if v == v else math.nan, math.nan, math.nan))
-    t.frame = _frame(rows, ["item", "article", "here", "how", "claim: verdict"])
-    t.note = ("Counts are exact (no spread): the figure plots here/article per item "
-              "(1.0 = as the article says).")
-    return t
+    return _finish(t, rows, ["item", "article", "here", "how", "claim: verdict"],
+                   ("Counts are exact (no spread): the figure plots here/article per item "
+                    "(1.0 = as the article says)."))
 
 
 def _t06() -> ArticleTable:
@@ -206,10 +208,9 @@ def _t06() -> ArticleTable:
                  b[2] / b[0] if b[0] else math.nan),
                 ("share after", 3 / 15, *(v / b[0] if b[0] else math.nan for v in a)),
                 ("throughput after/before", 1.4, *gain)]
-    t.frame = _frame(rows, ["row", "article", "here", "claim: verdict"])
-    t.note = ("W=100 TSC ticks of work per task, 64 asm_fpu coroutines on one thread; the "
-              "per-worker local queues of the article are not modelled (one thread).")
-    return t
+    return _finish(t, rows, ["row", "article", "here", "claim: verdict"],
+                   ("W=100 TSC ticks of work per task, 64 asm_fpu coroutines on one thread; the "
+                    "per-worker local queues of the article are not modelled (one thread)."))
 
 
 def _t07() -> ArticleTable:
@@ -230,14 +231,13 @@ def _t07() -> ArticleTable:
                      f"{aps:,}", _g(s.allocs_per_s.median()) if have else "-",
                      _verdict_cell(t, *cids)])
         t.points.append((label, qps / 125_000, *r))
-    t.frame = _frame(rows, ["style", "server here", "QPS, article", "QPS, here",
-                            "QPS / callbacks, article", "QPS / callbacks, here",
-                            "p99, article", "p99, here", "allocations/s, article",
-                            "allocations/s, here", "claims: verdicts"])
-    t.note = ("1000 connections, 64-byte messages on loopback, server pinned to one CPU and "
-              "the load generator to the other (the article: wrk on 8 cores). Optimised "
-              "coroutines here are pooled frames with symmetric transfer.")
-    return t
+    return _finish(t, rows, ["style", "server here", "QPS, article", "QPS, here",
+                             "QPS / callbacks, article", "QPS / callbacks, here",
+                             "p99, article", "p99, here", "allocations/s, article",
+                             "allocations/s, here", "claims: verdicts"],
+                   ("1000 connections, 64-byte messages on loopback, server pinned to one CPU and "
+                    "the load generator to the other (the article: wrk on 8 cores). Optimised "
+                    "coroutines here are pooled frames with symmetric transfer."))
 
 
 def _t08() -> ArticleTable:
@@ -270,12 +270,11 @@ def _t08() -> ArticleTable:
              _verdict_cell(t, "C001.1c")]]
     t.points = [("heap/pool", 10.0, *hp), ("io_uring/epoll", 1.08, *ur),
                 ("plain/callbacks", 0.864, *pc)]
-    t.frame = _frame(rows, ["row", "article", "here", "ratio, article", "ratio, here",
-                            "claim: verdict"])
-    t.note = ("Allocate+free pairs of a 256-byte block (notebook 07); QPS at 1000 "
-              "connections, 64 B (notebook 09). The figure plots each ratio over the "
-              "article's.")
-    return t
+    return _finish(t, rows, ["row", "article", "here", "ratio, article", "ratio, here",
+                             "claim: verdict"],
+                   ("Allocate+free pairs of a 256-byte block (notebook 07); QPS at 1000 "
+                    "connections, 64 B (notebook 09). The figure plots each ratio over the "
+                    "article's."))
 
 
 def _t09() -> ArticleTable:
@@ -325,11 +324,10 @@ def _t09() -> ArticleTable:
              _verdict_cell(t, "C002.4")]]
     t.points = [("process/thread", 2.5, *pt), ("yield/no-yield", 1100 / 3800, *yr),
                 ("FP save/without", 3.0, *fr)]
-    t.frame = _frame(rows, ["row", "article", "here", "ratio, article", "ratio, here",
-                            "claim: verdict"])
-    t.note = ("Pipe ping-pong pinned to one CPU; yielding 'often' is fixed at one "
-              "sched_yield per ~1 µs unit of work.")
-    return t
+    return _finish(t, rows, ["row", "article", "here", "ratio, article", "ratio, here",
+                             "claim: verdict"],
+                   ("Pipe ping-pong pinned to one CPU; yielding 'often' is fixed at one "
+                    "sched_yield per ~1 µs unit of work."))
 
 
 def _t10() -> ArticleTable:
@@ -351,13 +349,13 @@ def _t10() -> ArticleTable:
              "3.8", "AArch64 hardware: not here", _verdict_cell(t, "C003.1")]]
     t.points = [("1 core: thread/swapcontext", 3300 / 814, *r1),
                 ("cross-core: thread/swapcontext", 32000 / 430, *r2)]
-    t.frame = _frame(rows, ["machine", "1M swapcontext ms, article / here",
-                            "1M thread switches ms, article / here",
-                            "thread/swapcontext, article", "thread/swapcontext, here",
-                            "claim: verdict"])
-    t.note = ("ns per one-way switch equals ms per million switches. The Kunpeng rows need "
-              "AArch64 hardware (qemu-user times an emulator), so the ratio is what travels.")
-    return t
+    return _finish(t, rows, ["machine", "1M swapcontext ms, article / here",
+                             "1M thread switches ms, article / here",
+                             "thread/swapcontext, article", "thread/swapcontext, here",
+                             "claim: verdict"],
+                   ("ns per one-way switch equals ms per million switches. The Kunpeng rows "
+                    "need AArch64 hardware (qemu-user times an emulator), so the ratio is what "
+                    "travels."))
 
 
 def _t11() -> ArticleTable:
@@ -385,20 +383,19 @@ def _t11() -> ArticleTable:
                      _verdict_cell(t, *dict.fromkeys([mc, tc]))])
         t.points.append((label + " TPS", art_tps / 100_000, *qr))
         t.points.append((label + " memory", art_mb / 256, *mr))
-    t.frame = _frame(rows, ["strategy", "frame B, article", "frame B, here",
-                            "server allocations / bytes per message, here",
-                            "MB for 1M, article", "MiB for 1M, here",
-                            "memory / default, article", "memory / default, here",
-                            "TPS, article", "QPS, here", "TPS / default, article",
-                            "QPS / default, here", "claims: verdicts"])
-    t.note = ("Memory: resident bytes per suspended coroutine x 1,000,000, in MiB, measured "
-              "with all of a run's coroutines suspended at once (notebook 07; a million in "
-              "a full run); TPS: the echo load of notebook 09 at 1000 connections, 64 B. The frame "
-              "sizes here are built to the article's 256 and 192 B; the servers' own frames show in "
-              "their allocations per message (counted in the server). With 1M coroutines "
-              "alive at once, reuse keeps one frame per coroutine: its memory row is the "
-              "pooled 192-B frames.")
-    return t
+    return _finish(t, rows, ["strategy", "frame B, article", "frame B, here",
+                             "server allocations / bytes per message, here",
+                             "MB for 1M, article", "MiB for 1M, here",
+                             "memory / default, article", "memory / default, here",
+                             "TPS, article", "QPS, here", "TPS / default, article",
+                             "QPS / default, here", "claims: verdicts"],
+                   ("Memory: resident bytes per suspended coroutine x 1,000,000, in MiB, measured "
+                    "with all of a run's coroutines suspended at once (notebook 07; a million in "
+                    "a full run); TPS: the echo load of notebook 09 at 1000 connections, 64 B. "
+                    "The frame sizes here are built to the article's 256 and 192 B; the servers' "
+                    "own frames show in their allocations per message (counted in the server). "
+                    "With 1M coroutines alive at once, reuse keeps one frame per coroutine: its "
+                    "memory row is the pooled 192-B frames."))
 
 
 TABLES = {"t01": _t01, "t02": _t02, "t03": _t03, "t04": _t04, "t05": _t05, "t06": _t06,
