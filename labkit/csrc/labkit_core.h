@@ -1,7 +1,8 @@
 /* labkit_core.h -- the C side of labkit: kernels, stacks, the timed loops and the self-checks.
- * Its callers, always inside a worker process: labkit/core/_core.pyx (the default build), ctypes
- * in labkit/core/native.py (the -O builds), and the C programs lk_count, the stackful echo
- * server and the self-tests. */
+ * Its callers, always inside a worker process: labkit/core/_core.pyx (the default build),
+ * ctypes in labkit/core/native.py (the -O builds), the C++ peers (through cxx/peers.h, for
+ * lk_sample and the stacks), and the C programs lk_count, the stackful echo server and the
+ * self-tests. */
 #ifndef LABKIT_CORE_H
 #define LABKIT_CORE_H
 

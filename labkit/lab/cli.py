@@ -18,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from labkit.core.timing import FP_CONTROL_MODES
+
 USAGE_ERRORS = (ValueError, TypeError, FileNotFoundError)
 
 
@@ -62,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--build", default=None, metavar="TAG",
                    help="an optimisation-level build of the C core: O0 O1 O2 O3 Os O2-native "
                         "(default: the extension's own)")
-    m.add_argument("--fp-control", default="as-is", choices=["as-is", "same", "differ"],
+    m.add_argument("--fp-control", default="as-is", choices=list(FP_CONTROL_MODES),
                    help="FP control state of the two contexts (default as-is)")
     _add_format(m, "every repeat's row")
 
