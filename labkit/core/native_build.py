@@ -54,7 +54,7 @@ SERVER_H = ["servers/lk_srv.h"]
 
 
 def _targets() -> dict[str, dict]:
-    """name -> spec. Spec keys: group, lang (c / c++), sources, c_objects (C files compiled
+    """name -> spec. Spec keys: group, lang (c / c++), tool (a compiler other than $CC/$CXX), sources, c_objects (C files compiled
     apart and linked in a C++ target), headers (inputs that trigger a rebuild), flags,
     shared, libs, needs [(header, how to install)], record (the macro that carries the
     recorded flags into the binary)."""
@@ -107,6 +107,17 @@ def _targets() -> dict[str, dict]:
 TARGETS = _targets()
 
 
+def selftest_targets(opt: str = "-O2", cc: str | None = None, static: bool = False) -> dict:
+    """The C self-tests as targets of the same builder (tests/test_selftest_c.py builds and
+    runs them; they are not installed). cc: another C compiler (a cross compiler)."""
+    strict = [opt, "-Wall", "-Wextra", "-Werror", *(["-static"] if static else [])]
+    base = dict(group="selftest", lang="c", flags=strict, **({"tool": cc} if cc else {}))
+    return {"lk_selftest": dict(base, sources=SELFTEST_SOURCES, headers=CORE_HEADERS),
+            "lk_handoff_selftest": dict(base, sources=HANDOFF_SELFTEST_SOURCES,
+                                        headers=["csrc/handoff.h", "csrc/lk_layout.h"],
+                                        flags=[*strict, "-pthread"])}
+
+
 def _tool(env: str, default: str) -> list[str]:
     return shlex.split(os.environ.get(env) or default)[:1]
 
@@ -147,7 +158,7 @@ def _commands(spec: dict, target: Path, objdir: Path) -> tuple[list[list[str]], 
         cmds.append([*cc, *c_flags, *shared[1:], *includes, "-c", "-o", str(obj),
                      str(PACKAGE / src)])
         objects.append(str(obj))
-    tool = cxx if spec["lang"] == "c++" else cc
+    tool = [spec["tool"]] if "tool" in spec else cxx if spec["lang"] == "c++" else cc
     cmds.append([*tool, *flags, *shared, *defines, *includes, "-o", str(target),
                  *[str(PACKAGE / s) for s in spec["sources"]], *objects,
                  *spec.get("libs", []), *(["-pthread"] if spec.get("shared") else [])])
