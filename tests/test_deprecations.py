@@ -34,6 +34,13 @@ def test_explore_index_moved():
     assert list(old.notebook) == list(notebook_index.experiment_index().notebook)
 
 
+def test_max_map_count_moved_to_procfs():
+    from labkit import frames, procfs
+
+    with pytest.warns(DeprecationWarning, match="labkit.procfs.max_map_count"):
+        assert frames.max_map_count() == procfs.max_map_count()
+
+
 def test_unknown_top_level_name_is_still_an_error():
     with pytest.raises(AttributeError):
         labkit.no_such_name  # noqa: B018

@@ -10,7 +10,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "labkit"
 
 # Lowest first. Keep in step with docs/architecture.md.
 LAYERS = {
-    "base": ["errors", "validate", "results", "native_build", "_worker_main"],
+    "base": ["errors", "validate", "results", "native_build", "_worker_main", "procfs"],
     "core": ["_core", "native", "worker", "machine", "entries", "timing", "checks", "pypeers",
              "handoff", "stats", "plots"],
     "experiments": ["callgrind", "frames", "frequency", "echo", "design"],
