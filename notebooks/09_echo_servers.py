@@ -27,7 +27,7 @@
 # - **C004.1**, the TPS column only (`004_dfc61b1060864bf1.txt`): an echo server's
 #   coroutines did 100,000 TPS with default `new` frames, 350,000 with a thread-local
 #   pool, 420,000 with symmetric transfer, 450,000 with pooled coroutine reuse. (C004.1's
-#   rule judges its memory column, in notebook 07; the TPS column is measured here and
+#   rule judges its memory column, in notebook 07b; the TPS column is measured here and
 #   shown beside the claim, without a verdict of its own.)
 #
 # **How the authors got their numbers.** The author of `001` rewrote a gateway's I/O on
@@ -393,7 +393,7 @@ else:
 # per connection, reused for every message). Each row's TPS ratio is judged by its own
 # claim (C004.1e-h) in the article's table at the end of this notebook; the ratios are
 # saved as `09_echo_servers_c004`. C004.2's throughput half (`cxx20_pool_sym` /
-# `cxx20_new`) is judged with 07's memory half (`labkit.lab.claim_rules.c004_2`).
+# `cxx20_new`) is judged with 07b's memory half (`labkit.lab.claim_rules.c004_2`).
 
 # %%
 c004_claim = {"cxx20_new": ("default new", 100_000),
@@ -436,10 +436,10 @@ results.save_csv(pd.concat([main.assign(experiment="main"),
                             c15.drop(columns="how").assign(experiment="reads")],
                            ignore_index=True), "09_echo_servers")
 results.save_csv(robust, "09_echo_servers_robustness")
-# C004.2 again with this run's throughput and notebook 07's memory, if 07 has run. The
-# row is shown here, not written to this notebook's verdicts: the claim is registered
-# to 07, and the ledger judges it from both data files whichever notebook ran last.
-frames_csv = results.data_dir() / "07_coroutine_frames.csv"
+# C004.2 again with this run's throughput and notebook 07b's memory, if 07b has run. The
+# row is shown here, not written to this notebook's verdicts: the claim is judged by
+# 07b, and the ledger judges it from both data files whichever notebook ran last.
+frames_csv = results.data_dir() / "07b_coroutine_memory.csv"
 display(verdicts.table([claim_rules.c004_2(
     pd.read_csv(frames_csv, low_memory=False) if frames_csv.exists() else None,
     main.assign(experiment="main"))]))

@@ -84,7 +84,7 @@ def test_every_row_claim_is_registered_and_judged_by_its_own_notebook():
     # Each table names only registered claims.
     for key in articles.TABLES:
         for nb in (nb for nb, keys in articles.BY_NOTEBOOK.items() if key in keys):
-            assert nb in set(claims.experiment)
+            assert nb in set(claims.notebook)
 
 
 def test_memory_ops_are_counted_from_att_disassembly():

@@ -35,6 +35,14 @@ def test_explore_index_moved():
     assert list(old.notebook) == list(notebook_index.experiment_index().notebook)
 
 
+def test_max_map_count_moved_to_procfs():
+    from labkit.core import procfs
+    from labkit.experiments import frames
+
+    with pytest.warns(DeprecationWarning, match="labkit.core.procfs.max_map_count"):
+        assert frames.max_map_count() == procfs.max_map_count()
+
+
 def test_unknown_top_level_name_is_still_an_error():
     with pytest.raises(AttributeError):
         labkit.no_such_name  # noqa: B018
@@ -44,7 +52,7 @@ def test_unknown_top_level_name_is_still_an_error():
     ("labkit.timing", "labkit.core.timing"),
     ("labkit.echo", "labkit.experiments.echo"),
     ("labkit.reproduce", "labkit.lab.reproduce"),
-    ("labkit.articles.tables", "labkit.lab.articles.tables"),
+    ("labkit.articles.measured", "labkit.lab.articles.measured"),  # not .tables: a function of that name
 ])
 def test_moved_modules_import_under_their_old_names(old, new):
     import importlib

@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "labkit"
 
 # Lowest first. The folders are the layers; "base" and "top" are the modules at labkit/.
 BASE = {"errors", "_moved", "core.validate", "core.results", "core.native_build",
-        "core.structs", "core._worker_main"}
+        "core.structs", "core._worker_main", "core.procfs"}
 # labkit/__init__.py is the public API over the core (measure, catalogue, ...): the
 # experiments and the lab may use it, the core may not.
 API = {"__init__"}

@@ -26,9 +26,9 @@ def test_notebook_runs_in_quick_mode(source, tmp_path):
     assert {"machine_id", "cpu_model", "compiler", "cflags"} <= set(df.columns)
     assert list((tmp_path / "figures").glob(f"{name}-*.png"))
     assert list((tmp_path / "figures").glob(f"{name}-*.svg"))
-    # The verdict table covers exactly the claims registered for this notebook.
+    # The verdict table covers exactly the claims this notebook judges.
     claims = verdicts.claims()
-    mine = set(claims[claims.experiment == name].claim_id)
+    mine = set(claims[claims.notebook == name].claim_id)
     table = pd.read_csv(tmp_path / "data" / f"{name}_verdicts.csv")
     # The article-table rows' claims are judged in the notebook's last section.
     rows = tmp_path / "data" / f"{name}_article_verdicts.csv"

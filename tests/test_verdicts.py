@@ -130,3 +130,26 @@ def test_stats_helpers():
     assert not stats.is_noisy([5.0])
     with pytest.raises(ValueError, match="values"):
         stats.quartiles([])
+
+
+def test_every_claim_is_judged_by_a_notebook_there_is():
+    # A split notebook's claims keep their registered name and go to one part each.
+    from labkit.lab import reproduce
+
+    c = verdicts.claims()
+    there = {p.stem for p in reproduce.notebook_sources()}
+    assert set(c.notebook) <= there, sorted(set(c.notebook) - there)
+    assert (c.experiment == c.notebook).sum() == len(c) - sum(
+        len(ids) for parts in verdicts.SPLIT.values() for ids in parts.values())
+    for old, parts in verdicts.SPLIT.items():
+        registered = set(c.claim_id[c.experiment == old])
+        handed = [i for ids in parts.values() for i in ids]
+        assert sorted(handed) == sorted(registered), old
+
+
+def test_a_claim_of_a_split_notebook_left_without_a_part_is_an_error(monkeypatch):
+    parts = {nb: tuple(i for i in ids if i != "C004.3")
+             for nb, ids in verdicts.SPLIT["07_coroutine_frames"].items()}
+    monkeypatch.setitem(verdicts.SPLIT, "07_coroutine_frames", parts)
+    with pytest.raises(ValueError, match="C004.3.*SPLIT"):
+        verdicts.claims()

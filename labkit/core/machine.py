@@ -12,7 +12,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from labkit.core import _core, worker
+from labkit.core import _core, procfs, worker
 
 _REPO = Path(__file__).resolve().parents[2]
 
@@ -24,15 +24,8 @@ ROW_METADATA = (
 )
 
 
-def _read(path: str) -> str | None:
-    try:
-        return Path(path).read_text().strip()
-    except OSError:
-        return None
-
-
 def _cpu_model() -> str:
-    text = _read("/proc/cpuinfo") or ""
+    text = procfs.read_text("/proc/cpuinfo") or ""
     for key in ("model name", "Model", "CPU part"):
         m = re.search(rf"^{key}\s*:\s*(.+)$", text, re.M)
         if m:
@@ -48,17 +41,17 @@ def _virtualization() -> str:
             return out.stdout.strip()
     except (OSError, subprocess.SubprocessError):
         pass
-    flags = _read("/proc/cpuinfo") or ""
+    flags = procfs.read_text("/proc/cpuinfo") or ""
     if re.search(r"^flags\s*:.*\bhypervisor\b", flags, re.M):
         return "yes (hypervisor flag)"
     return "none detected"
 
 
 def _turbo() -> str:
-    no_turbo = _read("/sys/devices/system/cpu/intel_pstate/no_turbo")
+    no_turbo = procfs.read_text("/sys/devices/system/cpu/intel_pstate/no_turbo")
     if no_turbo is not None:
         return "off" if no_turbo == "1" else "on"
-    boost = _read("/sys/devices/system/cpu/cpufreq/boost")
+    boost = procfs.read_text("/sys/devices/system/cpu/cpufreq/boost")
     if boost is not None:
         return "on" if boost == "1" else "off"
     return "unknown"
@@ -110,10 +103,11 @@ def _static_info() -> dict:
         "page_size": build["page_size"],
         "memory_bytes": os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
         "virtualization": _virtualization(),
-        "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor") or "unknown",
+        "governor": (procfs.read_text("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+                     or "unknown"),
         "turbo": _turbo(),
-        "smt": _read("/sys/devices/system/cpu/smt/active") or "unknown",
-        "isolated_cpus": _read("/sys/devices/system/cpu/isolated") or "",
+        "smt": procfs.read_text("/sys/devices/system/cpu/smt/active") or "unknown",
+        "isolated_cpus": procfs.read_text("/sys/devices/system/cpu/isolated") or "",
         "aslr": meta.get("aslr", "unknown"),
         "labkit_commit": labkit_commit(),
     }

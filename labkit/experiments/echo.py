@@ -26,9 +26,8 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass
-from pathlib import Path
 
-from labkit.core import native
+from labkit.core import native, procfs
 from labkit.core import validate as _v
 from labkit.errors import EchoError, ServerUnavailableError  # noqa: F401
 
@@ -95,12 +94,8 @@ TWINS = {"callback_uring": "callback_epoll", "asio_uring": "asio_epoll"}
 def _io_uring_ok() -> tuple[bool, str]:
     """Whether this kernel lets us make an io_uring at all (a sysctl or a seccomp filter
     in a container can forbid it even where liburing is installed)."""
-    disabled = Path("/proc/sys/kernel/io_uring_disabled")
-    try:
-        if disabled.read_text().strip() == "2":
-            return False, "io_uring is disabled here (sysctl kernel.io_uring_disabled = 2)"
-    except OSError:
-        pass
+    if procfs.sysctl("kernel.io_uring_disabled") == "2":
+        return False, "io_uring is disabled here (sysctl kernel.io_uring_disabled = 2)"
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
@@ -219,18 +214,9 @@ def children(all: bool = False) -> list[dict]:
     ours = set(SERVER_NAMES) | {LOADGEN}
     me = os.getpid()
     out = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            stat = (d / "stat").read_text()
-        except OSError:
-            continue
-        # comm is in parentheses and may hold spaces; the fields after it are fixed.
-        comm = stat[stat.index("(") + 1:stat.rindex(")")]
-        fields = stat[stat.rindex(")") + 2:].split()
-        if int(fields[1]) == me and (all or comm in ours):
-            out.append({"pid": int(d.name), "comm": comm, "state": fields[0]})
+    for p in procfs.processes():
+        if p["ppid"] == me and (all or p["comm"] in ours):
+            out.append({"pid": p["pid"], "comm": p["comm"], "state": p["state"]})
     return out
 
 
@@ -312,7 +298,7 @@ class EchoServer:
 
     def open_fds(self) -> int:
         """How many descriptors the server holds open (from /proc)."""
-        return len(os.listdir(f"/proc/{self.pid}/fd"))
+        return procfs.open_fds(self.pid)
 
     def snapshot(self, timeout: float = 10.0) -> dict:
         """Counters and open descriptors taken together, once the server holds no

@@ -1,4 +1,4 @@
-"""C++20 coroutine frames (notebook 07): the frame sizes the compiler picks, what
+"""C++20 coroutine frames (notebooks 07a and 07b): the frame sizes the compiler picks, what
 allocating frame-sized blocks costs from the heap and from free-list pools, and what
 a million suspended coroutines or stackful contexts keep resident.
 
@@ -20,8 +20,7 @@ import ctypes
 import functools
 import os
 
-from labkit.core import native
-from labkit.core import structs
+from labkit.core import native, procfs, structs
 from labkit.core import validate as _v
 from labkit.core import worker as _worker
 
@@ -96,14 +95,6 @@ def worker_alloc_bench(build: str, allocator: str, block: int, pairs: int, live:
     return {"cflags": _cflags(build), "samples": samples}
 
 
-def _status_kb(name: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(name + ":"):
-                return int(line.split()[1])
-    return 0
-
-
 def worker_coro_run(build: str, variant: str, allocator: str, n: int, batch: int,
                     release_pool: bool) -> dict:
     lib = _lib(build)
@@ -114,7 +105,7 @@ def worker_coro_run(build: str, variant: str, allocator: str, n: int, batch: int
     run = structs.as_dict(rep)
     if allocator != "heap":
         run.update({f"pool_{f}": v for f, v in structs.as_dict(pool).items()})
-    run["worker_rss_end_kb"] = _status_kb("VmRSS")
+    run["worker_rss_end_kb"] = procfs.status_kb("VmRSS")
     run["worker_pid"] = os.getpid()
     return {"cflags": _cflags(build), "run": run}
 
@@ -304,11 +295,13 @@ def coroutines(variant: str = "conn256", allocator: str = "heap", *, n: int = 1_
 
 
 def max_map_count() -> int:
-    try:
-        with open("/proc/sys/vm/max_map_count") as f:
-            return int(f.read())
-    except OSError:
-        return 65530
+    """Deprecated: labkit.core.procfs.max_map_count."""
+    import warnings
+
+    warnings.warn("labkit.experiments.frames.max_map_count moved to "
+                  "labkit.core.procfs.max_map_count",
+                  DeprecationWarning, stacklevel=2)
+    return procfs.max_map_count()
 
 
 def stackful_plan(stack_size: int, *, touched: bool, n: int, guard: bool | None = None,
@@ -323,7 +316,7 @@ def stackful_plan(stack_size: int, *, touched: bool, n: int, guard: bool | None 
     n = _v.integer_in("n", n, 1, MAX_N)
     budget = _budget(memory_budget)
     page = _v.page_size()
-    limit = max_map_count()
+    limit = procfs.max_map_count()
     if guard is not None:
         guard = _v.flag("guard", guard)
     data = size if touched else page

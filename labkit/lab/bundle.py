@@ -24,10 +24,9 @@ import os
 import shutil
 from pathlib import Path
 
-from labkit.lab import ledger
-
 from labkit.core import results
-from labkit.lab.reproduce import NOTEBOOKS
+from labkit.lab import ledger
+from labkit.lab.reproduce import NOTEBOOK_GLOB, NOTEBOOKS
 
 SUFFIX = ".labkit"
 FORMAT = 2  # 2: machine_id checked, no host or paths by default, commit and mode compared
@@ -39,7 +38,7 @@ class ForeignResultsError(ValueError):
 
 
 def _experiment_names() -> list[str]:
-    return sorted(p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.py"))
+    return sorted(p.stem for p in NOTEBOOKS.glob(NOTEBOOK_GLOB))
 
 
 def _stringify_objects(df):

@@ -199,12 +199,12 @@ def c003_3(runs):
                       note="across CPUs this is a wake-up, not a switch")
 
 
-# ---- 07, 08, 09: the notebooks' own tidy rows ----
+# ---- 07a, 07b, 08, 09: the notebooks' own tidy rows ----
 
-def c001_2(frames07):
+def c001_2(frames07a):
     """C001.2: heap / pool, ns per allocate+free pair of 256 B blocks, one block."""
-    a = frames07[(frames07.get("experiment") == "allocation") & (frames07.block == 256)
-                 & (frames07.pattern == "one block")] if "experiment" in frames07 else frames07
+    a = frames07a[(frames07a.get("experiment") == "allocation") & (frames07a.block == 256)
+                  & (frames07a.pattern == "one block")] if "experiment" in frames07a else frames07a
     heap, pool = (a.loc[a.allocator == k, "ns_per_pair"].astype(float) for k in ("heap", "pool"))
     if heap.empty or pool.empty:
         return verdicts.cannot_measure("C001.2", "no 256 B heap/pool allocation rows")
@@ -214,12 +214,12 @@ def c001_2(frames07):
                                "pair (claimed ~100 and ~10)")
 
 
-def _c004_parts(frames07, frames09):
+def _c004_parts(frames07b, frames09):
     nan = float("nan")
     mem = (nan, nan, nan)
     tps = (nan, nan, nan)
-    if frames07 is not None and "variant" in frames07:
-        c = frames07[frames07.get("experiment", "coroutines") == "coroutines"]
+    if frames07b is not None and "variant" in frames07b:
+        c = frames07b[frames07b.get("experiment", "coroutines") == "coroutines"]
         pooled = c.loc[(c.variant == "conn192") & (c.allocator == "pool"), "bytes_per_object"]
         default = c.loc[(c.variant == "conn256") & (c.allocator == "heap"), "bytes_per_object"]
         if len(pooled) and len(default):
@@ -232,16 +232,16 @@ def _c004_parts(frames07, frames09):
     return mem, tps
 
 
-def c004_2(frames07, frames09):
-    """C004.2: memory ratio (07) and throughput ratio (09), judged where either exists;
+def c004_2(frames07b, frames09):
+    """C004.2: memory ratio (07b) and throughput ratio (09), judged where either exists;
     a part not measured yet is missing data (NaN), and under the amended rule one failing
     part is enough to refute."""
-    mem, tps = _c004_parts(frames07, frames09)
+    mem, tps = _c004_parts(frames07b, frames09)
     value = {"mem": mem[0], "tps": tps[0]}
     low = {"mem": mem[1], "tps": tps[1]}
     high = {"mem": mem[2], "tps": tps[2]}
     parts = []
-    parts.append("memory from 07" if not math.isnan(mem[0]) else "memory not measured (07)")
+    parts.append("memory from 07b" if not math.isnan(mem[0]) else "memory not measured (07b)")
     parts.append("throughput from 09" if not math.isnan(tps[0]) else "throughput not measured (09)")
     return verdicts.judge("C004.2", value, low=low, high=high,
                           note="; ".join(parts) + "; mem = conn192/pool over conn256/heap bytes "
@@ -323,10 +323,10 @@ def c000_6(frames06):
                                "spread. The misprediction half (asm_ret / asm) is not judged")
 
 
-def c004_1(frames07):
+def c004_1(frames07b):
     """C004.1: resident bytes per suspended default-new coroutine / frame bytes."""
-    c = frames07[frames07.get("experiment", "coroutines") == "coroutines"] \
-        if "experiment" in frames07 else frames07
+    c = frames07b[frames07b.get("experiment", "coroutines") == "coroutines"] \
+        if "experiment" in frames07b else frames07b
     d = c[(c.variant == "conn256") & (c.allocator == "heap")]
     if d.empty:
         return verdicts.cannot_measure("C004.1", "no conn256/heap coroutine rows")
@@ -342,15 +342,15 @@ def c004_1(frames07):
              + "; spread: min and max over repeats")
 
 
-def _frame_sizes(frames07, build):
-    f = frames07[frames07.get("experiment", "frame_sizes") == "frame_sizes"] \
-        if "experiment" in frames07 else frames07
+def _frame_sizes(frames07a, build):
+    f = frames07a[frames07a.get("experiment", "frame_sizes") == "frame_sizes"] \
+        if "experiment" in frames07a else frames07a
     return f[f.build == build].drop_duplicates("variant").set_index("variant")
 
 
-def c004_3(frames07):
+def c004_3(frames07a):
     """C004.3: frame bytes added by a 64 KiB array alive across a suspension (-O2)."""
-    o2, o0 = _frame_sizes(frames07, "O2"), _frame_sizes(frames07, "O0")
+    o2, o0 = _frame_sizes(frames07a, "O2"), _frame_sizes(frames07a, "O0")
     if not {"array_alive", "suspend"} <= set(o2.index):
         return verdicts.cannot_measure("C004.3", "no -O2 frame sizes here")
     added = lambda v, f=o2: int(f.frame_bytes[v] - f.frame_bytes["suspend"])  # noqa: E731
@@ -359,10 +359,10 @@ def c004_3(frames07):
                           measured=f"{added('array_alive'):,} B at -O2{at_o0}")
 
 
-def c004_4(frames07, pointer: int = 8):
+def c004_4(frames07a, pointer: int = 8):
     """C004.4: 1 if the empty frame holds the promise and two pointers and every variant
     with live locals or parameters grows by at least their size (-O2), else 0."""
-    o2 = _frame_sizes(frames07, "O2")
+    o2 = _frame_sizes(frames07a, "O2")
     if not {"empty", "suspend"} <= set(o2.index):
         return verdicts.cannot_measure("C004.4", "no -O2 frame sizes here")
     promise = int(o2.promise_bytes.iloc[0])
@@ -406,7 +406,7 @@ RULES = {
     "C000.5": (c000_5, [RUNS.format("04_latency_ladder")]),
     "C000.7": (c000_7, ["08_switch_frequency"]),
     "C001.1": (c001_1, ["09_echo_servers"]),
-    "C001.2": (c001_2, ["07_coroutine_frames"]),
+    "C001.2": (c001_2, ["07a_frames_and_allocators"]),
     "C001.3": (c001_3, ["09_echo_servers"]),
     "C001.4": (c001_4, [RUNS.format("05_kernel_switches")]),
     "C002.1": (c002_1, [RUNS.format("05_kernel_switches")]),
@@ -416,12 +416,12 @@ RULES = {
     "C003.1": (c003_1, [RUNS.format("05_kernel_switches")]),
     "C003.2": (c003_2, [RUNS.format("05_kernel_switches")]),
     "C003.3": (c003_3, [RUNS.format("05_kernel_switches")]),
-    "C004.2": (c004_2, ["07_coroutine_frames", "09_echo_servers"]),
+    "C004.2": (c004_2, ["07b_coroutine_memory", "09_echo_servers"]),
     "C000.6": (c000_6, ["06_fp_state_and_return"]),
     "C001.5": (c001_5, ["09_echo_servers"]),
-    "C004.1": (c004_1, ["07_coroutine_frames"]),
-    "C004.3": (c004_3, ["07_coroutine_frames"]),
-    "C004.4": (c004_4, ["07_coroutine_frames"]),
+    "C004.1": (c004_1, ["07b_coroutine_memory"]),
+    "C004.3": (c004_3, ["07a_frames_and_allocators"]),
+    "C004.4": (c004_4, ["07a_frames_and_allocators"]),
 }
 
 

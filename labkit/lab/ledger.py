@@ -42,7 +42,7 @@ def ledger():
         .set_index("claim_id")
     manifest = read_manifest()
     found = {}
-    for nb in sorted(set(claims.experiment)):
+    for nb in sorted(set(claims.notebook)):
         status = manifest.get(nb, {})
         if status.get("ok") is False:
             continue
@@ -52,7 +52,7 @@ def ledger():
             if path.exists():
                 for _, row in pd.read_csv(path, dtype=str).fillna("").iterrows():
                     found[row.claim_id] = row.to_dict()
-    # A claim judged from two notebooks' parts (C004.2: 07's memory, 09's throughput) is
+    # A claim judged from two notebooks' parts (C004.2: 07b's memory, 09's throughput) is
     # judged here again from both data files, whichever notebook ran last.
     for claim_id in JUDGED_HERE:
         row = claim_rules.recompute(claim_id, results.data_dir())
@@ -60,7 +60,7 @@ def ledger():
             found[claim_id] = {k: str(v) for k, v in row.items()}
     rows = []
     for _, c in claims.iterrows():
-        nb = c.experiment
+        nb = c.notebook
         v = found.get(c.claim_id)
         status = manifest.get(nb, {})
         if v is None:

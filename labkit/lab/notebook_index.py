@@ -30,7 +30,7 @@ def experiment_index():
         if not src.exists():
             continue
         name = src.stem
-        mine = claims[claims.experiment == name].claim_id.tolist()
+        mine = claims[claims.notebook == name].claim_id.tolist()
         last = ""
         vfile = results.data_dir() / f"{name}_verdicts.csv"
         if name != reproduce.LEDGER and vfile.exists():

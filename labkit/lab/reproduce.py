@@ -28,7 +28,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from labkit.core import results
+from labkit.core import procfs, results
 from labkit.core.results import atomic_path
 from labkit.lab.sweep import PROGRESS_ENV, RESUME_ENV
 
@@ -36,6 +36,7 @@ NOTEBOOKS = results.notebooks_dir()
 REPO = results.REPO
 KERNEL_NAME = "labkit"
 LEDGER = "00_claims_ledger"  # runs last (it reads everyone's verdicts), shown first
+NOTEBOOK_GLOB = "[0-9][0-9]*_*.py"
 RESUME_FILE = "resume.json"   # in data/checkpoints/: what an interrupted run finished
 
 
@@ -52,8 +53,9 @@ class Outcome:
 
 
 def notebook_sources(only: list[str] | None = None) -> list[Path]:
-    """The notebooks in the order they run: the experiments (NN_name.py), then the ledger."""
-    found = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py"), key=lambda p: (p.stem == LEDGER, p.stem))
+    """The notebooks in the order they run: the experiments (NN_name.py, and NNa_name.py,
+    NNb_name.py for the parts of one split in two), then the ledger."""
+    found = sorted(NOTEBOOKS.glob(NOTEBOOK_GLOB), key=lambda p: (p.stem == LEDGER, p.stem))
     if only:
         unknown = set(only) - {p.stem for p in found}
         if unknown:
@@ -313,15 +315,8 @@ class StatusLine:
 def _descendants(pid: int) -> list[int]:
     """Every process below `pid` (children first found first), read from /proc."""
     parents: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        parents.setdefault(ppid, []).append(int(entry.name))
+    for p in procfs.processes():
+        parents.setdefault(p["ppid"], []).append(p["pid"])
     out, todo = [], [pid]
     while todo:
         for child in parents.get(todo.pop(), []):
@@ -341,7 +336,7 @@ def kill_children(grace: float = 3.0) -> int:
             except ProcessLookupError:
                 pass
         deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in procs):
+        while time.monotonic() < deadline and any(procfs.listed(p) for p in procs):
             try:
                 os.waitpid(-1, os.WNOHANG)  # reap our own children so they leave /proc
             except ChildProcessError:

@@ -28,6 +28,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from labkit.core import procfs
 from labkit.lab.room_tls import make_credentials, read_room, security, write_room
 
 RESOURCE = "labkit-machine"
@@ -559,16 +560,8 @@ def _switches_and_cpu(pid: int) -> tuple[int, float]:
     its CPU seconds so far."""
     import psutil
 
-    total = 0
-    for status in Path(f"/proc/{pid}/task").glob("*/status"):
-        try:
-            for line in status.read_text().splitlines():
-                if "ctxt_switches:" in line:  # voluntary and nonvoluntary
-                    total += int(line.split()[-1])
-        except (OSError, ValueError):
-            pass  # a thread that ended meanwhile
     t = psutil.Process(pid).cpu_times()
-    return total, t.user + t.system
+    return procfs.context_switches(pid), t.user + t.system
 
 
 def idle_worker_cost(*, blocks: int = 10, repeats: int = 5, cpu: int = 0, quiet: bool = True,

@@ -43,13 +43,37 @@ SEED = 20261130
 _SAFE = re.compile(r"^[\sA-Za-z_0-9.<>=!()+\-*/]*$")
 _NAMES = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 _KEYWORDS = {"and", "or", "not", "True", "False"}
+# data/claims.csv names the notebook each claim was registered to (`experiment`), and its
+# rows are never edited. A notebook split in two since hands each of its claims to one
+# part: registered name -> {the part: its claims}.
+SPLIT = {
+    "07_coroutine_frames": {
+        "07a_frames_and_allocators": ("C001.2", "C004.3", "C004.4"),
+        "07b_coroutine_memory": ("C004.1", "C004.2", "C004.1a", "C004.1b", "C004.1c",
+                                 "C004.1d"),
+    },
+}
+
+
+def _notebook(claim_id: str, experiment: str) -> str:
+    if experiment not in SPLIT:
+        return experiment
+    for part, ids in SPLIT[experiment].items():
+        if claim_id in ids:
+            return part
+    raise ValueError(f"{claim_id} is registered to {experiment}, which was split: give it "
+                     "one of the parts in labkit.lab.verdicts.SPLIT")
 
 
 def claims():
-    """The claims registry as written before measuring: one row per claim id."""
+    """The claims registry as written before measuring: one row per claim id, and beside
+    the registered `experiment` the `notebook` that judges the claim now (the same one,
+    unless that notebook was split: SPLIT)."""
     import pandas as pd
 
-    return pd.read_csv(CLAIMS_CSV, dtype=str).fillna("")
+    c = pd.read_csv(CLAIMS_CSV, dtype=str).fillna("")
+    c["notebook"] = [_notebook(i, e) for i, e in zip(c.claim_id, c.experiment)]
+    return c
 
 
 def amendments():

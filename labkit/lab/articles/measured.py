@@ -157,7 +157,7 @@ def _coro(d, variant, allocator):
 
 
 # The five strategies of 004's table: the frames run that stands for each (variant,
-# allocator, batch) in notebook 07, and its echo server in notebook 09.
+# allocator, batch) in notebook 07b, and its echo server in notebook 09.
 STRATEGIES = [
     ("default new", ("conn256", "heap"), "cxx20_new", 256, 256, 100_000, "C004.1", "C004.1"),
     ("thread-local pool", ("conn256", "tlpool"), "cxx20_pool", 256, 256, 350_000,

@@ -119,11 +119,11 @@ def _j_cross_vs_ucontext():
 
 def _j_mem(cid):
     st = next(s for s in STRATEGIES if s[6] == cid)
-    d = _csv("07_coroutine_frames")
+    d = _csv("07b_coroutine_memory")
     a, b = _mem(d, *st[1]), _mem(d, "conn256", "heap")
     if a is None or b is None:
         return verdicts.cannot_measure(cid, f"no run of {st[1][0]} frames from "
-                                       f"{st[1][1]!r} in notebook 07's data")
+                                       f"{st[1][1]!r} in notebook 07b's data")
     return _judge(cid, _ratio(a, b), noisy=_noisy(a, b),
                   note=f"RSS of 1M suspended {st[1][0]}/{st[1][1]} over conn256/heap")
 
@@ -154,17 +154,17 @@ ROW_JUDGES = {
 
 
 def article_verdicts(notebook: str):
-    """The verdict table of the row claims (ROW_JUDGES) whose experiment is `notebook`,
+    """The verdict table of the row claims (ROW_JUDGES) that `notebook` judges,
     judged from the data that notebook wrote: what its 'article's table' section saves
     as data/<notebook>_article_verdicts.csv for the ledger."""
     if not isinstance(notebook, str):
         raise TypeError(f"notebook must be a notebook name such as '01_stack_size', "
                         f"not {type(notebook).__name__}")
     c = verdicts.claims()
-    if notebook not in set(c.experiment):
-        raise ValueError(f"notebook must be one of {sorted(set(c.experiment))}, "
+    if notebook not in set(c.notebook):
+        raise ValueError(f"notebook must be one of {sorted(set(c.notebook))}, "
                          f"got {notebook!r}")
-    ids = [i for i in c[c.experiment == notebook].claim_id if i in ROW_JUDGES]
+    ids = [i for i in c[c.notebook == notebook].claim_id if i in ROW_JUDGES]
     return _verdict_table([ROW_JUDGES[i]() for i in ids])
 
 
@@ -188,7 +188,7 @@ def verdict_of(cid: str) -> dict:
     notebook's verdict file ({} when that notebook has not run)."""
     if cid in ROW_JUDGES:
         return ROW_JUDGES[cid]()
-    nb = verdicts.claim(cid)["experiment"]
+    nb = verdicts.claim(cid)["notebook"]
     d = _csv(f"{nb}_verdicts")
     if d is None or cid not in set(d.claim_id):
         return {}

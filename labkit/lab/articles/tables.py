@@ -244,7 +244,7 @@ def _t08() -> ArticleTable:
     t = ArticleTable("t08", S001, "Allocation, io_uring and the cost of plain coroutines",
                      "09_echo_servers", reference="as claimed",
                      ylabel="the ratio of each row")
-    f = _csv("07_coroutine_frames")
+    f = _csv("07a_frames_and_allocators")
 
     def alloc(name):
         if f is None:
@@ -272,7 +272,7 @@ def _t08() -> ArticleTable:
                 ("plain/callbacks", 0.864, *pc)]
     return _finish(t, rows, ["row", "article", "here", "ratio, article", "ratio, here",
                              "claim: verdict"],
-                   ("Allocate+free pairs of a 256-byte block (notebook 07); QPS at 1000 "
+                   ("Allocate+free pairs of a 256-byte block (notebook 07a); QPS at 1000 "
                     "connections, 64 B (notebook 09). The figure plots each ratio over the "
                     "article's."))
 
@@ -360,8 +360,8 @@ def _t10() -> ArticleTable:
 
 def _t11() -> ArticleTable:
     t = ArticleTable("t11", S004, "Five coroutine-frame strategies: frame, memory for 1M, TPS",
-                     "07_coroutine_frames", reference="default new")
-    f = _csv("07_coroutine_frames")
+                     "07b_coroutine_memory", reference="default new")
+    f = _csv("07b_coroutine_memory")
     d = _csv("09_echo_servers")
     base_mem = _mem(f, "conn256", "heap")
     base_q = _qps(d, "cxx20_new")
@@ -390,7 +390,7 @@ def _t11() -> ArticleTable:
                              "TPS, article", "QPS, here", "TPS / default, article",
                              "QPS / default, here", "claims: verdicts"],
                    ("Memory: resident bytes per suspended coroutine x 1,000,000, in MiB, measured "
-                    "with all of a run's coroutines suspended at once (notebook 07; a million in "
+                    "with all of a run's coroutines suspended at once (notebook 07b; a million in "
                     "a full run); TPS: the echo load of notebook 09 at 1000 connections, 64 B. "
                     "The frame sizes here are built to the article's 256 and 192 B; the servers' "
                     "own frames show in their allocations per message (counted in the server). "
@@ -406,7 +406,8 @@ TABLES = {"t01": _t01, "t02": _t02, "t03": _t03, "t04": _t04, "t05": _t05, "t06"
 BY_NOTEBOOK = {"01_stack_size": ["t01"], "02_optimisation_levels": ["t02"],
                "03_symmetric_vs_asymmetric": ["t03"], "04_latency_ladder": ["t04"],
                "05_kernel_switches": ["t09", "t10"], "06_fp_state_and_return": ["t05"],
-               "07_coroutine_frames": ["t11"], "08_switch_frequency": ["t06"],
+               "07a_frames_and_allocators": ["t08"], "07b_coroutine_memory": ["t11"],
+               "08_switch_frequency": ["t06"],
                "09_echo_servers": ["t07", "t08", "t11"]}
 
 
