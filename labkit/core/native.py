@@ -1,7 +1,7 @@
 """The ctypes side of labkit's one binding layer: the C core's optimisation-level builds
 (labkit/bin/liblabkit_c-<tag>.so: the timed ping-pong and the switch-frequency runs) and
 the C++ library (liblabkit_peers-<tag>.so: Boost.Context, Boost.Fiber, C++20 coroutines,
-plain calls, and the coroutine frames of notebook 07). Every C function Python calls
+plain calls, and the coroutine frames of notebooks 07a and 07b). Every C function Python calls
 through ctypes is declared here, once; the structs it fills come from the C headers
 through labkit.core.structs. The Cython extension labkit.core._core is the other half of the layer:
 the same C, built with the extension's flags.
@@ -155,7 +155,7 @@ def _peers_prototypes(s) -> dict:
         "lkx_cflags": (_str, []),
         "lkx_set_fpctl": (None, [_int]),
         "lkx_cxx20_frame_bytes": (_sz, []),
-        # the coroutine frames of notebook 07 (labkit/cxx/frames.h, labkit.experiments.frames)
+        # the coroutine frames of notebooks 07a and 07b (labkit/cxx/frames.h, labkit.experiments.frames)
         "lkf_variant_name": (_str, [_int]),
         "lkf_allocator_name": (_str, [_int]),
         "lkf_frame_bytes": (_sz, [_int]),

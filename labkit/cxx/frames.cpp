@@ -1,6 +1,6 @@
 /* frames.cpp -- C++20 coroutine frames: how big the compiler makes them, what allocating
  * them costs (heap against free-list pools), and what a million suspended coroutines, or
- * a million stackful contexts, keep resident. The API is in frames.h; notebook 07 and
+ * a million stackful contexts, keep resident. The API is in frames.h; notebooks 07a, 07b and
  * labkit/experiments/frames.py call it through ctypes inside a worker process.
  *
  * Frame sizes are read where the compiler states them: the promise's operator new gets

@@ -1,5 +1,5 @@
 /* frames.h -- C++20 coroutine frames, what allocating them costs, and what a million
- * suspended coroutines or stackful contexts keep resident (notebook 07).
+ * suspended coroutines or stackful contexts keep resident (notebooks 07a and 07b).
  *
  * Plain C so that ctypes can call it; the bodies are in frames.cpp, built into the C++
  * peers library (liblabkit_peers-<tag>.so) at every optimisation level. Every function
