@@ -244,9 +244,7 @@ else:
         "C000.2", f"Boost.Context missing here ({missing.why_not.iloc[0]}); "
                   f"asm_fpu 8 MiB / 4 KiB = {r:.2f}")]
 table = verdicts.table(rows)
-results.save_csv(pd.concat([pingpong.assign(experiment="pingpong"),
-                            ring.assign(experiment="ring")], ignore_index=True),
-                 "01_stack_size")
+results.save_experiments("01_stack_size", {"pingpong": pingpong, "ring": ring})
 results.save_csv(table, "01_stack_size_verdicts")
 table
 

@@ -276,10 +276,8 @@ rows.append(row)
 rows.append(claim_rules.c004_4(sizes.assign(experiment="frame_sizes")))
 
 table = verdicts.table(rows)
-results.save_csv(pd.concat([
-    sizes.assign(experiment="frame_sizes"), alloc.assign(experiment="allocation"),
-    cycles_df.assign(experiment="cycles"),
-], ignore_index=True), "07a_frames_and_allocators")
+results.save_experiments("07a_frames_and_allocators", {
+    "frame_sizes": sizes, "allocation": alloc, "cycles": cycles_df})
 results.save_csv(table, "07a_frames_and_allocators_verdicts")
 
 # %% [markdown]

@@ -296,10 +296,8 @@ echo_rows = pd.read_csv(echo_csv, low_memory=False) if echo_csv.exists() else No
 rows.append(claim_rules.c004_2(coros.assign(experiment="coroutines"), echo_rows))
 
 table = verdicts.table(rows)
-results.save_csv(pd.concat([
-    coros.assign(experiment="coroutines"), stacks.assign(experiment="stackful"),
-    guard_check.assign(experiment="guard_check"),
-], ignore_index=True), "07b_coroutine_memory")
+results.save_experiments("07b_coroutine_memory", {
+    "coroutines": coros, "stackful": stacks, "guard_check": guard_check})
 results.save_csv(table, "07b_coroutine_memory_verdicts")
 
 # %% [markdown]

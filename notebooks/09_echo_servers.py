@@ -431,10 +431,8 @@ results.save_csv(closing.reset_index(), "09_echo_servers_table")
 closing.round(1)
 
 # %%
-results.save_csv(pd.concat([main.assign(experiment="main"),
-                            conn_runs.assign(experiment="connections"),
-                            c15.drop(columns="how").assign(experiment="reads")],
-                           ignore_index=True), "09_echo_servers")
+results.save_experiments("09_echo_servers", {
+    "main": main, "connections": conn_runs, "reads": c15.drop(columns="how")})
 results.save_csv(robust, "09_echo_servers_robustness")
 # C004.2 again with this run's throughput and notebook 07b's memory, if 07b has run. The
 # row is shown here, not written to this notebook's verdicts: the claim is judged by

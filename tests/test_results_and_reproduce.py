@@ -38,6 +38,16 @@ def test_bad_names_are_refused(results_dir):
         results.save_csv(pd.DataFrame(), "../escape")
 
 
+def test_experiments_are_saved_as_one_tidy_file(results_dir):
+    path = results.save_experiments("nb", {"a": pd.DataFrame({"x": [1, 2]}),
+                                           "b": pd.DataFrame({"x": [3], "y": [4.5]})})
+    back = pd.read_csv(path)
+    assert list(back.experiment) == ["a", "a", "b"] and list(back.x) == [1, 2, 3]
+    assert back.y.isna().sum() == 2
+    with pytest.raises(TypeError, match="parts"):
+        results.save_experiments("nb", [pd.DataFrame()])
+
+
 def test_failing_notebook_is_reported_not_raised(tmp_path):
     src = tmp_path / "99_fails.py"
     src.write_text('# %% tags=["parameters"]\nquick = False\n\n# %%\n'

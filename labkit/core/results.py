@@ -116,6 +116,18 @@ def save_csv(df, name: str, *, subdir: str | None = None) -> Path:
     return path
 
 
+def save_experiments(name: str, parts: dict) -> Path:
+    """Write a notebook's tidy rows, {experiment: frame}, as one data/<name>.csv with an
+    `experiment` column naming the part each row comes from; returns the path."""
+    import pandas as pd
+
+    if not isinstance(parts, dict) or not parts:
+        raise TypeError(f"parts must be a non-empty dict of experiment name -> DataFrame, "
+                        f"not {type(parts).__name__}")
+    return save_csv(pd.concat([df.assign(experiment=part) for part, df in parts.items()],
+                              ignore_index=True), name)
+
+
 def load_csv(name: str):
     """Read data/<name>.csv back (FileNotFoundError says which run makes it)."""
     import pandas as pd
