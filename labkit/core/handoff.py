@@ -13,6 +13,7 @@ import os
 from labkit.core import machine as _machine
 from labkit.core import validate as _v
 from labkit.core import worker as _worker
+from labkit.errors import SwitchCountError
 
 HANDOFF_MODES = ("thread_futex", "thread_condvar", "thread_pipe", "process_pipe")
 
@@ -59,8 +60,6 @@ def measure_handoff(mode: str, *, cpus=(0, 0), switches: int = 20_000,
     for i, s in enumerate(samples):
         n = s["switches"]
         if s["counted"] != n or n != switches:
-            from labkit.core.timing import SwitchCountError
-
             raise SwitchCountError(f"{describe}: repeat {i} made {n} hand-offs, counted "
                                    f"{s['counted']}, expected {switches}")
         kernel_switches = s["vol_ctxsw"] + s["invol_ctxsw"]
@@ -121,8 +120,6 @@ def measure_yield(*, units: int = 20_000, every: list[int] = (0, 1, 10, 100), cp
                              describe=f"yield run (units={units}, k={k}, cpu={cpu})",
                              timeout=_v.timeout(timeout) or 120.0 + units * 1e-3)
             if s["units_done"] != 2 * units:
-                from labkit.core.timing import SwitchCountError
-
                 raise SwitchCountError(f"yield run (units={units}, k={k}): the two threads did "
                                        f"{s['units_done']} units, expected {2 * units}")
             rows.append({"every": k, "repeat": i, "units_done": s["units_done"],

@@ -10,11 +10,9 @@ import os
 import platform
 import re
 import subprocess
-from pathlib import Path
 
 from labkit.core import _core, procfs, worker
 
-_REPO = Path(__file__).resolve().parents[2]
 
 # The columns every measured row carries, so that a row read alone still says where it came from.
 ROW_METADATA = (
@@ -60,16 +58,17 @@ def _turbo() -> str:
 def labkit_commit() -> str:
     """The lab's git commit, with '-dirty' if its code (not its results) has uncommitted
     changes. An installed labkit (no checkout) reports the commit it was built from."""
-    from labkit.core.results import PACKAGE, checkout
+    from labkit.core.native import BIN_DIR
+    from labkit.core.native_build import source_commit
+    from labkit.core.results import checkout
 
-    if checkout() is None:
+    repo = checkout()
+    if repo is None:
         try:
-            return json.loads((PACKAGE / "bin" / "source.json").read_text())["labkit_commit"]
+            return json.loads((BIN_DIR / "source.json").read_text())["labkit_commit"]
         except (OSError, ValueError, KeyError):
             return "unknown"
-    from labkit.core.native_build import source_commit
-
-    return source_commit(_REPO)
+    return source_commit(repo)
 
 
 def _opt_level(cflags: str) -> str:

@@ -15,9 +15,9 @@ import functools
 import platform
 from pathlib import Path
 
-from labkit.core import structs
+from labkit.core import native_build, structs
 
-BIN_DIR = Path(__file__).resolve().parents[1] / "bin"  # labkit.core.native_build.OUT_NAME
+BIN_DIR = native_build.PACKAGE / native_build.OUT_NAME  # labkit/bin/
 
 
 # The build a peer, a frame or a frequency run is measured with unless another is asked for.
@@ -44,7 +44,7 @@ def check_build(value, *, have: list[str] | None = None, why_none: str = "",
 
 def builds() -> list[str]:
     """Tags of the optimisation-level builds present: O0, O1, O2, O3, Os, O2-native."""
-    order = ["O0", "O1", "O2", "O3", "Os", "O2-native"]
+    order = list(native_build.OPT_LEVELS)
     found = {p.name[len("liblabkit_c-"):-len(".so")] for p in BIN_DIR.glob("liblabkit_c-*.so")}
     return [t for t in order if t in found] + sorted(found - set(order))
 
@@ -54,7 +54,6 @@ class Library:
     they fill (made from the library's own layout, lk_layout.h)."""
 
     def __init__(self, path: Path, struct_names: tuple[str, ...], prototypes):
-        self.path = path
         self._dll = ctypes.CDLL(str(path))
         self.structs = {name: self._struct(name) for name in struct_names}
         for fname, (restype, argtypes) in prototypes(self.structs).items():
@@ -154,7 +153,6 @@ def _peers_prototypes(s) -> dict:
         "lkx_peer_saves": (_str, [_int]),
         "lkx_cflags": (_str, []),
         "lkx_set_fpctl": (None, [_int]),
-        "lkx_cxx20_frame_bytes": (_sz, []),
         # the coroutine frames of notebooks 07a and 07b (labkit/cxx/frames.h, labkit.experiments.frames)
         "lkf_variant_name": (_str, [_int]),
         "lkf_allocator_name": (_str, [_int]),
@@ -163,7 +161,6 @@ def _peers_prototypes(s) -> dict:
         "lkf_promise_bytes": (_sz, []),
         "lkf_alloc_bench": (_int, [_int, _sz, _u64, _u64, _int, _int, P(s["lkf_sample"]),
                                    _str, _sz]),
-        "lkf_pool_stats_of": (_int, [_int, P(s["lkf_pool_stats"])]),
         "lkf_pool_release": (_int, [_int]),
         "lkf_coro_run": (_int, [_int, _int, _u64, _u64, _int, P(s["lkf_mem_report"]),
                                 P(s["lkf_pool_stats"]), _str, _sz]),
@@ -197,10 +194,6 @@ def peer_saves(name: str, tag: str = PEER_BUILD) -> str:
 
 def peers_cflags(tag: str) -> str:
     return peers(tag).lkx_cflags().decode()
-
-
-def cxx20_frame_bytes(tag: str = PEER_BUILD) -> int:
-    return int(peers(tag).lkx_cxx20_frame_bytes())
 
 
 # The peers whose FP control words can be set apart (MXCSR: x86-64 only).

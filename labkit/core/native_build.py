@@ -208,11 +208,17 @@ def build(out: Path, targets: dict[str, dict] | None = None) -> dict:
     except (OSError, ValueError):
         manifest = {}
     found: dict[tuple[str, str], bool] = {}
+
+    def have(h: str, lang: str) -> bool:
+        # Ask the compiler once per header: six peer builds need the same Boost.
+        if (h, lang) not in found:
+            found[h, lang] = _header(h, lang)
+        return found[h, lang]
+
     todo = []
     for name, spec in targets.items():
         target, missing = out / name, out / f"{name}.missing.txt"
-        absent = [(h, hint) for h, hint in spec.get("needs", [])
-                  if not found.setdefault((h, spec["lang"]), _header(h, spec["lang"]))]
+        absent = [(h, hint) for h, hint in spec.get("needs", []) if not have(h, spec["lang"])]
         if absent:
             why = "; ".join(f"<{h}> not found" for h, _ in absent)
             packages = sorted({p for _, hint in absent for p in hint.split()[2:]})

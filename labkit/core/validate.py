@@ -1,12 +1,11 @@
 """Argument checks for the public API: a clear ValueError/TypeError naming the parameter
 and the accepted range, before anything reaches C. Never a silent clamp. Checks that need
-to know the kernels (a name, a stack size) are in labkit.catalogue; this module imports
-nothing of labkit's but its errors."""
+to know the kernels (a name, a stack size) are in labkit.core.entries; this module imports
+nothing of labkit's."""
 from __future__ import annotations
 
 import numbers
 import os
-from labkit.errors import KernelUnavailableError  # noqa: F401
 
 
 # Headroom above a kernel's saved frame for the context's own entry function.

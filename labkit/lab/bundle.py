@@ -26,7 +26,7 @@ from pathlib import Path
 
 from labkit.core import results
 from labkit.lab import ledger
-from labkit.lab.reproduce import NOTEBOOK_GLOB, NOTEBOOKS
+from labkit.lab import reproduce
 
 SUFFIX = ".labkit"
 FORMAT = 2  # 2: machine_id checked, no host or paths by default, commit and mode compared
@@ -38,7 +38,7 @@ class ForeignResultsError(ValueError):
 
 
 def _experiment_names() -> list[str]:
-    return sorted(p.stem for p in NOTEBOOKS.glob(NOTEBOOK_GLOB))
+    return [p.stem for p in reproduce.notebook_sources() if p.stem != reproduce.LEDGER]
 
 
 def _stringify_objects(df):
@@ -88,7 +88,7 @@ def make_bundle(out: str | Path, *, quick: bool = False, include_host: bool = Fa
     for nb in _experiment_names():
         path = results.data_dir() / f"{nb}.csv"
         # A notebook that failed in the last run has no fresh measurements to travel.
-        if path.exists() and nb != "00_claims_ledger" and nb not in failed:
+        if path.exists() and nb not in failed:
             df = pd.read_csv(path)
             if "machine_id" in df.columns:
                 ids = set(df.machine_id.dropna().astype(str)) - {info["machine_id"]}

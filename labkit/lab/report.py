@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from labkit.core.results import atomic_path
+from labkit.lab.reproduce import LEDGER
 
 REPORT_NAME = "labkit-report.html"
 # A table longer than this is folded into a <details> block.
@@ -46,7 +47,7 @@ def _e(v) -> str:
 
 def _order(outcomes):
     # The ledger first among the notebooks: it is the summary of every claim.
-    return sorted(outcomes, key=lambda o: (o.name != "00_claims_ledger", o.name))
+    return sorted(outcomes, key=lambda o: (o.name != LEDGER, o.name))
 
 
 def _notebook_anchor(name: str) -> str:
@@ -61,13 +62,12 @@ def _summary(outcomes, info: dict, quick: bool, tables) -> str:
     from labkit.core import results
 
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    led_path = results.data_dir() / "00_claims_ledger.csv"
+    led_path = results.data_dir() / f"{LEDGER}.csv"
     counts = ""
     if led_path.exists():
         led = pd.read_csv(led_path, dtype=str).fillna("")
-        c = led.verdict.value_counts()
-        counts = "".join(f"<tr><td>{_e(v)}</td><td>{int(c.get(v, 0))}</td></tr>"
-                         for v in ledger.LEDGER_VERDICTS)
+        counts = "".join(f"<tr><td>{_e(v)}</td><td>{int(n)}</td></tr>"
+                         for v, n in ledger.counts(led).items())
         counts = (f"<table class='lk-counts'><tr><th>verdict</th><th>claims</th></tr>{counts}"
                   f"<tr><td><b>total</b></td><td><b>{len(led)}</b></td></tr></table>")
     else:

@@ -304,18 +304,14 @@ def _table(rows: dict):
 
 
 def _merge(run: RoomRun, *, allow_other_commits: bool = False) -> None:
-    import inspect
-
     from labkit.lab import bundle
     from labkit.core.results import atomic_path
 
     if len(run.bundles) < 2:
         return
-    kwargs = {}
-    if allow_other_commits and "same_commit" in inspect.signature(bundle.merge).parameters:
-        kwargs["same_commit"] = False
     try:
-        run.comparison = bundle.merge(sorted(run.bundles.values()), **kwargs)
+        run.comparison = bundle.merge(sorted(run.bundles.values()),
+                                      same_commit=not allow_other_commits)
         run.merge_error = ""
     except ValueError as exc:
         # merge's refusals (two labkit commits, quick beside full...) are reported, and the
@@ -341,15 +337,6 @@ def _check_run_args(quick, only, params, poll, timeout):
         params = list(params.items())
     if not all(isinstance(p, (tuple, list)) and len(p) == 2 for p in params):
         raise TypeError(f"params must be (name, value) pairs or a dict, not {params!r}")
-    if params:
-        import inspect
-
-        from labkit.lab.reproduce import run_notebook
-
-        # The suite passes them to reproduce.run_notebook; an older labkit has no way to.
-        if "parameters" not in inspect.signature(run_notebook).parameters:
-            raise ValueError("params cannot be passed on: this labkit's "
-                             "reproduce.run_notebook takes no parameters")
     if not isinstance(poll, (int, float)) or not 0.05 <= poll <= 60:
         raise ValueError(f"poll must be seconds in 0.05..60, got {poll!r}")
     if timeout is not None and (not isinstance(timeout, (int, float)) or not 0 < timeout <= 7 * 86400):

@@ -12,7 +12,6 @@ stdout as lines `labkit-room {json}`, which the worker passes on to the room's c
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import os
 import signal
@@ -114,11 +113,8 @@ def main(argv: list[str] | None = None) -> int:
                 params[name] = json.loads(value)
             except ValueError:
                 params[name] = value
-        if "parameters" not in inspect.signature(reproduce.run_notebook).parameters:
-            p.error("-p: this labkit's reproduce.run_notebook takes no parameters")
         run_kwargs["parameters"] = params
-    if hasattr(reproduce, "ensure_kernel"):  # an installed labkit registers its kernel
-        reproduce.ensure_kernel()
+    reproduce.ensure_kernel()  # an installed labkit registers its kernel
     manifest = {}
     n = len(sources)
     emit(state="running", k=0, n=n, notebook="", pid=os.getpid(),

@@ -12,11 +12,8 @@ def figure(t: ArticleTable, *, save: bool = True):
     """The article's points (normalised to its reference row) over the measured ones with
     their spread, log scale, titled, the machine in the caption. Saves
     figures/articles-<key>.png/.svg when save is True; returns the figure."""
-    import matplotlib
-
     if not isinstance(t, ArticleTable):
         raise TypeError(f"t must be an ArticleTable from articles.table(), not {type(t).__name__}")
-    matplotlib.use("Agg") if matplotlib.get_backend().lower() == "agg" else None
     import matplotlib.pyplot as plt
 
     from labkit.core import plots
