@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import signal
 import sys
@@ -453,6 +454,10 @@ def run(args, parser: argparse.ArgumentParser) -> int:
             _save_resume(resume_path, finished, parameters, args.quick)
     except KeyboardInterrupt:
         status.stop()
+        # The interrupted notebook's kernel dies with it; its pending asyncio tasks would
+        # log "Task exception was never retrieved ... DeadKernelError" at exit, a traceback
+        # after a clean Ctrl-C. What the run kept is said below, not by the libraries' logs.
+        logging.disable(logging.CRITICAL)
         n = kill_children()
         again = "labkit reproduce --resume" + (" --quick" if args.quick else "")
         print(f"\ninterrupted during {current}: stopped it and {n} process(es) it started.\n"
