@@ -2,9 +2,11 @@
 to that claim's verdict row. Notebooks call these, and tests/test_committed_verdicts.py
 calls them again on the committed data, so every verdict can be recomputed.
 
-Each function takes the frame(s) named in RULES and returns `verdicts.judge`'s row. The
-intervals are bootstrap BCa 95% intervals over repeats (verdicts.ratio_with_spread);
-a group that trips pyperf's noise rule is flagged in the row, never a veto.
+Each function takes the frame(s) named in RULES and returns `verdicts.judge`'s row.
+Timings are judged by labkit.lab.engine: one statistic per fresh process, a repeated
+confidence interval over processes, the first look that decides. Exact counts (bytes,
+instructions, suspensions) are judged as they are. A group that trips pyperf's noise
+rule is flagged in the row, never a veto.
 """
 from __future__ import annotations
 
@@ -14,10 +16,10 @@ import numpy as np
 
 from labkit.core import stats
 
-from labkit.lab import verdicts
+from labkit.lab import engine, verdicts
 
 KiB, MiB = 1024, 1024 * 1024
-# What each notebook's interleaved verdict measurement is saved as (design.interleaved).
+# What each notebook's verdict design saves its runs as (labkit.lab.judging).
 RUNS = "{}_verdict_runs"
 
 
@@ -38,48 +40,67 @@ def _noisy(*samples) -> bool:
     return any(stats.is_noisy(s) for s in samples)
 
 
-def _ratio_row(claim_id, df, num, den, note="", col="ns_per_switch", **kw):
-    missing = _have(df, num, den, col=col)
+def _missing_row(claim_id, runs, *labels, col="ns_per_switch"):
+    missing = _have(runs, *labels, col=col)
     if missing:
         return verdicts.cannot_measure(claim_id, f"missing here: {', '.join(missing)}")
-    a, b = _entry(df, num, col), _entry(df, den, col)
-    r, lo, hi = verdicts.ratio_with_spread(a, b)
-    return verdicts.judge(claim_id, r, low=lo, high=hi, noisy=_noisy(a, b),
-                          note=f"{num} / {den}, {len(a)} and {len(b)} interleaved repeats"
-                          + (f"; {note}" if note else ""), **kw)
+    return None
 
 
-def _bootstrap_indicator(samples: list, fn, n=2000, seed=verdicts.SEED):
-    """(fn at the medians, 2.5% and 97.5% quantiles of fn over independent resamples):
-    the percentile bootstrap of a 0/1 measured quantity such as an ordering."""
-    rng = np.random.default_rng(seed)
-    point = fn(*[np.median(s) for s in samples])
-    draws = [fn(*[np.median(rng.choice(s, len(s))) for s in samples]) for _ in range(n)]
-    lo, hi = np.quantile(draws, [0.025, 0.975])
-    return float(point), float(lo), float(hi)
+def _per_side(runs, label) -> int:
+    """Repeats of `label` in each process (the design's `repeats`)."""
+    return int(runs[runs.entry == label].groupby("worker").size().median())
 
 
-# ---- 01..06: interleaved verdict runs ----
+def _ratio_row(claim_id, runs, num, den, note="", col="ns_per_switch", **kw):
+    """A ratio of two entries' medians, one per process, judged by the engine."""
+    missing = _missing_row(claim_id, runs, num, den, col=col)
+    if missing:
+        return missing
+    t = engine.per_process(runs, col)
+    a, b = _entry(runs, num, col), _entry(runs, den, col)
+    return engine.judge(
+        claim_id, {"x": engine.ratio_stats(t, num, den)}, looks=engine.looks_of(runs),
+        noisy=_noisy(a, b),
+        note=f"{num} / {den}, median of {_per_side(runs, num)} ABBA repeats per side in each "
+             f"process" + (f"; {note}" if note else ""), **kw)
+
+
+def _positive_indicator(value, low, high):
+    """x = 1 when every named log-distance is above 0, 0 when one is below it: the
+    interval of x is [1, 1], [0, 0] or [0, 1] from the intervals of the distances."""
+    x = float(all(v > 0 for v in value.values()))
+    lo = float(all(v > 0 for v in low.values()))
+    hi = float(not any(v < 0 for v in high.values()))
+    return x, min(lo, x), max(hi, x)
+
+
+# ---- 01..06: designs over fresh processes (labkit.experiments.design) ----
 
 def c000_1(runs):
     """C000.1: 1 if virtual_call < boost_fiber < syscall_getppid and the fiber is nearer
-    the call on a log scale; the interval is the bootstrap of that indicator."""
+    the call on a log scale: three log-distances per process, each with its interval."""
     need = ["virtual_call", "boost_fiber", "syscall_getppid"]
-    missing = _have(runs, *need)
+    missing = _missing_row("C000.1", runs, *need)
     if missing:
-        return verdicts.cannot_measure("C000.1", f"missing here: {', '.join(missing)}")
-    call, fiber, sysc = (_entry(runs, k).to_numpy() for k in need)
+        return missing
+    t = engine.per_process(runs)
+    call_fiber = engine.ratio_stats(t, "boost_fiber", "virtual_call")
+    fiber_sys = engine.ratio_stats(t, "syscall_getppid", "boost_fiber")
+    distances = {"fiber/call": call_fiber, "syscall/fiber": fiber_sys,
+                 "nearer the call": fiber_sys - call_fiber}
+    c, f, s = (float(_entry(runs, k).median()) for k in need)
 
-    def x(c, f, s):
-        return float(0 < c < f < s and math.log(f / c) < math.log(s / f))
+    def measured(v, lo, hi, n):
+        x, xl, xh = _positive_indicator(v, lo, hi)
+        return (f"x={x:g} [{xl:g}, {xh:g}]: call {c:.3g}, fiber {f:.3g}, syscall {s:.3g} "
+                f"ns per transfer; log-distance fiber/call {math.log(f / c):.2f} vs "
+                f"syscall/fiber {math.log(s / f):.2f}")
 
-    v, lo, hi = _bootstrap_indicator([call, fiber, sysc], x)
-    c, f, s = (float(np.median(a)) for a in (call, fiber, sysc))
-    return verdicts.judge(
-        "C000.1", v, low=lo, high=hi, noisy=_noisy(call, fiber, sysc),
-        measured=(f"x={v:g} [{lo:g}, {hi:g}]: call {c:.3g}, fiber {f:.3g}, syscall {s:.3g} "
-                  f"ns per transfer; log-distance fiber/call {math.log(f / c):.2f} vs "
-                  f"syscall/fiber {math.log(s / f):.2f}"),
+    return engine.judge(
+        "C000.1", distances, looks=engine.looks_of(runs),
+        scales={k: "linear" for k in distances}, combine=_positive_indicator,
+        measured=measured, noisy=_noisy(*(_entry(runs, k) for k in need)),
         note=(f"per round trip (two transfers, the article's loop iteration): boost_fiber "
               f"{2 * f:.3g} ns against the article's 20-30 ns at 5 GHz"))
 
@@ -95,9 +116,20 @@ def c000_5(runs):
     return row
 
 
-def c000_2(runs):
-    """C000.2: Boost fiber ping-pong, 8 MiB / 4 KiB stacks."""
-    return _ratio_row("C000.2", runs, "8 MiB", "4 KiB", note="Boost fiber ping-pong")
+STACK_ROWS = {"C000.2": "8 MiB", "C000.2a": "16 KiB", "C000.2b": "64 KiB",
+              "C000.2c": "256 KiB", "C000.2d": "1 MiB"}
+
+
+def _stack_rule(claim_id):
+    def rule(runs):
+        return _ratio_row(claim_id, runs, STACK_ROWS[claim_id], "4 KiB",
+                          note="Boost fiber ping-pong")
+    rule.__name__ = rule.__qualname__ = claim_id.lower().replace(".", "_")
+    rule.__doc__ = f"{claim_id}: Boost fiber ping-pong, {STACK_ROWS[claim_id]} / 4 KiB stacks."
+    return rule
+
+
+c000_2, c000_2a, c000_2b, c000_2c, c000_2d = (_stack_rule(c) for c in STACK_ROWS)
 
 
 def c000_3(runs):
@@ -105,47 +137,60 @@ def c000_3(runs):
     return _ratio_row("C000.3", runs, "O0", "O2", note="Boost fiber ping-pong")
 
 
+def c000_3a(runs):
+    """C000.3a: Boost fiber ping-pong built at -O3 / at -O2."""
+    return _ratio_row("C000.3a", runs, "O3", "O2", note="Boost fiber ping-pong")
+
+
 def c000_4(runs):
     """C000.4, amended: asm_fpu scheduler of 1024 / two-context ping-pong; the original
     rule's ring of 1024 beside it."""
-    missing = _have(runs, "scheduler 1024", "ring 1", "ring 1024")
+    missing = _missing_row("C000.4", runs, "scheduler 1024", "ring 1", "ring 1024")
     if missing:
-        return verdicts.cannot_measure("C000.4", f"missing here: {', '.join(missing)}")
+        return missing
+    t = engine.per_process(runs)
     sched, pp, ring = (_entry(runs, k) for k in ("scheduler 1024", "ring 1", "ring 1024"))
-    r, lo, hi = verdicts.ratio_with_spread(sched, pp)
-    o, olo, ohi = verdicts.ratio_with_spread(sched, ring)
-    return verdicts.judge(
-        "C000.4", r, low=lo, high=hi, noisy=_noisy(sched, pp, ring),
-        original={"value": o, "low": olo, "high": ohi,
-                  "measured": f"scheduler 1024 / ring 1024 = {o:.3g} [{olo:.3g}, {ohi:.3g}]"},
+    return engine.judge(
+        "C000.4", {"x": engine.ratio_stats(t, "scheduler 1024", "ring 1")},
+        looks=engine.looks_of(runs), noisy=_noisy(sched, pp, ring),
+        original={"stats": {"x": engine.ratio_stats(t, "scheduler 1024", "ring 1024")},
+                  "measured": lambda v, lo, hi, n: (f"scheduler 1024 / ring 1024 = {v:.3g} "
+                                                   f"[{lo:.3g}, {hi:.3g}]")},
         note=(f"asm_fpu per transfer: scheduler of 1024 {sched.median():.3g} ns, two-context "
               f"ping-pong {pp.median():.3g} ns, ring of 1024 {ring.median():.3g} ns"))
+
+
+def c000_4a(runs):
+    """C000.4a: asm_fpu scheduler of 2 workers / symmetric ring of 2, per transfer."""
+    return _ratio_row("C000.4a", runs, "scheduler 2", "ring 2", note="asm_fpu, N=2")
 
 
 def c002_3(runs):
     """C002.3: asm_fxsave / asm_fpu, both contexts with the same control words."""
     note = ""
     if not _have(runs, "asm_xsave"):
-        note = f"asm_xsave / asm_fpu = {_entry(runs, 'asm_xsave').median() / _entry(runs, 'asm_fpu').median():.1f}"
+        note = (f"asm_xsave / asm_fpu = "
+                f"{_entry(runs, 'asm_xsave').median() / _entry(runs, 'asm_fpu').median():.1f}")
     return _ratio_row("C002.3", runs, "asm_fxsave", "asm_fpu", note=note)
 
 
 def c001_4(runs):
     """C001.4: one-way futex thread switch / asm switch, same CPU, with both magnitudes."""
-    missing = _have(runs, "thread_futex same-cpu", "asm")
+    missing = _missing_row("C001.4", runs, "thread_futex same-cpu", "asm")
     if missing:
-        return verdicts.cannot_measure("C001.4", f"missing here: {', '.join(missing)}")
+        return missing
+    t = engine.per_process(runs)
     futex, asm = _entry(runs, "thread_futex same-cpu"), _entry(runs, "asm")
-    x, xlo, xhi = verdicts.ratio_with_spread(futex, asm)
-    c, clo, chi = verdicts.median_with_spread(asm)
-    t, tlo, thi = verdicts.median_with_spread(futex)
-    return verdicts.judge(
-        "C001.4", {"x": x, "coroutine_ns": c, "thread_ns": t},
-        low={"x": xlo, "coroutine_ns": clo, "thread_ns": tlo},
-        high={"x": xhi, "coroutine_ns": chi, "thread_ns": thi},
-        noisy=_noisy(futex, asm),
-        measured=f"x = {x:.0f} [{xlo:.0f}, {xhi:.0f}]; asm {c:.3g} ns, thread_futex {t:.0f} ns "
-                 "one-way, same CPU")
+    named = {"x": engine.ratio_stats(t, "thread_futex same-cpu", "asm"),
+             "coroutine_ns": np.log(t["asm"].to_numpy(float)),
+             "thread_ns": np.log(t["thread_futex same-cpu"].to_numpy(float))}
+
+    def measured(v, lo, hi, n):
+        return (f"x = {v['x']:.0f} [{lo['x']:.0f}, {hi['x']:.0f}]; asm {v['coroutine_ns']:.3g} "
+                f"ns, thread_futex {v['thread_ns']:.0f} ns one-way, same CPU")
+
+    return engine.judge("C001.4", named, looks=engine.looks_of(runs), noisy=_noisy(futex, asm),
+                        measured=measured)
 
 
 def c002_1(runs):
@@ -161,16 +206,19 @@ def c002_2(runs):
 
 def c002_4(runs):
     """C002.4, amended: process - thread pipe switch in TSC ticks, an upper bound."""
-    missing = _have(runs, "process_pipe same-cpu", "thread_pipe same-cpu", col="ticks_per_switch")
+    p_, t_ = "process_pipe same-cpu", "thread_pipe same-cpu"
+    missing = _missing_row("C002.4", runs, p_, t_, col="ticks_per_switch")
     if missing:
-        return verdicts.cannot_measure("C002.4", f"missing here: {', '.join(missing)}")
-    p, t = (_entry(runs, k, "ticks_per_switch") for k in ("process_pipe same-cpu",
-                                                          "thread_pipe same-cpu"))
-    d, lo, hi = verdicts.difference_with_spread(p, t)
-    ghz = runs["tsc_ghz"].dropna().iloc[0] if "tsc_ghz" in runs and runs.tsc_ghz.notna().any() else float("nan")
-    return verdicts.judge("C002.4", d, low=lo, high=hi, noisy=_noisy(p, t),
-                          note=f"TSC at {ghz:.2f} GHz (reference ticks, not core cycles); an "
-                               "upper bound on the TLB part; cache pollution not judged")
+        return missing
+    t = engine.per_process(runs, "ticks_per_switch")
+    ghz = (runs["tsc_ghz"].dropna().iloc[0] if "tsc_ghz" in runs and runs.tsc_ghz.notna().any()
+           else float("nan"))
+    return engine.judge(
+        "C002.4", {"x": (t[p_] - t[t_]).to_numpy(float)}, looks=engine.looks_of(runs),
+        scales={"x": "linear"},
+        noisy=_noisy(_entry(runs, p_, "ticks_per_switch"), _entry(runs, t_, "ticks_per_switch")),
+        note=f"TSC at {ghz:.2f} GHz (reference ticks, not core cycles); an upper bound on "
+             "the TLB part; cache pollution not judged")
 
 
 def c003_1(runs):
@@ -178,9 +226,8 @@ def c003_1(runs):
     row = verdicts.judge("C003.1", 1.0, note="reference only: AArch64 timing needs AArch64 "
                                              "hardware")
     if not _have(runs, "thread_condvar same-cpu", "ucontext"):
-        r, lo, hi = verdicts.ratio_with_spread(_entry(runs, "thread_condvar same-cpu"),
-                                               _entry(runs, "ucontext"))
-        row["measured_value"] = f"here (x86-64): thread_condvar / ucontext = {r:.3g} [{lo:.3g}, {hi:.3g}]"
+        r = _ratio_row("C003.2", runs, "thread_condvar same-cpu", "ucontext")
+        row["measured_value"] = f"here (x86-64): thread_condvar / ucontext = {r['measured_value']}"
     else:
         row["measured_value"] = "not measured"
     return row
@@ -199,6 +246,14 @@ def c003_3(runs):
                       note="across CPUs this is a wake-up, not a switch")
 
 
+def c003_3a(runs):
+    """C003.3a: condvar hand-off across two CPUs / swapcontext."""
+    if _have(runs, "thread_condvar cross-cpu"):
+        return verdicts.cannot_measure("C003.3a", "needs two CPUs: no cross-CPU run here")
+    return _ratio_row("C003.3a", runs, "thread_condvar cross-cpu", "ucontext",
+                      note="condvar hand-off across two CPUs / swapcontext")
+
+
 # ---- 07a, 07b, 08, 09: the notebooks' own tidy rows ----
 
 def c001_2(frames07a):
@@ -214,38 +269,43 @@ def c001_2(frames07a):
                                "pair (claimed ~100 and ~10)")
 
 
-def _c004_parts(frames07b, frames09):
+def _memory_ratio(frames07b):
+    """conn192/pool over conn256/heap bytes per coroutine (07b): exact sizes, so no
+    interval beyond the range over repeats."""
     nan = float("nan")
-    mem = (nan, nan, nan)
-    tps = (nan, nan, nan)
-    if frames07b is not None and "variant" in frames07b:
-        c = frames07b[frames07b.get("experiment", "coroutines") == "coroutines"]
-        pooled = c.loc[(c.variant == "conn192") & (c.allocator == "pool"), "bytes_per_object"]
-        default = c.loc[(c.variant == "conn256") & (c.allocator == "heap"), "bytes_per_object"]
-        if len(pooled) and len(default):
-            mem = verdicts.ratio_with_spread(pooled, default)
-    if frames09 is not None and "server" in frames09:
-        m = frames09[frames09.get("experiment", "main") == "main"]
-        opt, new = (m.loc[m.server == s, "qps"].astype(float) for s in ("cxx20_pool_sym", "cxx20_new"))
-        if len(opt) and len(new):
-            tps = verdicts.ratio_with_spread(opt, new)
-    return mem, tps
+    if frames07b is None or "variant" not in frames07b:
+        return nan, nan, nan
+    c = frames07b[frames07b.get("experiment", "coroutines") == "coroutines"]
+    pooled = c.loc[(c.variant == "conn192") & (c.allocator == "pool"), "bytes_per_object"]
+    default = c.loc[(c.variant == "conn256") & (c.allocator == "heap"), "bytes_per_object"]
+    if not len(pooled) or not len(default):
+        return nan, nan, nan
+    r = pooled.astype(float).to_numpy()[:, None] / default.astype(float).to_numpy()[None, :]
+    return float(np.median(pooled) / np.median(default)), float(r.min()), float(r.max())
 
 
-def c004_2(frames07b, frames09):
-    """C004.2: memory ratio (07b) and throughput ratio (09), judged where either exists;
-    a part not measured yet is missing data (NaN), and under the amended rule one failing
-    part is enough to refute."""
-    mem, tps = _c004_parts(frames07b, frames09)
-    value = {"mem": mem[0], "tps": tps[0]}
-    low = {"mem": mem[1], "tps": tps[1]}
-    high = {"mem": mem[2], "tps": tps[2]}
-    parts = []
-    parts.append("memory from 07b" if not math.isnan(mem[0]) else "memory not measured (07b)")
-    parts.append("throughput from 09" if not math.isnan(tps[0]) else "throughput not measured (09)")
-    return verdicts.judge("C004.2", value, low=low, high=high,
-                          note="; ".join(parts) + "; mem = conn192/pool over conn256/heap bytes "
-                               "per coroutine, tps = cxx20_pool_sym / cxx20_new QPS")
+def c004_2(frames07b, runs09):
+    """C004.2: memory ratio (07b, exact) and throughput ratio (09's rounds, over rounds),
+    judged where either exists; a part not measured yet is missing data."""
+    mem = _memory_ratio(frames07b)
+    note = ("mem = conn192/pool over conn256/heap bytes per coroutine, tps = "
+            "cxx20_pool_sym / cxx20_new QPS")
+    have_tps = runs09 is not None and not _have(runs09, "cxx20_pool_sym", "cxx20_new", col="qps")
+    if not have_tps:
+        value = {"mem": mem[0], "tps": float("nan")}
+        return verdicts.judge("C004.2", value, low={"mem": mem[1], "tps": float("nan")},
+                              high={"mem": mem[2], "tps": float("nan")},
+                              note="throughput not measured (09); " + note)
+    t = engine.per_process(runs09, "qps")
+
+    def with_mem(v, lo, hi):
+        return ({"mem": mem[0], "tps": v["tps"]}, {"mem": mem[1], "tps": lo["tps"]},
+                {"mem": mem[2], "tps": hi["tps"]})
+
+    return engine.judge("C004.2", {"tps": engine.ratio_stats(t, "cxx20_pool_sym", "cxx20_new")},
+                        looks=engine.looks_of(runs09), combine=with_mem,
+                        note=("memory not measured (07b); " if math.isnan(mem[0]) else "")
+                        + note)
 
 
 def c000_7(frames08, *, work_cycles=100, before=(MiB, 1), after=(64 * KiB, 32)):
@@ -277,37 +337,71 @@ def c000_7(frames08, *, work_cycles=100, before=(MiB, 1), after=(64 * KiB, 32)):
               "per-worker local queues not modelled (one thread)"))
 
 
-def c001_1(frames09, order=("cxx20_pool_sym", "callback_epoll", "cxx20_new")):
-    """C001.1: 1 if QPS(optimised) > QPS(callbacks) > QPS(plain coroutines); the interval
-    is the bootstrap of that ordering. The measured text lists the servers fastest first."""
-    m = frames09[frames09.get("experiment", "main") == "main"] if "experiment" in frames09 else frames09
-    qps = {s: m.loc[m.server == s, "qps"].astype(float).to_numpy() for s in order}
-    missing = [s for s, v in qps.items() if len(v) == 0]
+ECHO_ORDER = ("cxx20_pool_sym", "callback_epoll", "cxx20_new")
+
+
+def _ordering(claim_id, runs, order, col, *, faster_first: bool, unit: str):
+    """x = 1 if `order` is the claimed ordering of `col` (QPS falling, or p99 rising):
+    the log-ratio of each neighbour pair per round, each with its interval."""
+    missing = _missing_row(claim_id, runs, *order, col=col)
     if missing:
-        return verdicts.cannot_measure("C001.1", f"missing here: {', '.join(missing)}")
+        return missing
+    t = engine.per_process(runs, col)
+    pairs = {f"{a}/{b}": (engine.ratio_stats(t, a, b) if faster_first
+                          else engine.ratio_stats(t, b, a)) for a, b in zip(order, order[1:])}
+    meds = {s: float(_entry(runs, s, col).median()) for s in order}
+    ranked = sorted(meds, key=meds.get, reverse=faster_first)
 
-    def x(*meds):
-        return float(all(p > q for p, q in zip(meds, meds[1:])))
+    def measured(v, lo, hi, n):
+        x, xl, xh = _positive_indicator(v, lo, hi)
+        return (f"x={x:g} [{xl:g}, {xh:g}]: " + (" > " if faster_first else " < ").join(
+            f"{s} {meds[s]:,.0f}" for s in ranked) + f" {unit} (medians)")
 
-    v, lo, hi = _bootstrap_indicator([qps[s] for s in order], x)
-    meds = {s: float(np.median(q)) for s, q in qps.items()}
-    ranked = sorted(meds, key=meds.get, reverse=True)
-    return verdicts.judge(
-        "C001.1", v, low=lo, high=hi, noisy=_noisy(*qps.values()),
-        measured=f"x={v:g} [{lo:g}, {hi:g}]: " + " > ".join(f"{s} {meds[s]:,.0f}" for s in ranked),
-        note="claimed order: " + " > ".join(order) + "; QPS medians, measured order shown")
+    return engine.judge(claim_id, pairs, looks=engine.looks_of(runs),
+                        scales={k: "linear" for k in pairs}, combine=_positive_indicator,
+                        measured=measured, noisy=_noisy(*(_entry(runs, s, col) for s in order)),
+                        note="claimed order: " + (" > " if faster_first else " < ").join(order)
+                        + "; each round a fresh process per server")
 
 
-def c001_3(frames09):
+def c001_1(runs, order=ECHO_ORDER):
+    """C001.1: 1 if QPS(optimised) > QPS(callbacks) > QPS(plain coroutines)."""
+    return _ordering("C001.1", runs, order, "qps", faster_first=True, unit="QPS")
+
+
+def c001_1a(runs, order=ECHO_ORDER):
+    """C001.1a: 1 if p99(optimised) < p99(callbacks) < p99(plain coroutines)."""
+    return _ordering("C001.1a", runs, order, "p99_us", faster_first=False, unit="µs p99")
+
+
+def c001_1c(runs):
+    """C001.1c: QPS of plain coroutines / callbacks."""
+    return _ratio_row("C001.1c", runs, "cxx20_new", "callback_epoll", col="qps",
+                      note="1000 connections, 64 B")
+
+
+def c001_3(runs):
     """C001.3: asio io_uring / epoll QPS (the lab's callback twins if asio is missing)."""
-    m = frames09[frames09.get("experiment", "main") == "main"] if "experiment" in frames09 else frames09
     for u, e in (("asio_uring", "asio_epoll"), ("callback_uring", "callback_epoll")):
-        a, b = (m.loc[m.server == s, "qps"].astype(float) for s in (u, e))
-        if len(a) and len(b):
-            r, lo, hi = verdicts.ratio_with_spread(a, b)
-            return verdicts.judge("C001.3", r, low=lo, high=hi, noisy=_noisy(a, b),
-                                  note=f"{u} / {e}")
+        if not _have(runs, u, e, col="qps"):
+            return _ratio_row("C001.3", runs, u, e, col="qps")
     return verdicts.cannot_measure("C001.3", "no io_uring server ran here")
+
+
+TPS_ROWS = {"C004.1e": "cxx20_pool", "C004.1f": "cxx20_lean", "C004.1g": "cxx20_pool_sym",
+            "C004.1h": "cxx20_reuse"}
+
+
+def _tps_rule(claim_id):
+    def rule(runs):
+        return _ratio_row(claim_id, runs, TPS_ROWS[claim_id], "cxx20_new", col="qps",
+                          note="QPS, 1000 connections, 64 B")
+    rule.__name__ = rule.__qualname__ = claim_id.lower().replace(".", "_")
+    rule.__doc__ = f"{claim_id}: QPS of {TPS_ROWS[claim_id]} / cxx20_new."
+    return rule
+
+
+c004_1e, c004_1f, c004_1g, c004_1h = (_tps_rule(c) for c in TPS_ROWS)
 
 
 # ---- counts and sizes: exact, or nearly so; the range over repeats is their spread ----
@@ -397,26 +491,35 @@ def c001_5(frames09, server="asio_epoll", chunk=1024):
         note="counted inside the server; spread: quartiles over runs")
 
 
-# claim id -> (function, the data files it reads, by name under data/)
+# claim id -> (function, the data files it reads, by name under data/). The rules that
+# read a notebook's design runs are the ones its design judges (labkit.lab.judging).
 RULES = {
     "C000.1": (c000_1, [RUNS.format("04_latency_ladder")]),
-    "C000.2": (c000_2, [RUNS.format("01_stack_size")]),
-    "C000.3": (c000_3, [RUNS.format("02_optimisation_levels")]),
-    "C000.4": (c000_4, [RUNS.format("03_symmetric_vs_asymmetric")]),
     "C000.5": (c000_5, [RUNS.format("04_latency_ladder")]),
+    **{c: (globals()[c.lower().replace(".", "_")], [RUNS.format("01_stack_size")])
+       for c in STACK_ROWS},
+    "C000.3": (c000_3, [RUNS.format("02_optimisation_levels")]),
+    "C000.3a": (c000_3a, [RUNS.format("02_optimisation_levels")]),
+    "C000.4": (c000_4, [RUNS.format("03_symmetric_vs_asymmetric")]),
+    "C000.4a": (c000_4a, [RUNS.format("03_symmetric_vs_asymmetric")]),
     "C000.7": (c000_7, ["08_switch_frequency"]),
-    "C001.1": (c001_1, ["09_echo_servers"]),
+    "C001.1": (c001_1, [RUNS.format("09_echo_servers")]),
+    "C001.1a": (c001_1a, [RUNS.format("09_echo_servers")]),
+    "C001.1c": (c001_1c, [RUNS.format("09_echo_servers")]),
+    "C001.3": (c001_3, [RUNS.format("09_echo_servers")]),
+    **{c: (globals()[c.lower().replace(".", "_")], [RUNS.format("09_echo_servers")])
+       for c in TPS_ROWS},
     "C001.2": (c001_2, ["07a_frames_and_allocators"]),
-    "C001.3": (c001_3, ["09_echo_servers"]),
     "C001.4": (c001_4, [RUNS.format("05_kernel_switches")]),
     "C002.1": (c002_1, [RUNS.format("05_kernel_switches")]),
     "C002.2": (c002_2, [RUNS.format("05_kernel_switches")]),
-    "C002.3": (c002_3, [RUNS.format("06_fp_state_and_return")]),
     "C002.4": (c002_4, [RUNS.format("05_kernel_switches")]),
     "C003.1": (c003_1, [RUNS.format("05_kernel_switches")]),
     "C003.2": (c003_2, [RUNS.format("05_kernel_switches")]),
     "C003.3": (c003_3, [RUNS.format("05_kernel_switches")]),
-    "C004.2": (c004_2, ["07b_coroutine_memory", "09_echo_servers"]),
+    "C003.3a": (c003_3a, [RUNS.format("05_kernel_switches")]),
+    "C002.3": (c002_3, [RUNS.format("06_fp_state_and_return")]),
+    "C004.2": (c004_2, ["07b_coroutine_memory", RUNS.format("09_echo_servers")]),
     "C000.6": (c000_6, ["06_fp_state_and_return"]),
     "C001.5": (c001_5, ["09_echo_servers"]),
     "C004.1": (c004_1, ["07b_coroutine_memory"]),

@@ -2,15 +2,16 @@
 
 Each claim row says what is measured and two conditions on it: `reproduced_if` and
 `contradicted_if` (Python comparisons on named values, `x` by default). A measurement
-comes as a value and a 95% interval (a bootstrap over repeats, see `ratio_with_spread`);
-named values come as one interval each and the rule is checked at every corner of their
-box. The verdict is
+comes as a value and an interval (for timings, the repeated confidence interval over
+fresh processes of labkit.lab.engine; for exact counts, none); named values come as one
+interval each and the rule is checked at every corner of their box. The verdict is
 
-- `reproduced` when the reproduced rule holds over the whole interval,
-- `contradicted` when the contradicted rule holds over the whole interval,
-- `inconclusive` otherwise; the note then names the bound the interval straddles and by
-  how much it reaches past it on each side (or says that the rule can only contradict,
-  or which value is missing).
+- `reproduced` / `contradicted` when that rule holds over the whole interval,
+- `in-between` when neither holds anywhere on it: decided, the effect lies in the gap
+  between the two regions, and the note says whether weaker or stronger than claimed,
+- `inconclusive` when the interval straddles a bound; the row's `straddle` names the
+  bound and how far the interval reaches past it, `lean` which way it leans,
+- `not-measured` when a system it needs is missing (the note says what to install).
 
 Noise (pyperf's rule: std >= 10% of the mean) does not decide anything by itself: a noisy
 group already gives a wider bootstrap interval, and `judge(..., noisy=True)` flags the row
@@ -23,19 +24,35 @@ the amended one and `original_verdict` the one under the rule written first.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
 
 from labkit.core.results import claims_csv
 
-VERDICTS = ("reproduced", "contradicted", "inconclusive", "not-applicable-here")
+VERDICTS = ("reproduced", "contradicted", "in-between", "inconclusive", "not-measured",
+            "not-applicable-here")
+# One line each, for the report's legend.
+LEGEND = {
+    "reproduced": "the interval lies wholly inside the claim's region",
+    "contradicted": "the interval lies wholly inside the refutation's region",
+    "in-between": "decided: the interval lies wholly between the two regions; the effect "
+                  "is real but weaker or stronger than claimed (the note says which)",
+    "inconclusive": "at the stopping rule's cap the interval still straddles a bound; the "
+                    "note says which bound and which way it leans",
+    "not-measured": "a system it needs is missing here; the note says what to install",
+    "not-applicable-here": "needs hardware this machine lacks (AArch64 timing, hardware "
+                           "counters)",
+}
 CLAIMS_CSV = claims_csv()  # the checkout's data/claims.csv, or the shipped copy
 AMENDMENTS_CSV = claims_csv("claims_amendments.csv")
 COLUMNS = ["claim_id", "source", "claimed_value", "measured_value", "verdict", "rule", "note",
-           "noisy", "original_verdict", "original_rule", "method"]
-# What produced the interval; the committed-verdicts test only recomputes rows with it.
-METHOD = "bootstrap-bca95"
+           "noisy", "original_verdict", "original_rule", "method", "straddle", "lean",
+           "processes", "look"]
+# What produced the interval. An exact count (bytes, instructions) has none.
+EXACT = "exact"
+METHOD = "rci-obf95-processes"
 CONFIDENCE = 0.95
 N_RESAMPLES = 4000
 # Fixed seed: the interval of the same data is the same interval on every recomputation.
@@ -120,15 +137,21 @@ def _check_rule(rule: str) -> None:
         raise ValueError(f"rule {rule!r} has characters a rule may not use")
 
 
-def _eval(expr: str, values: dict) -> float | bool:
+@functools.lru_cache(maxsize=512)
+def _compiled(expr: str):
+    """The checked rule, compiled once, and the names it needs."""
     _check_rule(expr)
-    names = set(_NAMES.findall(expr)) - _KEYWORDS
+    return compile(expr, "<rule>", "eval"), frozenset(_NAMES.findall(expr)) - _KEYWORDS
+
+
+def _eval(expr: str, values: dict) -> float | bool:
+    code, names = _compiled(expr)
     missing = names - set(values)
     if missing:
         raise ValueError(f"rule {expr!r} needs values for {sorted(missing)}")
     env = {"True": True, "False": False, **values}
     try:
-        return eval(expr, {"__builtins__": {}}, env)  # noqa: S307 - checked above
+        return eval(code, {"__builtins__": {}}, env)  # noqa: S307 - checked above
     except ZeroDivisionError:
         return float("nan")
 
@@ -208,46 +231,98 @@ def _missing(points: list[dict]) -> list[str]:
                    and math.isnan(v)})
 
 
-def decide(reproduced_if: str, contradicted_if: str, value, low=None, high=None):
-    """(verdict, why) of one pair of rules at a value and its interval; why is empty
-    for a decided verdict and says what keeps it open otherwise."""
+def _direction(reproduced_if: str, points: list[dict], null: float | None) -> str:
+    """Where an interval in the gap lies against the claimed region: smaller or larger
+    than claimed and, against the null (1 for a ratio, 0 otherwise), weaker or stronger."""
+    if len(points[0]) != 1 or null is None:
+        return "between the claimed region and the contradicted one"
+    (name,) = points[0]
+    vals = [float(p[name]) for p in points]
+    lo, hi = min(vals), max(vals)
+    bounds = [b for e, b, _ in _bounds(reproduced_if) if e.strip() == name]
+    if not bounds:
+        return "between the claimed region and the contradicted one"
+    nearest = min(bounds, key=lambda b: min(abs(b - lo), abs(b - hi)))
+    side = "smaller" if hi <= nearest else "larger"
+    mid = (lo + hi) / 2
+
+    def size(v):
+        if null == 1:
+            return abs(math.log(v)) if v > 0 else math.inf
+        return abs(v - null)
+
+    strength = "weaker" if size(mid) < size(nearest) else "stronger"
+    return (f"{strength} than claimed: {name} in [{lo:.3g}, {hi:.3g}] is {side} than the "
+            f"claimed region's bound {nearest:g} and outside the contradicted region")
+
+
+def decide(reproduced_if: str, contradicted_if: str, value, low=None, high=None, *,
+           null: float | None = None) -> dict:
+    """One pair of rules at a value and its interval: a dict of `verdict`, `why` (what
+    keeps it open, or what an in-between result means), `straddle` (the bounds the
+    interval straddles, empty when decided) and `lean` (for an inconclusive verdict:
+    'not reproduced', 'not contradicted' or 'either way').
+
+    reproduced / contradicted: the rule holds over the whole interval (every corner of the
+    box of named intervals); in-between: neither holds anywhere on it (decided: the effect
+    lies between the two regions; `null`, 1 for a ratio, says whether weaker or stronger);
+    inconclusive: the interval straddles a bound."""
     as_dict = (lambda v: v if isinstance(v, dict) else {"x": v})
     value = as_dict(value)
     low = as_dict(low) if low is not None else dict(value)
     high = as_dict(high) if high is not None else dict(value)
+    out = {"verdict": "inconclusive", "why": "", "straddle": "", "lean": ""}
     if reproduced_if.strip() == "never":
-        return "not-applicable-here", ""
+        return {**out, "verdict": "not-applicable-here"}
     points = _corners(value, low, high)
     missing = _missing(points)
-    rep = all(_holds(reproduced_if, p) for p in points)
-    con = all(_holds(contradicted_if, p) for p in points)
-    if rep and not con:
-        return "reproduced", ""
-    if con and not rep:
-        return "contradicted", ""
-    if missing and not (rep or con):
-        return "inconclusive", f"missing data: no value for {', '.join(missing)}"
+    if missing:
+        return {**out, "verdict": "not-measured",
+                "why": f"missing data: no value for {', '.join(missing)}"}
+    rep = [_holds(reproduced_if, p) for p in points]
+    con = [_holds(contradicted_if, p) for p in points]
+    if all(rep) and not any(con):
+        return {**out, "verdict": "reproduced"}
+    if all(con) and not any(rep):
+        return {**out, "verdict": "contradicted"}
+    if not any(rep) and not any(con):
+        if reproduced_if.strip() == "False":
+            why = (f"not contradicted: the interval lies outside `{contradicted_if}`, and "
+                   "this rule can only contradict")
+        else:
+            why = _direction(reproduced_if, points, null)
+        return {**out, "verdict": "in-between", "why": why}
     seen: set = set()
-    why = straddles(reproduced_if, points, seen) + straddles(contradicted_if, points, seen)
-    if not why and reproduced_if.strip() == "False":
-        why = ["this rule can only contradict, and the interval does not meet "
-               f"`{contradicted_if}`"]
-    if not why:
-        why = ["the interval lies between the two rules' regions"]
-    return "inconclusive", "; ".join(dict.fromkeys(why))
+    bounds = straddles(reproduced_if, points, seen) + straddles(contradicted_if, points, seen)
+    if not bounds:
+        bounds = ["the interval reaches both rules' regions"]
+    lean = ("not contradicted" if any(rep) and not any(con) else
+            "not reproduced" if any(con) and not any(rep) else "either way")
+    straddle = "; ".join(dict.fromkeys(bounds))
+    return {**out, "straddle": straddle, "lean": lean,
+            "why": f"leans {lean}: {straddle}"}
+
+
+def _null(c: dict) -> float | None:
+    """What 'no effect' is for this claim's measured quantity, to tell weaker from
+    stronger: 1 for a ratio, 0 for a difference, a share or a count."""
+    unit = c.get("claimed_unit", "").lower()
+    return 1.0 if "ratio" in unit else 0.0
 
 
 def judge(claim_id: str, value, *, low=None, high=None, measured: str | None = None,
-          noisy: bool = False, note: str = "", original: dict | None = None) -> dict:
+          noisy: bool = False, note: str = "", original: dict | None = None,
+          method: str = EXACT, processes: int | None = None, look: str = "") -> dict:
     """Apply a claim's written rule to a measurement.
 
     value, low, high: a number (bound to `x`) or a dict of named numbers, at the point
-    estimate and at the two ends of its 95% interval (low/high default to value; NaN is
-    missing data). noisy=True (pyperf's rule tripped on a group behind the value) is
-    flagged in the row; it does not change the verdict. When the claim has an
-    amendment, the original rule is applied too: to `original` (a dict with value, low,
-    high and optionally measured) if the amendment measures something else, else to the
-    same value. Returns one verdict-table row."""
+    estimate and at the two ends of its interval (low/high default to value, as for an
+    exact count; NaN is missing data). noisy=True (pyperf's rule tripped on a group
+    behind the value) is flagged in the row; it does not change the verdict. When the
+    claim has an amendment, the original rule is applied too: to `original` (a dict with
+    value, low, high and optionally measured) if the amendment measures something else,
+    else to the same value. method, processes and look say what produced the interval
+    (labkit.lab.engine). Returns one verdict-table row."""
     c = claim(claim_id)
     import numbers
 
@@ -261,19 +336,18 @@ def judge(claim_id: str, value, *, low=None, high=None, measured: str | None = N
             raise TypeError(f"{name} must be a number or a dict of named numbers, not {v!r}")
     if original is not None and (not isinstance(original, dict) or "value" not in original):
         raise TypeError("original must be a dict with at least a 'value' (and low, high)")
-    verdict, why = decide(c["reproduced_if"], c["contradicted_if"], value, low, high)
-    notes = [n for n in (note, why) if n]
+    d = decide(c["reproduced_if"], c["contradicted_if"], value, low, high, null=_null(c))
+    notes = [n for n in (d["why"], note) if n]
     if noisy:
-        notes.insert(0, "noisy (std >= 10% of the mean in a group behind it; the interval "
-                        "carries it, the verdict is not vetoed)")
+        notes.append("noisy (std >= 10% of the mean in a group behind it; the interval "
+                     "carries it, the verdict is not vetoed)")
     rule = f"reproduced if {c['reproduced_if']}; contradicted if {c['contradicted_if']}"
-    orig_verdict, orig_rule = verdict, rule
+    orig_verdict, orig_rule = d["verdict"], rule
     if c["amended"]:
         rule = f"amended {c['amended']}: {rule}"
         o = original or {"value": value, "low": low, "high": high}
-        orig_verdict, orig_why = decide(c["original_reproduced_if"],
-                                        c["original_contradicted_if"],
-                                        o["value"], o.get("low"), o.get("high"))
+        orig_verdict = decide(c["original_reproduced_if"], c["original_contradicted_if"],
+                              o["value"], o.get("low"), o.get("high"), null=_null(c))["verdict"]
         orig_rule = (f"reproduced if {c['original_reproduced_if']}; "
                      f"contradicted if {c['original_contradicted_if']}")
         if original is not None:
@@ -284,13 +358,17 @@ def judge(claim_id: str, value, *, low=None, high=None, measured: str | None = N
         "source": c["source"],
         "claimed_value": f"{c['claimed_value']} ({c['claimed_unit']})",
         "measured_value": measured if measured is not None else _fmt(value, low, high),
-        "verdict": verdict,
+        "verdict": d["verdict"],
         "rule": rule,
         "note": "; ".join(notes),
         "noisy": bool(noisy),
         "original_verdict": orig_verdict,
         "original_rule": orig_rule,
-        "method": METHOD,
+        "method": method,
+        "straddle": d["straddle"],
+        "lean": d["lean"],
+        "processes": "" if processes is None else int(processes),
+        "look": look,
     }
 
 
@@ -307,11 +385,11 @@ def _is_measure(v) -> bool:
 
 def cannot_measure(claim_id: str, why: str) -> dict:
     """The verdict row for a claim this run could not measure (a missing peer, one CPU):
-    `inconclusive`, with the reason, never a pass. A claim whose rule says `never` stays
-    `not-applicable-here`."""
+    `not-measured`, with the reason (what to install), never a pass and never
+    `inconclusive`. A claim whose rule says `never` stays `not-applicable-here`."""
     c = claim(claim_id)
     na = c["reproduced_if"].strip() == "never"
-    v = "not-applicable-here" if na else "inconclusive"
+    v = "not-applicable-here" if na else "not-measured"
     rule = f"reproduced if {c['reproduced_if']}; contradicted if {c['contradicted_if']}"
     return {
         "claim_id": claim_id,
@@ -325,7 +403,11 @@ def cannot_measure(claim_id: str, why: str) -> dict:
         "original_verdict": v,
         "original_rule": (f"reproduced if {c['original_reproduced_if']}; "
                           f"contradicted if {c['original_contradicted_if']}"),
-        "method": METHOD,
+        "method": "",
+        "straddle": "",
+        "lean": "",
+        "processes": "",
+        "look": "",
     }
 
 

@@ -6,11 +6,9 @@ import math
 
 from labkit.core import results
 
-from labkit.lab import verdicts
+from labkit.lab import claim_rules, verdicts
 from labkit.lab.articles.anatomy import _anatomy
-from labkit.lab.articles.measured import (STACK_CLAIMS, STRATEGIES, KB, _csv, _echo, _g, _kernel,
-                                      _mem, _noisy, _q, _qps, _ratio, _share, _stack, _sym,
-                                      _ucontext_and_condvar)
+from labkit.lab.articles.measured import STRATEGIES, _csv, _echo, _mem, _noisy, _q, _share
 
 
 def _judge(cid: str, r: tuple, *, noisy: bool = False, note: str = "", why: str = "") -> dict:
@@ -22,40 +20,6 @@ def _judge(cid: str, r: tuple, *, noisy: bool = False, note: str = "", why: str 
         noisy = True
     return verdicts.judge(cid, float(m), low=None if lo is None else float(lo),
                           high=None if hi is None else float(hi), noisy=noisy, note=note)
-
-
-def _order(cid: str, first, middle, last, *, label: str, fmt=lambda v: _g(v)) -> dict:
-    """x = 1 if first < middle < last with disjoint quartile spans, 0 if an order is
-    reversed beyond them, the median ordering otherwise (then inconclusive by spread)."""
-    a, b, c = _q(first), _q(middle), _q(last)
-    if any(math.isnan(v[0]) for v in (a, b, c)):
-        return verdicts.cannot_measure(cid, f"{label}: a server is missing from this run")
-    strict = a[2] < b[1] and b[2] < c[1]
-    reversed_ = a[1] > b[2] or b[1] > c[2]
-    x = 1 if strict else 0 if reversed_ else 1 if a[0] < b[0] < c[0] else 0
-    lo_hi = {} if strict or reversed_ else {"low": 1 - x, "high": x}
-    measured = f"x={x}: {label} {fmt(a[0])} < {fmt(b[0])} < {fmt(c[0])} (medians)"
-    return verdicts.judge(cid, x, measured=measured, **lo_hi)
-
-
-def _j_stack(cid):
-    size = next(s for s, c in STACK_CLAIMS.items() if c == cid)
-    d = _csv("01_stack_size")
-    a, b = _stack(d, "boost_fiber", size), _stack(d, "boost_fiber", 4 * KB)
-    return _judge(cid, _ratio(a, b), noisy=_noisy(a, b),
-                  note=f"Boost fiber ping-pong, {size // KB} KiB over 4 KiB")
-
-
-def _j_o3():
-    d = _csv("02_optimisation_levels")
-    a, b = _kernel(d, "boost_fiber", build="O3"), _kernel(d, "boost_fiber", build="O2")
-    return _judge("C000.3a", _ratio(a, b), noisy=_noisy(a, b), note="Boost fiber ping-pong")
-
-
-def _j_small_n():
-    d = _csv("03_symmetric_vs_asymmetric")
-    a, b = _sym(d, True, 2), _sym(d, False, 2)
-    return _judge("C000.4a", _ratio(a, b), noisy=_noisy(a, b), note="asm_fpu ring, N=2")
 
 
 def _j_anatomy(cid):
@@ -76,15 +40,6 @@ def _j_share():
                   note="share of time switching, 1 MiB stacks, one task per switch, W=100")
 
 
-def _j_p99():
-    d = _csv("09_echo_servers")
-    s = {k: _echo(d, k) for k in ("cxx20_pool_sym", "callback_epoll", "cxx20_new")}
-    if any(v is None or not len(v) for v in s.values()):
-        return verdicts.cannot_measure("C001.1a", "an echo server is missing from this run")
-    return _order("C001.1a", s["cxx20_pool_sym"].p99_us, s["callback_epoll"].p99_us,
-                  s["cxx20_new"].p99_us, label="p99 µs optimised < callbacks < plain")
-
-
 def _j_allocs():
     d = _csv("09_echo_servers")
     s = {k: _echo(d, k) for k in ("cxx20_pool_sym", "callback_epoll", "cxx20_new")}
@@ -98,25 +53,6 @@ def _j_allocs():
                           f"{plain:.3g}, callbacks and optimised at most {others:.3g}")
 
 
-def _j_qps_ratio(cid, a_server, b_server):
-    d = _csv("09_echo_servers")
-    a, b = _qps(d, a_server), _qps(d, b_server)
-    if a is None or b is None:
-        missing = a_server if a is None else b_server
-        return verdicts.cannot_measure(cid, f"no {missing} server in this run (1000 "
-                                       f"connections, 64 B)")
-    return _judge(cid, _ratio(a, b), noisy=_noisy(a, b),
-                  note=f"QPS {a_server} / {b_server}, 1000 connections, 64 B")
-
-
-def _j_cross_vs_ucontext():
-    uc, _, cross = _ucontext_and_condvar(_csv("05_kernel_switches"))
-    if uc is None or not len(uc) or not len(cross):
-        return verdicts.cannot_measure("C003.3a", "needs two CPUs and the ucontext run")
-    return _judge("C003.3a", _ratio(cross, uc), noisy=_noisy(cross, uc),
-                  note="condvar hand-off across two CPUs / swapcontext")
-
-
 def _j_mem(cid):
     st = next(s for s in STRATEGIES if s[6] == cid)
     d = _csv("07b_coroutine_memory")
@@ -124,32 +60,37 @@ def _j_mem(cid):
     if a is None or b is None:
         return verdicts.cannot_measure(cid, f"no run of {st[1][0]} frames from "
                                        f"{st[1][1]!r} in notebook 07b's data")
-    return _judge(cid, _ratio(a, b), noisy=_noisy(a, b),
-                  note=f"RSS of 1M suspended {st[1][0]}/{st[1][1]} over conn256/heap")
+    import numpy as np
+
+    r = np.asarray(a, float)[:, None] / np.asarray(b, float)[None, :]
+    return _judge(cid, (float(np.median(a) / np.median(b)), float(r.min()), float(r.max())),
+                  noisy=_noisy(a, b),
+                  note=f"RSS of 1M suspended {st[1][0]}/{st[1][1]} over conn256/heap; resident "
+                       "bytes are near exact: the spread is the range over repeats")
 
 
-def _j_tps(cid):
-    st = next(s for s in STRATEGIES if s[7] == cid)
-    return _j_qps_ratio(cid, st[2], "cxx20_new")
+def _from_design(cid):
+    """A row claim its notebook's verdict design decides (labkit.lab.claim_rules),
+    recomputed from the saved runs."""
+    row = claim_rules.recompute(cid)
+    if row is None:
+        return verdicts.cannot_measure(cid, "its notebook's verdict design has not run")
+    return row
 
 
 # Every row claim this module judges (the other claims come from their notebook's
 # verdict file): claim id -> a function of the data CSVs.
 ROW_JUDGES = {
-    **{c: (lambda c=c: _j_stack(c)) for c in ("C000.2a", "C000.2b", "C000.2c", "C000.2d")},
-    "C000.3a": _j_o3,
-    "C000.4a": _j_small_n,
+    **{c: (lambda c=c: _from_design(c)) for c in (
+        "C000.2a", "C000.2b", "C000.2c", "C000.2d", "C000.3a", "C000.4a", "C001.1a",
+        "C001.1c", "C003.3a", "C004.1e", "C004.1f", "C004.1g", "C004.1h")},
     "C000.6a": lambda: _j_anatomy("C000.6a"),
     "C000.6b": lambda: _j_anatomy("C000.6b"),
     "C000.6c": lambda: verdicts.cannot_measure(
         "C000.6c", "needs branch-miss counters (perf), which this VM does not expose"),
     "C000.7a": _j_share,
-    "C001.1a": _j_p99,
     "C001.1b": _j_allocs,
-    "C001.1c": lambda: _j_qps_ratio("C001.1c", "cxx20_new", "callback_epoll"),
-    "C003.3a": _j_cross_vs_ucontext,
     **{c: (lambda c=c: _j_mem(c)) for c in ("C004.1a", "C004.1b", "C004.1c", "C004.1d")},
-    **{c: (lambda c=c: _j_tps(c)) for c in ("C004.1e", "C004.1f", "C004.1g", "C004.1h")},
 }
 
 

@@ -1,0 +1,146 @@
+"""The verdict engine for measured times: one statistic per fresh process, a repeated
+confidence interval over processes at each look (labkit.core.sequential), and the
+claim's written rule applied at the first look that decides.
+
+A design (labkit.experiments.design) saves its runs with a `worker` column (the process)
+and a `looks` column (its schedule). Repeats inside one process are not independent of
+each other, so each process is reduced to one number per entry, the median of its
+repeats, and only those numbers enter the interval (Kalibera and Jones 2013).
+"""
+from __future__ import annotations
+
+import math
+
+from labkit.core import sequential
+
+from labkit.lab import verdicts
+
+# What a per-process statistic is, and how its interval reads on the rule's scale.
+SCALES = {
+    "log": (math.log, math.exp),     # ratios and positive magnitudes
+    "linear": (lambda v: v, lambda v: v),  # differences
+}
+
+
+def looks_of(runs) -> tuple[int, ...]:
+    """The schedule a design recorded with its runs (the `looks` column)."""
+    if "looks" in runs and runs["looks"].notna().any():
+        return tuple(int(v) for v in str(runs["looks"].dropna().iloc[0]).split())
+    return sequential.LOOKS
+
+
+def per_process(runs, col: str = "ns_per_switch"):
+    """A frame with one row per process (`worker`) and one column per entry: the median
+    of that process's repeats of the entry, in process order."""
+    if "worker" not in runs or "entry" not in runs:
+        raise ValueError("runs must have `worker` and `entry` columns (a design's runs)")
+    return (runs.assign(_v=runs[col].astype(float)).groupby(["worker", "entry"])._v.median()
+            .unstack("entry").sort_index())
+
+
+def ratio_stats(table, num: str, den: str):
+    """log(num / den) per process, from `per_process`'s table."""
+    import numpy as np
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(table[num].to_numpy(float) / table[den].to_numpy(float))
+
+
+def _intervals(stats: dict, scales: dict, n: int, looks, alpha: float):
+    value, low, high = {}, {}, {}
+    each = alpha / len(stats)  # Bonferroni over the named values of one rule
+    for name, arr in stats.items():
+        m, lo, hi, _ = sequential.interval(arr[:n], looks, each)
+        back = SCALES[scales.get(name, "log")][1]
+        value[name], low[name], high[name] = _back(back, m), _back(back, lo), _back(back, hi)
+    return value, low, high
+
+
+def _back(fn, v):
+    if math.isnan(v):
+        return math.nan
+    if math.isinf(v):
+        return fn(v) if fn is not math.exp else (0.0 if v < 0 else math.inf)
+    return float(fn(v))
+
+
+def _default_combine(v, lo, hi):
+    if len(v) > 1:
+        return v, lo, hi
+    (k,) = v
+    return v[k], lo[k], hi[k]
+
+
+def first_decided_look(stats: dict, looks, decide, *, scales: dict | None = None,
+                       combine=None, alpha: float = sequential.ALPHA):
+    """The sequential decision without the registry: at each look passed (the first n
+    processes of `stats`), the named intervals, mapped by combine, go to decide(value,
+    low, high) -> a dict with `verdict`. Returns (decision, (value, low, high), n, k) at
+    the first look whose verdict is not inconclusive, else at the last; None when fewer
+    than 2 processes finished."""
+    import numpy as np
+
+    scales = scales or {}
+    stats = {k: np.asarray(v, float) for k, v in stats.items()}
+    sizes = sequential.look_sizes(min(len(v) for v in stats.values()), looks)
+    combine = combine or _default_combine
+    out = None
+    for k, n in enumerate(sizes):
+        vlh = combine(*_intervals(stats, scales, n, looks, alpha))
+        d = decide(*vlh)
+        out = (d, vlh, n, k)
+        if d["verdict"] != "inconclusive":
+            break
+    return out
+
+
+def judge(claim_id: str, stats: dict, *, looks, scales: dict | None = None, combine=None,
+          measured=None, note: str = "", noisy: bool = False, original: dict | None = None,
+          alpha: float = sequential.ALPHA) -> dict:
+    """Judge a claim on per-process statistics, look by look (first_decided_look).
+
+    stats: name -> per-process values (aligned, in process order) on the scale of
+    `scales[name]` ("log": the interval is taken on logs and read back with exp; the
+    default). combine(value, low, high) maps the named intervals onto the rule's names
+    (default: they are the rule's names; one statistic is the rule's `x`). measured(value,
+    low, high, n) gives the measured text. original: the same for the rule as first
+    written, {"stats": ..., "combine": ..., "measured": ...}, judged at the same look.
+    Returns the verdict row, with `processes` and `look`."""
+    c = verdicts.claim(claim_id)
+    null = verdicts._null(c)
+    found = first_decided_look(
+        stats, looks, lambda v, lo, hi: verdicts.decide(c["reproduced_if"], c["contradicted_if"],
+                                                        v, lo, hi, null=null),
+        scales=scales, combine=combine, alpha=alpha)
+    if found is None:
+        return verdicts.cannot_measure(claim_id, "fewer than 2 processes finished: an "
+                                       "interval over processes needs at least 2")
+    _, (value, low, high), n, k = found
+    kw = {}
+    if original is not None:
+        import numpy as np
+
+        ostats = {q: np.asarray(v, float)[:n] for q, v in original["stats"].items()}
+        ov, olo, ohi = (original.get("combine") or combine or _default_combine)(
+            *_intervals(ostats, original.get("scales", scales or {}), n, looks, alpha))
+        kw["original"] = {"value": ov, "low": olo, "high": ohi,
+                          "measured": original["measured"](ov, olo, ohi, n)
+                          if original.get("measured") else None}
+    looks = tuple(looks)
+    where = f"look {k + 1} ({n} processes) of looks at {', '.join(map(str, looks))}"
+    row = verdicts.judge(
+        claim_id, value, low=low, high=high, noisy=noisy,
+        measured=measured(value, low, high, n) if measured else None,
+        note="; ".join(x for x in (note, f"95% repeated confidence interval over {n} fresh "
+                                   "processes") if x),
+        method=verdicts.METHOD, processes=n, look=where, **kw)
+    if row["verdict"] == "inconclusive" and n < looks[-1]:
+        row["note"] += (f"; stopped at {n} of {looks[-1]} processes (the time budget of "
+                        "labkit.core.sequential)")
+    return row
+
+
+def open_rows(rows) -> list[str]:
+    """The claim ids of verdict rows whose interval still straddles a bound: a design
+    goes on to its next look while there are any."""
+    return [r["claim_id"] for r in rows if r["verdict"] == "inconclusive" and r.get("straddle")]

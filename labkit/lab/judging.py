@@ -1,0 +1,81 @@
+"""A notebook's verdict design in one call: the claims its runs decide, the stopping rule
+of its schedule, a checkpoint after every replication, and the runs saved for the ledger.
+"""
+from __future__ import annotations
+
+import os
+import random
+import time
+
+from labkit.core import results, sequential
+from labkit.experiments import design
+
+from labkit.lab import claim_rules, sweep
+
+
+def rules_for(notebook: str) -> list:
+    """The rules judged on `notebook`'s design runs (claim_rules.RULES), in registry order."""
+    want = [claim_rules.RUNS.format(notebook)]
+    out = [fn for fn, names in claim_rules.RULES.values() if names == want]
+    if not out:
+        raise ValueError(f"notebook must be one with a verdict design; {notebook!r} has no "
+                         "rule reading its runs in labkit.lab.claim_rules.RULES")
+    return out
+
+
+def _hooks(notebook: str, labels, total: int):
+    name = claim_rules.RUNS.format(notebook)
+    started = time.time()
+    finished = None
+    path = results.data_dir() / "checkpoints" / f"{name}.csv"
+    if os.environ.get(sweep.RESUME_ENV) == "1" and path.exists():
+        import pandas as pd
+
+        done = pd.read_csv(path, low_memory=False)
+        if "entry" in done and set(done.entry) == set(labels):
+            finished = done
+    sweep._report_progress("verdict processes", 0 if finished is None else
+                           finished.worker.nunique(), total, started)
+
+    def progress(runs):
+        results.save_csv(runs, name, subdir="checkpoints")
+        sweep._report_progress("verdict processes", runs.worker.nunique(), total, started)
+
+    return progress, finished
+
+
+def run(notebook: str, entries: dict, *, quick: bool, repeats: int = 2, seed: int = 0):
+    """Measure `entries` over fresh processes under the notebook's schedule and judge
+    every claim its runs decide. Saves data/<notebook>_verdict_runs.csv; returns
+    (runs, {claim id: verdict row})."""
+    schedule = sequential.schedule(notebook, quick=quick)
+    progress, finished = _hooks(notebook, entries, schedule["looks"][-1])
+    runs, rows, _ = design.measure_for_verdicts(
+        entries, rules_for(notebook), schedule=schedule, repeats=repeats, seed=seed,
+        progress=progress, finished=finished)
+    results.save_csv(runs, claim_rules.RUNS.format(notebook))
+    return runs, {r["claim_id"]: r for r in rows}
+
+
+def run_rounds(notebook: str, measure, labels, *, quick: bool, seed: int = 0):
+    """The same for replications that are rounds: measure(label, round) runs one label
+    (a server, say) once in fresh processes; each round runs every label once, in an
+    order starting at a random label, mirrored every other round."""
+    import pandas as pd
+
+    labels = list(labels)
+    schedule = sequential.schedule(notebook, quick=quick)
+    progress, finished = _hooks(notebook, labels, schedule["looks"][-1])
+
+    def one_round(i):
+        order = design.process_order(labels, repeats=1, rng=random.Random(seed * 100_003 + i))
+        if i % 2:
+            order = order[::-1]
+        return pd.concat([measure(lab, i).assign(entry=lab, order=pos)
+                          for pos, lab in enumerate(order)], ignore_index=True)
+
+    rules = rules_for(notebook)
+    runs, rows, _ = design.sequential(one_round, rules, schedule=schedule,
+                                      progress=progress, finished=finished)
+    results.save_csv(runs, claim_rules.RUNS.format(notebook))
+    return runs, {r["claim_id"]: r for r in rows}
