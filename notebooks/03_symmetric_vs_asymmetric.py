@@ -115,19 +115,17 @@ ratios.pivot(index="contexts", columns="kernel", values="asym / sym").round(2)
 # ping-pong of two fibers (~25 ns), so the amended rule (`data/claims_amendments.csv`)
 # divides the scheduler at N = 1024 by the two-context ping-pong (a ring of 1: main ->
 # c0 -> main); the original rule's baseline, a ring of 1024, is judged beside it. The
-# three are measured again for the verdict with `asm_fpu` (what `jump_fcontext` saves),
-# interleaved over three fresh worker processes (`labkit.experiments.design`); the intervals are
-# bootstrap BCa 95% intervals of the ratios of medians (`labkit.lab.claim_rules.c000_4`).
-#
-# A straddle gets one extension, to three times the repeats, and a last look: the
-# stopping rule written in `labkit.experiments.design` before measuring, never an early stop.
+# three, and the scheduler of 2 against a ring of 2 (the table's row C000.4a), are
+# measured again for the verdict with `asm_fpu` (what `jump_fcontext` saves), over fresh
+# worker processes: each process runs every entry twice in ABBA order, leading with a
+# random one, and gives one ratio per pair. The interval is taken over processes, at
+# looks of 8, 16, 24 and 32 processes; the design stops at the first look where no
+# interval straddles a bound (`labkit.core.sequential`, written before measuring).
 
 # %%
 from functools import partial
 
-from labkit.lab import claim_rules
-
-from labkit.experiments import design
+from labkit.lab import judging
 
 
 def ring_entry(contexts, asymmetric):
@@ -136,16 +134,14 @@ def ring_entry(contexts, asymmetric):
                    laps=max(1, switches_per_point // per_lap), stack_size=stack_size, cpu=cpu)
 
 
-verdict_runs, rows, looks = design.measure_for_verdicts(
-    {"scheduler 1024": ring_entry(1024, True), "ring 1": ring_entry(1, False),
-     "ring 1024": ring_entry(1024, False)},
-    [claim_rules.c000_4], repeats=6 if quick else 15)
-results.save_csv(verdict_runs, claim_rules.RUNS.format("03_symmetric_vs_asymmetric"))
-rows[0]["note"] += (f"; from the sweep: at N=2 the ratio to the ring is "
-                    f"{ratio_at('asm_fpu', 2)[0]:.2f}; ucontext scheduler 1024 / ring 1024: "
-                    f"{ratio_at('ucontext', 1024)[0]:.2f}")
+verdict_runs, rows = judging.run("03_symmetric_vs_asymmetric", {
+    "scheduler 1024": ring_entry(1024, True), "ring 1": ring_entry(1, False),
+    "ring 1024": ring_entry(1024, False), "scheduler 2": ring_entry(2, True),
+    "ring 2": ring_entry(2, False)}, quick=quick)
+rows["C000.4"]["note"] += (f"; ucontext scheduler 1024 / ring 1024 in the sweep: "
+                           f"{ratio_at('ucontext', 1024)[0]:.2f}")
 results.save_csv(shapes, "03_symmetric_vs_asymmetric")
-table = verdicts.table(rows)
+table = verdicts.table(list(rows.values()))
 results.save_csv(table, "03_symmetric_vs_asymmetric_verdicts")
 table
 

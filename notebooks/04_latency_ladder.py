@@ -227,42 +227,37 @@ else:
 # %% [markdown]
 # ## Verdicts
 #
-# The kernels the two rules name are measured again for the verdicts, interleaved (ABBA
-# rounds) over three fresh worker processes (`labkit.experiments.design`), so that drift between
-# blocks and one process's layout cannot favour a side.
+# The kernels the two rules name are measured again for the verdicts over fresh worker
+# processes: each process runs every kernel twice in ABBA order, leading with a random
+# one, and gives one median per kernel. The intervals are taken over processes, at looks
+# of 8, 16, 24 and 32 processes; the design stops at the first look where no interval
+# straddles a bound (`labkit.core.sequential`, written before measuring).
 #
-# **C000.1** takes x = 1 when, at the medians, virtual_call < boost_fiber < syscall_getppid
-# and log(fiber / call) < log(syscall / fiber), else 0; its interval is the percentile
-# bootstrap of that indicator over resampled repeats (`labkit.lab.claim_rules.c000_1`).
+# **C000.1** takes x = 1 when virtual_call < boost_fiber < syscall_getppid and
+# log(fiber / call) < log(syscall / fiber): three log-distances per process, each with its
+# interval; x is 1 when all three lie above 0, 0 when one lies below it
+# (`labkit.lab.claim_rules.c000_1`).
 #
-# **C000.5** is the ratio boost_fiber / cxx20_generator with a bootstrap BCa 95% interval
-# (`labkit.lab.claim_rules.c000_5`). Both are per transfer here; the article's figures are per
-# iteration of its ping-pong loop, a round trip of two transfers, so the notes double
-# labkit's figures before setting them beside the article's. The ratio is the same
-# either way.
+# **C000.5** is the ratio boost_fiber / cxx20_generator (`labkit.lab.claim_rules.c000_5`).
+# Both are per transfer here; the article's figures are per iteration of its ping-pong
+# loop, a round trip of two transfers, so the notes double labkit's figures before
+# setting them beside the article's. The ratio is the same either way.
 #
-# A peer missing here makes the verdict inconclusive and the note says which; a noisy
-# group is flagged in its row.
-#
-# A straddle gets one extension, to three times the repeats, and a last look: the
-# stopping rule written in `labkit.experiments.design` before measuring, never an early stop.
+# A peer missing here makes the verdict `not-measured` and the note says what to
+# install; a noisy group is flagged in its row.
 
 # %%
 from functools import partial
 
-from labkit.lab import claim_rules
-
-from labkit.experiments import design
+from labkit.lab import judging
 
 named = ["virtual_call", "boost_fiber", "syscall_getppid", "cxx20_generator"]
-verdict_runs, rows, looks = design.measure_for_verdicts(
-    {k: partial(labkit.measure, k, switches=switches // 4, cpu=cpu)
-     for k in named if k in set(ns.kernel)},
-    [claim_rules.c000_1, claim_rules.c000_5], repeats=6 if quick else 15)
-results.save_csv(verdict_runs, claim_rules.RUNS.format("04_latency_ladder"))
+verdict_runs, rows = judging.run("04_latency_ladder", {
+    k: partial(labkit.measure, k, switches=switches // 4, cpu=cpu)
+    for k in named if k in set(ns.kernel)}, quick=quick)
 
 # %%
-table = verdicts.table(rows)
+table = verdicts.table(list(rows.values()))
 results.save_csv(runs, "04_latency_ladder")
 results.save_csv(table, "04_latency_ladder_verdicts")
 table

@@ -257,28 +257,24 @@ pd.DataFrame(spreads, index=["median", "low", "high"]).T
 # %% [markdown]
 # ## Verdicts
 #
-# The groups the rules compare are measured again for the verdicts, interleaved (ABBA
-# rounds) over three fresh worker processes (`labkit.experiments.design`), so that drift between
-# blocks and one process's layout cannot favour a side. Each ratio gets a bootstrap BCa
-# 95% interval of the ratio of medians, C002.4 the same interval of the difference of
-# medians in TSC ticks (`labkit.lab.claim_rules`); a noisy group is flagged in its row. For
-# C001.4 the two magnitudes get their own intervals, and the rule must hold at every
-# corner. C002.4 takes the difference between the two pipe modes, which is everything a
-# process switch adds over a thread switch (the address space change and what follows
-# it): an upper bound on the TLB part alone, since with PCID the kernel need not flush
-# the whole TLB on every process switch. An upper bound can refute "hundreds to
-# thousands of cycles" but never confirm it: the amended rule says so
+# The groups the rules compare are measured again for the verdicts over fresh worker
+# processes: each process runs every group twice in ABBA order, leading with a random
+# one, and gives one median per group. The intervals are taken over processes, at looks
+# of 8, 16, 24 and 32 processes; the design stops at the first look where no interval
+# straddles a bound (`labkit.core.sequential`, written before measuring). Ratios are
+# judged on the log of the per-process ratio, C002.4 on the per-process difference in TSC
+# ticks. For C001.4 the two magnitudes get their own intervals, and the rule must hold at
+# every corner. C002.4 takes the difference between the two pipe modes, which is
+# everything a process switch adds over a thread switch (the address space change and
+# what follows it): an upper bound on the TLB part alone, since with PCID the kernel need
+# not flush the whole TLB on every process switch. An upper bound can refute "hundreds
+# to thousands of cycles" but never confirm it: the amended rule says so
 # (`data/claims_amendments.csv`), and the original rule's verdict stays beside it.
-#
-# A straddle gets one extension, to three times the repeats, and a last look: the
-# stopping rule written in `labkit.experiments.design` before measuring, never an early stop.
 
 # %%
 from functools import partial
 
-from labkit.lab import claim_rules
-
-from labkit.experiments import design
+from labkit.lab import judging
 
 entries = {
     "asm": partial(labkit.measure, "asm", switches=coroutine_switches, cpu=cpu),
@@ -292,17 +288,13 @@ for task in ("thread_futex", "thread_condvar", "process_pipe", "thread_pipe"):
 if pair is not None:
     entries["thread_condvar cross-cpu"] = partial(labkit.measure_handoff, "thread_condvar",
                                                   cpus=pair, switches=switches)
-verdict_runs, rows, looks = design.measure_for_verdicts(
-    entries, [claim_rules.c001_4, claim_rules.c002_1, claim_rules.c002_2, claim_rules.c002_4,
-              claim_rules.c003_1, claim_rules.c003_2, claim_rules.c003_3],
-    repeats=5 if quick else 12)
-results.save_csv(verdict_runs, claim_rules.RUNS.format("05_kernel_switches"))
+verdict_runs, rows = judging.run("05_kernel_switches", entries, quick=quick)
 condvar_ms, ucontext_ms = (verdict_runs.loc[verdict_runs.entry == k, "ns_per_switch"].median()
                            for k in ("thread_condvar same-cpu", "ucontext"))
-rows[5]["note"] += (f"; one-way on CPU {cpu}: a million would take {condvar_ms:.0f} ms "
+rows["C003.2"]["note"] += (f"; one-way on CPU {cpu}: a million would take {condvar_ms:.0f} ms "
                     f"(condvar) and {ucontext_ms:.0f} ms (swapcontext)")
 
-table = verdicts.table(rows)
+table = verdicts.table(list(rows.values()))
 results.save_csv(pd.concat([handoffs, yields.assign(part="yield")], ignore_index=True),
                  "05_kernel_switches")
 results.save_csv(table, "05_kernel_switches_verdicts")

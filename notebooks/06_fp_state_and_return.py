@@ -157,25 +157,21 @@ pd.DataFrame([{"effect": e, "ratio": r, "low": lo, "high": hi} for e, (r, lo, hi
 
 # %% [markdown]
 # `asm_fxsave`, `asm_fpu` and `asm_xsave` are measured again for the verdict, with the
-# same control words in both contexts, interleaved (ABBA rounds) over three fresh worker
-# processes (`labkit.experiments.design`); the interval is a bootstrap BCa 95% interval of the ratio
-# of medians (`labkit.lab.claim_rules.c002_3`).
-#
-# A straddle gets one extension, to three times the repeats, and a last look: the
-# stopping rule written in `labkit.experiments.design` before measuring, never an early stop.
+# same control words in both contexts, over fresh worker processes: each process runs
+# every kernel twice in ABBA order, leading with a random one, and gives one ratio. The
+# interval is taken over processes, at looks of 8, 16, 24 and 32 processes; the design
+# stops at the first look where no interval straddles a bound (`labkit.core.sequential`,
+# written before measuring). C000.6 is an instruction count, exact: it has no interval.
 
 # %%
 from functools import partial
 
-from labkit.lab import claim_rules
+from labkit.lab import claim_rules, judging
 
-from labkit.experiments import design
-
-verdict_runs, rows, looks = design.measure_for_verdicts(
-    {k: partial(labkit.measure, k, switches=switches, cpu=cpu, fp_control="same")
-     for k in ("asm_fxsave", "asm_fpu", "asm_xsave") if k in ladder},
-    [claim_rules.c002_3], repeats=6 if quick else 15)
-results.save_csv(verdict_runs, claim_rules.RUNS.format("06_fp_state_and_return"))
+verdict_runs, rows = judging.run("06_fp_state_and_return", {
+    k: partial(labkit.measure, k, switches=switches, cpu=cpu, fp_control="same")
+    for k in ("asm_fxsave", "asm_fpu", "asm_xsave") if k in ladder}, quick=quick)
+rows = list(rows.values())
 row = claim_rules.c000_6(counts)
 if row["measured_value"] == "not measured":
     row["note"] = why or catalogue.loc["boost_fcontext", "why_not"] or "not counted"

@@ -69,7 +69,6 @@ connections = 1000          # the article's wrk run: 1000 concurrent connections
 message_bytes = 64          # "small requests"
 duration = 2.0              # seconds per measured run (an upper bound)
 requests = 2_000_000        # requests per measured run (an upper bound)
-repeats = 7                 # runs per server, interleaved across servers
 sweep_connections = [1, 10, 100]   # plus `connections` from the main runs
 sweep_duration = 1.0
 sweep_repeats = 3
@@ -93,7 +92,7 @@ from labkit.lab import verdicts
 from labkit.lab.sweep import grid, sweep
 
 if quick:
-    duration, requests, repeats = 0.5, 300_000, 3
+    duration, requests = 0.5, 300_000
     sweep_connections, sweep_duration, sweep_repeats = [1, 100], 0.3, 1
     c15_chunks, c15_duration, c15_repeats, c15_connections = [1024, 16384], 0.3, 2, 50
 
@@ -130,20 +129,25 @@ survived
 # %% [markdown]
 # ## The article's table: 1000 connections, small messages
 #
-# Each server gets `repeats` runs, a fresh server process per run, the servers
-# interleaved (run 1 of every server, then run 2...) so that a slow minute of this
-# machine falls on all of them alike. Each run: 1000 connections, two warm-up requests
-# on each (connection set-up, buffers and pools grow there), then the measured window.
-# Allocations per second are the server's own count over that window.
+# The runs come in rounds: each round runs every server once, a fresh server process per
+# run, in an order that starts at a random server and is mirrored every other round, so
+# that a slow minute of this machine falls on all of them alike. A round is the unit of
+# replication: the verdicts take their intervals over rounds, at looks of 6 and 12 rounds
+# (3 in quick mode), and the runs stop at the first look where no interval straddles a
+# bound (`labkit.core.sequential`, written before measuring). Each run: 1000
+# connections, two warm-up requests on each (connection set-up, buffers and pools grow
+# there), then the measured window. Allocations per second are the server's own count
+# over that window.
 
 # %%
-main = sweep(
-    lambda repeat, server: echo.run_load(
+from labkit.lab import judging
+
+main, echo_rows = judging.run_rounds(
+    "09_echo_servers",
+    lambda server, r: echo.run_load(
         server, connections=connections, requests=requests, duration=duration,
-        message_bytes=message_bytes, read_mode="whole", seed=repeat + 1).assign(repeat=repeat),
-    grid(repeat=list(range(repeats)), server=names),
-    desc="1000 connections", checkpoint="09_echo_servers_main",
-)
+        message_bytes=message_bytes, read_mode="whole", seed=r + 1).assign(repeat=r),
+    names, quick=quick)
 ms = echo.summary(main)
 for w in labkit.noise_warnings(ms):
     print(w)
@@ -348,7 +352,7 @@ from labkit.lab import claim_rules
 
 rows = []
 if have_order:
-    row = claim_rules.c001_1(main.assign(experiment="main"), claimed_order)
+    row = echo_rows["C001.1"]
     row["note"] += (f"; interquartile check (echo.ordering): {order_detail} -> {order_x:g}"
                     f"; allocations/s callback {a_cb:,.0f}, plain {a_new:,.0f}, optimised "
                     f"{a_opt:,.0f}; p99 ms "
@@ -361,7 +365,7 @@ else:
         "C001.1", "missing here: " + ", ".join(
             f"{s} ({echo.availability(s)[1]})" for s in claimed_order if s not in names)))
 
-row = claim_rules.c001_3(main.assign(experiment="main"))
+row = echo_rows["C001.3"]
 if row["measured_value"] != "not measured":
     row["note"] += "".join(f"; {t['io_uring']} / {t['epoll twin']} = {t['QPS ratio']:.3f} "
                            f"[{t['low']:.3f}, {t['high']:.3f}]" for t in twin_rows)
@@ -434,13 +438,6 @@ closing.round(1)
 results.save_experiments("09_echo_servers", {
     "main": main, "connections": conn_runs, "reads": c15.drop(columns="how")})
 results.save_csv(robust, "09_echo_servers_robustness")
-# C004.2 again with this run's throughput and notebook 07b's memory, if 07b has run. The
-# row is shown here, not written to this notebook's verdicts: the claim is judged by
-# 07b, and the ledger judges it from both data files whichever notebook ran last.
-frames_csv = results.data_dir() / "07b_coroutine_memory.csv"
-display(verdicts.table([claim_rules.c004_2(
-    pd.read_csv(frames_csv, low_memory=False) if frames_csv.exists() else None,
-    main.assign(experiment="main"))]))
 table = verdicts.table(rows)
 results.save_csv(table, "09_echo_servers_verdicts")
 table

@@ -1,97 +1,102 @@
-"""The measurement design: interleaved rounds over fresh workers, and the stopping rule."""
+"""The measurement design: ABBA inside fresh processes, looks at the schedule's process
+counts, and a stop at the first look that decides."""
 import functools
+import random
 
 import pandas as pd
 import pytest
 
 import labkit
+from labkit.core import sequential
 from labkit.experiments import design
 
 
-def test_plan_gives_every_entry_its_repeats_interleaved():
-    calls = design.plan(["a", "b"], repeats=9, workers=3)
-    got = pd.DataFrame(calls)
-    assert got.groupby("label").repeats.sum().to_dict() == {"a": 9, "b": 9}
-    assert set(got.worker) == {0, 1, 2}
-    # Every round visits both entries, and the leading side alternates.
-    assert (got.groupby("round").label.nunique() == 2).all()
-    leaders = got[got.position == 0].label
-    assert set(leaders) == {"a", "b"}
-
-
-def test_shuffled_plan_is_seeded():
-    a = design.plan(list("abc"), repeats=12, workers=2, order="shuffle", seed=1)
-    b = design.plan(list("abc"), repeats=12, workers=2, order="shuffle", seed=1)
-    assert a == b
-    assert len({tuple(c["label"] for c in a if c["round"] == r) for r in range(4)}) > 1
+def test_process_order_is_abba_with_a_random_leader():
+    leaders = set()
+    for seed in range(20):
+        order = design.process_order(["a", "b"], repeats=2, rng=random.Random(seed))
+        assert order in (["a", "b", "b", "a"], ["b", "a", "a", "b"])
+        leaders.add(order[0])
+    assert leaders == {"a", "b"}
+    order = design.process_order(list("abc"), repeats=3, rng=random.Random(1))
+    assert sorted(order) == sorted(list("abc") * 3)
+    assert order[3:6] == order[0:3][::-1]
 
 
 @pytest.mark.parametrize("kwargs, err", [
-    ({"repeats": 0}, ValueError), ({"workers": 99}, ValueError),
-    ({"order": "aabb"}, ValueError), ({"repeats": 2.0}, TypeError),
+    ({"repeats": 0}, ValueError), ({"repeats": 2.0}, TypeError),
+    ({"repeats": design.MAX_REPEATS + 1}, ValueError),
 ])
-def test_plan_rejects_bad_input(kwargs, err):
-    args = {"repeats": 4, "workers": 2, **kwargs}
-    with pytest.raises(err, match=next(iter(kwargs))):
-        design.plan(["a", "b"], **args)
+def test_process_order_rejects_bad_input(kwargs, err):
+    with pytest.raises(err, match="repeats"):
+        design.process_order(["a", "b"], rng=random.Random(0), **kwargs)
+    with pytest.raises(ValueError, match="entries"):
+        design.process_order(["a", "a"], repeats=2, rng=random.Random(0))
 
 
-def test_interleaved_runs_in_fresh_workers():
+def test_every_process_is_a_fresh_worker():
     entries = {k: functools.partial(labkit.measure, k, switches=10_000, warmup=0)
                for k in ("asm", "asm_fpu")}
-    df = design.interleaved(entries, repeats=4, workers=2)
-    assert df.groupby("entry").size().to_dict() == {"asm": 4, "asm_fpu": 4}
-    assert sorted(df[df.entry == "asm"].repeat) == [0, 1, 2, 3]
-    # Two workers, two different processes.
-    assert df.groupby("worker").worker_pid.nunique().eq(1).all()
-    assert df.worker_pid.nunique() == 2
-    assert {"order", "round"} <= set(df.columns)
-    with pytest.raises(TypeError, match="entries"):
-        design.interleaved({"a": 3})
+    a = design.run_process(entries, 0, repeats=2, seed=0)
+    b = design.run_process(entries, 1, repeats=2, seed=0)
+    assert a.groupby("entry").size().to_dict() == {"asm": 2, "asm_fpu": 2}
+    assert a.worker_pid.nunique() == 1 and b.worker_pid.nunique() == 1
+    assert a.worker_pid.iloc[0] != b.worker_pid.iloc[0]
+    assert list(a.order) == [0, 1, 2, 3]
 
 
-def test_stopping_rule_looks_at_most_twice():
-    looks = []
-
-    def run(repeats):
-        looks.append(repeats)
-        return pd.DataFrame({"entry": ["a"] * repeats, "repeat": range(repeats)})
-
-    def straddling(frame):
-        return "inconclusive", "x straddles the bound 2"
-
-    frame, verdict, why, n = design.extend_if_straddling(run, straddling, repeats=5)
-    assert (looks, n, len(frame)) == ([5, 10], 2, 15)
-    assert sorted(frame.repeat) == list(range(15))
-    looks.clear()
-    frame, verdict, _, n = design.extend_if_straddling(
-        run, lambda f: ("reproduced", ""), repeats=5, max_repeats=20)
-    assert (looks, n, verdict) == ([5], 1, "reproduced")
-    with pytest.raises(ValueError, match="max_repeats"):
-        design.extend_if_straddling(run, straddling, repeats=5, max_repeats=3)
+def _fake(calls):
+    def one(i):
+        calls.append(i)
+        return pd.DataFrame({"entry": ["a", "b"], "ns_per_switch": [2.0, 1.0]})
+    return one
 
 
-def test_measure_for_verdicts_extends_once_on_a_straddle(monkeypatch):
+def test_the_design_stops_at_the_first_look_without_a_straddle():
     calls = []
 
-    def fake_interleaved(entries, *, repeats, **kw):
-        calls.append(repeats)
-        return pd.DataFrame({"entry": ["a"] * repeats + ["b"] * repeats,
-                             "repeat": list(range(repeats)) * 2})
+    def decided(runs):
+        return {"claim_id": "C0", "verdict": "reproduced", "straddle": "", "note": ""}
 
-    monkeypatch.setattr(design, "interleaved", fake_interleaved)
+    runs, rows, looks = design.sequential(_fake(calls), [decided],
+                                          schedule={"looks": (4, 8)})
+    assert looks == 1 and calls == [0, 1, 2, 3]
+    assert set(runs.worker) == {0, 1, 2, 3} and set(runs.looks) == {"4 8"}
 
-    def straddling(frame):
-        return {"claim_id": "C0", "verdict": "inconclusive", "note": "x straddles the bound 2"}
 
-    frame, rows, looks = design.measure_for_verdicts({"a": None, "b": None}, [straddling],
-                                                     repeats=4)
-    assert (calls, looks) == ([4, 8], 2)
-    assert "extended once" in rows[0]["note"] and "12 repeats" in rows[0]["note"]
-    calls.clear()
-    frame, rows, looks = design.measure_for_verdicts(
-        {"a": None}, [lambda f: {"claim_id": "C0", "verdict": "reproduced", "note": ""}],
-        repeats=4)
-    assert (calls, looks) == ([4], 1) and rows[0]["note"] == "4 repeats per side, one look"
+def test_a_straddle_goes_on_to_the_cap_and_no_further():
+    calls, seen = [], []
+
+    def straddling(runs):
+        seen.append(runs.worker.nunique())
+        return {"claim_id": "C0", "verdict": "inconclusive", "straddle": "x >= 2", "note": ""}
+
+    runs, rows, looks = design.sequential(_fake(calls), [straddling],
+                                          schedule={"looks": (4, 8, 12)})
+    assert looks == 3 and seen == [4, 8, 12] and len(calls) == 12
+
+
+def test_an_interrupted_design_goes_on_from_its_finished_processes():
+    calls = []
+    finished = pd.concat([_fake([])(i).assign(worker=i) for i in range(3)])
+
+    def straddling(runs):
+        return {"claim_id": "C0", "verdict": "inconclusive", "straddle": "x", "note": ""}
+
+    runs, _, _ = design.sequential(_fake(calls), [straddling], schedule={"looks": (4,)},
+                                   finished=finished)
+    assert calls == [3] and runs.worker.nunique() == 4
+
+
+def test_the_design_rejects_bad_input():
+    ok = {"looks": (4, 8)}
     with pytest.raises(TypeError, match="rules"):
-        design.measure_for_verdicts({"a": None}, [], repeats=4)
+        design.sequential(_fake([]), [], schedule=ok)
+    with pytest.raises(ValueError, match="looks"):
+        design.sequential(_fake([]), [len], schedule={"looks": (8, 4)})
+    with pytest.raises(ValueError, match="seconds"):
+        design.sequential(_fake([]), [len], schedule={"looks": (4,), "seconds": -1})
+    with pytest.raises(TypeError, match="entries"):
+        design.measure_for_verdicts({"a": 3}, [len], schedule=ok)
+    assert sequential.schedule("09_echo_servers")["looks"] == (6, 12)
+    assert sequential.schedule("01_stack_size", quick=True)["looks"] == sequential.QUICK_LOOKS

@@ -23,25 +23,49 @@ def test_a_straddle_is_inconclusive_and_names_the_bound_and_distance():
     assert "0.2 below it, 0.4 above" in row["note"]
 
 
-def test_between_the_regions_is_inconclusive_without_a_straddle():
+def test_wholly_between_the_regions_is_decided_in_between():
+    # C002.3: reproduced if x >= 2; contradicted if x < 1.2: 1.5 is a smaller effect.
     row = verdicts.judge("C002.3", 1.5, low=1.4, high=1.6)
-    assert row["verdict"] == "inconclusive"
-    assert "between the two rules" in row["note"]
+    assert row["verdict"] == "in-between" and not row["straddle"]
+    assert row["note"].startswith("weaker than claimed") and "bound 2" in row["note"]
+    # C003.2: reproduced if 2 <= x <= 8; contradicted if x < 1 or x > 16: 9.8 is larger.
+    row = verdicts.judge("C003.2", 9.8, low=9.4, high=10.5)
+    assert row["verdict"] == "in-between" and row["note"].startswith("stronger than claimed")
+    # C004.1b: a memory ratio of 0.9 against a claimed 0.6-0.85 is a weaker saving.
+    row = verdicts.judge("C004.1b", 0.9, low=0.89, high=0.91)
+    assert row["verdict"] == "in-between" and row["note"].startswith("weaker")
 
 
-def test_missing_data_is_inconclusive_and_says_what_is_missing():
+def test_a_straddle_says_which_way_it_leans():
+    row = verdicts.judge("C002.3", 2.1, low=1.8, high=2.4)  # reaches 2 from the gap
+    assert (row["lean"], row["verdict"]) == ("not contradicted", "inconclusive")
+    assert "x >= 2" in row["straddle"]
+    row = verdicts.judge("C002.3", 1.2, low=1.1, high=1.3)  # reaches 1.2 from the gap
+    assert row["lean"] == "not reproduced" and "x < 1.2" in row["straddle"]
+    row = verdicts.judge("C002.3", 1.8, low=1.0, high=3.0)  # both bounds
+    assert row["lean"] == "either way" and row["note"].startswith("leans either way")
+    assert verdicts.judge("C002.3", 3.0, low=2.5, high=3.5)["lean"] == ""
+
+
+def test_missing_data_is_not_measured_and_says_what_is_missing():
     row = verdicts.judge("C002.3", math.nan, low=math.nan, high=math.nan)
-    assert row["verdict"] == "inconclusive" and "missing data" in row["note"]
+    assert row["verdict"] == "not-measured" and "missing data" in row["note"]
     nan = {"mem": 0.7, "tps": math.nan}
     row = verdicts.judge("C004.2", nan, low=nan, high=nan)
-    assert row["verdict"] == "inconclusive" and "tps" in row["note"]
+    assert row["verdict"] == "not-measured" and "tps" in row["note"]
+
+
+def test_a_missing_system_is_not_measured_never_inconclusive():
+    row = verdicts.cannot_measure("C001.3", "install liburing-dev")
+    assert row["verdict"] == row["original_verdict"] == "not-measured"
+    assert verdicts.cannot_measure("C003.1", "AArch64")["verdict"] == "not-applicable-here"
 
 
 def test_one_failing_part_refutes_a_two_part_claim_under_its_amendment():
     part = {"mem": 0.95, "tps": math.nan}
     row = verdicts.judge("C004.2", part, low=part, high=part)
     assert row["verdict"] == "contradicted"
-    assert row["original_verdict"] == "inconclusive"  # 'and' in the original rule
+    assert row["original_verdict"] == "not-measured"  # 'and' in the original rule
 
 
 def test_noise_is_flagged_not_a_veto():
@@ -70,7 +94,7 @@ def test_an_amendment_keeps_the_original_rule_beside_it():
     # An upper bound inside the claimed range confirms under the original rule only.
     row = verdicts.judge("C002.4", 201.0, low=150.0, high=330.0)
     assert row["original_verdict"] == "reproduced"
-    assert row["verdict"] == "inconclusive" and "only contradict" in row["note"]
+    assert row["verdict"] == "in-between" and "only contradict" in row["note"]
     assert verdicts.judge("C002.4", 30.0, low=20.0, high=40.0)["verdict"] == "contradicted"
     # A different measured quantity under the original rule.
     row = verdicts.judge("C000.4", 1.2, low=1.1, high=1.3,

@@ -56,26 +56,29 @@ def obf_spending(t: float, alpha: float = ALPHA) -> float:
 
 def _check_looks(looks) -> tuple[int, ...]:
     looks = tuple(looks)
-    if not looks or any(not isinstance(n, int) or isinstance(n, bool) or n < 2 for n in looks):
+    if not looks or any(type(n) is not int or n < 2 for n in looks):
         raise ValueError(f"looks must be process counts of at least 2; got {looks!r}")
     if list(looks) != sorted(set(looks)):
         raise ValueError(f"looks must increase strictly; got {looks!r}")
     return looks
 
 
-@functools.lru_cache(maxsize=64)
-def z_boundaries(looks: tuple[int, ...], alpha: float = ALPHA, cap: int | None = None,
-                 grid: int = 1201) -> tuple[float, ...]:
+def z_boundaries(looks, alpha: float = ALPHA, cap: int | None = None) -> tuple[float, ...]:
     """Two-sided critical values |Z_k| >= c_k of the looks (processes) under the spending
     function, the last planned look `cap` (default: the last look) taking t = 1.
 
     Computed by the recursive numerical integration of Armitage, McPherson and Rowe: the
     sub-density of the running sum over the continuation region, look by look."""
+    return _z_boundaries(_check_looks(looks), float(alpha), cap)
+
+
+@functools.lru_cache(maxsize=64)
+def _z_boundaries(looks: tuple[int, ...], alpha: float, cap: int | None,
+                  grid: int = 1201) -> tuple[float, ...]:
     import numpy as np
     from scipy.optimize import brentq
     from scipy.stats import norm
 
-    looks = _check_looks(looks)
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1); got {alpha!r}")
     cap = looks[-1] if cap is None else cap
@@ -119,7 +122,7 @@ def _critical_value(n: int, looks: tuple, alpha: float, cap: int | None) -> floa
 
     cap = looks[-1] if cap is None else cap
     done = tuple(m for m in looks if m < n) + (n,)
-    z = z_boundaries(done, alpha, max(cap, n))[-1]
+    z = _z_boundaries(done, alpha, max(cap, n))[-1]
     return float(t.ppf(norm.cdf(z), df=n - 1))
 
 

@@ -265,6 +265,7 @@ def c001_2(frames07a):
         return verdicts.cannot_measure("C001.2", "no 256 B heap/pool allocation rows")
     r, lo, hi = verdicts.ratio_with_spread(heap, pool)
     return verdicts.judge("C001.2", r, low=lo, high=hi, noisy=_noisy(heap, pool),
+                          method=verdicts.ONE_PROCESS,
                           note=f"heap {heap.median():.3g} ns, pool {pool.median():.3g} ns per "
                                "pair (claimed ~100 and ~10)")
 
@@ -330,7 +331,7 @@ def c000_7(frames08, *, work_cycles=100, before=(MiB, 1), after=(64 * KiB, 32)):
     implied = (1 - np.median(sa)) / (1 - np.median(sb))
     noisy = _noisy(b.total_ns, a.total_ns, b.work_only_ns, a.work_only_ns)
     return verdicts.judge(
-        "C000.7", value, low=low, high=high, noisy=noisy,
+        "C000.7", value, low=low, high=high, noisy=noisy, method=verdicts.ONE_PROCESS,
         measured=f"share ratio {s:.2f} [{slo:.2f}, {shi:.2f}], gain {g:.2f} [{glo:.2f}, {ghi:.2f}]",
         note=(f"W={work_cycles} TSC ticks; share {100 * np.median(sb):.1f}% -> "
               f"{100 * np.median(sa):.1f}%; gain the shares allow (1-s1)/(1-s0) = {implied:.2f}; "

@@ -52,6 +52,8 @@ COLUMNS = ["claim_id", "source", "claimed_value", "measured_value", "verdict", "
            "processes", "look"]
 # What produced the interval. An exact count (bytes, instructions) has none.
 EXACT = "exact"
+# A timing judged on one process's sweep, not yet on a design over processes.
+ONE_PROCESS = "bootstrap-bca95-one-process"
 METHOD = "rci-obf95-processes"
 CONFIDENCE = 0.95
 N_RESAMPLES = 4000
@@ -275,16 +277,18 @@ def decide(reproduced_if: str, contradicted_if: str, value, low=None, high=None,
     if reproduced_if.strip() == "never":
         return {**out, "verdict": "not-applicable-here"}
     points = _corners(value, low, high)
-    missing = _missing(points)
-    if missing:
-        return {**out, "verdict": "not-measured",
-                "why": f"missing data: no value for {', '.join(missing)}"}
     rep = [_holds(reproduced_if, p) for p in points]
     con = [_holds(contradicted_if, p) for p in points]
     if all(rep) and not any(con):
         return {**out, "verdict": "reproduced"}
     if all(con) and not any(rep):
         return {**out, "verdict": "contradicted"}
+    # A rule can decide on the parts it has (one failing part refutes); else a missing
+    # part leaves the claim not measured.
+    missing = _missing(points)
+    if missing:
+        return {**out, "verdict": "not-measured",
+                "why": f"missing data: no value for {', '.join(missing)}"}
     if not any(rep) and not any(con):
         if reproduced_if.strip() == "False":
             why = (f"not contradicted: the interval lies outside `{contradicted_if}`, and "

@@ -11,7 +11,8 @@ from labkit.lab.articles.anatomy import _anatomy
 from labkit.lab.articles.measured import STRATEGIES, _csv, _echo, _mem, _noisy, _q, _share
 
 
-def _judge(cid: str, r: tuple, *, noisy: bool = False, note: str = "", why: str = "") -> dict:
+def _judge(cid: str, r: tuple, *, noisy: bool = False, note: str = "", why: str = "",
+           method: str = verdicts.EXACT) -> dict:
     m, lo, hi = r
     if m is None or math.isnan(m):
         return verdicts.cannot_measure(cid, why or "no data for it in this run")
@@ -19,7 +20,8 @@ def _judge(cid: str, r: tuple, *, noisy: bool = False, note: str = "", why: str 
         lo = hi = None
         noisy = True
     return verdicts.judge(cid, float(m), low=None if lo is None else float(lo),
-                          high=None if hi is None else float(hi), noisy=noisy, note=note)
+                          high=None if hi is None else float(hi), noisy=noisy, note=note,
+                          method=method)
 
 
 def _j_anatomy(cid):
@@ -37,6 +39,7 @@ def _j_share():
         return verdicts.cannot_measure("C000.7a", "no 1 MiB, W=100 point in this run")
     m, q1, q3 = _q(d.share_switching)
     return _judge("C000.7a", (m, q1, q3), noisy=_noisy(d.share_switching),
+                  method="quartiles-one-process",
                   note="share of time switching, 1 MiB stacks, one task per switch, W=100")
 
 

@@ -1,0 +1,82 @@
+"""Group-sequential critical values and the engine's interval over processes."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from labkit.core import sequential
+from labkit.lab import engine
+
+
+def test_spending_reaches_alpha_at_the_cap_and_nothing_at_zero():
+    assert sequential.obf_spending(0.0) == 0.0
+    assert sequential.obf_spending(1.0) == pytest.approx(sequential.ALPHA)
+    assert sequential.obf_spending(0.25) < sequential.obf_spending(0.5) < sequential.ALPHA
+
+
+def test_boundaries_keep_the_error_over_all_looks():
+    looks = (8, 16, 24, 32)
+    z = sequential.z_boundaries(looks)
+    assert z[0] > z[1] > z[2] > z[3] > 1.96  # O'Brien-Fleming: strict early, near 1.96 late
+    # Brownian paths with no effect cross a boundary at some look with probability alpha.
+    rng = np.random.default_rng(1)
+    steps = rng.standard_normal((200_000, looks[-1]))
+    sums = np.cumsum(steps, axis=1)[:, [n - 1 for n in looks]]
+    crossed = (np.abs(sums / np.sqrt(looks)) >= np.array(z)).any(axis=1).mean()
+    assert crossed == pytest.approx(sequential.ALPHA, abs=0.003)
+
+
+def test_the_interval_is_over_processes_not_repeats():
+    rng = np.random.default_rng(2)
+    stats = rng.normal(0.1, 0.05, 16)
+    m, lo, hi, c = sequential.interval(stats, (8, 16))
+    assert lo < m < hi and c > 2.0
+    # Sixteen processes give a narrower interval than eight.
+    m8, lo8, hi8, _ = sequential.interval(stats[:8], (8, 16))
+    assert hi8 - lo8 > hi - lo
+    assert sequential.interval([0.1], (8, 16))[1] == -math.inf
+
+
+def test_more_repeats_inside_a_process_do_not_narrow_a_process_effect():
+    rng = np.random.default_rng(3)
+    effects = rng.normal(0, 0.1, (16, 2))  # side-specific process effects
+
+    def runs(repeats):
+        rows = []
+        for w in range(16):
+            for side, label in enumerate(("a", "b")):
+                for _ in range(repeats):
+                    rows.append({"worker": w, "entry": label, "ns_per_switch":
+                                 (2.0 if label == "a" else 1.0) * math.exp(effects[w, side])})
+        return pd.DataFrame(rows)
+
+    widths = []
+    for repeats in (2, 20):
+        t = engine.per_process(runs(repeats))
+        _, lo, hi, _ = sequential.interval(engine.ratio_stats(t, "a", "b"), (8, 16))
+        widths.append(hi - lo)
+    assert widths[0] == pytest.approx(widths[1])
+
+
+@pytest.mark.parametrize("looks", [(), (8, 4), (1, 8), (8, 8), (4.0,)])
+def test_bad_looks_are_refused(looks):
+    with pytest.raises(ValueError, match="looks"):
+        sequential.z_boundaries(tuple(looks))
+
+
+def test_look_sizes():
+    assert sequential.look_sizes(16, (8, 16, 24)) == [8, 16]
+    assert sequential.look_sizes(20, (8, 16, 24)) == [8, 16, 20]  # stopped by the budget
+    assert sequential.look_sizes(5, (8, 16)) == [5]
+    assert sequential.look_sizes(1, (8, 16)) == []
+
+
+def test_the_engine_decides_at_the_first_look_that_decides():
+    rng = np.random.default_rng(4)
+    big = {"x": np.log(3.0) + rng.normal(0, 0.02, 32)}
+    row = engine.judge("C002.3", big, looks=(8, 16, 24, 32))
+    assert row["verdict"] == "reproduced" and row["processes"] == 8
+    near = {"x": np.log(2.0) + rng.normal(0, 0.05, 32)}  # on the bound: never decided
+    row = engine.judge("C002.3", near, looks=(8, 16, 24, 32))
+    assert row["verdict"] == "inconclusive" and row["processes"] == 32 and row["lean"]
