@@ -177,3 +177,11 @@ def test_a_claim_of_a_split_notebook_left_without_a_part_is_an_error(monkeypatch
     monkeypatch.setitem(verdicts.SPLIT, "07_coroutine_frames", parts)
     with pytest.raises(ValueError, match="C004.3.*SPLIT"):
         verdicts.claims()
+
+
+def test_an_interval_through_the_claimed_region_is_not_contradicted_by_its_ends():
+    # C000.4 (amended): reproduced if 1.05 <= x <= 1.5; contradicted if x < 1.0 or x > 3.0.
+    # Both ends lie in the contradicted region, the middle in the claimed one.
+    row = verdicts.judge("C000.4", 3.6, low=0.5, high=26.0)
+    assert row["verdict"] == "inconclusive" and row["lean"] == "either way"
+    assert verdicts.judge("C000.4", 3.6, low=3.1, high=26.0)["verdict"] == "contradicted"

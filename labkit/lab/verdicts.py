@@ -162,12 +162,23 @@ def _holds(rule: str, values: dict) -> bool:
     return bool(_eval(rule, values))
 
 
-def _corners(value: dict, low: dict, high: dict) -> list[dict]:
-    """The centre and every corner of the box the named intervals span."""
+def _corners(value: dict, low: dict, high: dict, cuts=None) -> list[dict]:
+    """The centre and every corner of the box the named intervals span; with `cuts`
+    (name -> the numbers a rule compares that name with), also the points at and beside each cut that
+    lies inside a name's interval, so that a rule holding at both ends of an interval
+    but not in its middle (x < 1 or x > 3) is seen."""
     names = list(value)
-    ends = [(low.get(k, value[k]), high.get(k, value[k])) for k in names]
+    axes = []
+    for k in names:
+        lo, hi = low.get(k, value[k]), high.get(k, value[k])
+        vals = [lo, hi]
+        for c in (cuts or {}).get(k, ()):
+            if lo < c < hi:
+                step = max(abs(c), 1.0) * 1e-9
+                vals += [c - step, c, c + step]
+        axes.append(vals)
     points = [dict(value)]
-    for combo in itertools.product(*ends):
+    for combo in itertools.product(*axes):
         points.append(dict(zip(names, combo)))
     return points
 
@@ -276,7 +287,10 @@ def decide(reproduced_if: str, contradicted_if: str, value, low=None, high=None,
     out = {"verdict": "inconclusive", "why": "", "straddle": "", "lean": ""}
     if reproduced_if.strip() == "never":
         return {**out, "verdict": "not-applicable-here"}
-    points = _corners(value, low, high)
+    cuts: dict = {}
+    for expr, b, _ in _bounds(reproduced_if) + _bounds(contradicted_if):
+        cuts.setdefault(expr.strip(), set()).add(b)
+    points = _corners(value, low, high, cuts)
     rep = [_holds(reproduced_if, p) for p in points]
     con = [_holds(contradicted_if, p) for p in points]
     if all(rep) and not any(con):
