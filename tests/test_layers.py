@@ -132,7 +132,7 @@ def _sources():
 
 def test_every_labkit_name_imported_exists():
     """Each module has one name, the one of its layer folder: an import of a name that is not
-    there (labkit.timing for labkit.core.timing, `from labkit import workshop`) fails here
+    there (a module of labkit/core or labkit/lab named as if it sat in labkit/) fails here
     rather than in a learner's notebook."""
     modules = _module_names() | {"__init__"}
 
