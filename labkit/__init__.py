@@ -15,7 +15,6 @@ from labkit.core.machine import machine_info
 from labkit.core.native import builds
 from labkit.core.timing import measure, measure_ring
 from labkit.core.stats import noise_warnings, summarize
-from labkit import _moved
 from labkit.errors import (KernelCrashError, KernelUnavailableError, MeasurementTimeout,
                            SwitchCountError, WorkerError)
 
@@ -34,22 +33,3 @@ __all__ = [
     "KernelCrashError", "KernelUnavailableError", "MeasurementTimeout", "SwitchCountError",
     "WorkerError",
 ]
-
-_DEPRECATED = {"measure_kernel_switch": "measure_handoff", "KMODES": "HANDOFF_MODES",
-               "kernels": "catalogue"}
-
-
-_moved.install()
-
-
-def __getattr__(name):
-    # Names that changed keep working for one release.
-    if f"labkit.{name}" in _moved.MOVED:
-        return _moved.load(f"labkit.{name}")
-    if name in _DEPRECATED:
-        import warnings
-
-        warnings.warn(f"labkit.{name} is now labkit.{_DEPRECATED[name]}", DeprecationWarning,
-                      stacklevel=2)
-        return globals()[_DEPRECATED[name]]
-    raise AttributeError(f"module 'labkit' has no attribute {name!r}")

@@ -13,10 +13,11 @@
 # %% [markdown]
 # # 00 · The claims ledger
 #
-# Every measurable claim of the five source articles (`CLAIMS.md`, the articles
-# `000_dc0f0e0d023658f3.txt` ... `004_dfc61b1060864bf1.txt`), with the verdict the lab
-# reached on this machine. Each verdict comes from the experiment notebook named beside
-# it, by the rule written in `data/claims.csv` before anything was measured:
+# Every measurable claim of the five source articles (`data/claims.csv`; the articles
+# `000_dc0f0e0d023658f3.txt` ... `004_dfc61b1060864bf1.txt` are summarised in
+# `docs/sources.md`), with the verdict the lab reached on this machine. Each verdict
+# comes from the experiment notebook named beside it, by the rule written in
+# `data/claims.csv` before anything was measured:
 #
 # - `reproduced` / `contradicted`: the rule holds at the median and at both ends of the
 #   spread;

@@ -13,7 +13,8 @@
 # %% [markdown]
 # # 01 · Does a bigger stack make a switch slower?
 #
-# **Claims tested** (ids from `CLAIMS.md`, source `000_dc0f0e0d023658f3.txt`):
+# **Claims tested** (ids from `data/claims.csv`, the articles in `docs/sources.md`;
+# source `000_dc0f0e0d023658f3.txt`):
 #
 # - **C000.2**: with Boost.Context `fiber` ping-pong and `fixedsize_stack`, the author
 #   measured 22 ns per switch with 4 KB stacks rising to 45 ns at 1 MB and 120 ns at

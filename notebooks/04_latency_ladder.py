@@ -13,7 +13,7 @@
 # %% [markdown]
 # # 04 · The latency ladder: every switch on one CPU, side by side
 #
-# **Claims tested** (ids from `CLAIMS.md`):
+# **Claims tested** (ids from `data/claims.csv`, the articles in `docs/sources.md`):
 #
 # - **C000.1** (`000_dc0f0e0d023658f3.txt`): a `boost::context::fiber` switch costs about
 #   20-30 ns, which places it between a C++ virtual call (a few ns) and a system call (tens

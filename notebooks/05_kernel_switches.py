@@ -13,7 +13,7 @@
 # %% [markdown]
 # # 05 · Kernel threads and processes: what one hand-off costs
 #
-# **Claims tested** (ids from `CLAIMS.md`):
+# **Claims tested** (ids from `data/claims.csv`, the articles in `docs/sources.md`):
 #
 # - **C001.4** (`001_22488c889cf00991.txt`): switching coroutines takes nanoseconds,
 #   switching threads takes microseconds.

@@ -16,7 +16,7 @@
 # The first half of what was notebook 07: the frame itself and where it comes from. What
 # a million suspended frames keep resident is notebook `07b_coroutine_memory`.
 #
-# **Claims tested** (ids from `CLAIMS.md`):
+# **Claims tested** (ids from `data/claims.csv`, the articles in `docs/sources.md`):
 #
 # - **C001.2** (`001_22488c889cf00991.txt`): with a pool, allocating a coroutine frame
 #   takes about 10 ns instead of about 100 ns from the heap.

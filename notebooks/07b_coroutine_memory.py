@@ -17,7 +17,7 @@
 # How big one frame is and what allocating it costs is notebook
 # `07a_frames_and_allocators`.
 #
-# **Claims tested** (ids from `CLAIMS.md`):
+# **Claims tested** (ids from `data/claims.csv`, the articles in `docs/sources.md`):
 #
 # - **C004.1** (`004_dfc61b1060864bf1.txt`), the frame-size and memory columns of the
 #   article's table, for 1,000,000 concurrent coroutines: default `new` 256 B and about

@@ -13,7 +13,7 @@
 # %% [markdown]
 # # 09 · Echo servers: callbacks, coroutines, pooled coroutines; epoll and io_uring
 #
-# **Claims tested** (ids from `CLAIMS.md`):
+# **Claims tested** (ids from `data/claims.csv`, the articles in `docs/sources.md`):
 #
 # - **C001.1** (`001_22488c889cf00991.txt`): an echo server in callback style did
 #   125,000 QPS (p99 12 ms, about 50,000 allocations/s); rewritten with plain C++20

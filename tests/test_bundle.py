@@ -1,5 +1,6 @@
 """Results bundles: this machine's results packed, merged with a bundle from another machine
-(a synthetic golden fixture, tests/fixtures/make_synthetic_bundle.py), compared per claim."""
+(a synthetic golden fixture, tests/fixtures/make_synthetic_bundle.py), compared per claim;
+a damaged copy of a real bundle (tests/fixtures/README.md) refused with its file named."""
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from labkit.lab import bundle
 from labkit.core import results
 
 SYNTHETIC = Path(__file__).resolve().parent / "fixtures" / "synthetic-aarch64.labkit"
+REAL = Path(__file__).resolve().parent / "fixtures" / "intel-xeon-kvm.labkit"
 
 
 @pytest.fixture
@@ -73,6 +75,62 @@ def test_merge_refuses_bad_input(here, tmp_path):
         bundle.merge(p for p in [here, here])  # any iterable of paths will do
     with pytest.raises(TypeError, match="path"):
         bundle.read_bundle(None)
+
+
+@pytest.fixture
+def real_copy(tmp_path):
+    """A writable copy of the real bundle of another machine."""
+    import shutil
+
+    copy = tmp_path / "colleague" / REAL.name
+    shutil.copytree(REAL, copy)
+    for f in copy.iterdir():
+        f.chmod(0o644)
+    return copy
+
+
+def test_a_real_bundle_from_another_machine_reads(real_copy):
+    b = bundle.read_bundle(real_copy)
+    assert "Xeon" in b["machine"]["cpu_model"] and not b["meta"]["quick"]
+    assert len(b["measurements"]) > 0 and b["verdicts"].claim_id.is_unique
+
+
+def _damage(copy, name):
+    f = copy / name
+    if name == "machine.json":
+        # A comma lost in an edit: JSON's parser says only where, not which file.
+        f.write_text(f.read_text().replace(",", "", 1))
+    elif name == "measurements.parquet":
+        data = f.read_bytes()
+        f.write_bytes(data[: len(data) // 2])  # a copy cut short: Arrow's ValueError
+    else:
+        data = f.read_bytes()
+        f.write_bytes(data[:100] + b"x" * 50 + data[150:])  # bytes overwritten: an OSError
+
+
+@pytest.mark.parametrize("name", ["machine.json", "measurements.parquet", "verdicts.parquet"])
+def test_merge_names_the_damaged_bundle_and_file(real_copy, FIXTURE, name, capsys):
+    from labkit.lab.cli import main
+
+    _damage(real_copy, name)
+    with pytest.raises(ValueError) as err:
+        bundle.merge([FIXTURE, real_copy])
+    message = str(err.value)
+    assert str(real_copy) in message and f"{name} is damaged" in message
+    assert "labkit bundle" in message  # what to do about it
+    assert main(["merge", str(FIXTURE), str(real_copy)]) == 2  # bad input: a usage error
+    err = capsys.readouterr().err
+    assert str(real_copy) in err and name in err and "Traceback" not in err
+
+
+def test_a_bundle_without_its_machine_is_refused(real_copy):
+    import json
+
+    meta = json.loads((real_copy / "machine.json").read_text())
+    del meta["machine"]["machine_id"]
+    (real_copy / "machine.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match=r"machine\.json has no machine\.machine_id.*labkit bundle"):
+        bundle.read_bundle(real_copy)
 
 
 def test_command_line_merge(here, FIXTURE, tmp_path, capsys):

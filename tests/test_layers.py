@@ -10,17 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from labkit import _moved
-
 PACKAGE = Path(__file__).resolve().parent.parent / "labkit"
 
 # Lowest first. The folders are the layers; "base" and "top" are the modules at labkit/.
-BASE = {"errors", "_moved", "core.validate", "core.results", "core.native_build",
+BASE = {"errors", "core.validate", "core.results", "core.native_build",
         "core.structs", "core._worker_main", "core.procfs"}
 # labkit/__init__.py is the public API over the core (measure, catalogue, ...): the
 # experiments and the lab may use it, the core may not.
 API = {"__init__"}
-TOP = {"__main__", "kernel_switch", "kernelinfo"}  # the last two: deprecated names
+TOP = {"__main__"}
 RANKS = {"base": 0, "core": 1, "api": 2, "experiments": 3, "lab": 4, "top": 5}
 
 
@@ -90,18 +88,77 @@ def test_every_module_has_a_layer():
     assert not missing, f"give these modules a layer (a folder, docs/architecture.md): {missing}"
 
 
-def test_every_moved_name_still_resolves():
-    for old, new in _moved.MOVED.items():
-        if new.endswith(".procfs") and not (PACKAGE / "core" / "procfs.py").exists():
-            continue
-        rel = new.split(".", 1)[1].replace(".", "/")
-        assert (PACKAGE / f"{rel}.py").exists() or (PACKAGE / rel / "__init__.py").exists() \
-            or list((PACKAGE / rel).parent.glob(Path(rel).name + ".*.so")), old
-
-
 @pytest.mark.parametrize("name, path", list(_modules()), ids=[n for n, _ in _modules()])
 def test_imports_go_down_or_across_never_up(name, path):
     rank = RANKS[_layer(name)]
     up = sorted(m for m in _imports(path) - {name} if RANKS.get(_layer(m), -1) > rank)
     assert not up, (f"labkit.{name} ({_layer(name)}) imports from a higher layer: "
                     + ", ".join(f"{m} ({_layer(m)})" for m in up))
+
+
+def _defined(path: Path) -> set[str]:
+    """The names a module's top level binds (assignments, defs, classes, imports)."""
+    names = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                names |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
+def _sources():
+    """(where, Python source) of the package, the tests and the notebooks: the jupytext
+    .py files and the code cells of the .ipynb ones, shell and magic lines left out."""
+    import json
+
+    root = PACKAGE.parent
+    for folder in (PACKAGE, root / "tests", root / "notebooks"):
+        for path in sorted(folder.rglob("*.py")):
+            if "__pycache__" not in path.parts and "bin" not in path.relative_to(folder).parts:
+                yield str(path.relative_to(root)), path.read_text()
+    for path in sorted((root / "notebooks").rglob("*.ipynb")):
+        if ".ipynb_checkpoints" in path.parts:
+            continue
+        for i, cell in enumerate(json.loads(path.read_text())["cells"]):
+            if cell["cell_type"] == "code":
+                lines = "".join(cell["source"]).splitlines()
+                yield (f"{path.relative_to(root)} cell {i}",
+                       "\n".join(line for line in lines if not line.lstrip().startswith(("%", "!"))))
+
+
+def test_every_labkit_name_imported_exists():
+    """Each module has one name, the one of its layer folder: an import of a name that is not
+    there (a module of labkit/core or labkit/lab named as if it sat in labkit/) fails here
+    rather than in a learner's notebook."""
+    modules = _module_names() | {"__init__"}
+
+    def file_of(module):  # module: below labkit/ with dots, "" for labkit itself
+        rel = PACKAGE.joinpath(*module.split(".")) if module else PACKAGE
+        return rel / "__init__.py" if rel.is_dir() else rel.with_suffix(".py")
+
+    stale = []
+    for where, source in _sources():
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names if a.name.split(".")[0] == "labkit"]
+                stale += [f"{where}: import {n}" for n in names
+                          if "." in n and n.split(".", 1)[1] not in modules]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module \
+                    and node.module.split(".")[0] == "labkit":
+                module = node.module.partition(".")[2]
+                if module and module not in modules:
+                    stale.append(f"{where}: from {node.module} import ...")
+                elif file_of(module).name == "__init__.py":
+                    bound = _defined(file_of(module))
+                    stale += [f"{where}: from {node.module} import {a.name}" for a in node.names
+                              if a.name not in bound
+                              and ".".join(filter(None, [module, a.name])) not in modules]
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                    and node.value.id == "labkit":
+                if node.attr not in _defined(file_of("")) and node.attr not in modules:
+                    stale.append(f"{where}: labkit.{node.attr}")
+    assert not stale, "names that are not in labkit:\n" + "\n".join(stale)

@@ -93,7 +93,7 @@ def test_verdict_rules_as_written():
     assert verdicts.judge("C002.3", 1.0, low=0.9, high=1.1)["verdict"] == "contradicted"
     # A spread that straddles a bound is too noisy to judge.
     assert verdicts.judge("C002.3", 2.1, low=1.8, high=2.4)["verdict"] == "inconclusive"
-    # Noise is flagged in the row; it no longer vetoes a verdict (tests/test_verdicts.py).
+    # Noise is flagged in the row; it does not veto a verdict (tests/test_verdicts.py).
     assert verdicts.judge("C002.3", 3.0, noisy=True)["noisy"] is True
     assert verdicts.judge("C003.1", 1.0)["verdict"] == "not-applicable-here"
     with pytest.raises(ValueError, match="claim_id"):

@@ -59,3 +59,18 @@ def test_a_pin_does_not_outlive_its_job():
     labkit.measure("asm", switches=100, repeats=1)  # asks for no pinning
     pid = worker.shared_worker().pid
     assert os.sched_getaffinity(pid) == everything
+
+
+def test_a_starting_worker_imports_no_data_libraries():
+    """What _worker_main's docstring says it imports: labkit's core and the standard library,
+    not pandas, numpy or matplotlib, nor the experiments or the lab."""
+    import subprocess
+    import sys
+
+    code = ("import sys, labkit.core._worker_main; "
+            "print(' '.join(m for m in sys.modules if '.' not in m or m.startswith('labkit.')))")
+    loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                check=True).stdout.split())
+    assert "labkit.core._core" in loaded  # the check can see what it looks for
+    heavy = {"pandas", "numpy", "matplotlib", "scipy", "labkit.experiments", "labkit.lab"}
+    assert not loaded & heavy, sorted(loaded & heavy)

@@ -58,9 +58,9 @@ size_t lk_page_size(void);
 int lk_stack_alloc(lk_stack *s, size_t usable, size_t offset, int prefault);
 void lk_stack_free(lk_stack *s);
 
-/* A new stackful context that starts in entry(arg); entry must never return.
- * For LK_UCONTEXT, ctx must point at a ucontext_t; for the asm kernels it is unused
- * and the returned stack pointer is the context. */
+/* A new stackful context on s that starts in entry(arg); entry must never return.
+ * Returns what lk_swap_of(kernel) switches to: for the asm kernels the context's saved
+ * stack pointer, for LK_UCONTEXT a ucontext_t kept at the top of s (0 if getcontext fails). */
 void *lk_make(int kernel, lk_stack *s, void (*entry)(void *), void *arg);
 lk_swap_fn lk_swap_of(int kernel);
 

@@ -71,7 +71,7 @@
  * it with `br x30`, an indirect branch predicted by the branch target buffer
  * (the analogue of x86's pop + jmp); asm_ret ends in `ret`, which also goes to
  * x30 but is predicted by the return-stack predictor, whose top entry is the
- * caller of this swap, not the other context's (issue 3, notebook 06).
+ * caller of this swap, not the other context's (notebook 06 measures both).
  *
  * A new context starts in lk_trampoline_aarch64 with x19 = entry, x20 =
  * argument (see lk_arch_make below); the entry function must never return.

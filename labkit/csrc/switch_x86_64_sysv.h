@@ -42,7 +42,7 @@
  *
  * How control returns: every kernel but asm_ret pops the return address and
  * jumps to it (as Boost.Context's jump_fcontext does); asm_ret ends in `ret`,
- * whose target the return-stack predictor did not push (issue 3, notebook 06).
+ * whose target the return-stack predictor did not push (notebook 06 measures both).
  *
  * A new context starts in lk_trampoline_x86_64 with r12 = entry, r13 = argument
  * (see lk_make in kernels.c); the entry function must never return.

@@ -294,16 +294,6 @@ def coroutines(variant: str = "conn256", allocator: str = "heap", *, n: int = 1_
     return pd.DataFrame(rows)
 
 
-def max_map_count() -> int:
-    """Deprecated: labkit.core.procfs.max_map_count."""
-    import warnings
-
-    warnings.warn("labkit.experiments.frames.max_map_count moved to "
-                  "labkit.core.procfs.max_map_count",
-                  DeprecationWarning, stacklevel=2)
-    return procfs.max_map_count()
-
-
 def stackful_plan(stack_size: int, *, touched: bool, n: int, guard: bool | None = None,
                   memory_budget: int = DEFAULT_MEMORY_BUDGET) -> dict:
     """How many stackful contexts a run makes: n, or fewer when n of them would keep more

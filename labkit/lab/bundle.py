@@ -31,6 +31,8 @@ from labkit.lab import reproduce
 SUFFIX = ".labkit"
 FORMAT = 2  # 2: machine_id checked, no host or paths by default, commit and mode compared
 HOST_COLUMNS = ("hostname",)
+# What to do with a damaged bundle.
+REMAKE = "make the bundle again with `labkit bundle -o NAME` on the machine that measured it"
 
 
 class ForeignResultsError(ValueError):
@@ -141,10 +143,25 @@ def read_bundle(path: str | Path) -> dict:
     if missing:
         raise ValueError(f"path {path} is not a labkit bundle: missing {', '.join(missing)} "
                          "(make one with `labkit bundle -o NAME`)")
-    meta = json.loads((path / "machine.json").read_text())
-    return {"meta": meta, "machine": meta["machine"],
-            "measurements": pd.read_parquet(path / "measurements.parquet"),
-            "verdicts": pd.read_parquet(path / "verdicts.parquet")}
+    meta = _parse(path, "machine.json", lambda f: json.loads(f.read_text()))
+    machine = meta.get("machine") if isinstance(meta, dict) else None
+    lacking = [k for k in ("machine_id", "cpu_model", "arch")
+               if not isinstance(machine, dict) or k not in machine]
+    if lacking:
+        raise ValueError(f"path {path}: the bundle's machine.json has no machine."
+                         f"{', machine.'.join(lacking)}; {REMAKE}")
+    return {"meta": meta, "machine": machine,
+            "measurements": _parse(path, "measurements.parquet", pd.read_parquet),
+            "verdicts": _parse(path, "verdicts.parquet", pd.read_parquet)}
+
+
+def _parse(path: Path, name: str, read):
+    """read(path / name), or a ValueError naming the bundle and the file that is damaged."""
+    try:
+        return read(path / name)
+    except Exception as exc:  # the JSON, Arrow, Thrift and snappy readers each raise their own
+        raise ValueError(f"path {path}: the bundle's {name} is damaged ({type(exc).__name__}: "
+                         f"{exc}); {REMAKE}") from exc
 
 
 def label(machine: dict) -> str:

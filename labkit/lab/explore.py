@@ -657,27 +657,3 @@ def render_sweep(summary, axis: str) -> bytes:
         fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     return _png(fig)
-
-
-# ---- the start page's index, now in labkit.lab.notebook_index ----
-
-def experiment_index():
-    """Deprecated: labkit.lab.notebook_index.experiment_index."""
-    import warnings
-
-    from labkit.lab import notebook_index
-
-    warnings.warn("labkit.lab.explore.experiment_index moved to labkit.lab.notebook_index",
-                  DeprecationWarning, stacklevel=2)
-    return notebook_index.experiment_index()
-
-
-def show_index():
-    """Deprecated: labkit.lab.notebook_index.show_index."""
-    import warnings
-
-    from labkit.lab import notebook_index
-
-    warnings.warn("labkit.lab.explore.show_index moved to labkit.lab.notebook_index",
-                  DeprecationWarning, stacklevel=2)
-    return notebook_index.show_index()

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 @dataclass
 class Measured:
     """A ratio measured on this machine: median of a over median of b, and its spread
-    (labkit.lab.verdicts.ratio_with_spread: quartiles against quartiles)."""
+    (the bootstrap BCa 95% interval of labkit.lab.verdicts.ratio_with_spread)."""
     what: str
     value: float
     low: float
