@@ -24,6 +24,19 @@ def _stack_rows(ns_by_size, repeats=5, kernel="boost_fiber"):
         for size, ns in ns_by_size.items() for _ in range(repeats)])
 
 
+def _design_runs(ns_by_label, processes=8, repeats=2):
+    """A verdict design's runs (labkit.lab.judging): each process measures every label."""
+    rng = np.random.default_rng(2)
+    return pd.DataFrame([
+        {"worker": w, "entry": label, "ns_per_switch": ns * (1 + 0.001 * rng.standard_normal())}
+        for w in range(processes) for label, ns in ns_by_label.items()
+        for _ in range(repeats)]).assign(looks="8 16 24 32")
+
+
+STACK_LABELS = {4096: "4 KiB", 16384: "16 KiB", 65536: "64 KiB", 262144: "256 KiB",
+                1 << 20: "1 MiB", 8 << 20: "8 MiB"}
+
+
 def test_every_table_has_the_articles_column_and_ours_even_without_data(results_dir):
     ts = articles.tables()
     assert [t.key for t in ts] == [f"t{i:02d}" for i in range(1, 12)]
@@ -43,6 +56,8 @@ def test_stack_table_keeps_the_articles_numbers_and_judges_each_row(results_dir)
     sizes = [s for s, _, _ in articles.STACKS]
     _stack_rows({s: 10.0 for s in sizes}).to_csv(results_dir / "01_stack_size.csv",
                                                   index=False)
+    _design_runs({lab: 10.0 for lab in STACK_LABELS.values()}).to_csv(
+        results_dir / "01_stack_size_verdict_runs.csv", index=False)
     t = articles.table("t01")
     assert list(t.frame["stack"]) == ["4 KB", "16 KB", "64 KB", "256 KB", "1 MB", "8 MB"]
     assert list(t.frame["ns/switch, article"]) == [22, 24, 28, 35, 45, 120]
@@ -63,6 +78,8 @@ def test_stack_table_keeps_the_articles_numbers_and_judges_each_row(results_dir)
 def test_a_rise_like_the_articles_reproduces_the_row(results_dir):
     claimed = {s: ns for s, _, ns in articles.STACKS}
     _stack_rows(claimed).to_csv(results_dir / "01_stack_size.csv", index=False)
+    _design_runs({lab: claimed[s] for s, lab in STACK_LABELS.items()}).to_csv(
+        results_dir / "01_stack_size_verdict_runs.csv", index=False)
     v = articles.article_verdicts("01_stack_size").set_index("claim_id").verdict
     assert (v == "reproduced").all()
 

@@ -106,13 +106,13 @@ def test_verdict_rules_as_written():
         verdicts.judge("C002.3", 3.0, low=True, high=3.5)
 
 
-def test_ratio_interval_with_no_bound_can_only_be_inconclusive():
+def test_ratio_interval_with_no_bound_can_never_decide():
     # A denominator at or below zero gives no bound at all (tests/test_verdicts.py has
-    # the bootstrap interval itself).
+    # the bootstrap interval itself): no ratio is a missing value, not a verdict.
     r, lo, hi = verdicts.ratio_with_spread([4, 5, 6], [-1, 0, 1])
     assert math.isnan(r) and (lo, hi) == (-math.inf, math.inf)
     assert verdicts.judge("C002.3", 5.0, low=lo, high=hi)["verdict"] == "inconclusive"
-    assert verdicts.judge("C002.3", math.nan, low=lo, high=hi)["verdict"] == "inconclusive"
+    assert verdicts.judge("C002.3", math.nan, low=lo, high=hi)["verdict"] == "not-measured"
 
 
 def test_results_are_readable_by_others(results_dir):

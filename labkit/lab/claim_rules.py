@@ -256,18 +256,13 @@ def c003_3a(runs):
 
 # ---- 07a, 07b, 08, 09: the notebooks' own tidy rows ----
 
-def c001_2(frames07a):
-    """C001.2: heap / pool, ns per allocate+free pair of 256 B blocks, one block."""
-    a = frames07a[(frames07a.get("experiment") == "allocation") & (frames07a.block == 256)
-                  & (frames07a.pattern == "one block")] if "experiment" in frames07a else frames07a
-    heap, pool = (a.loc[a.allocator == k, "ns_per_pair"].astype(float) for k in ("heap", "pool"))
-    if heap.empty or pool.empty:
-        return verdicts.cannot_measure("C001.2", "no 256 B heap/pool allocation rows")
-    r, lo, hi = verdicts.ratio_with_spread(heap, pool)
-    return verdicts.judge("C001.2", r, low=lo, high=hi, noisy=_noisy(heap, pool),
-                          method=verdicts.ONE_PROCESS,
-                          note=f"heap {heap.median():.3g} ns, pool {pool.median():.3g} ns per "
-                               "pair (claimed ~100 and ~10)")
+def c001_2(runs):
+    """C001.2: heap / pool, ns per allocate+free pair of 256 B blocks, one block, over
+    fresh processes."""
+    return _ratio_row("C001.2", runs, "heap", "pool", col="ns_per_pair",
+                      note=f"heap {_entry(runs, 'heap', 'ns_per_pair').median():.3g} ns, pool "
+                           f"{_entry(runs, 'pool', 'ns_per_pair').median():.3g} ns per pair "
+                           "(claimed ~100 and ~10)")
 
 
 def _memory_ratio(frames07b):
@@ -510,7 +505,7 @@ RULES = {
     "C001.3": (c001_3, [RUNS.format("09_echo_servers")]),
     **{c: (globals()[c.lower().replace(".", "_")], [RUNS.format("09_echo_servers")])
        for c in TPS_ROWS},
-    "C001.2": (c001_2, ["07a_frames_and_allocators"]),
+    "C001.2": (c001_2, [RUNS.format("07a_frames_and_allocators")]),
     "C001.4": (c001_4, [RUNS.format("05_kernel_switches")]),
     "C002.1": (c002_1, [RUNS.format("05_kernel_switches")]),
     "C002.2": (c002_2, [RUNS.format("05_kernel_switches")]),

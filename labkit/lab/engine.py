@@ -59,8 +59,8 @@ def _intervals(stats: dict, scales: dict, n: int, looks, alpha: float):
 def _back(fn, v):
     if math.isnan(v):
         return math.nan
-    if math.isinf(v):
-        return fn(v) if fn is not math.exp else (0.0 if v < 0 else math.inf)
+    if fn is math.exp and abs(v) > 700:  # beyond a float: the interval is unbounded there
+        return 0.0 if v < 0 else math.inf
     return float(fn(v))
 
 

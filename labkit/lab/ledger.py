@@ -11,7 +11,7 @@ from labkit.core import results
 
 # Claims whose rule needs more than one notebook's data: the ledger judges them itself.
 JUDGED_HERE = ("C004.2",)
-LEDGER_VERDICTS = (*verdicts.VERDICTS, "not-measured")
+LEDGER_VERDICTS = verdicts.VERDICTS
 MANIFEST = "run_manifest.json"
 
 
@@ -87,6 +87,9 @@ def ledger():
                           if am is not None else ""),
             "noisy": v.get("noisy", "") if v else "",
             "method": v.get("method", "") if v else "",
+            "straddle": v.get("straddle", "") if v else "",
+            "lean": v.get("lean", "") if v else "",
+            "processes": v.get("processes", "") if v else "",
             "note": v["note"] if v else why,
             "notebook": f"notebooks/{nb}.py",
             "figures": ", ".join(f"figures/{f}" for f in _figures_of(nb)),

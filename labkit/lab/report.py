@@ -92,9 +92,27 @@ def _summary(outcomes, info: dict, quick: bool, tables) -> str:
         + "<div class='lk-row'><div>" + counts + "</div><div><table class='lk-counts'>"
         "<tr><th>the article's table</th><th>its rows' verdicts</th></tr>" + per_table
         + "</table></div></div>"
+        + _legend()
         + (f"<p class='lk-note'>Noise: {len(warns)} condition(s) make timings less stable "
            f"here (see <a href='#machine'>Machine</a>).</p>" if warns else "")
     )
+
+
+def _legend() -> str:
+    """One line per outcome, and what the stopping rule promises about them."""
+    from labkit.core import sequential
+    from labkit.lab import verdicts
+
+    items = "".join(f"<li><b>{_e(v)}</b>: {_e(why)}</li>" for v, why in verdicts.LEGEND.items())
+    looks = ", ".join(map(str, sequential.LOOKS))
+    return (f"<ul class='lk-legend'>{items}</ul><p class='lk-note'>Timings are judged over "
+            f"fresh processes, looked at after {looks} processes; each look's interval is a "
+            f"{100 * (1 - sequential.ALPHA):.0f}% repeated confidence interval "
+            "(Lan-DeMets O'Brien-Fleming spending), so a decided verdict is wrong with "
+            f"probability at most {sequential.ALPHA:.0%} per claim, whatever look decided "
+            f"it: among 45 claims, at most {45 * sequential.ALPHA:.2f} wrong decided "
+            "verdicts are expected. Exact counts (bytes, instructions) have no "
+            "interval.</p>")
 
 
 def _tally(t) -> dict:
@@ -157,8 +175,8 @@ def _closing_html(tables) -> str:
     from labkit.lab import articles
 
     note = articles.closing_note(tables)
-    return ("<h2 id='closing'>Closing note: per table</h2><p>Which row claims reproduced, "
-            "which were contradicted, which stayed inconclusive, on the data of this run.</p>"
+    return ("<h2 id='closing'>Closing note: per table</h2><p>Each row claim's outcome, "
+            "table by table, on the data of this run.</p>"
             + note.to_html(index=False, classes="lk-table", border=0))
 
 

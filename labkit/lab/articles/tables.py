@@ -426,8 +426,8 @@ def tables() -> list[ArticleTable]:
 
 
 def closing_note(ts: list[ArticleTable] | None = None):
-    """Per table, which claims reproduced, which were contradicted, which were
-    inconclusive (or not measured / not applicable): a frame, one row per table."""
+    """Per table, which claims have each outcome (labkit.lab.verdicts.VERDICTS): a frame,
+    one row per table."""
     import pandas as pd
 
     rows = []
@@ -436,7 +436,5 @@ def closing_note(ts: list[ArticleTable] | None = None):
         for cid, v in t.verdicts.items():
             by.setdefault(v, []).append(cid)
         rows.append({"table": f"{t.key}: {t.title}",
-                     **{v: ", ".join(by.get(v, [])) for v in
-                        ("reproduced", "contradicted", "inconclusive", "not-applicable-here",
-                         "not-measured")}})
+                     **{v: ", ".join(by.get(v, [])) for v in verdicts.VERDICTS}})
     return pd.DataFrame(rows)
