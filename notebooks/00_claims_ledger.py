@@ -19,12 +19,19 @@
 # comes from the experiment notebook named beside it, by the rule written in
 # `data/claims.csv` before anything was measured:
 #
-# - `reproduced` / `contradicted`: the rule holds at the median and at both ends of the
-#   spread;
-# - `inconclusive`: the spread straddles a bound, or the result was noisy (std >= 10% of
-#   the mean), or something the rule needs is missing here;
-# - `not-applicable-here`: needs hardware this machine lacks;
-# - `not-measured`: no notebook has produced a verdict for it in the last run. Never a pass.
+# - `reproduced` / `contradicted`: the interval lies wholly inside that rule's region;
+# - `in-between`: decided, the interval lies wholly between the two regions: the effect
+#   is weaker or stronger than claimed, and the note says which and by how much;
+# - `inconclusive`: at the stopping rule's cap the interval still straddles a bound;
+#   `straddle` names it and `lean` says which way the interval leans;
+# - `not-measured`: a system it needs is missing here (the note says what to install), or
+#   no notebook has produced a verdict for it in the last run. Never a pass;
+# - `not-applicable-here`: needs hardware this machine lacks.
+#
+# Timings are judged over fresh processes (`processes`: how many the interval stands on)
+# with repeated confidence intervals at the looks of `labkit.core.sequential`: a decided
+# verdict is wrong with probability at most 5% per claim, so among 45 claims at most
+# 2.25 wrong decided verdicts are expected. Exact counts have no interval.
 #
 # Where a rule was misread when first written, the amendment is recorded beside it in
 # `data/claims_amendments.csv` (date, reason, misreading) and the original rule is never
@@ -92,4 +99,17 @@ amended[["claim_id", "original_verdict", "verdict", "original_rule", "rule", "am
 # %%
 results.save_csv(table, "00_claims_ledger")
 table[["claim_id", "source", "claim", "claimed_value", "measured_value", "verdict",
-       "original_verdict", "noisy", "note", "notebook", "figures"]]
+       "lean", "processes", "original_verdict", "noisy", "note", "notebook", "figures"]]
+
+# %% [markdown]
+# ## Where the variance lies
+#
+# Kalibera and Jones's two levels for every verdict design of this run: the variance of
+# the log of each entry's value between processes and within one, what one more process
+# and one more repeat cost here, and the repeats per process that would give the
+# narrowest interval for the time. The designs run 2 repeats per side in each process.
+
+# %%
+from labkit.lab import judging
+
+judging.variance_table()

@@ -88,11 +88,17 @@ def run_process(entries: dict, index: int, *, repeats: int, seed: int):
 
     order = process_order(entries, repeats=repeats, rng=random.Random(seed * 100_003 + index))
     frames = []
+    began = time.perf_counter()
     with fresh_worker() as proc:
         for pos, label in enumerate(order):
+            t0 = time.perf_counter()
             df = entries[label](repeats=1)
-            frames.append(df.assign(entry=label, worker=index, worker_pid=proc.pid, order=pos))
-    return pd.concat(frames, ignore_index=True)
+            frames.append(df.assign(entry=label, worker=index, worker_pid=proc.pid, order=pos,
+                                    call_s=time.perf_counter() - t0))
+    # What a process costs beyond its calls (start, imports, exit): Kalibera and Jones's
+    # cost of one more process, against call_s, the cost of one more repeat.
+    out = pd.concat(frames, ignore_index=True)
+    return out.assign(process_s=time.perf_counter() - began)
 
 
 def sequential(run_one, rules: list, *, schedule: dict, progress=None, finished=None):

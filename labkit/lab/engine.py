@@ -144,3 +144,50 @@ def open_rows(rows) -> list[str]:
     """The claim ids of verdict rows whose interval still straddles a bound: a design
     goes on to its next look while there are any."""
     return [r["claim_id"] for r in rows if r["verdict"] == "inconclusive" and r.get("straddle")]
+
+
+VALUE_COLUMNS = ("ns_per_switch", "ns_per_pair", "units_per_s", "qps")
+
+
+def variance_components(runs):
+    """Kalibera and Jones's two levels, per entry of a design's runs, on the log of its
+    measured value (the first of VALUE_COLUMNS it has): the variance between processes
+    and within one, the costs of one more process and one more repeat (seconds), and the
+    repeats per process that give the narrowest interval for the time,
+    r* = sqrt(cost_process / cost_repeat * within / between). A table of text: a value
+    that cannot be had says why."""
+    import numpy as np
+    import pandas as pd
+
+    c_proc = math.nan
+    if "process_s" in runs and "call_s" in runs:
+        per = runs.groupby("worker").agg(p=("process_s", "first"), c=("call_s", "sum"))
+        c_proc = float((per.p - per.c).median())
+    rows = []
+    for entry, g in runs.groupby("entry", sort=False):
+        col = next((c for c in VALUE_COLUMNS if c in g and g[c].notna().any()), None)
+        if col is None:
+            continue
+        x = g[col].astype(float)
+        v = np.log(x.where(x > 0))
+        by = v.groupby(g.worker)
+        r = float(by.size().mean())
+        within = float(by.var(ddof=1).mean())
+        between = max(float(by.mean().var(ddof=1)) - within / r, 0.0)
+        c_rep = float(g.call_s.median()) if "call_s" in g else math.nan
+        if math.isnan(c_proc) or math.isnan(c_rep):
+            best = "costs not recorded"
+        elif between == 0:
+            best = "no process effect measured: repeats are as good as processes"
+        else:
+            best = f"{math.sqrt(c_proc / c_rep * within / between):.1f}"
+        rows.append({"entry": entry, "value": col, "processes": str(by.ngroups),
+                     "repeats per process": f"{r:g}",
+                     "between processes (log var)": f"{between:.2g}",
+                     "within a process (log var)": f"{within:.2g}",
+                     "one more process (s)": "not recorded" if math.isnan(c_proc)
+                     else f"{c_proc:.2f}",
+                     "one more repeat (s)": "not recorded" if math.isnan(c_rep)
+                     else f"{c_rep:.3f}",
+                     "best repeats per process": best})
+    return pd.DataFrame(rows)

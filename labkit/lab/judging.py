@@ -79,3 +79,26 @@ def run_rounds(notebook: str, measure, labels, *, quick: bool, seed: int = 0):
                                       progress=progress, finished=finished)
     results.save_csv(runs, claim_rules.RUNS.format(notebook))
     return runs, {r["claim_id"]: r for r in rows}
+
+
+def variance_table():
+    """labkit.lab.engine.variance_components of every verdict design saved in data/, one
+    block of rows per notebook."""
+    import pandas as pd
+
+    from labkit.lab import engine
+
+    names = sorted({n for _, files in claim_rules.RULES.values() for n in files
+                    if n.endswith(claim_rules.RUNS.format(""))})
+    parts = []
+    for name in names:
+        nb = name[:-len(claim_rules.RUNS.format(""))]
+        path = results.data_dir() / f"{name}.csv"
+        if path.exists():
+            runs = pd.read_csv(path, low_memory=False)
+            if "worker" in runs:
+                parts.append(engine.variance_components(runs).assign(notebook=nb))
+    if not parts:
+        return pd.DataFrame({"note": ["no verdict design has run yet"]})
+    out = pd.concat(parts, ignore_index=True)
+    return out[["notebook", *[c for c in out.columns if c != "notebook"]]]
