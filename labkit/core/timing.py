@@ -193,7 +193,7 @@ def _frame(samples, expected, describe, common, resumptions, meta):
             "baseline_ns_per_switch": s["base_ns"] / n,
             "ticks_per_ns": s["loop_ticks"] / s["loop_ns"] if s["loop_ns"] else float("nan"),
             "minor_faults": s["minor_faults"],
-            "copied_bytes_per_switch": s["copied_bytes"] / n,
+            "copied_bytes_per_switch": s.get("copied_bytes", 0) / n,  # Python peers: none
             # FP/SIMD state components in use after the loop (x86-64 XINUSE), as hex.
             "xinuse": None if s.get("xinuse") in (None, -1) else f"{s['xinuse']:#x}",
             "counted_switches": s["counted"],
