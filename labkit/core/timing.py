@@ -48,8 +48,7 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
     warmup = _v.warmup(warmup)
     cpu = _v.cpu(cpu)
     job = _JOBS[_entries.system(kernel)](kernel, size, prefault, build, fp_control)
-    if in_use is not None:
-        job.args["stack_in_use"] = in_use
+    args = {**job.args, **({} if in_use is None else {"stack_in_use": in_use})}
     timeout = _v.timeout(timeout) or _default_timeout(switches, repeats + warmup)
     # Before the run: TSC calibration uses the worker.
     meta = {**_machine.row_metadata(job.build, job.peer), **job.meta}
@@ -57,7 +56,7 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
                 f"repeats={repeats}, cpu={cpu}, build={job.build or 'extension'})")
     samples = _worker.call("labkit.core.timing", job.function, pin=cpu, describe=describe,
                            timeout=timeout, stack_size=size or 0, rounds=switches // 2,
-                           warmup=warmup, repeats=repeats, **job.args)
+                           warmup=warmup, repeats=repeats, **args)
     common = {"kernel": kernel, "kind": _entries.kernel_info(kernel).kind,
               "pattern": "pingpong", "contexts": 2, "stack_size_requested": stack_size,
               "stack_size": size, "colour_step": 0, "prefault": job.prefault, "cpu": cpu,

@@ -77,7 +77,8 @@ void lk_swap_copy_stack(void **save, void *load) {
 
 /* ---------------------------------------------------------------- held coroutines */
 
-/* Each held coroutine takes stack_in_use bytes of stack, then suspends for good. */
+/* Each held coroutine takes stack_in_use bytes of stack, then suspends for good; main
+ * resumes each once. */
 typedef struct {
     lk_copy_ctx main;
     size_t in_use;
@@ -136,6 +137,8 @@ int lk_copy_hold(uint64_t n, size_t stack_in_use, uint64_t *saved_bytes, char *e
     }
     if (hold_run.owner) copy_out(hold_run.owner);  /* the last one off the run stack too */
     hold_run.owner = 0;
+    /* What stays is the suspended coroutines alone: their buffers and contexts. */
+    lk_stack_free(&hold_stack);
     for (uint64_t i = 0; i < n; i++) total += held[i].saved_bytes;
     *saved_bytes = total;
     return 0;
