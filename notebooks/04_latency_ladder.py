@@ -45,6 +45,7 @@ switches = 4_000_000   # per repeat, C kernels and C++ peers
 py_switches = 400_000  # per repeat, Python peers (asyncio is ~2 us a switch)
 repeats = 21
 count_instructions = True  # callgrind, ~1.5 s per kernel
+copy_in_use = [8, 64, 256, 1024, 4096, 8192, 16384]  # copy_stack: bytes in use, swept
 
 # %%
 import numpy as np
@@ -61,6 +62,7 @@ from labkit.lab.sweep import grid, sweep
 
 if quick:
     switches, py_switches, repeats = 200_000, 20_000, 5
+    copy_in_use = [8, 1024, 8192]
 
 info = labkit.machine_info()
 print(plots.machine_caption(info))
@@ -223,6 +225,57 @@ if "ucontext" in row.index:
               f"{u['median ns'] / row.loc['syscall_getppid', 'median ns']:.2f}")
 else:
     print("ucontext is missing here:", missing.set_index("kernel").why_not.get("ucontext"))
+
+# %% [markdown]
+# ## Copy stacks: a switch that costs what the stack holds
+#
+# `copy_stack` is the design of libco's shared stacks and libaco's copy stacks: the
+# coroutines share one run stack, and a coroutine that is not on it keeps its used stack
+# in a heap buffer. Main resumes two coroutines in turn, so every resume copies the other
+# one's used stack out and this one's in: one copy of the bytes in use per switch on
+# average (`copied_bytes_per_switch`, counted by the kernel itself). The ladder above ran
+# it with nothing on the stack but its frames; here each coroutine holds `stack_in_use`
+# bytes more. `asm_fpu`, the switch underneath, is the floor. libaco's own benchmark
+# (another machine) reports about 33 ns at 8 B rising to about 1 µs at 8 KB.
+
+# %%
+copy_runs = sweep(
+    lambda stack_in_use: labkit.measure("copy_stack", switches=switches // 4, repeats=repeats,
+                                        cpu=cpu, stack_in_use=stack_in_use),
+    grid(stack_in_use=copy_in_use),
+    desc="copy stack", checkpoint="04_latency_ladder_copy_stack", on_error="record",
+)
+if "error" in copy_runs:
+    for r in copy_runs.dropna(subset=["error"]).itertuples():
+        print(f"copy_stack at {r.stack_in_use} B: {r.error}")
+    copy_runs = copy_runs[copy_runs.error.isna()].drop(columns="error")
+results.save_csv(copy_runs, "04_latency_ladder_copy_stack")
+copy = labkit.summarize(copy_runs, by="stack_in_use")
+copy["copied_bytes_per_switch"] = copy.stack_in_use.map(
+    copy_runs.groupby("stack_in_use").copied_bytes_per_switch.median())
+copy["GB/s"] = copy.copied_bytes_per_switch / copy["median"]
+copy[["stack_in_use", "copied_bytes_per_switch", "repeats", "median", "q1", "q3", "GB/s",
+      "noisy"]].round(2)
+
+# %%
+fig, ax = plt.subplots(figsize=(7, 4.2))
+ax.errorbar(copy.copied_bytes_per_switch, copy["median"],
+            yerr=[copy["median"] - copy.q1, copy.q3 - copy["median"]], fmt="o-",
+            color="tab:red", capsize=3, label="copy_stack (median, IQR)")
+if "asm_fpu" in set(ns.kernel):
+    floor = ns.set_index("kernel").loc["asm_fpu"]
+    ax.axhline(floor["median"], color="grey", ls=":",
+               label=f"asm_fpu, no copy ({floor['median']:.3g} ns)")
+ax.scatter([8, 8192], [33, 1000], marker="x", color="k", zorder=3,
+           label="libaco's report (33 ns at 8 B, ~1 µs at 8 KB)")
+plots.log_axis(ax, "x", base=2)
+plots.log_axis(ax, "y")
+ax.set_xlabel("bytes copied per switch (the used stack: stack_in_use + frames)")
+ax.set_ylabel("ns per switch")
+ax.grid(True, which="both", alpha=0.3)
+ax.legend(fontsize="small")
+ax.set_title(f"Copy stacks: ns per switch against bytes in use, CPU {cpu}")
+plots.finish(fig, "04_latency_ladder-copy-stack");
 
 # %% [markdown]
 # ## Verdicts

@@ -51,6 +51,8 @@ n_contexts = 1_000_000        # stackful contexts asked for (scaled to memory_bu
 stack_sizes = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20]
 memory_budget = 4 << 30       # most one run may keep resident: pages + page tables
 guard_contexts = 20_000       # stacks with and without guard pages, compared
+n_copy = 1_000_000            # suspended copy-stack coroutines (scaled to memory_budget)
+copy_in_use = [0, 256, 1024, 4096]  # bytes each of them holds on its stack
 
 # %%
 import matplotlib.pyplot as plt
@@ -67,6 +69,7 @@ if quick:
     n_coroutines, coroutine_repeats, n_contexts = 100_000, 2, 100_000
     stack_sizes, memory_budget = [4 << 10, 64 << 10, 1 << 20], 1 << 30
     guard_contexts = 10_000
+    n_copy, copy_in_use = 100_000, [0, 1024]
 
 missing = native.peers_missing_reason()
 if missing:
@@ -257,6 +260,41 @@ ax.set_ylabel("bytes per suspended context")
 ax.set_title("stackful contexts (Boost.Context fcontext, mmaped stacks)")
 ax.legend(fontsize="small")
 plots.finish(fig, "07b_coroutine_memory-memory");
+
+# %% [markdown]
+# ## 2b. Copy stacks: a stackful coroutine that keeps only its used stack
+#
+# The stackful answer to the table above: coroutines that share one run stack (the
+# `copy_stack` kernel, the design of libco's shared stacks and libaco's copy stacks).
+# Each is made, runs to its suspension after writing `stack_in_use` bytes of its stack,
+# and is copied off the run stack when the next one needs it. A suspended one then keeps
+# its used stack (`saved_bytes_per_object`: those bytes, its frames and registers) in a
+# heap buffer of exactly that size, plus a 40-byte context; `bytes_per_object` is the
+# worker's VmRSS growth per coroutine while all are held. Notebook 04 shows what that
+# memory costs in time: every switch copies it.
+
+# %%
+copies = sweep(
+    lambda stack_in_use: frames.copy_stack(stack_in_use, n=n_copy, build=build,
+                                           memory_budget=memory_budget),
+    [dict(stack_in_use=u) for u in copy_in_use],
+    desc="copy stacks", checkpoint="07b_coroutine_memory_copy_stack",
+)
+copies["bookkeeping_bytes"] = copies.bytes_per_object - copies.saved_bytes_per_object
+copies["per_million_mib"] = copies.bytes_per_object * 1e6 / MiB
+results.save_csv(copies, "07b_coroutine_memory_copy_stack")
+copies[["stack_in_use", "n_requested", "n", "saved_bytes_per_object", "bytes_per_object",
+        "bookkeeping_bytes", "per_million_mib", "rss_total_mib"]].round(1)
+
+# %%
+c0 = copies.set_index("stack_in_use").iloc[0]
+display(Markdown(
+    f"A suspended copy-stack coroutine with {int(c0.name)} B in use keeps "
+    f"{c0.saved_bytes_per_object:.0f} B of stack and {c0.bytes_per_object:.0f} B resident "
+    f"({c0.per_million_mib:.0f} MiB per million), against "
+    f"{untouched.loc[stack_sizes[0], 'bytes_per_object']:,.0f} B for the smallest "
+    f"untouched stack above and {conn256_heap:.0f} B for a 256-byte C++20 frame: "
+    "its memory is its used stack, not a reserved one."))
 
 # %% [markdown]
 # ## 3. The Jupyter kernel stayed small

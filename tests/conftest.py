@@ -12,7 +12,7 @@ STACKFUL = list(OWN[OWN.kind == "stackful"].kernel)
 ALL = list(AVAILABLE.kernel)
 PEERS = list(AVAILABLE[AVAILABLE.system == "peer"].kernel)
 # Kernels that keep the FP control state (MXCSR + x87 CW, or FPCR) by design.
-KEEPS_FP_CONTROL = {"asm_fpu", "asm_fxsave", "asm_xsave", "ucontext"}
+KEEPS_FP_CONTROL = {"asm_fpu", "asm_fxsave", "asm_xsave", "ucontext", "copy_stack"}
 
 
 def assert_each_raises(*cases):

@@ -2,6 +2,7 @@
 exactly against what the switch files say each kernel does."""
 import pytest
 
+from labkit.core import entries
 from labkit.experiments import callgrind
 
 ok, why = callgrind.available()
@@ -44,3 +45,14 @@ def test_a_build_valgrind_cannot_decode_is_a_row_with_a_reason(monkeypatch):
     monkeypatch.setattr(callgrind, "instructions_per_switch", boom)
     t = callgrind.instructions_table(["asm"], ["O2-native"])
     assert t.net.isna().all() and "cannot decode" in t.why.iloc[0]
+
+
+def test_libco_design_counts_what_its_switch_file_says():
+    if not entries.availability("libco_design")[0]:
+        pytest.skip("libco_design runs on x86-64 only")
+    a = callgrind.instructions_per_switch("asm", rounds=(500, 1500))
+    lc = callgrind.instructions_per_switch("libco_design", rounds=(500, 1500))
+    # asm: 6 pushes, 2 movs, 6 pops, pop + jmp = 16. libco_design: 2 to find the return
+    # address and rsp, 14 stores, 12 loads, push, mov, ret = 31: 15 more per switch.
+    assert lc["net"] - a["net"] == 15
+    assert lc["base"] == a["base"]

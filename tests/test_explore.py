@@ -145,7 +145,7 @@ def test_sweep_points_follow_the_other_settings():
     kernels = ex.sweep_points("kernel")
     assert kernels and all(p.contexts == 256 for p in kernels)
     assert {p.kernel for p in kernels} <= {"asm", "asm_ret", "asm_fpu", "asm_fxsave",
-                                           "asm_xsave", "ucontext"}
+                                           "asm_xsave", "ucontext", "libco_design"}
     assert ex.sweep_points("build") == [ex.point()]  # rings: one build only
     with pytest.raises(ValueError, match="axis must be one of"):
         ex.sweep_points("colour")

@@ -158,6 +158,10 @@ CASES = [
      ["guard", "max_map_count"]),
     (frames.stackful, (65536,), {"guard": "yes"}, TypeError, ["guard"]),
     (frames.stackful, (65536,), {"memory_budget": -1}, ValueError, ["memory_budget"]),
+    (frames.copy_stack, (-1,), {}, ValueError, ["stack_in_use"]),
+    (frames.copy_stack, ("8",), {}, TypeError, ["stack_in_use", "integer"]),
+    (frames.copy_stack, (8,), {"n": 0}, ValueError, ["n must"]),
+    (frames.copy_stack, (8,), {"build": "O7"}, ValueError, ["build"]),
     (frames.frame_sizes, ("O2",), {}, TypeError, ["builds"]),
     (frames.frame_sizes, (["O7"],), {}, ValueError, ["build"]),
 ]
@@ -170,3 +174,13 @@ def test_bad_input_names_the_parameter(fn, args, kwargs, exc, words):
         fn(*args, **kwargs)
     for w in words:
         assert w in str(info.value), f"{w!r} not in {info.value}"
+
+
+def test_a_suspended_copy_stack_coroutine_keeps_its_used_stack():
+    # What each keeps is its used stack, exactly: 4 KiB more in use is 4 KiB more saved.
+    small = frames.copy_stack(0, n=5000).iloc[0]
+    large = frames.copy_stack(4096, n=5000).iloc[0]
+    assert large.saved_bytes_per_object - small.saved_bytes_per_object == 4096
+    assert small.saved_bytes_per_object > 0  # frames and registers
+    scaled = frames.copy_stack(4096, n=1000, memory_budget=1 << 20).iloc[0]
+    assert scaled.scaled and scaled.n < scaled.n_requested

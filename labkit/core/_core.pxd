@@ -33,6 +33,7 @@ cdef extern from "csrc/labkit_core.h" nogil:
 
     int lk_pingpong_fp(int kernel, size_t stack_size, int prefault, uint64_t rounds, int warmup,
                        int repeats, int fpctl_mode, lk_sample *out, char *err, size_t errlen)
+    void lk_set_stack_in_use(size_t bytes)
     int lk_ring(int kernel, int n, int asymmetric, size_t stack_size, size_t colour_step,
                 int prefault, uint64_t laps, int warmup, int repeats, lk_sample *out, char *err,
                 size_t errlen)

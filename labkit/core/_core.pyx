@@ -73,16 +73,19 @@ cdef size_t _address(out):
 
 
 def pingpong(int kernel, size_t stack_size, bint prefault, uint64_t rounds, int warmup,
-             int repeats, int fpctl_mode=0):
+             int repeats, int fpctl_mode=0, size_t stack_in_use=0):
     """Run the timed ping-pong; one dict per repeat (raw ns and ticks of both loops).
-    fpctl_mode: 0 as is, 1 both contexts at the default FP control words, 2 they differ."""
+    fpctl_mode: 0 as is, 1 both contexts at the default FP control words, 2 they differ.
+    stack_in_use: bytes the copy_stack coroutines hold when they switch."""
     out = _new("lk_sample", repeats)
     cdef lk_sample *p = <lk_sample *>_address(out)
     cdef char err[512]
     cdef int rc
     with nogil:
+        lk_set_stack_in_use(stack_in_use)
         rc = lk_pingpong_fp(kernel, stack_size, prefault, rounds, warmup, repeats,
                             fpctl_mode, p, err, sizeof(err))
+        lk_set_stack_in_use(0)
     if rc != 0:
         raise RuntimeError(err.decode())
     return structs.as_dicts(out)

@@ -1,6 +1,7 @@
 """The catalogue: everything labkit can measure. Its entries are labkit's own switch
 kernels (`asm`, `asm_fpu`...: the only things labkit calls kernels) and the real peer systems
-the articles name (plain calls, a syscall, C++20 coroutines, Boost.Context, Boost.Fiber),
+the articles name (plain calls, a syscall, C++20 coroutines, Boost.Context, Boost.Fiber,
+Boost.Coroutine2),
 what each one saves, and whether it runs here (or why not, and how to get it)."""
 from __future__ import annotations
 
@@ -46,7 +47,24 @@ _INFO = {
         "stackless", "stackless", "nothing: the state lives in a heap/struct frame",
         "return from the state machine",
         "a C state machine resumed through a function pointer the compiler cannot inline"),
+    "libco_design": KernelInfo(
+        "libco_design", "stackful",
+        "libco's design (not libco): 14 slots in a context struct: rsp, return address, rbx, "
+        "rcx, rdx, rsi, rdi, rbp, r8, r9, r12-r15 (caller-saved ones the ABI does not ask "
+        "for); no MXCSR, no x87 control word",
+        "push + ret",
+        "WeChat libco's x86-64 switch written again from its description; does NOT keep FP "
+        "control state; x86-64 only"),
+    "copy_stack": KernelInfo(
+        "copy_stack", "stackful",
+        "asm_fpu's registers, on a run stack shared by the coroutines; switching to one that "
+        "is not on it copies the owner's used stack out and its own back in",
+        "pop + indirect jmp",
+        "libco's shared stacks, libaco's copy stacks: a switch costs in proportion to the "
+        "bytes in use (measure's stack_in_use); a suspended coroutine keeps only those bytes"),
 }
+# The kernels whose switch copies stack, and so take measure's stack_in_use.
+COPIES_STACK = ("copy_stack",)
 
 KERNEL_NAMES = tuple(_INFO)
 
@@ -55,7 +73,7 @@ _PEER_KIND = {
     "direct_call": "baseline", "indirect_call": "baseline", "virtual_call": "baseline",
     "syscall_getppid": "baseline", "cxx20_generator": "stackless",
     "cxx20_symmetric": "stackless", "boost_fcontext": "stackful", "boost_fiber": "stackful",
-    "boost_fibers_yield": "stackful",
+    "boost_fibers_yield": "stackful", "boost_coroutine2": "stackful",
 }
 PEER_NAMES = tuple(_PEER_KIND)
 # Python's peers, timed from Python (labkit.core.pypeers).
@@ -116,7 +134,7 @@ def availability(name: str) -> tuple[bool, str]:
     if is_peer(name):
         from labkit.core import native
 
-        why = native.peers_missing_reason()
+        why = native.peers_missing_reason() or native.peer_why_not(name)
         return not why, why
     row = _table()[name]
     return row["available"], row["why_not"]

@@ -100,6 +100,9 @@ def _core_prototypes(s) -> dict:
         "lk_cflags": (_str, []),
         "lk_pingpong_fp": (_int, [_int, _sz, _int, _u64, _int, _int, _int, P(s["lk_sample"]),
                                   _str, _sz]),
+        "lk_set_stack_in_use": (None, [_sz]),
+        "lk_copy_hold": (_int, [_u64, _sz, P(_u64), _str, _sz]),
+        "lk_copy_hold_release": (None, []),
         "lk_freq_ticks_per_unit": (ctypes.c_double, [_u64, _int]),
         "lk_freq_run": (_int, [_sz, _int, _u32, _u64, _u64, _int, _int,
                                P(s["lk_freq_sample"]), _str, _sz]),
@@ -119,10 +122,16 @@ def cflags(tag: str) -> str:
     return core(tag).lk_cflags().decode()
 
 
-def pingpong(tag, kernel, stack_size, prefault, rounds, warmup, repeats, fpctl_mode=0):
+def pingpong(tag, kernel, stack_size, prefault, rounds, warmup, repeats, fpctl_mode=0,
+             stack_in_use=0):
     """lk_pingpong_fp of the given build; the same dicts as labkit.core._core.pingpong."""
-    return core(tag).samples("lk_pingpong_fp", "lk_sample", repeats, kernel, stack_size,
-                             int(prefault), rounds, warmup, repeats, fpctl_mode)
+    lib = core(tag)
+    lib.lk_set_stack_in_use(stack_in_use)
+    try:
+        return lib.samples("lk_pingpong_fp", "lk_sample", repeats, kernel, stack_size,
+                           int(prefault), rounds, warmup, repeats, fpctl_mode)
+    finally:
+        lib.lk_set_stack_in_use(0)
 
 
 # ---- the C++ peers ----
@@ -151,6 +160,7 @@ def _peers_prototypes(s) -> dict:
         "lkx_pingpong": (_int, [_int, _sz, _u64, _int, _int, P(s["lk_sample"]), _str, _sz]),
         "lkx_peer_name": (_str, [_int]),
         "lkx_peer_saves": (_str, [_int]),
+        "lkx_peer_why_not": (_str, [_int]),
         "lkx_cflags": (_str, []),
         "lkx_set_fpctl": (None, [_int]),
         # the coroutine frames of notebooks 07a and 07b (labkit/cxx/frames.h, labkit.experiments.frames)
@@ -190,6 +200,11 @@ def peer_names(tag: str = PEER_BUILD) -> list[str]:
 
 def peer_saves(name: str, tag: str = PEER_BUILD) -> str:
     return peers(tag).lkx_peer_saves(peer_names(tag).index(name)).decode()
+
+
+def peer_why_not(name: str, tag: str = PEER_BUILD) -> str:
+    """'' if the peer was compiled into the library, else why not and what to install."""
+    return peers(tag).lkx_peer_why_not(peer_names(tag).index(name)).decode()
 
 
 def peers_cflags(tag: str) -> str:

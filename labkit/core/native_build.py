@@ -29,7 +29,7 @@ PACKAGE = Path(__file__).resolve().parents[1]  # labkit/: the native sources and
 OUT_NAME = "bin"  # labkit/bin/: the compiled libraries and programs of the table below
 
 # The C core: the switch kernels, the timing harness, the rings. Declared once.
-CORE_SOURCES = ["csrc/kernels.c", "csrc/harness.c", "csrc/ring.c"]
+CORE_SOURCES = ["csrc/kernels.c", "csrc/copy_stack.c", "csrc/harness.c", "csrc/ring.c"]
 CORE_HEADERS = ["csrc/labkit_core.h", "csrc/lk_layout.h", "csrc/lk_timer.h", "csrc/switch_platform.h",
                 "csrc/switch_x86_64_sysv.h", "csrc/switch_aarch64_aapcs.h"]
 # The Cython extension labkit.core._core wraps the core and the kernel-switch probes.
@@ -81,7 +81,8 @@ def _targets() -> dict[str, dict]:
                                defines=["-DLK_URING"], libs=["-luring"],
                                needs=[("liburing.h", URING_HINT)])
     t["stackful_epoll"] = dict(server, lang="c",
-                               sources=["servers/stackful.c", *SERVER_C, "csrc/kernels.c"],
+                               sources=["servers/stackful.c", *SERVER_C, "csrc/kernels.c",
+                                        "csrc/copy_stack.c"],
                                headers=[*SERVER_H, *CORE_HEADERS], include=["csrc"],
                                record=("LK_CFLAGS", " ".join(SERVER_CFLAGS)))
     cxx_server = dict(server, lang="c++", flags=["-std=c++20", *SERVER_CFLAGS],

@@ -21,7 +21,7 @@ def _default_timeout(switches: int, runs: int) -> float:
 def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000_000,
             repeats: int = 10, warmup: int = 1, cpu: int | None = None,
             prefault: bool | None = None, build: str | None = None, fp_control: str = "as-is",
-            timeout: float | None = None):
+            stack_in_use: int | None = None, timeout: float | None = None):
     """Time `switches` switches between two contexts with `kernel`, `repeats` times after
     `warmup` dropped runs, in a worker process. Returns a DataFrame with one row per repeat:
     ns and cycle-counter ticks per switch with the empty loop's cost subtracted
@@ -36,14 +36,19 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
     of the extension's own (-O2); the peers (labkit.catalogue().query("system == 'peer'"))
     always come from such a build, "O2" by default. fp_control: "as-is"; "same" (both contexts hold the
     default FP control words); "differ" (main did an inexact division after making the
-    other context, so on x86-64 their MXCSRs differ in the sticky PE flag)."""
+    other context, so on x86-64 their MXCSRs differ in the sticky PE flag).
+    stack_in_use (copy_stack only; None: 0): bytes each coroutine holds on its stack, beyond
+    its frames, when it switches; the `copied_bytes_per_switch` column says what the
+    switches really copied."""
     kernel = _entries.check_name(kernel)
     size = _entries.check_stack_size(kernel, stack_size)
+    in_use = _stack_in_use(kernel, size, stack_in_use)
     switches = _v.switches(switches)
     repeats = _v.repeats(repeats)
     warmup = _v.warmup(warmup)
     cpu = _v.cpu(cpu)
     job = _JOBS[_entries.system(kernel)](kernel, size, prefault, build, fp_control)
+    args = {**job.args, **({} if in_use is None else {"stack_in_use": in_use})}
     timeout = _v.timeout(timeout) or _default_timeout(switches, repeats + warmup)
     # Before the run: TSC calibration uses the worker.
     meta = {**_machine.row_metadata(job.build, job.peer), **job.meta}
@@ -51,11 +56,12 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
                 f"repeats={repeats}, cpu={cpu}, build={job.build or 'extension'})")
     samples = _worker.call("labkit.core.timing", job.function, pin=cpu, describe=describe,
                            timeout=timeout, stack_size=size or 0, rounds=switches // 2,
-                           warmup=warmup, repeats=repeats, **job.args)
+                           warmup=warmup, repeats=repeats, **args)
     common = {"kernel": kernel, "kind": _entries.kernel_info(kernel).kind,
               "pattern": "pingpong", "contexts": 2, "stack_size_requested": stack_size,
               "stack_size": size, "colour_step": 0, "prefault": job.prefault, "cpu": cpu,
-              "build": job.build_column, "fp_control": job.fp_control}
+              "build": job.build_column, "fp_control": job.fp_control,
+              "stack_in_use": in_use}
     return _frame(samples, switches, describe, common, resumptions=switches // 2, meta=meta)
 
 
@@ -123,6 +129,19 @@ def _py_peer_job(kernel, size, prefault, build, fp_control) -> _Job:
 _JOBS = {"labkit": _kernel_job, "peer": _cxx_peer_job, "python": _py_peer_job}
 
 
+def _stack_in_use(kernel, size, value) -> int | None:
+    """stack_in_use checked: None for the kernels that copy no stack, else bytes that fit
+    on the run stack beside the frame and the entry's own headroom."""
+    if kernel not in _entries.COPIES_STACK:
+        if value is not None:
+            raise ValueError(f"stack_in_use must be left unset (None) for {kernel!r}: only "
+                             f"{', '.join(_entries.COPIES_STACK)} copies its stack; got {value!r}")
+        return None
+    hi = size - _entries.frame_bytes(kernel) - _v.ENTRY_HEADROOM
+    return _v.integer_in("stack_in_use", 0 if value is None else value, 0, hi,
+                         f" bytes (the {size}-byte stack_size less the frame and headroom)")
+
+
 def _no_prefault(kernel, prefault) -> None:
     if prefault is not None:
         raise ValueError(f"prefault must be left unset (None) for {kernel!r}: only labkit's "
@@ -173,6 +192,7 @@ def _frame(samples, expected, describe, common, resumptions, meta):
             "baseline_ns_per_switch": s["base_ns"] / n,
             "ticks_per_ns": s["loop_ticks"] / s["loop_ns"] if s["loop_ns"] else float("nan"),
             "minor_faults": s["minor_faults"],
+            "copied_bytes_per_switch": s.get("copied_bytes", 0) / n,  # Python peers: none
             # FP/SIMD state components in use after the loop (x86-64 XINUSE), as hex.
             "xinuse": None if s.get("xinuse") in (None, -1) else f"{s['xinuse']:#x}",
             "counted_switches": s["counted"],
@@ -198,6 +218,9 @@ def measure_ring(kernel: str, *, contexts: int, asymmetric: bool = False, laps: 
     kernel = _entries.check_name(kernel)
     if _entries.kernel_info(kernel).kind != "stackful":
         raise ValueError(f"kernel must be stackful for a ring; {kernel!r} is stackless")
+    if kernel in _entries.COPIES_STACK:
+        raise ValueError(f"kernel must have a stack of its own per context for a ring; "
+                         f"{kernel!r} contexts share one run stack (use labkit.measure)")
     n = _v.integer_in("contexts", contexts, 1, MAX_CONTEXTS)
     asymmetric = _v.flag("asymmetric", asymmetric)
     laps = _v.integer_in("laps", laps, 1, _v.MAX_SWITCHES)
@@ -235,16 +258,17 @@ def measure_ring(kernel: str, *, contexts: int, asymmetric: bool = False, laps: 
 # ---- run in the worker process (labkit.core.worker.call) ----
 
 def worker_pingpong(kernel: int, build: str | None, stack_size: int, prefault: bool, rounds: int,
-                    warmup: int, repeats: int, fpctl_mode: int) -> list:
+                    warmup: int, repeats: int, fpctl_mode: int, stack_in_use: int = 0) -> list:
     """A labkit kernel's ping-pong: the extension's own code, or one -O build's."""
     if build:
         from labkit.core import native
 
         return native.pingpong(build, kernel, stack_size, prefault, rounds, warmup, repeats,
-                               fpctl_mode)
+                               fpctl_mode, stack_in_use)
     from labkit.core import _core
 
-    return _core.pingpong(kernel, stack_size, prefault, rounds, warmup, repeats, fpctl_mode)
+    return _core.pingpong(kernel, stack_size, prefault, rounds, warmup, repeats, fpctl_mode,
+                          stack_in_use)
 
 
 def worker_peer_pingpong(peer: str, build: str, stack_size: int, rounds: int, warmup: int,

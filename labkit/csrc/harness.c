@@ -14,13 +14,28 @@
 /* One round trip is two switches: main -> co and co -> main. Each side bumps its
  * own volatile counter once per switch it makes, so after R rounds the counters
  * must add up to 2R: proof that every switch happened. */
+typedef struct pingpong pingpong;
+/* copy_stack: one of the two coroutines that take turns on the run stack. */
 typedef struct {
+    lk_copy_ctx ctx;
+    pingpong *p;
+} copy_side;
+
+struct pingpong {
     void *main_sp, *co_sp;   /* asm kernels: the two stored stack pointers */
     ucontext_t main_uc;      /* ucontext: main's context ... */
     ucontext_t *co_uc;       /* ... and the other one's, at the top of its stack */
+#if defined(__x86_64__)
+    lk_regs_ctx main_lc;     /* libco_design: main's register struct ... */
+    lk_regs_ctx *co_lc;      /* ... and the other one's, at the top of its stack */
+#endif
+    lk_copy_run run;         /* copy_stack: the shared run stack, */
+    lk_copy_ctx cs_main;     /* main's context (its own stack), */
+    copy_side cs[2];         /* and the two coroutines main resumes in turn */
+    size_t stack_in_use;
     int sl_state;            /* stackless: the state machine's resume point */
     volatile uint64_t main_count, co_count;
-} pingpong;
+};
 
 typedef void (*loop_fn)(pingpong *, uint64_t);
 
@@ -50,6 +65,49 @@ LK_PINGPONG(asm_fpu, lk_swap_asm_fpu)
 LK_PINGPONG(asm_fxsave, lk_swap_asm_fxsave)
 LK_PINGPONG(asm_xsave, lk_swap_asm_xsave)
 #endif
+
+#if defined(__x86_64__)
+/* libco_design: the contexts are register structs, main's here and the other's at the top
+ * of its stack, as ucontext's are. */
+static void co_libco_design(void *arg) {
+    pingpong *p = arg;
+    for (;;) {
+        p->co_count++;
+        lk_swap_libco_design((void **)p->co_lc, &p->main_lc);
+    }
+}
+__attribute__((noinline)) static void loop_libco_design(pingpong *p, uint64_t rounds) {
+    for (uint64_t i = 0; i < rounds; i++) {
+        lk_swap_libco_design((void **)&p->main_lc, p->co_lc);
+        p->main_count++;
+    }
+}
+#endif
+
+/* copy_stack: main resumes two coroutines in turn, so that each resume finds the other
+ * one on the run stack: it is copied out and this one copied in (one copy of the bytes in
+ * use per switch, on average). With one coroutine nothing would ever be copied. */
+static void co_copy_stack(void *arg) {
+    copy_side *c = arg;
+    pingpong *p = c->p;
+    size_t n = p->stack_in_use;
+    char *pad = __builtin_alloca(n);
+    memset(pad, 0x5a, n);  /* written: the bytes in use are real data */
+    __asm__ volatile("" : : "r"(pad) : "memory");
+    for (;;) {
+        p->co_count++;
+        lk_swap_copy_stack((void **)&c->ctx, &p->cs_main);
+    }
+}
+__attribute__((noinline)) static void loop_copy_stack(pingpong *p, uint64_t rounds) {
+    for (uint64_t i = 0; i < rounds; i++) {
+        lk_swap_copy_stack((void **)&p->cs_main, &p->cs[i & 1].ctx);
+        p->main_count++;
+    }
+}
+
+static size_t stack_in_use = 0;
+void lk_set_stack_in_use(size_t bytes) { stack_in_use = bytes; }
 
 /* ucontext: the same loop through glibc's swapcontext. */
 static void co_ucontext(void *arg) {
@@ -143,7 +201,9 @@ int lk_pingpong_fp(int kernel, size_t stack_size, int prefault, uint64_t rounds,
 #if defined(__x86_64__)
     case LK_ASM_FXSAVE: loop = loop_asm_fxsave; entry = co_asm_fxsave; break;
     case LK_ASM_XSAVE: loop = loop_asm_xsave; entry = co_asm_xsave; break;
+    case LK_LIBCO_DESIGN: loop = loop_libco_design; entry = co_libco_design; break;
 #endif
+    case LK_COPY_STACK: loop = loop_copy_stack; entry = co_copy_stack; break;
     case LK_UCONTEXT: loop = loop_ucontext; entry = co_ucontext; break;
     case LK_STACKLESS: loop = loop_stackless; break;
     default:
@@ -165,14 +225,32 @@ int lk_pingpong_fp(int kernel, size_t stack_size, int prefault, uint64_t rounds,
             lk_fpctl_write(fp_saved);
             return -1;
         }
-        void *ctx = lk_make(kernel, &s, entry, &p);
+        void *ctx = 0;
+        if (kernel == LK_COPY_STACK) {
+            /* Room for what the coroutines hold, so the copies never grow in the loop. */
+            p.stack_in_use = stack_in_use;
+            lk_copy_run_init(&p.run, &s);
+            lk_copy_main(&p.cs_main);
+            ctx = &p.cs[0];
+            for (int i = 0; i < 2; i++) {
+                p.cs[i].p = &p;
+                if (lk_copy_make(&p.cs[i].ctx, &p.run, entry, &p.cs[i], stack_in_use + 1024) != 0)
+                    ctx = 0;
+            }
+        } else {
+            ctx = lk_make(kernel, &s, entry, &p);
+        }
         if (!ctx) {
             snprintf(err, errlen, "could not make a %s context", lk_kernel_name(kernel));
+            for (int i = 0; i < 2; i++) lk_copy_free(&p.cs[i].ctx);
             lk_stack_free(&s);
             lk_fpctl_write(fp_saved);
             return -1;
         }
         if (kernel == LK_UCONTEXT) p.co_uc = ctx;
+#if defined(__x86_64__)
+        else if (kernel == LK_LIBCO_DESIGN) p.co_lc = ctx;
+#endif
         else p.co_sp = ctx;
     }
     if (fpctl_mode == 2) lk_fpctl_divide();
@@ -185,11 +263,14 @@ int lk_pingpong_fp(int kernel, size_t stack_size, int prefault, uint64_t rounds,
     for (int r = 0; r < repeats; r++) {
         lk_sample *o = &out[r];
         timed(loop_base, &p, rounds, &o->base_ns, &o->base_ticks, &faults, &counted);
+        uint64_t copied = p.run.copied;
         timed(loop, &p, rounds, &o->loop_ns, &o->loop_ticks, &o->minor_faults, &o->counted);
+        o->copied_bytes = p.run.copied - copied;
         o->switches = 2 * rounds;
         o->xinuse = lk_xinuse();
     }
     /* The other context stays suspended for good; its stack simply goes away. */
+    for (int i = 0; i < 2; i++) lk_copy_free(&p.cs[i].ctx);
     lk_stack_free(&s);
     lk_fpctl_write(fp_saved);
     return 0;

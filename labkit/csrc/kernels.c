@@ -19,6 +19,7 @@ void lk_regprobe(lk_swap_fn fn, void **save, void *load, const uint64_t *in, uin
 
 static const char *const names[LK_NKERNELS] = {
     "asm", "asm_ret", "asm_fpu", "asm_fxsave", "asm_xsave", "ucontext", "stackless",
+    "libco_design", "copy_stack",
 };
 
 const char *lk_kernel_name(int k) { return (k >= 0 && k < LK_NKERNELS) ? names[k] : "?"; }
@@ -34,7 +35,15 @@ int lk_kernel_available(int k, const char **why) {
     *why = "";
     switch (k) {
     case LK_ASM: case LK_ASM_RET: case LK_ASM_FPU: case LK_UCONTEXT: case LK_STACKLESS:
+    case LK_COPY_STACK:
         return 1;
+    case LK_LIBCO_DESIGN:
+#if LK_HAVE_LIBCO_DESIGN
+        return 1;
+#else
+        *why = "libco's design is its x86-64 switch; labkit has no variant of it for this architecture";
+        return 0;
+#endif
     case LK_ASM_FXSAVE:
 #if LK_HAVE_FXSAVE
         return 1;
@@ -62,6 +71,8 @@ size_t lk_kernel_frame_bytes(int k) {
     if (!lk_kernel_available(k, &why)) return 0;
     /* make_ucontext puts the ucontext_t, 64-byte aligned, at the top of its own stack. */
     if (k == LK_UCONTEXT) return sizeof(ucontext_t) + 64;
+    /* On the run stack: asm_fpu's frame (the used bytes above it come and go). */
+    if (k == LK_COPY_STACK) return lk_arch_frame_bytes(LK_ASM_FPU);
     return lk_arch_frame_bytes(k);
 }
 
@@ -76,6 +87,10 @@ lk_swap_fn lk_swap_of(int k) {
 #if LK_HAVE_XSAVE
     case LK_ASM_XSAVE: return lk_swap_asm_xsave;
 #endif
+#if LK_HAVE_LIBCO_DESIGN
+    case LK_LIBCO_DESIGN: return lk_swap_libco_design;
+#endif
+    case LK_COPY_STACK: return lk_swap_copy_stack;
     default: return 0;
     }
 }
@@ -162,6 +177,7 @@ __attribute__((noinline)) static void *make_ucontext(lk_stack *s, void (*entry)(
 
 void *lk_make(int kernel, lk_stack *s, void (*entry)(void *), void *arg) {
     if (kernel == LK_UCONTEXT) return make_ucontext(s, entry, arg);
+    if (kernel == LK_COPY_STACK) return 0;  /* needs a run stack: lk_copy_make */
     return lk_arch_make(kernel, s->top, entry, arg);
 }
 
@@ -177,23 +193,29 @@ const char *lk_regprobe_name(int i) {
     return (i >= 0 && i < LK_NREGPROBE) ? lk_regprobe_names[i] : "?";
 }
 
-/* Two sides of a switch: main and one context ("co"). For ucontext the
- * save/load words hold ucontext_t pointers instead of stack pointers. */
+/* Two sides of a switch: main and one context ("co"). For the kernels whose context is an
+ * object (ucontext_t, lk_regs_ctx, lk_copy_ctx) the save/load words point at the objects
+ * instead of holding stack pointers; main_obj is main's, co_sp the other's. */
 typedef struct {
     lk_swap_fn swap;
     void *main_sp, *co_sp;
+    void *main_obj;      /* 0 for the kernels whose context is a stack pointer */
     ucontext_t main_uc;
-    int uc;
+#if LK_HAVE_LIBCO_DESIGN
+    lk_regs_ctx main_lc;
+#endif
+    lk_copy_run run;
+    lk_copy_ctx main_cc, co_cc;
     uint64_t co_in[LK_NREGPROBE], co_out[LK_NREGPROBE];
     uint32_t co_set[2], co_after[2];
     size_t use_bytes;
 } side;
 
-static void **save_main(side *d) { return d->uc ? (void **)&d->main_uc : &d->main_sp; }
-static void *load_main(side *d) { return d->uc ? (void *)&d->main_uc : d->main_sp; }
-static void **save_co(side *d) { return d->uc ? (void **)d->co_sp : &d->co_sp; }
+static void **save_main(side *d) { return d->main_obj ? (void **)d->main_obj : &d->main_sp; }
+static void *load_main(side *d) { return d->main_obj ? d->main_obj : d->main_sp; }
+static void **save_co(side *d) { return d->main_obj ? (void **)d->co_sp : &d->co_sp; }
 static void *load_co(side *d) { return d->co_sp; }
-/* For ucontext, co_sp is the ucontext_t and never moves: saving into it is fine. */
+/* An object context never moves: saving into it is fine. */
 
 static void regtest_co(void *arg) {
     side *d = arg;
@@ -207,15 +229,30 @@ static int setup(int kernel, side *d, lk_stack *s, size_t size, void (*entry)(vo
     const char *why;
     if (!lk_kernel_available(kernel, &why) || !lk_kernel_is_stackful(kernel)) return -1;
     memset(d, 0, sizeof *d);
-    d->uc = kernel == LK_UCONTEXT;
-    d->swap = d->uc ? uc_swap : lk_swap_of(kernel);
+    d->swap = kernel == LK_UCONTEXT ? uc_swap : lk_swap_of(kernel);
     if (lk_stack_alloc(s, size, 0, 0) != 0) return -1;
-    d->co_sp = lk_make(kernel, s, entry, d);
+    if (kernel == LK_UCONTEXT) d->main_obj = &d->main_uc;
+#if LK_HAVE_LIBCO_DESIGN
+    if (kernel == LK_LIBCO_DESIGN) d->main_obj = &d->main_lc;
+#endif
+    if (kernel == LK_COPY_STACK) {
+        lk_copy_run_init(&d->run, s);
+        lk_copy_main(&d->main_cc);
+        d->main_obj = &d->main_cc;
+        d->co_sp = lk_copy_make(&d->co_cc, &d->run, entry, d, 0) == 0 ? &d->co_cc : 0;
+    } else {
+        d->co_sp = lk_make(kernel, s, entry, d);
+    }
     if (!d->co_sp) {
         lk_stack_free(s);
         return -1;
     }
     return 0;
+}
+
+static void teardown(side *d, lk_stack *s) {
+    lk_copy_free(&d->co_cc);  /* zeroed unless copy_stack made it */
+    lk_stack_free(s);
 }
 
 int lk_regtest(int kernel, uint64_t *main_in, uint64_t *main_out, uint64_t *co_in,
@@ -234,7 +271,7 @@ int lk_regtest(int kernel, uint64_t *main_in, uint64_t *main_out, uint64_t *co_i
     d.swap(save_main(&d), load_co(&d));
     memcpy(co_in, d.co_in, sizeof d.co_in);
     memcpy(co_out, d.co_out, sizeof d.co_out);
-    lk_stack_free(&s);
+    teardown(&d, &s);
     return 0;
 }
 
@@ -272,7 +309,7 @@ int lk_fptest(int kernel, uint32_t *main_set, uint32_t *main_after, uint32_t *co
     memcpy(co_after, d.co_after, sizeof d.co_after);
     masks[0] = LK_FPCTL_MASK0;
     masks[1] = LK_FPCTL_MASK1;
-    lk_stack_free(&s);
+    teardown(&d, &s);
     return 0;
 }
 
@@ -298,19 +335,9 @@ static void probe_co(void *arg) {
 int lk_stack_probe(int kernel, size_t stack_size, size_t use_bytes) {
     side d;
     lk_stack s;
-    const char *why;
-    if (!lk_kernel_available(kernel, &why) || !lk_kernel_is_stackful(kernel)) return -1;
-    memset(&d, 0, sizeof d);
-    d.uc = kernel == LK_UCONTEXT;
-    d.swap = d.uc ? uc_swap : lk_swap_of(kernel);
+    if (setup(kernel, &d, &s, stack_size, probe_co) != 0) return -1;
     d.use_bytes = use_bytes;
-    if (lk_stack_alloc(&s, stack_size, 0, 0) != 0) return -1;
-    d.co_sp = lk_make(kernel, &s, probe_co, &d);
-    if (!d.co_sp) {
-        lk_stack_free(&s);
-        return -1;
-    }
     d.swap(save_main(&d), load_co(&d));
-    lk_stack_free(&s);
+    teardown(&d, &s);
     return 0;
 }

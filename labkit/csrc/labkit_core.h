@@ -19,6 +19,8 @@ enum lk_kernel {
     LK_ASM_XSAVE,    /* + every XCR0 component, xsave64 (x86-64 only) */
     LK_UCONTEXT,     /* glibc swapcontext */
     LK_STACKLESS,    /* a C state machine called through a pointer */
+    LK_LIBCO_DESIGN, /* libco's design: 14 registers into a struct, push + ret (x86-64 only) */
+    LK_COPY_STACK,   /* coroutines share one run stack, copied out and in (asm_fpu underneath) */
     LK_NKERNELS
 };
 
@@ -31,7 +33,15 @@ void lk_swap_asm_fpu(void **save_sp, void *load_sp);
 #if defined(__x86_64__)
 void lk_swap_asm_fxsave(void **save_sp, void *load_sp);
 void lk_swap_asm_xsave(void **save_sp, void *load_sp);
+/* libco_design: save and load point at lk_regs_ctx structs (switch_x86_64_sysv.h), not
+ * at stack pointers. */
+void lk_swap_libco_design(void **save, void *load);
 #endif
+
+/* libco_design's context: every register it keeps lives here, not on the stack. */
+typedef struct {
+    uint64_t slot[14];  /* rsp, return address, rbx, rcx, rdx, rsi, rdi, rbp, r8, r9, r12-r15 */
+} __attribute__((aligned(16))) lk_regs_ctx;
 
 /* ---- kernels.c ---- */
 const char *lk_kernel_name(int kernel);
@@ -86,6 +96,42 @@ void lk_fpctl_write(const uint32_t v[2]);
 /* The state components in use now (x86-64 XINUSE bitmap), or -1 where unknown. */
 int64_t lk_xinuse(void);
 
+/* ---- copy_stack.c ---- */
+/* Copy stacks: coroutines share one run stack; a suspended one keeps only the bytes it
+ * used, in a heap buffer. The run stack's owner is copied out only when another
+ * coroutine needs the run stack (lazily, as libco's shared stacks and libaco do). */
+typedef struct lk_copy_ctx lk_copy_ctx;
+typedef struct {
+    char *top;             /* where the frames start: the lk_stack's top, 16-aligned */
+    lk_copy_ctx *owner;    /* whose frames are on it now (0: nobody's) */
+    uint64_t copied;       /* bytes copied out and in so far */
+} lk_copy_run;
+struct lk_copy_ctx {
+    void *sp;              /* first: the switch stores it through (void **)ctx */
+    lk_copy_run *run;      /* 0: runs on a stack of its own (main) */
+    char *saved;           /* its used stack while it is off the run stack */
+    size_t saved_bytes, capacity;
+};
+void lk_copy_run_init(lk_copy_run *r, lk_stack *s);
+/* A coroutine on run r that starts in entry(arg); reserve: bytes of buffer to start with.
+ * Returns 0, or -1 if out of memory. Nothing is written to the run stack yet. */
+int lk_copy_make(lk_copy_ctx *c, lk_copy_run *r, void (*entry)(void *), void *arg,
+                 size_t reserve);
+void lk_copy_main(lk_copy_ctx *c);  /* main's context: it keeps its own stack */
+void lk_copy_free(lk_copy_ctx *c);
+/* save: (void **)from, load: to (both lk_copy_ctx). A switch between two coroutines of the
+ * same run stack would overwrite the frames it runs on: it aborts (transfers go through
+ * main, as libaco's do). */
+void lk_swap_copy_stack(void **save, void *load);
+/* Bytes the copy-stack coroutines of the next ping-pong hold on their stacks when they
+ * switch, besides their frames (0 by default). */
+void lk_set_stack_in_use(size_t bytes);
+/* n suspended copy-stack coroutines, each holding stack_in_use bytes, kept until
+ * lk_copy_hold_release(); for measuring their memory. Returns 0, or -1 with err filled. */
+int lk_copy_hold(uint64_t n, size_t stack_in_use, uint64_t *saved_bytes, char *err,
+                 size_t errlen);
+void lk_copy_hold_release(void);
+
 /* ---- harness.c ---- */
 /* One timed sample; its fields are declared once, here (lk_layout.h). */
 #define LK_SAMPLE_FIELDS(F)                                                           \
@@ -94,6 +140,7 @@ int64_t lk_xinuse(void);
     F(uint64_t, switches)      /* transfers of control the loop made */              \
     F(uint64_t, counted)       /* transfers the two sides counted */                 \
     F(uint64_t, minor_faults)  /* page faults during the timed loop */               \
+    F(uint64_t, copied_bytes)  /* stack bytes the loop's switches copied (copy_stack) */ \
     F(int64_t, xinuse)         /* XINUSE after the loop (-1 unknown; see lk_xinuse) */
 LK_STRUCT(lk_sample, LK_SAMPLE_FIELDS)
 LK_LAYOUT_DECL(lk_sample)

@@ -32,9 +32,14 @@ struct ring {
     slot main;
     slot *c;
     ucontext_t main_uc;
+#if defined(__x86_64__)
+    lk_regs_ctx main_lc;      /* libco_design: main's register struct */
+#endif
 };
 
-/* For ucontext the handle is the ucontext_t itself, which swapcontext saves into. */
+/* For ucontext and libco_design the handle is the context object itself, which the switch
+ * saves into. copy_stack has no ring here: its contexts share one stack (notebook 04 and
+ * 07b measure it through the ping-pong and labkit.experiments.frames). */
 static void uc_swap(void **save, void *load) { swapcontext((ucontext_t *)save, (ucontext_t *)load); }
 
 #define LK_RING(NAME, SWAP, UC)                                                        \
@@ -74,6 +79,7 @@ LK_RING(asm_fpu, lk_swap_asm_fpu, 0)
 #if defined(__x86_64__)
 LK_RING(asm_fxsave, lk_swap_asm_fxsave, 0)
 LK_RING(asm_xsave, lk_swap_asm_xsave, 0)
+LK_RING(libco_design, lk_swap_libco_design, 1)
 #endif
 LK_RING(ucontext, uc_swap, 1)
 
@@ -130,6 +136,7 @@ int lk_ring(int kernel, int n, int asymmetric, size_t stack_size, size_t colour_
 #if defined(__x86_64__)
     case LK_ASM_FXSAVE: PICK(asm_fxsave); break;
     case LK_ASM_XSAVE: PICK(asm_xsave); break;
+    case LK_LIBCO_DESIGN: PICK(libco_design); break;
 #endif
     case LK_UCONTEXT: PICK(ucontext); break;
     default:
@@ -156,6 +163,9 @@ int lk_ring(int kernel, int n, int asymmetric, size_t stack_size, size_t colour_
     r->main.r = r;
     r->main.i = -1;
     r->main.h = kernel == LK_UCONTEXT ? (void *)&r->main_uc : 0;
+#if defined(__x86_64__)
+    if (kernel == LK_LIBCO_DESIGN) r->main.h = &r->main_lc;
+#endif
     for (int i = 0; i < n; i++, made++) {
         size_t offset = colour_step ? (size_t)(i % 1024) * colour_step : 0;
         int e = lk_stack_alloc(&stacks[i], stack_size, offset, prefault);

@@ -36,13 +36,29 @@ int main(void) {
             check(lk_fptest(k, ms, ma, cs, ca, mask) == 0, name, "fptest ran");
             int keeps = ((ms[0] ^ ma[0]) & mask[0]) == 0 && ((ms[1] ^ ma[1]) & mask[1]) == 0 &&
                         ((cs[0] ^ ca[0]) & mask[0]) == 0 && ((cs[1] ^ ca[1]) & mask[1]) == 0;
-            /* asm and asm_ret keep no FP control state by design: they must leak it. */
-            int should_keep = !(k == LK_ASM || k == LK_ASM_RET);
+            /* asm, asm_ret and libco_design keep no FP control state by design: they must
+             * leak it. */
+            int should_keep = !(k == LK_ASM || k == LK_ASM_RET || k == LK_LIBCO_DESIGN);
             check(keeps == should_keep, name,
                   should_keep ? "FP control state survives" : "FP control state leaks, as documented");
             check(lk_stack_probe(k, 64 * 1024, 16 * 1024) == 0, name, "16 KiB of a 64 KiB stack usable");
         }
-        if (lk_kernel_is_stackful(k)) {
+        if (k == LK_COPY_STACK) {
+            /* Each round trip copies the other coroutine out and this one in: 4 KiB more
+             * in use is 2 x 4 KiB more copied a round, exactly. */
+            lk_sample c[1];
+            char cerr[256];
+            uint64_t copied[2];
+            for (int i = 0; i < 2; i++) {
+                lk_set_stack_in_use(i ? 4096 : 0);
+                /* The warm-up takes each coroutine to its switch, so the copies are steady. */
+                int crc = lk_pingpong(k, 64 * 1024, 1, 1000, 1, 1, c, cerr, sizeof cerr);
+                copied[i] = crc == 0 ? c[0].copied_bytes : 0;
+            }
+            lk_set_stack_in_use(0);
+            check(copied[0] > 0 && copied[1] - copied[0] == 1000ull * 2 * 4096, name,
+                  "4 KiB more in use copies 8 KiB more a round trip");
+        } else if (lk_kernel_is_stackful(k)) {
             lk_sample r[1];
             char rerr[256];
             for (int asym = 0; asym < 2; asym++) {

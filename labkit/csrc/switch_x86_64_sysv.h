@@ -44,6 +44,18 @@
  * jumps to it (as Boost.Context's jump_fcontext does); asm_ret ends in `ret`,
  * whose target the return-stack predictor did not push (notebook 06 measures both).
  *
+ * libco_design is another design, libco's (WeChat), written here from its description:
+ * the context is a struct of 14 slots (lk_regs_ctx), not the stack; save and load point at
+ * two of them. It stores every register below, caller-saved ones (rcx rdx rsi rdi r8 r9)
+ * included, which the ABI does not ask for; keeps neither MXCSR nor the x87 control word
+ * (a rounding mode set in one context leaks into the other: tests/test_kernel_correctness);
+ * and returns by pushing the other side's return address and `ret`, which the
+ * return-stack predictor gets wrong as it does asm_ret's.
+ *
+ *   lk_regs_ctx slot: 0x00 rsp (the caller's, past the return address)  0x08 return address
+ *   0x10 rbx  0x18 rcx  0x20 rdx  0x28 rsi  0x30 rdi  0x38 rbp  0x40 r8  0x48 r9
+ *   0x50 r12  0x58 r13  0x60 r14  0x68 r15     (112 B; a new context's sits at its stack's top)
+ *
  * A new context starts in lk_trampoline_x86_64 with r12 = entry, r13 = argument
  * (see lk_make in kernels.c); the entry function must never return.
  *
@@ -56,6 +68,7 @@
 #define LK_ARCH_NAME "x86_64-sysv"
 #define LK_HAVE_FXSAVE 1
 #define LK_HAVE_XSAVE 1
+#define LK_HAVE_LIBCO_DESIGN 1
 
 /* Every kernel's entry and exit: the six callee-saved registers, pushed in this order and
  * popped in the reverse one (the frame tables above list them from the stack pointer up). */
@@ -161,6 +174,41 @@ __asm__(
     "    jmpq  *%r8\n"
     LK_END("lk_swap_asm_xsave")
 
+    /* ---- libco_design: 14 registers into a struct, push + ret ---- */
+    LK_FUNCTION("lk_swap_libco_design")
+    "    movq  (%rsp), %rax\n"           /* our return address (rax is scratch) */
+    "    leaq  8(%rsp), %r10\n"          /* rsp as our caller sees it after the return */
+    "    movq  %r10, 0x00(%rdi)\n"       /* the context is the struct at save (rdi) */
+    "    movq  %rax, 0x08(%rdi)\n"
+    "    movq  %rbx, 0x10(%rdi)\n"       /* callee-saved */
+    "    movq  %rcx, 0x18(%rdi)\n"       /* caller-saved: stored anyway, as libco does */
+    "    movq  %rdx, 0x20(%rdi)\n"       /* caller-saved */
+    "    movq  %rsi, 0x28(%rdi)\n"       /* caller-saved */
+    "    movq  %rdi, 0x30(%rdi)\n"       /* caller-saved */
+    "    movq  %rbp, 0x38(%rdi)\n"       /* callee-saved */
+    "    movq  %r8,  0x40(%rdi)\n"       /* caller-saved */
+    "    movq  %r9,  0x48(%rdi)\n"       /* caller-saved */
+    "    movq  %r12, 0x50(%rdi)\n"       /* callee-saved */
+    "    movq  %r13, 0x58(%rdi)\n"       /* callee-saved */
+    "    movq  %r14, 0x60(%rdi)\n"       /* callee-saved */
+    "    movq  %r15, 0x68(%rdi)\n"       /* callee-saved; no MXCSR, no x87 CW */
+    "    movq  0x00(%rsi), %rsp\n"       /* the other context's stack */
+    "    movq  0x10(%rsi), %rbx\n"       /* and its registers, from the struct at load (rsi) */
+    "    movq  0x18(%rsi), %rcx\n"
+    "    movq  0x20(%rsi), %rdx\n"
+    "    movq  0x30(%rsi), %rdi\n"
+    "    movq  0x38(%rsi), %rbp\n"
+    "    movq  0x40(%rsi), %r8\n"
+    "    movq  0x48(%rsi), %r9\n"
+    "    movq  0x50(%rsi), %r12\n"
+    "    movq  0x58(%rsi), %r13\n"
+    "    movq  0x60(%rsi), %r14\n"
+    "    movq  0x68(%rsi), %r15\n"
+    "    pushq 0x08(%rsi)\n"             /* its return address back onto its stack */
+    "    movq  0x28(%rsi), %rsi\n"       /* rsi last: it held the struct's address */
+    "    ret\n"                          /* the return-stack buffer predicts our caller: wrong */
+    LK_END("lk_swap_libco_design")
+
     /* ---- first entry of a new context ---- */
     LK_FUNCTION("lk_trampoline_x86_64")
     "    movq  %r13, %rdi\n"            /* argument, placed in the r13 slot by lk_make */
@@ -249,6 +297,7 @@ static size_t lk_arch_frame_bytes(int kernel) {
     case LK_ASM_FPU: return 64;
     case LK_ASM_FXSAVE: return 576;
     case LK_ASM_XSAVE: return 56 + 64 + 64 + (size_t)lk_xsave_area_size;
+    case LK_LIBCO_DESIGN: return sizeof(lk_regs_ctx) + 16 + 64;  /* the struct, aligned, and a gap */
     default: return 0;
     }
 }
@@ -259,6 +308,17 @@ extern void lk_trampoline_x86_64(void);
  * kernel's restore path lands in the trampoline with r12 = entry, r13 = arg.
  * FP state starts as a copy of the creator's, as a new thread's does. */
 static void *lk_arch_make(int kernel, char *top, void (*entry)(void *), void *arg) {
+    if (kernel == LK_LIBCO_DESIGN) {
+        /* The struct at the top; the stack starts 16 bytes below it, 16-aligned, so the
+         * trampoline's call is aligned after the push + ret. */
+        lk_regs_ctx *c = (lk_regs_ctx *)(((uintptr_t)top - sizeof(lk_regs_ctx)) & ~(uintptr_t)63);
+        memset(c, 0, sizeof *c);
+        c->slot[0] = (uint64_t)(uintptr_t)c - 16;                       /* rsp */
+        c->slot[1] = (uint64_t)(uintptr_t)&lk_trampoline_x86_64;       /* return address */
+        c->slot[10] = (uint64_t)(uintptr_t)entry;                      /* r12 */
+        c->slot[11] = (uint64_t)(uintptr_t)arg;                        /* r13 */
+        return c;
+    }
     uint64_t *gpr = (uint64_t *)(((uintptr_t)top & ~(uintptr_t)15) - 56);
     gpr[0] = 0;                               /* r15 */
     gpr[1] = 0;                               /* r14 */

@@ -25,6 +25,14 @@
 #include <boost/fiber/fiber.hpp>
 #include <boost/fiber/fixedsize_stack.hpp>
 #include <boost/fiber/operations.hpp>
+/* Boost.Coroutine2 is header-only, over Boost.Context; its headers come with Boost's. */
+#if __has_include(<boost/coroutine2/coroutine.hpp>)
+#include <boost/coroutine2/coroutine.hpp>
+#include <boost/coroutine2/fixedsize_stack.hpp>
+#define LKX_HAVE_COROUTINE2 1
+#else
+#define LKX_HAVE_COROUTINE2 0
+#endif
 
 #include "../csrc/lk_timer.h"
 
@@ -51,6 +59,7 @@ struct pingpong {
     bctx::detail::fcontext_t fctx;          /* the suspended side of the fcontext pair */
     bctx::fiber *fiber;
     fibers_pair *pair;
+    void *coro2;                            /* coroutine2: the pull_type main resumes */
 };
 
 pingpong g_pp;
@@ -65,6 +74,7 @@ void reset(pingpong *p) {
     p->fctx = nullptr;
     p->fiber = nullptr;
     p->pair = nullptr;
+    p->coro2 = nullptr;
 }
 
 typedef void (*loop_fn)(pingpong *, uint64_t);
@@ -299,6 +309,21 @@ LKX_NOINLINE void loop_fiber(pingpong *p, uint64_t rounds) {
     }
 }
 
+/* ---- Boost.Coroutine2: an asymmetric coroutine, pulled by main ---- */
+
+#if LKX_HAVE_COROUTINE2
+using coro2 = boost::coroutines2::coroutine<void>;
+
+/* Each source() resumes the coroutine, which runs to its next sink(): two transfers. */
+LKX_NOINLINE void loop_coroutine2(pingpong *p, uint64_t rounds) {
+    coro2::pull_type &source = *static_cast<coro2::pull_type *>(p->coro2);
+    for (uint64_t i = 0; i < rounds; i++) {
+        source();
+        inc(p->main_count);
+    }
+}
+#endif
+
 /* ---- Boost.Fiber: two fibers yielding to each other through the scheduler ---- */
 
 struct fibers_pair {
@@ -508,6 +533,33 @@ int pingpong_cxx(int peer, size_t stack_size, uint64_t rounds, int warmup, int r
         }
         return 0;
     }
+    case LKX_BOOST_COROUTINE2: {
+#if LKX_HAVE_COROUTINE2
+        /* A pull_type runs its body at once, up to the first sink(): that first transfer
+         * and its return happen here, outside the samples. */
+        coro2::pull_type source(boost::coroutines2::fixedsize_stack(stack_size),
+                                [p](coro2::push_type &sink) {
+                                    for (;;) {
+                                        sink();
+                                        if (p->stop) return;
+                                        inc(p->co_count);
+                                    }
+                                });
+        p->coro2 = &source;
+        run_samples(loop_coroutine2, p, rounds, warmup, repeats, out);
+        /* Let the body return: the coroutine completes and Boost frees its stack. */
+        p->stop = true;
+        source();
+        if (source) {
+            fail(err, errlen, "boost_coroutine2: the coroutine did not finish when asked to");
+            return -1;
+        }
+        return 0;
+#else
+        fail(err, errlen, "boost_coroutine2: %s", lkx_peer_why_not(peer));
+        return -1;
+#endif
+    }
     case LKX_BOOST_FIBERS_YIELD: {
         fibers_pair fp;
         p->pair = &fp;
@@ -525,6 +577,7 @@ int pingpong_cxx(int peer, size_t stack_size, uint64_t rounds, int warmup, int r
 const char *const peer_names[LKX_NPEERS] = {
     "direct_call",     "indirect_call", "virtual_call",   "syscall_getppid",   "cxx20_generator",
     "cxx20_symmetric", "boost_fcontext", "boost_fiber",   "boost_fibers_yield",
+    "boost_coroutine2",
 };
 
 #if defined(__x86_64__)
@@ -555,6 +608,9 @@ const char *const peer_saves[LKX_NPEERS] = {
     "for null and the context that comes back becomes a new fiber",
     "a scheduler pass: the yielding fiber is queued on the round-robin ready queue, the "
     "next is popped and entered by ontop_fcontext; the dispatcher fiber runs once per round",
+    "jump_fcontext under boost::context::fiber, under coroutine2's control block: "
+    "pull_type::operator() resumes the body, push_type::operator() suspends it, each with "
+    "its state and pending-exception checks",
 };
 
 }  // namespace
@@ -570,7 +626,15 @@ const char *lkx_peer_saves(int peer) {
 }
 
 int lkx_peer_stackful(int peer) {
-    return peer == LKX_BOOST_FCONTEXT || peer == LKX_BOOST_FIBER || peer == LKX_BOOST_FIBERS_YIELD;
+    return peer == LKX_BOOST_FCONTEXT || peer == LKX_BOOST_FIBER || peer == LKX_BOOST_FIBERS_YIELD
+        || peer == LKX_BOOST_COROUTINE2;
+}
+
+const char *lkx_peer_why_not(int peer) {
+    if (peer == LKX_BOOST_COROUTINE2 && !LKX_HAVE_COROUTINE2)
+        return "missing here: install libboost-dev (<boost/coroutine2/coroutine.hpp> not "
+               "found): apt-get install libboost-dev, then `make setup`";
+    return "";
 }
 
 int lkx_pingpong(int peer, size_t stack_size, uint64_t rounds, int warmup, int repeats,

@@ -27,12 +27,15 @@ enum lkx_peer {
     LKX_BOOST_FCONTEXT,      /* boost::context::detail::jump_fcontext */
     LKX_BOOST_FIBER,         /* boost::context::fiber::resume() */
     LKX_BOOST_FIBERS_YIELD,  /* boost::this_fiber::yield() between two boost::fibers::fiber */
+    LKX_BOOST_COROUTINE2,    /* boost::coroutines2::coroutine<void>::pull_type, resumed by () */
     LKX_NPEERS
 };
 
 const char *lkx_peer_name(int peer);
 /* One line: what one switch saves or does. */
 const char *lkx_peer_saves(int peer);
+/* "" if the peer was built into this library, else why not and what to install. */
+const char *lkx_peer_why_not(int peer);
 /* 1 if the peer runs the other side on a stack of its own (stack_size applies). */
 int lkx_peer_stackful(int peer);
 

@@ -7,6 +7,7 @@ a million suspended coroutines or stackful contexts keep resident.
     frames.alloc_bench("pool", 256)              # ns per allocate+free pair, one row a repeat
     frames.coroutines("conn256", "heap", n=10**6)          # RSS per suspended coroutine
     frames.stackful(64 << 10, touched=False, n=10**6)      # RSS per stackful context
+    frames.copy_stack(256, n=10**6)              # RSS per suspended copy-stack coroutine
 
 The C++ side is labkit/cxx/frames.cpp, compiled into the peers library at every -O level.
 Every native call runs in a worker process (the worker_* functions below): a million
@@ -119,6 +120,27 @@ def worker_stackful_run(build: str, stack_size: int, touched: bool, guard: bool,
     run = structs.as_dict(rep)
     run["worker_pid"] = os.getpid()
     return {"cflags": _cflags(build), "run": run}
+
+
+def worker_copy_stack_run(build: str, n: int, stack_in_use: int) -> dict:
+    """n suspended copy-stack coroutines of the C core's `build`, with the worker's memory
+    before, while they are held and after they are freed."""
+    lib = native.core(build)
+    saved = ctypes.c_uint64(0)
+
+    def status():
+        return {f: procfs.status_kb(f) for f in ("VmRSS", "RssAnon")}
+
+    before = status()
+    try:
+        native.check(lib.lk_copy_hold, n, stack_in_use, ctypes.byref(saved))
+        alive = status()
+    finally:
+        lib.lk_copy_hold_release()
+    after = status()
+    return {"cflags": native.cflags(build), "saved_bytes": saved.value,
+            **{f"{k}_{when}_kb": v for when, d in
+               (("before", before), ("alive", alive), ("after", after)) for k, v in d.items()}}
 
 
 # ---------------------------------------------------------------- caller side ----
@@ -361,4 +383,45 @@ def stackful(stack_size: int, *, touched: bool = False, n: int = 1_000_000,
         r = res["run"]
         rows.append({"kind": "stackful", "repeat": i, **plan, **r, **_memory_columns(r),
                      **_meta(res["cflags"], build)})
+    return pd.DataFrame(rows)
+
+
+MAX_STACK_IN_USE = 1 << 20
+
+
+def copy_stack(stack_in_use: int = 0, *, n: int = 1_000_000, repeats: int = 1,
+               memory_budget: int = DEFAULT_MEMORY_BUDGET, build: str | None = None,
+               timeout: float | None = None):
+    """Memory of n suspended copy-stack coroutines (the copy_stack kernel), each of which
+    wrote stack_in_use bytes of its stack before suspending: it keeps only its used stack
+    (those bytes, its frames and registers) in a heap buffer, plus its 40-byte context.
+    One row per repeat, each in a new worker process: saved_bytes_per_object (what the
+    coroutines' buffers hold, exactly), bytes_per_object (VmRSS growth while they are held,
+    per coroutine: the buffers, malloc's headers and the context array) and
+    anon_bytes_per_object (RssAnon). n is scaled down when n buffers of stack_in_use bytes
+    (and about 300 B of frames, headers and context each) would not fit memory_budget; the
+    row says so in `scaled` and `n_requested`."""
+    import pandas as pd
+
+    in_use = _v.integer_in("stack_in_use", stack_in_use, 0, MAX_STACK_IN_USE, " bytes")
+    n_requested = _v.integer_in("n", n, 1, MAX_N)
+    n = min(n_requested, _budget(memory_budget) // (in_use + 300))
+    repeats = _v.repeats(repeats)
+    build = native.check_build(native.DEFAULT_BUILD if build is None else build)
+    timeout = _v.timeout(timeout) or 120.0 + n * (2e-6 + in_use * 1e-9)
+    describe = f"{n} suspended copy-stack coroutines (stack_in_use={in_use}, build={build})"
+    rows = []
+    for i in range(repeats):
+        r = _call_fresh("worker_copy_stack_run", describe, timeout, build=build, n=n,
+                        stack_in_use=in_use)
+        kib = 1024
+        rows.append({
+            "kind": "copy_stack", "repeat": i, "n_requested": n_requested, "n": n,
+            "scaled": n < n_requested, "stack_in_use": in_use,
+            "saved_bytes_per_object": r["saved_bytes"] / n,
+            "bytes_per_object": (r["VmRSS_alive_kb"] - r["VmRSS_before_kb"]) * kib / n,
+            "anon_bytes_per_object": (r["RssAnon_alive_kb"] - r["RssAnon_before_kb"]) * kib / n,
+            "rss_total_mib": (r["VmRSS_alive_kb"] - r["VmRSS_before_kb"]) / kib,
+            "rss_left_after_free_kb": r["VmRSS_after_kb"] - r["VmRSS_before_kb"],
+            **_meta(r["cflags"], build)})
     return pd.DataFrame(rows)

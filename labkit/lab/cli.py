@@ -66,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: the extension's own)")
     m.add_argument("--fp-control", default="as-is", choices=list(FP_CONTROL_MODES),
                    help="FP control state of the two contexts (default as-is)")
+    m.add_argument("--stack-in-use", type=int, default=None, metavar="BYTES",
+                   help="copy_stack only: bytes each coroutine holds on its stack (default 0)")
     _add_format(m, "every repeat's row")
 
     k = _command(sub, "catalogue", "list what can be measured (kernels and peers), here or why not",
@@ -155,7 +157,7 @@ def _run(args, parser) -> int:
 
         df = labkit.measure(args.kernel, switches=args.switches, repeats=args.repeats,
                             stack_size=args.stack_size, cpu=args.cpu, build=args.build,
-                            fp_control=args.fp_control)
+                            fp_control=args.fp_control, stack_in_use=args.stack_in_use)
 
         def text():
             s = labkit.summarize(df)

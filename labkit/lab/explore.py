@@ -80,14 +80,16 @@ def _catalogue():
 
 def applicable(kernel: str, catalogue=None) -> dict[str, bool]:
     """Which settings mean something for this kernel: a stack size (stackful, and not a
-    Python peer, whose stacks CPython manages), a ring (labkit's own stackful kernels),
-    a build (not the Python peers)."""
+    Python peer, whose stacks CPython manages), a ring (labkit's own stackful kernels
+    with a stack per context: not copy_stack), a build (not the Python peers)."""
+    from labkit.core.entries import COPIES_STACK
+
     cat = _catalogue() if catalogue is None else catalogue
     row = cat.loc[kernel]
     stackful = row["kind"] == "stackful"
     return {
         "stack_size": stackful and row["system"] != "python",
-        "ring": stackful and row["system"] == "labkit",
+        "ring": stackful and row["system"] == "labkit" and kernel not in COPIES_STACK,
         "build": row["system"] != "python",
     }
 
