@@ -87,3 +87,16 @@ def test_a_rule_on_another_column_finds_its_entries():
     runs = runs.rename(columns={"ns_per_switch": "units_per_s"}).assign(ns_per_switch=float("nan"))
     row = claim_rules.c002_2(runs)
     assert row["verdict"] == "reproduced", row
+
+
+def test_an_ordering_is_judged_on_log_distances_per_process():
+    runs = _runs({"virtual_call": (1.5, 0.02), "boost_fiber": (6.0, 0.02),
+                  "syscall_getppid": (200.0, 0.02)})
+    row = claim_rules.c000_1(runs)
+    assert row["verdict"] == "reproduced" and row["measured_value"].startswith("x=1 [1, 1]")
+    runs = _runs({"virtual_call": (1.5, 0.02), "boost_fiber": (60.0, 0.02),
+                  "syscall_getppid": (200.0, 0.02)})  # the fiber nearer the syscall
+    assert claim_rules.c000_1(runs)["verdict"] == "contradicted"
+    qps = _runs({"cxx20_pool_sym": (130, 0.01), "callback_epoll": (120, 0.01),
+                 "cxx20_new": (100, 0.01)}).rename(columns={"ns_per_switch": "qps"})
+    assert claim_rules.c001_1(qps)["verdict"] == "reproduced"

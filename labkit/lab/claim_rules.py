@@ -91,8 +91,7 @@ def c000_1(runs):
                  "nearer the call": fiber_sys - call_fiber}
     c, f, s = (float(_entry(runs, k).median()) for k in need)
 
-    def measured(v, lo, hi, n):
-        x, xl, xh = _positive_indicator(v, lo, hi)
+    def measured(x, xl, xh, n):
         return (f"x={x:g} [{xl:g}, {xh:g}]: call {c:.3g}, fiber {f:.3g}, syscall {s:.3g} "
                 f"ns per transfer; log-distance fiber/call {math.log(f / c):.2f} vs "
                 f"syscall/fiber {math.log(s / f):.2f}")
@@ -348,8 +347,7 @@ def _ordering(claim_id, runs, order, col, *, faster_first: bool, unit: str):
     meds = {s: float(_entry(runs, s, col).median()) for s in order}
     ranked = sorted(meds, key=meds.get, reverse=faster_first)
 
-    def measured(v, lo, hi, n):
-        x, xl, xh = _positive_indicator(v, lo, hi)
+    def measured(x, xl, xh, n):
         return (f"x={x:g} [{xl:g}, {xh:g}]: " + (" > " if faster_first else " < ").join(
             f"{s} {meds[s]:,.0f}" for s in ranked) + f" {unit} (medians)")
 
