@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 import labkit
+from labkit.core import results
 from labkit.lab import explore, notebook_index, reproduce, workshop
 from labkit.lab.explore import EXTENSION, Explorer, Point
 

@@ -85,19 +85,21 @@ def test_every_notebook_has_a_table_and_describe_shows_it():
     assert frame.help.str.len().gt(0).all()
 
 
-def _parameters_cell(source):
-    cells = [c for c in jupytext.read(source).cells
-             if "parameters" in c.metadata.get("tags", [])]
-    assert len(cells) == 1, f"{source.name}: one parameters cell"
-    return cells[0].source
+def _code_cells(source):
+    """The parameters cell's source, and the code cells after it."""
+    cells = [c for c in jupytext.read(source).cells if c.cell_type == "code"]
+    at = [k for k, c in enumerate(cells) if "parameters" in c.metadata.get("tags", [])]
+    assert len(at) == 1, f"{source.name}: one parameters cell"
+    return cells[at[0]].source, [c.source for c in cells[at[0] + 1:]]
 
 
 @pytest.mark.parametrize("source", notebook_index.notebook_sources(),
                          ids=lambda p: p.stem)
 def test_the_parameters_cell_takes_its_values_from_the_table(source):
     """The cell unpacks resolve()'s values into the names of the table, in its order, and
-    nothing after it gives a parameter another value in quick mode."""
-    tree = ast.parse(_parameters_cell(source))
+    no later cell gives a parameter another value: what papermill injects is what runs."""
+    cell, later = _code_cells(source)
+    tree = ast.parse(cell)
     names = [p.name for p in params.table(source.stem)]
     assign = [n for n in tree.body if isinstance(n, ast.Assign)
               and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Attribute)
@@ -110,8 +112,20 @@ def test_the_parameters_cell_takes_its_values_from_the_table(source):
     assert [e.id for e in target.elts] == names
     call = assign[0].value.func.value
     assert call.func.attr == "resolve" and call.args[0].value == source.stem
-    text = source.read_text()
-    assert "\nif quick:" not in text, f"{source.name}: quick values belong in labkit.lab.params"
+    again = sorted({node.id for code in later for node in ast.walk(ast.parse(code))
+                    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+                    and node.id in names})
+    assert not again, f"{source.name} assigns {again} after its parameters cell"
+
+
+def test_the_report_shows_every_value_a_notebook_ran_with():
+    from labkit.lab import report
+
+    ran = reproduce.Outcome("01_stack_size", True, 1.0, None, given=["repeats"],
+                            parameters=params.resolve("01_stack_size", quick=True, repeats=9))
+    shown = report._parameters_html(ran)
+    assert "<code>-p repeats 9</code>" in shown and "switches = 100000" in shown
+    assert "repeats = " not in shown  # once, as the -p it was
 
 
 def _labkit(*args):

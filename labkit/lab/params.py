@@ -300,7 +300,7 @@ def parse(notebooks: list[str], given: list[tuple[str, str]],
     its text as papermill would. ValueError says which parameter and what is allowed."""
     others = others or {}
     declared = {p.name: p for nb in notebooks if nb in TABLES for p in TABLES[nb]}
-    known = set(declared).union(*others.values()) if others else set(declared)
+    known = set(declared).union(*others.values())
     out = {}
     for name, text in given:
         if name == "quick":
@@ -309,10 +309,9 @@ def parse(notebooks: list[str], given: list[tuple[str, str]],
             raise ValueError(f"-p {name}: no notebook run here has that parameter; "
                              f"known: {sorted(known - {'quick'})}")
         if name in declared:
-            # One name, one meaning: each notebook that has it must accept the value.
-            values = [p.parse(text) for nb in notebooks if nb in TABLES
-                      for p in TABLES[nb] if p.name == name]
-            out[name] = values[0]
+            # One -p goes to every notebook that has the name: each must accept the value.
+            for p in (p for nb in notebooks for p in TABLES.get(nb, ()) if p.name == name):
+                out[name] = p.parse(text)
         else:
             out[name] = papermill_value(text)
     return out

@@ -6,10 +6,11 @@
 Notebooks are jupytext percent-format .py files (reviewable diffs, no outputs in git).
 Each is converted, executed with every parameter's value for this run (labkit.lab.params:
 full or quick, any -p NAME VALUE beating both, checked before anything runs), and saved
-to reports/[quick/]executed/, whose injected-parameters cell records those values. A notebook that fails is reported at the end with its
-error; the others still run, and results already written stay (labkit.core.results writes
-atomically). Quick runs write their data and figures under reports/quick/, so they never
-replace a full run's data/ and figures/.
+to reports/[quick/]executed/, whose injected-parameters cell records those values. A
+notebook that fails is reported at the end with its error; the others still run, and
+results already written stay (labkit.core.results writes atomically). Quick runs write
+their data and figures under reports/quick/, so they never replace a full run's data/ and
+figures/.
 
 The terminal shows one status line (notebook k of n, sweep point, elapsed, ETA) on
 stderr; none of it goes into the notebooks or the report. Ctrl-C stops the run, keeps
@@ -144,6 +145,20 @@ def run_values(name: str, *, quick: bool, parameters: dict | None = None) -> dic
     return {"quick": quick, **params.resolve(name, quick=quick, **mine)}
 
 
+class _DeclaredNames(logging.Filter):
+    """Drops papermill's "Passed unknown parameter" for names of the notebook's table: it
+    guesses parameters from `name = value` lines and cannot read the parameters cell's one
+    unpacking of params.resolve(); those names were checked against the table already."""
+
+    def __init__(self, names: set[str]):
+        super().__init__()
+        self.names = names
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        head, _, name = record.getMessage().partition("Passed unknown parameter: ")
+        return head != "" or name not in self.names
+
+
 def run_notebook(source: Path, *, quick: bool, out_dir: Path, results_dir: Path | None = None,
                  timeout: int = 3600, parameters: dict | None = None) -> Outcome:
     """Convert one jupytext notebook and execute it with papermill (`run_values`: quick,
@@ -174,6 +189,8 @@ def run_notebook(source: Path, *, quick: bool, out_dir: Path, results_dir: Path 
     try:
         with atomic_path(executed) as tmp:
             tmp_ipynb = tmp.with_suffix(".ipynb")
+            quiet = _DeclaredNames(set(values) if name in params.TABLES else set())
+            logging.getLogger("papermill").addFilter(quiet)
             try:
                 papermill.execute_notebook(
                     str(src_ipynb), str(tmp_ipynb), parameters=values,
@@ -186,6 +203,8 @@ def run_notebook(source: Path, *, quick: bool, out_dir: Path, results_dir: Path 
                 if tmp_ipynb.exists():
                     os.replace(tmp_ipynb, out_dir / f"{name}.failed.ipynb")
                 raise
+            finally:
+                logging.getLogger("papermill").removeFilter(quiet)
             os.replace(tmp_ipynb, tmp)
         (out_dir / f"{name}.failed.ipynb").unlink(missing_ok=True)
         return Outcome(name, True, time.monotonic() - start, executed, parameters=ran,

@@ -116,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
         o = reproduce.run_notebook(src, quick=args.quick, out_dir=args.results / "executed",
                                    results_dir=args.results, **run_kwargs)
         manifest[o.name] = {"ok": o.ok, "seconds": round(o.seconds, 1),
-                            "error": o.error[-500:], "quick": args.quick}
+                            "error": o.error[-500:], "quick": args.quick,
+                            "parameters": o.parameters, "given": o.given}
         ledger.write_manifest(manifest)
         emit(state="notebook", k=k, n=n, notebook=o.name, ok=o.ok, seconds=round(o.seconds, 1),
              error=o.error[-300:])
