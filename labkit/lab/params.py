@@ -310,8 +310,14 @@ def parse(notebooks: list[str], given: list[tuple[str, str]],
                              f"known: {sorted(known - {'quick'})}")
         if name in declared:
             # One -p goes to every notebook that has the name: each must accept the value.
-            for p in (p for nb in notebooks for p in TABLES.get(nb, ()) if p.name == name):
-                out[name] = p.parse(text)
+            having = [(nb, p) for nb in notebooks for p in TABLES.get(nb, ()) if p.name == name]
+            for nb, p in having:
+                try:
+                    out[name] = p.parse(text)
+                except ValueError as exc:
+                    if len({q.allowed() for _, q in having}) == 1:
+                        raise
+                    raise ValueError(f"{exc} (in {nb})") from None
         else:
             out[name] = papermill_value(text)
     return out
