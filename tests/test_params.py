@@ -56,7 +56,7 @@ def test_values_are_read_by_their_declared_type():
     with pytest.raises(ValueError, match="-p cross_cpus: must be None or a list of 2 ints"):
         params.parse(["05_kernel_switches"], [("cross_cpus", "[0, 1, 2]")])
     # cpu may be None in 01 but not in 05, whose same-CPU runs need one: both must accept.
-    with pytest.raises(ValueError, match=r"-p cpu: must be an int in .* \(in 05_kernel_switches\)"):
+    with pytest.raises(ValueError, match=r"-p cpu: must be an int .* \(in 05_kernel_switches\)"):
         params.parse(["01_stack_size", "05_kernel_switches"], [("cpu", "None")])
     with pytest.raises(ValueError, match="build: must be one of 'O0'"):
         params.parse(["07a_frames_and_allocators"], [("build", "O9")])

@@ -44,7 +44,7 @@ class Param:
         span = "" if self.low is None and self.high is None else \
             f" in [{_num(self.low)}, {_num(self.high)}]"
         text = {"int": f"an int{span}", "float": f"a number{span}", "bool": "True or False",
-                "ints": ("a list of " + (f"{self.length} " if self.length else "") + f"ints{span}"),
+                "ints": f"a list of {f'{self.length} ' if self.length else ''}ints{span}",
                 "str": ("one of " + ", ".join(map(repr, self.choices)) if self.choices
                         else "a string")}[self.kind]
         return f"None or {text}" if self.optional else text
@@ -76,7 +76,8 @@ class Param:
         return self._number(value, int if self.kind == "int" else float, bad)
 
     def _number(self, value, kind, bad):
-        if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int):
+        accepted = (int, float) if kind is float else int  # an int is a fine float
+        if isinstance(value, bool) or not isinstance(value, accepted):
             raise TypeError(bad)
         if not math.isfinite(value):
             raise ValueError(bad)
