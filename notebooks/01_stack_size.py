@@ -34,11 +34,14 @@
 # The verdict rule for C000.2 was written in `data/claims.csv` before measuring.
 
 # %% tags=["parameters"]
-quick = False          # small sweep for CI
-cpu = None             # pin the worker to this CPU (None: no pinning)
-switches = 2_000_000   # per repeat, ping-pong
-repeats = 15
-ring_laps_switches = 400_000  # about this many switches per repeat in a ring
+# Each parameter's full and quick value, what it allows and what it means:
+# params.describe("01_stack_size"). By hand, set one in the call:
+# resolve(..., quick=quick, repeats=15).
+from labkit.lab import params
+
+quick = False  # True: small sweeps and few repeats (what CI runs)
+(cpu, switches, repeats, ring_laps_switches, sizes, ring_sizes, ring_counts) = params.resolve(
+    "01_stack_size", quick=quick).values()
 
 # %%
 import matplotlib.pyplot as plt
@@ -49,17 +52,7 @@ from labkit.core import plots, results
 from labkit.lab import verdicts
 from labkit.lab.sweep import grid, sweep
 
-if quick:
-    switches, repeats, ring_laps_switches = 100_000, 5, 50_000
-
 KiB, MiB = 1 << 10, 1 << 20
-sizes = [4 * KiB, 16 * KiB, 64 * KiB, 256 * KiB, 1 * MiB, 8 * MiB, 64 * MiB]
-ring_sizes = [4 * KiB, 64 * KiB, 1 * MiB, 8 * MiB]
-ring_counts = [2, 16, 64, 256, 1024, 4096]
-if quick:
-    sizes = [4 * KiB, 64 * KiB, 1 * MiB, 8 * MiB]
-    ring_sizes = [4 * KiB, 1 * MiB]
-    ring_counts = [2, 64, 256]
 
 info = labkit.machine_info()
 print(plots.machine_caption(info))

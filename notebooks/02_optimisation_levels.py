@@ -30,11 +30,14 @@
 # the same count). The verdict rule was written in `data/claims.csv` before measuring.
 
 # %% tags=["parameters"]
-quick = False
-cpu = 0
-switches = 1_000_000
-repeats = 15
-count_instructions = True   # callgrind, about 2 s per (kernel, build)
+# Each parameter's full and quick value, what it allows and what it means:
+# params.describe("02_optimisation_levels"). By hand, set one in the call:
+# resolve(..., quick=quick, repeats=15).
+from labkit.lab import params
+
+quick = False  # True: small sweeps and few repeats (what CI runs)
+(cpu, switches, repeats, count_instructions) = params.resolve(
+    "02_optimisation_levels", quick=quick).values()
 
 # %%
 import matplotlib.pyplot as plt
@@ -45,9 +48,6 @@ from labkit.experiments import callgrind
 from labkit.core import plots, results
 from labkit.lab import verdicts
 from labkit.lab.sweep import grid, sweep
-
-if quick:
-    switches, repeats = 100_000, 5
 
 info = labkit.machine_info()
 print(plots.machine_caption(info))

@@ -33,11 +33,14 @@
 # `data/claims.csv` before measuring.
 
 # %% tags=["parameters"]
-quick = False
-cpu = 0
-switches_per_point = 1_000_000   # about this many transfers per repeat
-repeats = 9
-stack_size = 64 * 1024
+# Each parameter's full and quick value, what it allows and what it means:
+# params.describe("03_symmetric_vs_asymmetric"). By hand, set one in the call:
+# resolve(..., quick=quick, repeats=9).
+from labkit.lab import params
+
+quick = False  # True: small sweeps and few repeats (what CI runs)
+(cpu, switches_per_point, repeats, stack_size, counts) = params.resolve(
+    "03_symmetric_vs_asymmetric", quick=quick).values()
 
 # %%
 import matplotlib.pyplot as plt
@@ -48,9 +51,6 @@ from labkit.core import plots, results
 from labkit.lab import verdicts
 from labkit.lab.sweep import grid, sweep
 
-counts = [1, 2, 4, 16, 64, 256, 1024, 4096]
-if quick:
-    counts, switches_per_point, repeats = [1, 2, 16, 256, 1024], 100_000, 5
 print(plots.machine_caption())
 
 

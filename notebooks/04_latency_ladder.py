@@ -39,13 +39,14 @@
 # stackful to a stackless switch, every entry timed in the same run on the same CPU.
 
 # %% tags=["parameters"]
-quick = False          # small sweep for CI
-cpu = 0                # pin every measurement to this CPU, so the rungs share one core
-switches = 4_000_000   # per repeat, C kernels and C++ peers
-py_switches = 400_000  # per repeat, Python peers (asyncio is ~2 us a switch)
-repeats = 21
-count_instructions = True  # callgrind, ~1.5 s per kernel
-copy_in_use = [8, 64, 256, 1024, 4096, 8192, 16384]  # copy_stack: bytes in use, swept
+# Each parameter's full and quick value, what it allows and what it means:
+# params.describe("04_latency_ladder"). By hand, set one in the call:
+# resolve(..., quick=quick, repeats=21).
+from labkit.lab import params
+
+quick = False  # True: small sweeps and few repeats (what CI runs)
+(cpu, switches, py_switches, repeats, count_instructions, copy_in_use) = params.resolve(
+    "04_latency_ladder", quick=quick).values()
 
 # %%
 import numpy as np
@@ -59,10 +60,6 @@ from labkit.experiments import callgrind
 from labkit.core import plots, results
 from labkit.lab import verdicts
 from labkit.lab.sweep import grid, sweep
-
-if quick:
-    switches, py_switches, repeats = 200_000, 20_000, 5
-    copy_in_use = [8, 1024, 8192]
 
 info = labkit.machine_info()
 print(plots.machine_caption(info))

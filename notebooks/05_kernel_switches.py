@@ -58,15 +58,14 @@
 # The verdict rules are those written in `data/claims.csv` before measuring.
 
 # %% tags=["parameters"]
-quick = False                # small sweep for CI
-cpu = 0                      # the one CPU of the same-CPU runs (and of the coroutine runs)
-cross_cpus = None            # (a, b) for the two-CPU runs; None: the first two usable CPUs
-switches = 40_000            # hand-offs per repeat, kernel tasks
-coroutine_switches = 1_000_000  # switches per repeat, asm and ucontext
-repeats = 15
-yield_every = [0, 1, 2, 5, 10, 100, 1000]  # C002.2: sched_yield every k units (0: never)
-yield_units = 50_000         # ~1 us units of work per thread per run
-yield_repeats = 10
+# Each parameter's full and quick value, what it allows and what it means:
+# params.describe("05_kernel_switches"). By hand, set one in the call:
+# resolve(..., quick=quick, repeats=15).
+from labkit.lab import params
+
+quick = False  # True: small sweeps and few repeats (what CI runs)
+(cpu, cross_cpus, switches, coroutine_switches, repeats, yield_every, yield_units,
+ yield_repeats) = params.resolve("05_kernel_switches", quick=quick).values()
 
 # %%
 import matplotlib.pyplot as plt
@@ -76,10 +75,6 @@ import labkit
 from labkit.core import handoff, plots, results
 from labkit.lab import verdicts
 from labkit.lab.sweep import grid, sweep
-
-if quick:
-    switches, coroutine_switches, repeats = 4_000, 100_000, 5
-    yield_units, yield_repeats = 5_000, 3
 
 pair = tuple(cross_cpus) if cross_cpus else handoff.two_cpus()
 placements = {"same-cpu": (cpu, cpu)}

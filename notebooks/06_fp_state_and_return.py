@@ -40,10 +40,13 @@
 # Verdict rules were written in `data/claims.csv` before measuring.
 
 # %% tags=["parameters"]
-quick = False
-cpu = 0
-switches = 1_000_000
-repeats = 15
+# Each parameter's full and quick value, what it allows and what it means:
+# params.describe("06_fp_state_and_return"). By hand, set one in the call:
+# resolve(..., quick=quick, repeats=15).
+from labkit.lab import params
+
+quick = False  # True: small sweeps and few repeats (what CI runs)
+cpu, switches, repeats = params.resolve("06_fp_state_and_return", quick=quick).values()
 
 # %%
 import matplotlib.pyplot as plt
@@ -55,8 +58,6 @@ from labkit.core import plots, results
 from labkit.lab import verdicts
 from labkit.lab.sweep import grid, sweep
 
-if quick:
-    switches, repeats = 100_000, 5
 print(plots.machine_caption())
 catalogue = labkit.catalogue().set_index("kernel")
 ladder = [k for k in ["asm", "asm_ret", "asm_fpu", "asm_fxsave", "asm_xsave", "boost_fcontext"]

@@ -46,13 +46,14 @@
 # The verdict rules are those written in `data/claims.csv` before measuring.
 
 # %% tags=["parameters"]
-quick = False                 # small sizes for CI
-build = "O2"                  # the peers build the timed runs use
-pairs = 100_000               # allocate+free pairs per repeat (short: a shared machine
-repeats = 31                  # preempts a long loop more often)
-live_blocks = 100_000         # blocks kept allocated in the many-live pattern
-memory_budget = 4 << 30       # most a run may keep resident (live blocks: a quarter)
-cycles = 1_000_000            # create/destroy cycles of the leak check
+# Each parameter's full and quick value, what it allows and what it means:
+# params.describe("07a_frames_and_allocators"). By hand, set one in the call:
+# resolve(..., quick=quick, repeats=31).
+from labkit.lab import params
+
+quick = False  # True: small sweeps and few repeats (what CI runs)
+(build, pairs, repeats, live_blocks, memory_budget, cycles) = params.resolve(
+    "07a_frames_and_allocators", quick=quick).values()
 
 # %%
 import matplotlib.pyplot as plt
@@ -65,9 +66,6 @@ from labkit.lab import claim_rules, verdicts
 from labkit.experiments import frames
 from labkit.core import native, plots, results
 from labkit.lab.sweep import sweep
-
-if quick:
-    pairs, repeats, live_blocks = 50_000, 11, 20_000
 
 missing = native.peers_missing_reason()
 if missing:

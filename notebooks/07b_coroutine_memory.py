@@ -43,16 +43,15 @@
 # The verdict rules are those written in `data/claims.csv` before measuring.
 
 # %% tags=["parameters"]
-quick = False                 # small sizes for CI
-build = "O2"                  # the peers build the memory runs use
-n_coroutines = 1_000_000
-coroutine_repeats = 3
-n_contexts = 1_000_000        # stackful contexts asked for (scaled to memory_budget)
-stack_sizes = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20]
-memory_budget = 4 << 30       # most one run may keep resident: pages + page tables
-guard_contexts = 20_000       # stacks with and without guard pages, compared
-n_copy = 1_000_000            # suspended copy-stack coroutines (scaled to memory_budget)
-copy_in_use = [0, 256, 1024, 4096]  # bytes each of them holds on its stack
+# Each parameter's full and quick value, what it allows and what it means:
+# params.describe("07b_coroutine_memory"). By hand, set one in the call:
+# resolve(..., quick=quick, coroutine_repeats=3).
+from labkit.lab import params
+
+quick = False  # True: small sweeps and few repeats (what CI runs)
+(build, n_coroutines, coroutine_repeats, n_contexts, stack_sizes, memory_budget,
+ guard_contexts, n_copy, copy_in_use) = params.resolve("07b_coroutine_memory",
+                                                       quick=quick).values()
 
 # %%
 import matplotlib.pyplot as plt
@@ -64,12 +63,6 @@ from labkit.lab import claim_rules, verdicts
 from labkit.experiments import frames
 from labkit.core import native, plots, procfs, results
 from labkit.lab.sweep import sweep
-
-if quick:
-    n_coroutines, coroutine_repeats, n_contexts = 100_000, 2, 100_000
-    stack_sizes, memory_budget = [4 << 10, 64 << 10, 1 << 20], 1 << 30
-    guard_contexts = 10_000
-    n_copy, copy_in_use = 100_000, [0, 1024]
 
 missing = native.peers_missing_reason()
 if missing:

@@ -35,14 +35,14 @@
 # The verdict rule for C000.7 was written in `data/claims.csv` before measuring.
 
 # %% tags=["parameters"]
-quick = False           # small sweep for CI
-cpu = None              # pin the worker to this CPU (None: no pinning)
-workers = 64            # coroutines in the pool
-rounds = 3              # the whole sweep is run this many times, one after the other
-repeats = 11            # per point and round: rounds * repeats runs per point in all
-loop_seconds = 0.0005   # about this long per timed loop (short: fewer runs cut by preemption)
-work_cycles = [0, 10, 30, 100, 300, 1000, 3000, 10000, 30000, 100000]
-judge_work = 100        # the W of the claim
+# Each parameter's full and quick value, what it allows and what it means:
+# params.describe("08_switch_frequency"). By hand, set one in the call:
+# resolve(..., quick=quick, repeats=11).
+from labkit.lab import params
+
+quick = False  # True: small sweeps and few repeats (what CI runs)
+(cpu, workers, rounds, repeats, loop_seconds, work_cycles, judge_work) = params.resolve(
+    "08_switch_frequency", quick=quick).values()
 
 # %%
 import os
@@ -56,9 +56,6 @@ from labkit.experiments import frequency
 from labkit.core import plots, results
 from labkit.lab import verdicts
 from labkit.lab.sweep import grid, sweep
-
-if quick:
-    repeats, work_cycles = 3, [0, 10, 100, 1000, 10000, 100000]
 
 KiB, MiB = 1 << 10, 1 << 20
 stacks, batches = [1 * MiB, 64 * KiB], [1, 32]

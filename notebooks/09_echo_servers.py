@@ -64,21 +64,16 @@
 # `data/claims.csv` before measuring.
 
 # %% tags=["parameters"]
-quick = False               # small sweep for CI
-connections = 1000          # the article's wrk run: 1000 concurrent connections
-message_bytes = 64          # "small requests"
-duration = 2.0              # seconds per measured run (an upper bound)
-requests = 2_000_000        # requests per measured run (an upper bound)
-sweep_connections = [1, 10, 100]   # plus `connections` from the main runs
-sweep_duration = 1.0
-sweep_repeats = 3
-c15_message_bytes = 16384   # C001.5's rule: 16 KiB messages
-c15_chunks = [1024, 4096, 16384, 65536]  # read_some buffers; 1024 B is the article's recv_buf
-c15_judge_chunk = 1024
-c15_connections = 100
-c15_duration = 0.5
-c15_repeats = 3
-robustness_rounds = 3
+# Each parameter's full and quick value, what it allows and what it means:
+# params.describe("09_echo_servers"). By hand, set one in the call:
+# resolve(..., quick=quick, duration=1.0).
+from labkit.lab import params
+
+quick = False  # True: small sweeps and few repeats (what CI runs)
+(connections, message_bytes, duration, requests, sweep_connections,
+ sweep_duration, sweep_repeats, c15_message_bytes, c15_chunks, c15_judge_chunk,
+ c15_connections, c15_duration, c15_repeats, robustness_rounds) = params.resolve(
+    "09_echo_servers", quick=quick).values()
 
 # %%
 import matplotlib.pyplot as plt
@@ -90,11 +85,6 @@ from labkit.experiments import echo
 from labkit.core import plots, results
 from labkit.lab import verdicts
 from labkit.lab.sweep import grid, sweep
-
-if quick:
-    duration, requests = 0.5, 300_000
-    sweep_connections, sweep_duration, sweep_repeats = [1, 100], 0.3, 1
-    c15_chunks, c15_duration, c15_repeats, c15_connections = [1024, 16384], 0.3, 2, 50
 
 info = labkit.machine_info()
 print(plots.machine_caption(info))

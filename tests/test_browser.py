@@ -26,9 +26,10 @@ from pathlib import Path
 
 import pytest
 
-from labkit.lab import reproduce
+from labkit.core import results
+from labkit.lab import notebook_index, reproduce
 
-REPO = reproduce.REPO
+REPO = results.REPO
 CHROMIUM = os.environ.get("LABKIT_CHROMIUM", "/usr/bin/chromium")
 SCREENSHOTS = REPO / "reports" / "browser"
 EXPERIMENT = "01_stack_size"  # the lightest experiment in quick mode
@@ -138,8 +139,8 @@ def lab(tmp_path_factory):
     base = tmp_path_factory.mktemp("jupyterlab")
     root = base / "notebooks"
     root.mkdir()
-    _prepare(EXPERIMENT, reproduce.NOTEBOOKS / f"{EXPERIMENT}.py", root)
-    shutil.copy(reproduce.NOTEBOOKS / "explore.ipynb", root / "explore.ipynb")
+    _prepare(EXPERIMENT, notebook_index.NOTEBOOKS / f"{EXPERIMENT}.py", root)
+    shutil.copy(notebook_index.NOTEBOOKS / "explore.ipynb", root / "explore.ipynb")
     token = secrets.token_hex(16)
     port = _free_port()
     env = dict(os.environ)

@@ -143,9 +143,9 @@ def test_command_line_merge(here, FIXTURE, tmp_path, capsys):
 
 
 def test_compare_notebook_runs_on_two_bundles(here, FIXTURE, tmp_path):
-    from labkit.lab import reproduce
+    from labkit.lab import notebook_index, reproduce
 
-    nb = reproduce.NOTEBOOKS / "compare_machines.py"
+    nb = notebook_index.NOTEBOOKS / "compare_machines.py"
     import jupytext
     import nbformat
     import papermill

@@ -11,10 +11,11 @@ import pandas as pd
 import pytest
 
 import labkit
+from labkit.core import results
 from labkit.lab import explore, notebook_index, reproduce, workshop
 from labkit.lab.explore import EXTENSION, Explorer, Point
 
-NOTEBOOKS = reproduce.NOTEBOOKS
+NOTEBOOKS = notebook_index.NOTEBOOKS
 WORKSHOP = NOTEBOOKS / "workshop"
 EXERCISES = sorted(WORKSHOP.glob("[0-9][0-9]_*.ipynb"))
 SOLUTIONS = sorted((WORKSHOP / "solutions").glob("*.ipynb"))
@@ -318,17 +319,17 @@ def test_start_page_links_every_experiment_the_explorer_and_the_workshop():
         assert f"workshop/{ex.name}" in links
     # The live index links every experiment notebook there is, added later ones included.
     index = notebook_index.experiment_index()
-    assert set(index.notebook) >= {p.name for p in reproduce.notebook_sources()}
+    assert set(index.notebook) >= {p.name for p in notebook_index.notebook_sources()}
     html = notebook_index.show_index()._repr_html_()
-    for src in reproduce.notebook_sources():
+    for src in notebook_index.notebook_sources():
         assert f'href="{src.name}"' in html
 
 
 def test_jupyterlab_settings_open_on_the_start_page_with_the_lab_kernel():
-    conf = (reproduce.REPO / "jupyter" / "jupyter_server_config.py").read_text()
+    conf = (results.REPO / "jupyter" / "jupyter_server_config.py").read_text()
     assert 'default_kernel_name = "labkit"' in conf
     assert "/lab/tree/start_here.ipynb" in conf
-    overrides = json.loads((reproduce.REPO / "jupyter" / "lab-settings" / "overrides.json")
+    overrides = json.loads((results.REPO / "jupyter" / "lab-settings" / "overrides.json")
                            .read_text())
     viewers = overrides["@jupyterlab/docmanager-extension:plugin"]["defaultViewers"]
     assert viewers["python"] == "Jupytext Notebook"

@@ -5,6 +5,7 @@ where results go, the build table, the struct layouts, the worker's entry point)
 nothing above themselves either. Read from the source with ast, so a function-local import
 counts the same as one at the top."""
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -73,6 +74,7 @@ def _imports(path: Path) -> set[str]:
     return {n for n in found if n in _module_names()}
 
 
+@functools.cache
 def _module_names() -> set[str]:
     return {name for name, _ in _modules()}
 
@@ -162,3 +164,47 @@ def test_every_labkit_name_imported_exists():
                 if node.attr not in _defined(file_of("")) and node.attr not in modules:
                     stale.append(f"{where}: labkit.{node.attr}")
     assert not stale, "names that are not in labkit:\n" + "\n".join(stale)
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import circle of `graph` (module -> the modules it imports) as a path that ends
+    where it starts, or [] when there is none."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node):
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        state[node] = 2
+        path.pop()
+        return []
+
+    for node in sorted(graph):
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return []
+
+
+def test_the_cycle_finder_finds_a_circle():
+    assert _cycle({"lab.report": {"lab.reproduce"}, "lab.reproduce": {"lab.report"}}) \
+        == ["lab.report", "lab.reproduce", "lab.report"]
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) == []
+
+
+def test_no_import_circle():
+    """No module imports one that imports it back, directly or through others, counting
+    function-local imports too: a circle works only as long as the imports stay in the
+    order they happen to be in today."""
+    graph = {name: _imports(path) - {name} for name, path in _modules()}
+    circle = _cycle(graph)
+    assert not circle, "an import circle: " + " -> ".join(circle)

@@ -3,9 +3,9 @@ data and figures and ends with a verdict table covering the claims it is registe
 import pandas as pd
 import pytest
 
-from labkit.lab import reproduce, verdicts
+from labkit.lab import notebook_index, reproduce, verdicts
 
-NOTEBOOKS = [p for p in reproduce.notebook_sources() if p.stem != reproduce.LEDGER]
+NOTEBOOKS = [p for p in notebook_index.notebook_sources() if p.stem != notebook_index.LEDGER]
 
 
 def test_there_are_notebooks():
@@ -60,11 +60,11 @@ def test_ledger_lists_every_claim_once_and_never_passes_by_default(tmp_path):
     table2.to_csv(tmp_path / "data" / "02_optimisation_levels_verdicts.csv", index=False)
     (tmp_path / "data" / "run_manifest.json").write_text(
         '{"02_optimisation_levels": {"ok": false, "error": "boom"}}')
-    ledger_nb = reproduce.NOTEBOOKS / f"{reproduce.LEDGER}.py"
+    ledger_nb = notebook_index.NOTEBOOKS / f"{notebook_index.LEDGER}.py"
     out = reproduce.run_notebook(ledger_nb, quick=True, out_dir=tmp_path / "executed",
                                  results_dir=tmp_path, timeout=600)
     assert out.ok, out.error
-    led = pd.read_csv(tmp_path / "data" / f"{reproduce.LEDGER}.csv")
+    led = pd.read_csv(tmp_path / "data" / f"{notebook_index.LEDGER}.csv")
     assert sorted(led.claim_id) == sorted(claims.claim_id)
     assert not led.claim_id.duplicated().any()
     assert set(led.verdict) <= set(ledger.LEDGER_VERDICTS)

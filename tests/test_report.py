@@ -6,6 +6,7 @@ import re
 import nbformat
 import pytest
 
+from labkit.core import results
 from labkit.lab import report, reproduce
 
 
@@ -60,7 +61,7 @@ def test_report_from_recorded_results_starts_with_summary_then_the_articles(
         tmp_path, monkeypatch):
     import shutil
 
-    shutil.copytree(reproduce.REPO / "data", tmp_path / "data")
+    shutil.copytree(results.REPO / "data", tmp_path / "data")
     monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path))
     path = report.build([], out_dir=tmp_path / "out", quick=False)
     text = path.read_text()

@@ -48,9 +48,9 @@ TINY = textwrap.dedent(f'''\
 DRIVER = textwrap.dedent('''\
     import sys
     from pathlib import Path
-    from labkit.lab import reproduce
+    from labkit.lab import notebook_index, reproduce
     from labkit.core import results
-    reproduce.NOTEBOOKS = Path(sys.argv[1])
+    notebook_index.NOTEBOOKS = Path(sys.argv[1])
     results.set_home(sys.argv[2])
     sys.exit(reproduce.main(sys.argv[3:]))
     ''')

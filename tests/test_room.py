@@ -101,9 +101,9 @@ def test_compare_notebook_runs_the_room(the_room, tmp_path):
     import nbformat
     import papermill
 
-    from labkit.lab import reproduce
+    from labkit.lab import notebook_index, reproduce
 
-    nb = reproduce.NOTEBOOKS / "compare_machines.py"
+    nb = notebook_index.NOTEBOOKS / "compare_machines.py"
     src = tmp_path / "compare.ipynb"
     nbformat.write(jupytext.read(nb), src)
     papermill.execute_notebook(str(src), str(tmp_path / "out.ipynb"),

@@ -25,8 +25,7 @@ import shutil
 from pathlib import Path
 
 from labkit.core import results
-from labkit.lab import ledger
-from labkit.lab import reproduce
+from labkit.lab import ledger, notebook_index
 
 SUFFIX = ".labkit"
 FORMAT = 2  # 2: machine_id checked, no host or paths by default, commit and mode compared
@@ -37,10 +36,6 @@ REMAKE = "make the bundle again with `labkit bundle -o NAME` on the machine that
 
 class ForeignResultsError(ValueError):
     """The results to bundle were measured on another machine."""
-
-
-def _experiment_names() -> list[str]:
-    return [p.stem for p in reproduce.notebook_sources() if p.stem != reproduce.LEDGER]
 
 
 def _stringify_objects(df):
@@ -87,7 +82,7 @@ def make_bundle(out: str | Path, *, quick: bool = False, include_host: bool = Fa
     info = machine_info()
     frames, foreign = [], {}
     failed = {nb for nb, st in ledger.read_manifest().items() if st.get("ok") is False}
-    for nb in _experiment_names():
+    for nb in notebook_index.experiments():
         path = results.data_dir() / f"{nb}.csv"
         # A notebook that failed in the last run has no fresh measurements to travel.
         if path.exists() and nb not in failed:

@@ -190,18 +190,17 @@ def _run(args, parser) -> int:
 
 
 def _report(quick: bool) -> int:
-    from labkit.lab import ledger, report, reproduce
+    from labkit.core import results
+    from labkit.lab import ledger, notebook_index, report, reproduce
 
     out = reproduce.reports_dir(quick)
-    os.environ["LABKIT_RESULTS_DIR"] = str(out if quick else reproduce.results.home())
+    os.environ["LABKIT_RESULTS_DIR"] = str(out if quick else results.home())
     manifest = ledger.read_manifest()
     outcomes = []
-    for src in reproduce.notebook_sources():
+    for src in notebook_index.notebook_sources():
         done = out / "executed" / f"{src.stem}.ipynb"
         if done.exists() and manifest.get(src.stem, {}).get("ok", True):
-            outcomes.append(reproduce.Outcome(
-                src.stem, True, 0.0, done, earlier=True,
-                parameters=manifest.get(src.stem, {}).get("parameters", {})))
+            outcomes.append(reproduce.earlier_outcome(src.stem, done, manifest))
     if not outcomes:
         raise FileNotFoundError(f"no executed notebooks in {out / 'executed'}: run "
                                 f"`labkit reproduce{' --quick' if quick else ''}` first")

@@ -1,10 +1,35 @@
-"""The start page's index: every experiment notebook with its title, the claims it judges
-and its last verdicts, each a link that JupyterLab opens."""
+"""The lab's notebooks: which there are and in what order they run (the registry that
+reproduce, the report, bundles and stability share), and the start page's index of them,
+each with its title, the claims it judges and its last verdicts."""
 from __future__ import annotations
 
 import html
 import re
 from pathlib import Path
+
+from labkit.core import results
+
+NOTEBOOKS = results.notebooks_dir()
+LEDGER = "00_claims_ledger"  # runs last (it reads everyone's verdicts), shown first
+NOTEBOOK_GLOB = "[0-9][0-9]*_*.py"
+
+
+def notebook_sources(only: list[str] | None = None) -> list[Path]:
+    """The notebooks in the order they run: the experiments (NN_name.py, and NNa_name.py,
+    NNb_name.py for the parts of one split in two), then the ledger."""
+    found = sorted(NOTEBOOKS.glob(NOTEBOOK_GLOB), key=lambda p: (p.stem == LEDGER, p.stem))
+    if only:
+        unknown = set(only) - {p.stem for p in found}
+        if unknown:
+            raise ValueError(f"only must name notebooks in {NOTEBOOKS}: unknown {sorted(unknown)}; "
+                             f"known: {[p.stem for p in found]}")
+        found = [p for p in found if p.stem in only]
+    return found
+
+
+def experiments() -> list[str]:
+    """The experiment notebooks' names, in order (every notebook but the ledger)."""
+    return [p.stem for p in notebook_sources() if p.stem != LEDGER]
 
 
 def _title(source: Path) -> str:
@@ -20,20 +45,18 @@ def experiment_index():
     and, where a run left them, its last verdicts: the start page's live table."""
     import pandas as pd
 
-    from labkit.lab import reproduce, verdicts
-
-    from labkit.core import results
+    from labkit.lab import verdicts
 
     claims = verdicts.claims()
     rows = []
-    for src in reproduce.notebook_sources() + [reproduce.NOTEBOOKS / "compare_machines.py"]:
+    for src in notebook_sources() + [NOTEBOOKS / "compare_machines.py"]:
         if not src.exists():
             continue
         name = src.stem
         mine = claims[claims.notebook == name].claim_id.tolist()
         last = ""
         vfile = results.data_dir() / f"{name}_verdicts.csv"
-        if name != reproduce.LEDGER and vfile.exists():
+        if name != LEDGER and vfile.exists():
             v = pd.read_csv(vfile)
             last = ", ".join(f"{n} {verdict}" for verdict, n in v.verdict.value_counts().items())
         rows.append({"notebook": src.name, "title": _title(src), "claims": ", ".join(mine),

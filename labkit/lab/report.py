@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from labkit.core.results import atomic_path
-from labkit.lab.reproduce import LEDGER
+from labkit.lab.notebook_index import LEDGER
 
 REPORT_NAME = "labkit-report.html"
 # A table longer than this is folded into a <details> block.
@@ -188,13 +188,26 @@ def _machine_html(outcomes, info: dict) -> str:
         f"<li><b>{_e(o.name)}</b>: "
         + ("ok, from an earlier run" if getattr(o, "earlier", False)
            else f"{'ok' if o.ok else 'FAILED'} ({o.seconds:.0f} s)")
-        + "".join(f", <code>-p {_e(k)} {_e(repr(v))}</code>"
-                  for k, v in sorted(getattr(o, "parameters", {}).items()))
+        + _parameters_html(o)
         + (f"<pre>{_e(o.error[-1500:])}</pre>" if not o.ok else "") + "</li>"
         for o in _order(outcomes))
     return (f"<h2 id='machine'>Machine</h2><h3>Results may be unstable</h3><ul>{warn_html}</ul>"
             f"<h3>Notebooks run</h3><ul>{status}</ul>"
             f"<details><summary>Every metadata field</summary><table>{rows}</table></details>")
+
+
+def _parameters_html(outcome) -> str:
+    """The values a notebook ran with (as its injected-parameters cell records them), those
+    set by -p first and marked so."""
+    values = getattr(outcome, "parameters", {}) or {}
+    given = set(getattr(outcome, "given", []) or [])
+    if not values:
+        return ""
+    shown = [f"<code>-p {_e(k)} {_e(repr(values[k]))}</code>" for k in sorted(given & set(values))]
+    rest = ", ".join(f"{_e(k)} = {_e(repr(v))}" for k, v in values.items() if k not in given)
+    if rest:
+        shown.append(f"<small>{rest}</small>")
+    return ", " + ", ".join(shown)
 
 
 def _html_cell(nbformat, body: str):

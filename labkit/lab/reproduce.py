@@ -4,11 +4,13 @@
     python -m labkit.lab.reproduce ...   (the same)
 
 Notebooks are jupytext percent-format .py files (reviewable diffs, no outputs in git).
-Each is converted, executed with the `quick` parameter (and any -p NAME VALUE), and saved
-to reports/[quick/]executed/. A notebook that fails is reported at the end with its
-error; the others still run, and results already written stay (labkit.core.results writes
-atomically). Quick runs write their data and figures under reports/quick/, so they never
-replace a full run's data/ and figures/.
+Each is converted, executed with every parameter's value for this run (labkit.lab.params:
+full or quick, any -p NAME VALUE beating both, checked before anything runs), and saved
+to reports/[quick/]executed/, whose injected-parameters cell records those values. A
+notebook that fails is reported at the end with its error; the others still run, and
+results already written stay (labkit.core.results writes atomically). Quick runs write
+their data and figures under reports/quick/, so they never replace a full run's data/ and
+figures/.
 
 The terminal shows one status line (notebook k of n, sweep point, elapsed, ETA) on
 stderr; none of it goes into the notebooks or the report. Ctrl-C stops the run, keeps
@@ -31,13 +33,11 @@ from pathlib import Path
 
 from labkit.core import procfs, results
 from labkit.core.results import atomic_path
+from labkit.lab import params
+from labkit.lab.notebook_index import notebook_sources
 from labkit.lab.sweep import PROGRESS_ENV, RESUME_ENV
 
-NOTEBOOKS = results.notebooks_dir()
-REPO = results.REPO
 KERNEL_NAME = "labkit"
-LEDGER = "00_claims_ledger"  # runs last (it reads everyone's verdicts), shown first
-NOTEBOOK_GLOB = "[0-9][0-9]*_*.py"
 RESUME_FILE = "resume.json"   # in data/checkpoints/: what an interrupted run finished
 
 
@@ -50,20 +50,8 @@ class Outcome:
     error: str = ""
     outputs: list[str] = field(default_factory=list)
     earlier: bool = False  # not run now: the executed copy of an earlier run
-    parameters: dict = field(default_factory=dict)  # the -p NAME VALUE given
-
-
-def notebook_sources(only: list[str] | None = None) -> list[Path]:
-    """The notebooks in the order they run: the experiments (NN_name.py, and NNa_name.py,
-    NNb_name.py for the parts of one split in two), then the ledger."""
-    found = sorted(NOTEBOOKS.glob(NOTEBOOK_GLOB), key=lambda p: (p.stem == LEDGER, p.stem))
-    if only:
-        unknown = set(only) - {p.stem for p in found}
-        if unknown:
-            raise ValueError(f"only must name notebooks in {NOTEBOOKS}: unknown {sorted(unknown)}; "
-                             f"known: {[p.stem for p in found]}")
-        found = [p for p in found if p.stem in only]
-    return found
+    parameters: dict = field(default_factory=dict)  # every value it ran with
+    given: list[str] = field(default_factory=list)  # those set by -p NAME VALUE
 
 
 def reports_dir(quick: bool) -> Path:
@@ -71,23 +59,9 @@ def reports_dir(quick: bool) -> Path:
     return results.home() / "reports" / ("quick" if quick else "")
 
 
-def parse_value(text: str):
-    """A -p value as papermill's command line reads it: int, float, True/False, None,
-    else the text itself."""
-    if text in ("True", "False"):
-        return text == "True"
-    if text == "None":
-        return None
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
-
-
 def notebook_parameters(source: Path) -> set[str]:
-    """The names a notebook's `parameters` cell assigns (what -p may set)."""
+    """The names a notebook's `parameters` cell assigns: what -p may set in a notebook
+    that has no table in labkit.lab.params (a workshop exercise, a test's own)."""
     import ast
 
     import jupytext
@@ -160,12 +134,39 @@ def ensure_kernel() -> str:
     return KERNEL_NAME
 
 
+def run_values(name: str, *, quick: bool, parameters: dict | None = None) -> dict:
+    """What papermill passes to notebook `name`: `quick` and, for a notebook with a table
+    in labkit.lab.params, every parameter's value (those of `parameters` it has beat the
+    mode's), so that its injected-parameters cell records all it runs with."""
+    parameters = dict(parameters or {})
+    if name not in params.TABLES:
+        return {"quick": quick, **parameters}
+    mine = {k: v for k, v in parameters.items() if k in {p.name for p in params.table(name)}}
+    return {"quick": quick, **params.resolve(name, quick=quick, **mine)}
+
+
+class _DeclaredNames(logging.Filter):
+    """Drops papermill's "Passed unknown parameter" for names of the notebook's table: it
+    guesses parameters from `name = value` lines and cannot read the parameters cell's one
+    unpacking of params.resolve(); those names were checked against the table already."""
+
+    def __init__(self, names: set[str]):
+        super().__init__()
+        self.names = names
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        head, _, name = record.getMessage().partition("Passed unknown parameter: ")
+        return head != "" or name not in self.names
+
+
 def run_notebook(source: Path, *, quick: bool, out_dir: Path, results_dir: Path | None = None,
                  timeout: int = 3600, parameters: dict | None = None) -> Outcome:
-    """Convert one jupytext notebook and execute it with papermill (`quick` and the
-    notebook's own `parameters`); never raises for a failing notebook: the Outcome says
-    what went wrong."""
-    parameters = dict(parameters or {})
+    """Convert one jupytext notebook and execute it with papermill (`run_values`: quick,
+    and the parameters it has of `parameters`, checked); never raises for a failing
+    notebook: the Outcome says what went wrong."""
+    values = run_values(source.stem, quick=quick, parameters=parameters)
+    given = sorted(set(parameters or {}) & set(values))
+    ran = {k: v for k, v in values.items() if k != "quick"}
     import jupytext
     import nbformat
     import papermill
@@ -188,9 +189,11 @@ def run_notebook(source: Path, *, quick: bool, out_dir: Path, results_dir: Path 
     try:
         with atomic_path(executed) as tmp:
             tmp_ipynb = tmp.with_suffix(".ipynb")
+            quiet = _DeclaredNames(set(values) if name in params.TABLES else set())
+            logging.getLogger("papermill").addFilter(quiet)
             try:
                 papermill.execute_notebook(
-                    str(src_ipynb), str(tmp_ipynb), parameters={"quick": quick, **parameters},
+                    str(src_ipynb), str(tmp_ipynb), parameters=values,
                     kernel_name=KERNEL_NAME, cwd=str(source.parent), progress_bar=False,
                     execution_timeout=timeout, log_output=False,
                     kernel_manager_class=_ipc_kernel_manager(out_dir / f"{name}.kernel.log"),
@@ -200,15 +203,18 @@ def run_notebook(source: Path, *, quick: bool, out_dir: Path, results_dir: Path 
                 if tmp_ipynb.exists():
                     os.replace(tmp_ipynb, out_dir / f"{name}.failed.ipynb")
                 raise
+            finally:
+                logging.getLogger("papermill").removeFilter(quiet)
             os.replace(tmp_ipynb, tmp)
         (out_dir / f"{name}.failed.ipynb").unlink(missing_ok=True)
-        return Outcome(name, True, time.monotonic() - start, executed, parameters=parameters)
+        return Outcome(name, True, time.monotonic() - start, executed, parameters=ran,
+                       given=given)
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # a failing notebook is reported, the others go on
         msg = str(exc).strip() or traceback.format_exc()
         return Outcome(name, False, time.monotonic() - start, None, error=msg[-3000:],
-                       parameters=parameters)
+                       parameters=ran, given=given)
     finally:
         src_ipynb.unlink(missing_ok=True)
         log = out_dir / f"{name}.kernel.log"
@@ -368,8 +374,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "the others' last results, marked as earlier")
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
                         metavar=("NAME", "VALUE"),
-                        help="set a notebook parameter, as papermill does (e.g. -p repeats 5); "
-                             "recorded in the run manifest and the report")
+                        help="set a notebook parameter (e.g. -p repeats 5), checked against "
+                             "its declared type and range (labkit.lab.params) before anything "
+                             "runs; beats --quick's value; recorded in the executed notebook "
+                             "and the report")
     parser.add_argument("--resume", action="store_true",
                         help="continue an interrupted run: skip the notebooks it finished and "
                              "the sweep points already in data/checkpoints/")
@@ -390,13 +398,8 @@ def run(args, parser: argparse.ArgumentParser) -> int:
         sources = notebook_sources(args.only)
     except ValueError as exc:
         parser.error(str(exc))  # a usage error: the message and exit status 2, no traceback
-    parameters = {name: parse_value(value) for name, value in args.parameter}
-    if parameters:
-        known = set().union(*(notebook_parameters(s) for s in sources))
-        unknown = sorted(set(parameters) - known)
-        if unknown:
-            parser.error(f"-p {unknown[0]}: no notebook run here has that parameter; "
-                         f"known: {sorted(known - {'quick'})}")
+    given = dict(args.parameter)  # -p NAME VALUE as typed: a resumed run reads them again
+    parameters = _checked(parser, sources, given)
     if args.timeout <= 0:
         parser.error(f"--timeout must be a positive number of seconds, got {args.timeout}")
 
@@ -415,7 +418,8 @@ def run(args, parser: argparse.ArgumentParser) -> int:
                          f"{'quick' if args.quick else 'full'} run)")
         state = json.loads(resume_path.read_text())
         finished_before = state.get("finished", [])
-        parameters = {**state.get("parameters", {}), **parameters}
+        given = {**state.get("parameters", {}), **given}
+        parameters = _checked(parser, sources, given)
         sources = [s for s in sources if s.stem not in finished_before]
         os.environ[RESUME_ENV] = "1"
     else:
@@ -433,7 +437,7 @@ def run(args, parser: argparse.ArgumentParser) -> int:
     outcomes: list[Outcome] = []
     finished = list(finished_before)
     current = ""
-    _save_resume(resume_path, finished, parameters, args.quick)  # resumable from the start
+    _save_resume(resume_path, finished, given, args.quick)  # resumable from the start
     try:
         for k, src in enumerate(sources, 1):
             current = src.stem
@@ -449,9 +453,10 @@ def run(args, parser: argparse.ArgumentParser) -> int:
             # an older verdict file must not pass for this run's.
             manifest[o.name] = {"ok": o.ok, "seconds": round(o.seconds, 1),
                                 "error": o.error[-500:], "quick": args.quick,
-                                "finished": time.time(), "parameters": parameters}
+                                "finished": time.time(), "parameters": o.parameters,
+                                "given": o.given}
             ledger.write_manifest(manifest)
-            _save_resume(resume_path, finished, parameters, args.quick)
+            _save_resume(resume_path, finished, given, args.quick)
     except KeyboardInterrupt:
         status.stop()
         # The interrupted notebook's kernel dies with it; its pending asyncio tasks would
@@ -482,8 +487,7 @@ def run(args, parser: argparse.ArgumentParser) -> int:
     for src in notebook_sources():
         earlier = out / "executed" / f"{src.stem}.ipynb"
         if src.stem not in ran and earlier.exists() and manifest.get(src.stem, {}).get("ok", True):
-            outcomes.append(Outcome(src.stem, True, 0.0, earlier, error="", earlier=True,
-                                    parameters=manifest.get(src.stem, {}).get("parameters", {})))
+            outcomes.append(earlier_outcome(src.stem, earlier, manifest))
     html = report.build(outcomes, out_dir=out, quick=args.quick)
     print(f"report: {html}")
     failed = [o for o in outcomes if not o.ok]
@@ -499,10 +503,27 @@ def run(args, parser: argparse.ArgumentParser) -> int:
     return 1 if failed else 0
 
 
-def _save_resume(path: Path, finished: list[str], parameters: dict, quick: bool) -> None:
+def _checked(parser, sources: list[Path], given: dict[str, str]) -> dict:
+    """The -p values, each read by its declared type and checked against every notebook
+    of this run that has it; a bad one is a usage error (status 2) before anything runs."""
+    others = {s.stem: notebook_parameters(s) for s in sources if s.stem not in params.TABLES}
+    try:
+        return params.parse([s.stem for s in sources], list(given.items()), others)
+    except ValueError as exc:
+        parser.error(str(exc))
+
+
+def earlier_outcome(name: str, executed: Path, manifest: dict) -> Outcome:
+    """A notebook not run now, from its executed copy and what the manifest recorded."""
+    entry = manifest.get(name, {})
+    return Outcome(name, True, 0.0, executed, earlier=True,
+                   parameters=entry.get("parameters", {}), given=entry.get("given", []))
+
+
+def _save_resume(path: Path, finished: list[str], given: dict[str, str], quick: bool) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps({"finished": finished, "parameters": parameters,
+        tmp.write_text(json.dumps({"finished": finished, "parameters": given,
                                    "quick": quick}, indent=1))
 
 

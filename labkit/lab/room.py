@@ -329,19 +329,23 @@ def _check_run_args(quick, only, params, poll, timeout):
         raise TypeError(f"quick must be True or False, not {quick!r}")
     if only is not None and (isinstance(only, str) or not all(isinstance(o, str) for o in only)):
         raise TypeError(f"only must be a list of notebook names, not {only!r}")
-    if only is not None:
-        from labkit.lab.reproduce import notebook_sources
+    from labkit.lab import params as declared
+    from labkit.lab.notebook_index import notebook_sources
 
-        notebook_sources(list(only))  # an unknown name fails here, before anything runs
+    # An unknown notebook or a bad parameter fails here, before any machine runs anything.
+    names = [s.stem for s in notebook_sources(list(only) if only is not None else None)]
     if isinstance(params, dict):
         params = list(params.items())
     if not all(isinstance(p, (tuple, list)) and len(p) == 2 for p in params):
         raise TypeError(f"params must be (name, value) pairs or a dict, not {params!r}")
+    # Sent as the text `-p` takes: Python's spelling of numbers, lists, None and booleans.
+    params = [(str(k), v if isinstance(v, str) else repr(v)) for k, v in params]
+    declared.parse(names, params)
     if not isinstance(poll, (int, float)) or not 0.05 <= poll <= 60:
         raise ValueError(f"poll must be seconds in 0.05..60, got {poll!r}")
     if timeout is not None and (not isinstance(timeout, (int, float)) or not 0 < timeout <= 7 * 86400):
         raise ValueError(f"timeout must be None or seconds in (0, 7 days], got {timeout!r}")
-    return [(str(k), v if isinstance(v, str) else json.dumps(v)) for k, v in params]
+    return params
 
 
 def run(room_path, *, quick: bool = False, only=None, params=(), out="room-results",

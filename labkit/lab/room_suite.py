@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true")
     p.add_argument("--only", nargs="*")
     p.add_argument("-p", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                   help="a notebook parameter (needs labkit.lab.reproduce with parameters)")
+                   help="a notebook parameter, as `labkit reproduce -p` takes it")
     p.add_argument("--name")
     p.add_argument("--machine-id")
     p.add_argument("--parent", type=int, help="the worker's pid: die with it")
@@ -98,22 +98,14 @@ def main(argv: list[str] | None = None) -> int:
         os.sched_setaffinity(0, args.cpus)
 
     os.environ["LABKIT_RESULTS_DIR"] = str(args.results)  # before labkit reads it
-    from labkit.lab import bundle, ledger, reproduce
+    from labkit.lab import bundle, ledger, notebook_index, params, reproduce
 
     try:
-        sources = reproduce.notebook_sources(args.only)
+        sources = notebook_index.notebook_sources(args.only)
+        # Each value read by its declared type and checked, before anything runs.
+        run_kwargs = {"parameters": params.parse([s.stem for s in sources], args.p)}
     except ValueError as exc:
         p.error(str(exc))
-    run_kwargs = {}
-    if args.p:
-        # A value is parsed as JSON when it can be (numbers, lists), else kept as text.
-        params = {}
-        for name, value in args.p:
-            try:
-                params[name] = json.loads(value)
-            except ValueError:
-                params[name] = value
-        run_kwargs["parameters"] = params
     reproduce.ensure_kernel()  # an installed labkit registers its kernel
     manifest = {}
     n = len(sources)
@@ -124,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
         o = reproduce.run_notebook(src, quick=args.quick, out_dir=args.results / "executed",
                                    results_dir=args.results, **run_kwargs)
         manifest[o.name] = {"ok": o.ok, "seconds": round(o.seconds, 1),
-                            "error": o.error[-500:], "quick": args.quick}
+                            "error": o.error[-500:], "quick": args.quick,
+                            "parameters": o.parameters, "given": o.given}
         ledger.write_manifest(manifest)
         emit(state="notebook", k=k, n=n, notebook=o.name, ok=o.ok, seconds=round(o.seconds, 1),
              error=o.error[-300:])

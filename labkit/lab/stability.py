@@ -69,12 +69,12 @@ def run(runs: int = 3, *, quick: bool = False, only: list[str] | None = None,
         out: Path | None = None, echo=print):
     """Run the verdict-bearing notebooks `runs` times into out/run-k; returns
     (agreement table, seconds per run)."""
-    from labkit.lab import reproduce
+    from labkit.lab import notebook_index, reproduce
     from labkit.core.results import REPO
 
     if not isinstance(runs, int) or isinstance(runs, bool) or not 1 <= runs <= 50:
         raise ValueError(f"runs must be an int in [1, 50]; got {runs!r}")
-    sources = [s for s in reproduce.notebook_sources(only) if s.stem != reproduce.LEDGER]
+    sources = [s for s in notebook_index.notebook_sources(only) if s.stem != notebook_index.LEDGER]
     if not sources:
         raise ValueError("only must name at least one experiment notebook (not the ledger)")
     out = Path(out).resolve() if out is not None else REPO / "reports" / (

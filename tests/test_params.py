@@ -1,0 +1,150 @@
+"""Notebook parameters: one table per notebook (labkit.lab.params), what `-p` may set and
+how it is read, and the parameters cells that take their values from the tables."""
+import ast
+import subprocess
+import sys
+
+import jupytext
+import pytest
+
+from labkit.lab import notebook_index, params, reproduce
+
+
+def test_an_explicit_value_beats_the_quick_value():
+    quick = params.resolve("01_stack_size", quick=True)
+    assert quick["repeats"] == 5 and quick["switches"] == 100_000
+    given = params.parse(["01_stack_size"], [("repeats", "9")])
+    assert given == {"repeats": 9}
+    run = params.resolve("01_stack_size", quick=True, **given)
+    assert run["repeats"] == 9 and run["switches"] == 100_000  # the rest stay quick
+    assert params.resolve("01_stack_size")["repeats"] == 15
+
+
+def test_what_papermill_is_given_is_every_value_that_runs():
+    values = reproduce.run_values("01_stack_size", quick=True,
+                                  parameters={"repeats": 9, "workers": 3})  # 08's, not 01's
+    assert values == {"quick": True, **params.resolve("01_stack_size", quick=True, repeats=9)}
+    # A notebook without a table gets quick and the values given, as before.
+    assert reproduce.run_values("90_tiny", quick=False, parameters={"log": "x"}) == \
+        {"quick": False, "log": "x"}
+
+
+@pytest.mark.parametrize("pair, message", [
+    (("repeats", "abc"), "-p repeats: must be an int in [1, 1000]; got 'abc'"),
+    (("repeats", "0"), "-p repeats: must be an int in [1, 1000]; got '0'"),
+    (("repeats", "2.5"), "-p repeats: must be an int"),
+    (("cpu", "-1"), "-p cpu: must be None or an int in [0, 4095]"),
+    (("sizes", "[4096, 'x']"), "-p sizes: must be a list of ints"),
+    (("sizes", "[]"), "-p sizes: must be a list of ints"),
+    (("nosuch", "3"), "-p nosuch: no notebook run here has that parameter"),
+    (("quick", "True"), "-p quick: use --quick"),
+])
+def test_bad_values_name_the_parameter_and_what_is_allowed(pair, message):
+    with pytest.raises(ValueError) as bad:
+        params.parse(["01_stack_size"], [pair])
+    assert message in str(bad.value)
+
+
+def test_values_are_read_by_their_declared_type():
+    got = params.parse(["01_stack_size", "08_switch_frequency"],
+                       [("cpu", "None"), ("sizes", "[4096, 65536]"), ("loop_seconds", "1e-3"),
+                        ("ring_laps_switches", "1_000")])
+    assert got == {"cpu": None, "sizes": [4096, 65536], "loop_seconds": 0.001,
+                   "ring_laps_switches": 1000}
+    assert params.parse(["05_kernel_switches"], [("cross_cpus", "(0, 1)")]) == \
+        {"cross_cpus": [0, 1]}
+    with pytest.raises(ValueError, match="-p cross_cpus: must be None or a list of 2 ints"):
+        params.parse(["05_kernel_switches"], [("cross_cpus", "[0, 1, 2]")])
+    # cpu may be None in 01 but not in 05, whose same-CPU runs need one: both must accept.
+    with pytest.raises(ValueError, match=r"-p cpu: must be an int .* \(in 05_kernel_switches\)"):
+        params.parse(["01_stack_size", "05_kernel_switches"], [("cpu", "None")])
+    with pytest.raises(ValueError, match="build: must be one of 'O0'"):
+        params.parse(["07a_frames_and_allocators"], [("build", "O9")])
+
+
+def test_resolve_refuses_what_the_table_does_not_allow():
+    with pytest.raises(ValueError, match="has no parameter 'nosuch'"):
+        params.resolve("01_stack_size", nosuch=1)
+    with pytest.raises(TypeError, match="repeats must be an int in"):
+        params.resolve("01_stack_size", repeats="9")
+    with pytest.raises(ValueError, match="repeats must be an int in"):
+        params.resolve("01_stack_size", repeats=0)
+    with pytest.raises(TypeError, match="quick must be True or False"):
+        params.resolve("01_stack_size", quick="yes")
+    with pytest.raises(ValueError, match="notebook must be one of"):
+        params.resolve("99_nosuch")
+    with pytest.raises(ValueError, match="got nan"):
+        params.resolve("09_echo_servers", duration=float("nan"))
+
+
+def test_every_notebook_has_a_table_and_describe_shows_it():
+    assert set(params.TABLES) == {p.stem for p in notebook_index.notebook_sources()}
+    frame = params.describe("03_symmetric_vs_asymmetric", quick=True)
+    assert list(frame.columns) == ["name", "value", "full", "quick", "allowed", "help"]
+    assert frame.set_index("name").loc["repeats", "value"] == 5
+    assert frame.help.str.len().gt(0).all()
+
+
+def _code_cells(source):
+    """The parameters cell's source, and the code cells after it."""
+    cells = [c for c in jupytext.read(source).cells if c.cell_type == "code"]
+    at = [k for k, c in enumerate(cells) if "parameters" in c.metadata.get("tags", [])]
+    assert len(at) == 1, f"{source.name}: one parameters cell"
+    return cells[at[0]].source, [c.source for c in cells[at[0] + 1:]]
+
+
+@pytest.mark.parametrize("source", notebook_index.notebook_sources(),
+                         ids=lambda p: p.stem)
+def test_the_parameters_cell_takes_its_values_from_the_table(source):
+    """The cell unpacks resolve()'s values into the names of the table, in its order, and
+    no later cell gives a parameter another value: what papermill injects is what runs."""
+    cell, later = _code_cells(source)
+    tree = ast.parse(cell)
+    names = [p.name for p in params.table(source.stem)]
+    assign = [n for n in tree.body if isinstance(n, ast.Assign)
+              and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Attribute)
+              and n.value.func.attr == "values"]
+    if not names:
+        assert not assign
+        return
+    assert len(assign) == 1, f"{source.name}: one `... = params.resolve(...).values()`"
+    target = assign[0].targets[0]
+    assert [e.id for e in target.elts] == names
+    call = assign[0].value.func.value
+    assert call.func.attr == "resolve" and call.args[0].value == source.stem
+    again = sorted({node.id for code in later for node in ast.walk(ast.parse(code))
+                    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+                    and node.id in names})
+    assert not again, f"{source.name} assigns {again} after its parameters cell"
+
+
+def test_the_report_shows_every_value_a_notebook_ran_with():
+    from labkit.lab import report
+
+    ran = reproduce.Outcome("01_stack_size", True, 1.0, None, given=["repeats"],
+                            parameters=params.resolve("01_stack_size", quick=True, repeats=9))
+    shown = report._parameters_html(ran)
+    assert "<code>-p repeats 9</code>" in shown and "switches = 100000" in shown
+    assert "repeats = " not in shown  # once, as the -p it was
+
+
+def _labkit(*args):
+    return subprocess.run([sys.executable, "-m", "labkit", *args], capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_a_bad_value_exits_2_before_any_notebook_runs(tmp_path):
+    done = _labkit("--results", str(tmp_path), "reproduce", "--quick", "-p", "repeats", "abc",
+                   "--only", "01_stack_size")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "-p repeats: must be an int in [1, 1000]; got 'abc'" in done.stderr
+    assert "labkit reproduce (" not in done.stdout  # it never started
+    assert not (tmp_path / "reports").exists()
+
+
+def test_an_unknown_name_exits_2(tmp_path):
+    done = _labkit("--results", str(tmp_path), "reproduce", "--quick", "-p", "nosuch", "3",
+                   "--only", "01_stack_size")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "-p nosuch: no notebook run here has that parameter" in done.stderr
+    assert not (tmp_path / "reports").exists()
