@@ -1,6 +1,6 @@
 # Declarations of labkit's C core (labkit/csrc/labkit_core.h, handoff.h, lk_timer.h) for _core.pyx.
 # The structs are opaque here: their fields are declared once, in C (lk_layout.h).
-from libc.stdint cimport uint32_t, uint64_t
+from libc.stdint cimport int64_t, uint32_t, uint64_t
 
 
 cdef extern from "csrc/labkit_core.h" nogil:
@@ -22,6 +22,8 @@ cdef extern from "csrc/labkit_core.h" nogil:
     const char *lk_compiler()
     const char *lk_cflags()
     size_t lk_page_size()
+    void lk_xstate(int64_t *out)
+    const char *lk_hypervisor_signature()
 
     int lk_regprobe_count()
     const char *lk_regprobe_name(int i)

@@ -10,7 +10,7 @@ labkit.core.validate before they get here.
 """
 import ctypes
 
-from libc.stdint cimport uint32_t, uint64_t
+from libc.stdint cimport int64_t, uint32_t, uint64_t
 
 from labkit.core import structs
 
@@ -41,6 +41,19 @@ def build_info():
         "compiler": lk_compiler().decode(),
         "cflags": lk_cflags().decode(),
         "page_size": lk_page_size(),
+    }
+
+
+def cpu_state():
+    """What CPUID and xgetbv say: XCR0, the xsave area's bytes for XCR0's components and
+    for all the CPU supports (None each without xsave), the hypervisor's signature ('')."""
+    cdef int64_t x[3]
+    lk_xstate(x)
+    return {
+        "xcr0": None if x[0] < 0 else x[0],
+        "xsave_bytes": None if x[1] < 0 else x[1],
+        "xsave_max_bytes": None if x[2] < 0 else x[2],
+        "hypervisor_cpuid": lk_hypervisor_signature().decode(errors="replace"),
     }
 
 

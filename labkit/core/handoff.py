@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from labkit.core import machine as _machine
+from labkit.core import timing as _timing
 from labkit.core import validate as _v
 from labkit.core import worker as _worker
 from labkit.errors import SwitchCountError
@@ -50,10 +51,12 @@ def measure_handoff(mode: str, *, cpus=(0, 0), switches: int = 20_000,
     timeout = _v.timeout(timeout) or 60.0 + (repeats + warmup) * switches * 2e-4
     meta = _machine.row_metadata()
     describe = f"kernel switch {mode!r} (cpus={a},{b}, switches={switches}, repeats={repeats})"
-    samples = _worker.call(
+    out = _worker.call(
         "labkit.core.handoff", "worker_pingpong", mode=HANDOFF_MODES.index(mode), cpu_a=a, cpu_b=b,
         rounds=switches // 2, warmup=warmup, repeats=repeats,
         describe=describe, timeout=timeout)
+    samples = out["samples"]
+    counts = _timing.counted_columns(out["counters"], warmup, repeats)
     import pandas as pd
 
     rows = []
@@ -74,6 +77,7 @@ def measure_handoff(mode: str, *, cpus=(0, 0), switches: int = 20_000,
             "kernel_switches": kernel_switches,
             "kernel_per_handoff": kernel_switches / n,
             "counted_switches": s["counted"],
+            **counts,
             **meta,
         })
     return pd.DataFrame(rows)
@@ -139,10 +143,11 @@ def two_cpus() -> tuple[int, int] | None:
 # ---- run in the worker process (labkit.core.worker.call) ----
 
 def worker_pingpong(mode: int, cpu_a: int, cpu_b: int, rounds: int, warmup: int,
-                     repeats: int) -> list:
+                     repeats: int) -> dict:
     from labkit.core import _core
 
-    return _core.handoff_pingpong(mode, cpu_a, cpu_b, rounds, warmup, repeats)
+    return _timing.counted(lambda: _core.handoff_pingpong(mode, cpu_a, cpu_b, rounds, warmup,
+                                                          repeats))
 
 
 def worker_yield_run(cpu: int, units: int, k: int) -> dict:
