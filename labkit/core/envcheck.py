@@ -187,6 +187,12 @@ def recorded() -> dict | None:
     return data if isinstance(data, dict) and isinstance(data.get("rows"), list) else None
 
 
+def latest() -> dict:
+    """The check of the run whose results these are (data/environment.json), or, where no
+    run saved one, the check taken now."""
+    return recorded() or {"taken": "now (no run recorded one)", "rows": check()}
+
+
 def announce(stream) -> list[dict]:
     """Check, print the block on `stream` and save it: what a run does once, first."""
     rows = check()
