@@ -8,8 +8,8 @@ said, with the errno.
     from labkit.core import counters
     with counters.count() as c:
         work()
-    c.result()  # {"sw_context_switches": 3, ..., "hw_cycles": nan,
-                #  "hw_counters": "not available here: No such file or directory (errno 2): ..."}
+    c.result()  # {"sw_context_switches": 3, ..., "hw_cycles": nan, "hw_counters":
+                #  "not available here: No such file or directory (errno 2); ..."}
 
 The counters are opened and enabled before the block and read after it, so their
 syscalls stay out of whatever the block times. They count the calling thread and the
@@ -77,14 +77,23 @@ def paranoid() -> str:
     return procfs.sysctl("kernel.perf_event_paranoid", "unknown")
 
 
-def refusal(err: int) -> str:
-    """The text a counter's reason column gives for errno `err`."""
+def _errno(err) -> int:
     if isinstance(err, bool) or not isinstance(err, int) or err <= 0:
         raise ValueError(f"err must be a positive errno; got {err!r}")
-    hint = _HINTS.get(err)
-    return (f"not available here: {os.strerror(err)} (errno {err})"
-            + (f": {hint}" if hint else "")
-            + f"; kernel.perf_event_paranoid = {paranoid()}")
+    return err
+
+
+def refusal(err: int) -> str:
+    """The text a counter's reason column gives for errno `err` (short: every row of a
+    measurement carries it)."""
+    err = _errno(err)
+    return (f"not available here: {os.strerror(err)} (errno {err}); "
+            f"kernel.perf_event_paranoid = {paranoid()}")
+
+
+def hint(err: int) -> str:
+    """What errno `err` from perf_event_open usually means here ('' when nothing is known)."""
+    return _HINTS.get(_errno(err), "")
 
 
 _libc = None
@@ -142,6 +151,7 @@ class count:
         self._events = _events(events)
         self._fds: dict[str, int] = {}
         self._why: dict[str, str] = {}
+        self.errors: dict[str, int] = {}  # column -> the errno perf_event_open gave it
         self._values: dict[str, float] | None = None
 
     def __enter__(self):
@@ -149,7 +159,8 @@ class count:
             try:
                 self._fds[name] = _open(kind, config)
             except OSError as exc:
-                self._why[name] = refusal(exc.errno or errno.EIO)
+                self.errors[name] = exc.errno or errno.EIO
+                self._why[name] = refusal(self.errors[name])
         libc = _syscall()
         for fd in self._fds.values():
             libc.ioctl(fd, _IOC_ENABLE, 0)

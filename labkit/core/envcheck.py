@@ -82,7 +82,8 @@ def _hw_counters() -> str:
 
     with counters.count(counters.HARDWARE) as c:
         pass
-    return c.result()["hw_counters"]
+    hints = sorted({counters.hint(e) for e in c.errors.values()} - {""})
+    return c.result()["hw_counters"] + "".join(f" ({h})" for h in hints)
 
 
 def _row(key, condition, value, ok: bool, effect: str) -> dict:

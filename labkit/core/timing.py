@@ -153,8 +153,8 @@ def _build(build, peer: bool = False):
 def counted_columns(counts: dict, warmup: int, repeats: int) -> dict:
     """The kernel's counters of one measurement (labkit.core.counters), as row columns,
     with what they cover: the whole worker call, so every row of it shows the same."""
-    return {**counts, "counters_cover": f"the whole measurement: {warmup} warm-up and "
-                                        f"{repeats} timed repeats, each with its baseline loop"}
+    return {**counts, "counters_cover": f"whole measurement: {warmup} warm-up + {repeats} "
+                                        "repeats, with baseline loops"}
 
 
 def _frame(samples, expected, describe, common, resumptions, meta, counts):
