@@ -128,3 +128,11 @@ def test_hand_off_rows_count_at_least_the_switches_the_lab_counted():
     assert (df.sw_counters == counters.COUNTED).all()
     # The counters cover the warm-up and both threads too: at least what each repeat saw.
     assert df.sw_context_switches.iloc[0] >= df.kernel_switches.sum()
+
+
+def test_yield_rows_count_at_least_the_switches_the_kernel_reported():
+    df = labkit.measure_yield(units=1000, every=[1], repeats=1)
+    row = df.iloc[0]
+    assert row.sw_counters == counters.COUNTED
+    assert row.sw_context_switches >= row.vol_ctxsw + row.invol_ctxsw >= 1000
+    assert row.counters_cover == "whole measurement: 0 warm-up + 1 repeat"

@@ -119,10 +119,11 @@ def measure_yield(*, units: int = 20_000, every: list[int] = (0, 1, 10, 100), cp
     rows = []
     for k in ks:
         for i in range(repeats):
-            s = _worker.call("labkit.core.handoff", "worker_yield_run", pin=cpu, cpu=cpu,
-                             units=units, k=k,
-                             describe=f"yield run (units={units}, k={k}, cpu={cpu})",
-                             timeout=_v.timeout(timeout) or 120.0 + units * 1e-3)
+            out = _worker.call("labkit.core.handoff", "worker_yield_run", pin=cpu, cpu=cpu,
+                               units=units, k=k,
+                               describe=f"yield run (units={units}, k={k}, cpu={cpu})",
+                               timeout=_v.timeout(timeout) or 120.0 + units * 1e-3)
+            s = out["samples"]
             if s["units_done"] != 2 * units:
                 raise SwitchCountError(f"yield run (units={units}, k={k}): the two threads did "
                                        f"{s['units_done']} units, expected {2 * units}")
@@ -130,7 +131,9 @@ def measure_yield(*, units: int = 20_000, every: list[int] = (0, 1, 10, 100), cp
                          "ns": s["ns"], "units_per_s": s["units_done"] / s["ns"] * 1e9,
                          "ns_per_unit": s["ns"] / s["units_done"],
                          "unit_iters": s["unit_iters"], "vol_ctxsw": s["vol_ctxsw"],
-                         "invol_ctxsw": s["invol_ctxsw"], "cpu": cpu, **meta})
+                         "invol_ctxsw": s["invol_ctxsw"],
+                         **_timing.counted_columns(out["counters"], 0, 1, baseline=False),
+                         "cpu": cpu, **meta})
     return pd.DataFrame(rows)
 
 
@@ -153,4 +156,4 @@ def worker_pingpong(mode: int, cpu_a: int, cpu_b: int, rounds: int, warmup: int,
 def worker_yield_run(cpu: int, units: int, k: int) -> dict:
     from labkit.core import _core
 
-    return _core.yield_run(cpu, units, k)
+    return _timing.counted(lambda: _core.yield_run(cpu, units, k))

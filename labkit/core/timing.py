@@ -150,11 +150,12 @@ def _build(build, peer: bool = False):
     return native.check_build(build, none_means="the extension")
 
 
-def counted_columns(counts: dict, warmup: int, repeats: int) -> dict:
+def counted_columns(counts: dict, warmup: int, repeats: int, baseline: bool = True) -> dict:
     """The kernel's counters of one measurement (labkit.core.counters), as row columns,
     with what they cover: the whole worker call, so every row of it shows the same."""
-    return {**counts, "counters_cover": f"whole measurement: {warmup} warm-up + {repeats} "
-                                        "repeats, with baseline loops"}
+    cover = (f"whole measurement: {warmup} warm-up + {repeats} repeat{'s' * (repeats != 1)}"
+             + (", with baseline loops" if baseline else ""))
+    return {**counts, "counters_cover": cover}
 
 
 def _frame(samples, expected, describe, common, resumptions, meta, counts):
