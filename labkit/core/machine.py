@@ -39,11 +39,12 @@ XCR0_COMPONENTS = {
     6: "avx512_zmm_hi256", 7: "avx512_hi16_zmm", 9: "pkru", 17: "amx_tilecfg",
     18: "amx_tiledata",
 }
-# CPUID leaf 0x40000000's signature -> the hypervisor's name (as systemd-detect-virt names it).
+# CPUID leaf 0x40000000's signature -> the hypervisor's name (as systemd-detect-virt names
+# it); another signature is shown as it is.
 HYPERVISOR_SIGNATURES = {
     "KVMKVMKVM": "kvm", "Microsoft Hv": "microsoft", "VMwareVMware": "vmware",
     "XenVMMXenVMM": "xen", "TCGTCGTCGTCG": "qemu", "bhyve bhyve": "bhyve",
-    "ACRNACRNACRN": "acrn", " lrpepyh  vr": "parallels", "QNXQVMBSQG": "qnx",
+    "ACRNACRNACRN": "acrn",
 }
 
 
