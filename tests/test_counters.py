@@ -1,6 +1,7 @@
 """The kernel's counters through perf_event_open: software counters see the context
 switches and page faults a block causes, a counter the kernel refuses says why with its
 errno, and every measured row carries the counts beside the lab's own."""
+import errno
 import math
 import mmap
 import os
@@ -136,3 +137,27 @@ def test_yield_rows_count_at_least_the_switches_the_kernel_reported():
     assert row.sw_counters == counters.COUNTED
     assert row.sw_context_switches >= row.vol_ctxsw + row.invol_ctxsw >= 1000
     assert row.counters_cover == "whole measurement: 0 warm-up + 1 repeat"
+
+
+def test_where_the_kernel_may_not_be_counted_user_space_counts_say_so(monkeypatch):
+    real = counters._open
+
+    def paranoid_kernel(kind, config, user_only=False):
+        # As perf_event_paranoid >= 2 answers a process without CAP_PERFMON.
+        if not user_only:
+            raise OSError(errno.EACCES, os.strerror(errno.EACCES))
+        return real(kind, config, user_only=True)
+
+    monkeypatch.setattr(counters, "_open", paranoid_kernel)
+    m = mmap.mmap(-1, 64 * mmap.PAGESIZE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    with counters.count(counters.SOFTWARE) as c:
+        for i in range(64):
+            m[i * mmap.PAGESIZE] = 1
+    m.close()
+    r = c.result()
+    # A switch happens in the kernel: refused. A page fault is taken from user space: counted.
+    assert math.isnan(r["sw_context_switches"]) and math.isnan(r["sw_cpu_migrations"])
+    assert r["sw_page_faults"] >= 64 and r["sw_task_clock_ns"] > 0
+    assert "sw_context_switches: not available here: Permission denied (errno 13)" \
+        in r["sw_counters"]
+    assert "sw_page_faults: counted in user space only" in r["sw_counters"]

@@ -49,11 +49,16 @@ HARDWARE = {
 REASONS = {"sw_": "sw_counters", "hw_": "hw_counters"}
 COLUMNS = (*SOFTWARE, "sw_counters", *HARDWARE, "hw_counters")
 COUNTED = "counted"
+# Where perf_event_paranoid forbids counting the kernel, these still mean something when
+# counted in user space only (a context switch or a migration happens in the kernel, so
+# those would always read 0, and are refused instead).
+USER_SPACE_OK = ("sw_page_faults", "sw_task_clock_ns", *HARDWARE)
 
 _SYSCALL = {"x86_64": 298, "aarch64": 241}  # __NR_perf_event_open
 _ATTR_SIZE = 112  # PERF_ATTR_SIZE_VER5: the kernel takes any size it knows, zero-padded
 _FORMAT = 1 | 2  # PERF_FORMAT_TOTAL_TIME_ENABLED | _RUNNING: read gives value, enabled, running
 _DISABLED, _INHERIT = 1 << 0, 1 << 1
+_EXCLUDE_KERNEL, _EXCLUDE_HV = 1 << 5, 1 << 6
 _FD_CLOEXEC = 1 << 3  # PERF_FLAG_FD_CLOEXEC
 _IOC_ENABLE, _IOC_DISABLE = 0x2400, 0x2401  # _IO('$', 0), _IO('$', 1)
 
@@ -108,15 +113,23 @@ def _syscall():
     return _libc
 
 
-def _open(kind: int, config: int) -> int:
-    """A disabled, inheriting counter of this thread on any CPU: its fd, or OSError."""
+def user_space_only() -> str:
+    """The reason text of a counter that counted user space only."""
+    return (f"counted in user space only: kernel.perf_event_paranoid = {paranoid()} "
+            "forbids counting the kernel")
+
+
+def _open(kind: int, config: int, user_only: bool = False) -> int:
+    """A disabled, inheriting counter of this thread on any CPU (of its user space only,
+    with user_only): its fd, or OSError."""
     number = _SYSCALL.get(platform.machine())
     if number is None:
         raise OSError(errno.ENOSYS, f"no perf_event_open syscall number for "
                                     f"{platform.machine()}")
     attr = bytearray(_ATTR_SIZE)
     struct.pack_into("IIQ", attr, 0, kind, _ATTR_SIZE, config)
-    struct.pack_into("QQ", attr, 32, _FORMAT, _DISABLED | _INHERIT)
+    flags = _DISABLED | _INHERIT | ((_EXCLUDE_KERNEL | _EXCLUDE_HV) if user_only else 0)
+    struct.pack_into("QQ", attr, 32, _FORMAT, flags)
     buf = (ctypes.c_char * _ATTR_SIZE).from_buffer(attr)
     libc = _syscall()
     fd = libc.syscall(ctypes.c_long(number), buf, 0, -1, -1, ctypes.c_ulong(_FD_CLOEXEC))
@@ -158,9 +171,19 @@ class count:
         for name, (kind, config) in self._events.items():
             try:
                 self._fds[name] = _open(kind, config)
+                continue
             except OSError as exc:
-                self.errors[name] = exc.errno or errno.EIO
-                self._why[name] = refusal(self.errors[name])
+                err = self.errors[name] = exc.errno or errno.EIO
+            self._why[name] = refusal(err)
+            if err in (errno.EACCES, errno.EPERM) and name in USER_SPACE_OK:
+                try:
+                    self._fds[name] = _open(kind, config, user_only=True)
+                    self._why[name] = user_space_only()
+                except OSError as again:
+                    # No such event at all (ENOENT in a VM) says more than the permission.
+                    if again.errno not in (errno.EACCES, errno.EPERM, None):
+                        self.errors[name] = again.errno
+                        self._why[name] = refusal(again.errno)
         libc = _syscall()
         for fd in self._fds.values():
             libc.ioctl(fd, _IOC_ENABLE, 0)
@@ -188,7 +211,8 @@ class count:
 
     def result(self) -> dict:
         """column -> count (NaN where refused), and sw_counters / hw_counters: 'counted',
-        or the reason (one for the kind when all its refused counters share it)."""
+        or the reasons of the counters that were refused or counted user space only (one
+        for the kind when all its counters share it)."""
         if self._values is None:
             raise RuntimeError("result() is for after the with-block that counted")
         out = {name: self._values.get(name, math.nan) for name in self._events}
