@@ -26,7 +26,7 @@ OK, WARN = "ok", "warn"
 
 # One order for every table of the check: the rows, the block on stderr, the report.
 KEYS = ("aslr", "smt", "governor", "turbo", "isolated_cpus", "nohz_full", "load_average",
-        "hw_counters")
+        "sw_counters", "hw_counters")
 
 
 def aslr() -> str:
@@ -76,14 +76,16 @@ def nohz_full() -> str:
     return value if value and value != "(null)" else "none"
 
 
-@functools.lru_cache(maxsize=1)
-def _hw_counters() -> str:
+@functools.lru_cache(maxsize=None)
+def _counters(kind: str) -> str:
+    """What perf_event_open gives this process for the kind's counters ("sw" or "hw"):
+    'counted', or why not, with what the errno usually means."""
     from labkit.core import counters
 
-    with counters.count(counters.HARDWARE) as c:
+    with counters.count(counters.SOFTWARE if kind == "sw" else counters.HARDWARE) as c:
         pass
     hints = sorted({counters.hint(e) for e in c.errors.values()} - {""})
-    return c.result()["hw_counters"] + "".join(f" ({h})" for h in hints)
+    return c.result()[f"{kind}_counters"] + "".join(f" ({h})" for h in hints)
 
 
 def _row(key, condition, value, ok: bool, effect: str) -> dict:
@@ -142,7 +144,14 @@ def check() -> list[dict]:
                      "caches, so the spread widens and medians rise"
                      if load >= LOAD_PER_CPU * cpus else
                      "Little else is running: the worker has its CPU mostly to itself"))
-    hw = _hw_counters()
+    sw = _counters("sw")
+    rows.append(_row("sw_counters", "Software counters (perf_event_open)", sw,
+                     sw == "counted",
+                     "Context switches, migrations and page faults are counted per "
+                     "measurement, beside the lab's own switch counts" if sw == "counted" else
+                     "Some rows lack the kernel's own counts (NaN); the lab's own switch "
+                     "counts and timings remain"))
+    hw = _counters("hw")
     rows.append(_row("hw_counters", "Hardware counters (perf_event_open)", hw,
                      hw == "counted",
                      "Cycles, instructions and misses are counted per measurement"
