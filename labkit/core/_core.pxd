@@ -1,4 +1,5 @@
-# Declarations of labkit's C core (labkit/csrc/labkit_core.h, handoff.h, lk_timer.h) for _core.pyx.
+# Declarations of labkit's C core (labkit/csrc/labkit_core.h, handoff.h, lk_timer.h, perf.h)
+# for _core.pyx.
 # The structs are opaque here: their fields are declared once, in C (lk_layout.h).
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 
@@ -63,3 +64,7 @@ cdef extern from "csrc/handoff.h" nogil:
     int lk_yield_run(int cpu, uint64_t units, uint64_t k, lk_yield_sample *out, char *err,
                      size_t errlen)
     uint64_t lk_yield_unit_iters()
+
+
+cdef extern from "csrc/perf.h" nogil:
+    int lk_perf_open(uint32_t type, uint64_t config, int user_only)

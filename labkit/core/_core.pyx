@@ -9,6 +9,7 @@ crashing kernel cannot take the caller down. Arguments are validated by
 labkit.core.validate before they get here.
 """
 import ctypes
+import os
 
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 
@@ -211,3 +212,12 @@ def yield_run(int cpu, uint64_t units, uint64_t k):
     if rc != 0:
         raise RuntimeError(err.decode())
     return {**structs.as_dict(out[0]), "unit_iters": lk_yield_unit_iters()}
+
+
+def perf_open(uint32_t type, uint64_t config, bint user_only=False):
+    """A disabled perf_event_open counter of this thread and the tasks it starts: its file
+    descriptor, or OSError with the kernel's errno."""
+    cdef int fd = lk_perf_open(type, config, user_only)
+    if fd < 0:
+        raise OSError(-fd, os.strerror(-fd))
+    return fd

@@ -3,7 +3,8 @@ counters (context switches, CPU migrations, page faults, task clock), which ever
 kernel keeps, and hardware counters (cycles, instructions, branch and dTLB-load misses),
 which exist only where the CPU, or the hypervisor, exposes a PMU. A counter the kernel
 refuses is no error: its value is NaN and its kind's reason column says what the kernel
-said, with the errno.
+said, with the errno. The syscall itself is in C (labkit/csrc/perf.c, through
+labkit.core._core); enabling, reading and closing are file-descriptor work here.
 
     from labkit.core import counters
     with counters.count() as c:
@@ -17,11 +18,10 @@ threads and processes it starts inside the block (inherit), on every CPU.
 """
 from __future__ import annotations
 
-import ctypes
 import errno
+import fcntl
 import math
 import os
-import platform
 import struct
 
 from labkit.core import procfs
@@ -54,12 +54,6 @@ COUNTED = "counted"
 # those would always read 0, and are refused instead).
 USER_SPACE_OK = ("sw_page_faults", "sw_task_clock_ns", *HARDWARE)
 
-_SYSCALL = {"x86_64": 298, "aarch64": 241}  # __NR_perf_event_open
-_ATTR_SIZE = 112  # PERF_ATTR_SIZE_VER5: the kernel takes any size it knows, zero-padded
-_FORMAT = 1 | 2  # PERF_FORMAT_TOTAL_TIME_ENABLED | _RUNNING: read gives value, enabled, running
-_DISABLED, _INHERIT = 1 << 0, 1 << 1
-_EXCLUDE_KERNEL, _EXCLUDE_HV = 1 << 5, 1 << 6
-_FD_CLOEXEC = 1 << 3  # PERF_FLAG_FD_CLOEXEC
 _IOC_ENABLE, _IOC_DISABLE = 0x2400, 0x2401  # _IO('$', 0), _IO('$', 1)
 
 # What an errno from perf_event_open usually means, for the reader of a row.
@@ -101,18 +95,6 @@ def hint(err: int) -> str:
     return _HINTS.get(_errno(err), "")
 
 
-_libc = None
-
-
-def _syscall():
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-        _libc.syscall.restype = ctypes.c_long
-        _libc.ioctl.restype = ctypes.c_int
-    return _libc
-
-
 def user_space_only() -> str:
     """The reason text of a counter that counted user space only."""
     return (f"counted in user space only: kernel.perf_event_paranoid = {paranoid()} "
@@ -121,22 +103,10 @@ def user_space_only() -> str:
 
 def _open(kind: int, config: int, user_only: bool = False) -> int:
     """A disabled, inheriting counter of this thread on any CPU (of its user space only,
-    with user_only): its fd, or OSError."""
-    number = _SYSCALL.get(platform.machine())
-    if number is None:
-        raise OSError(errno.ENOSYS, f"no perf_event_open syscall number for "
-                                    f"{platform.machine()}")
-    attr = bytearray(_ATTR_SIZE)
-    struct.pack_into("IIQ", attr, 0, kind, _ATTR_SIZE, config)
-    flags = _DISABLED | _INHERIT | ((_EXCLUDE_KERNEL | _EXCLUDE_HV) if user_only else 0)
-    struct.pack_into("QQ", attr, 32, _FORMAT, flags)
-    buf = (ctypes.c_char * _ATTR_SIZE).from_buffer(attr)
-    libc = _syscall()
-    fd = libc.syscall(ctypes.c_long(number), buf, 0, -1, -1, ctypes.c_ulong(_FD_CLOEXEC))
-    if fd < 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err))
-    return int(fd)
+    with user_only): its fd, or OSError with the kernel's errno."""
+    from labkit.core import _core
+
+    return _core.perf_open(kind, config, user_only)
 
 
 def _events(events) -> dict:
@@ -184,18 +154,17 @@ class count:
                     if again.errno not in (errno.EACCES, errno.EPERM, None):
                         self.errors[name] = again.errno
                         self._why[name] = refusal(again.errno)
-        libc = _syscall()
         for fd in self._fds.values():
-            libc.ioctl(fd, _IOC_ENABLE, 0)
+            fcntl.ioctl(fd, _IOC_ENABLE, 0)
         return self
 
     def __exit__(self, *exc):
-        libc = _syscall()
         for fd in self._fds.values():
-            libc.ioctl(fd, _IOC_DISABLE, 0)
+            fcntl.ioctl(fd, _IOC_DISABLE, 0)
         values = {}
         try:
             for name, fd in self._fds.items():
+                # perf.c asks for value, time enabled and time running.
                 value, enabled, running = struct.unpack("QQQ", os.read(fd, 24))
                 if running == 0 and enabled > 0:
                     self._why[name] = "not available here: the PMU never scheduled it"
