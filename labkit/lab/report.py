@@ -167,9 +167,10 @@ def _cpu_html(info: dict) -> str:
 
 
 def _environment_html(env: dict) -> str:
-    rows = "".join(f"<tr><td>{_e(r['condition'])}</td><td>{_e(r['value'])}</td>"
-                   f"<td>{_e(r['status'])}</td><td>{_e(r['effect'])}.</td></tr>"
-                   for r in env["rows"])
+    rows = "".join(f"<tr><td>{_e(r['condition'])}</td><td>{_e(r['value'])}</td><td>"
+                   + (f"<b>{_e(r['status'])}</b>" if r["status"] == envcheck.WARN
+                      else _e(r["status"]))
+                   + f"</td><td>{_e(r['effect'])}.</td></tr>" for r in env["rows"])
     return (f"<h3>Environment check</h3><p><small>taken {_e(env.get('taken'))}, before the "
             "run</small></p><table><tr><th>condition</th><th>value</th><th>status</th>"
             f"<th>what it does to the figures</th></tr>{rows}</table>")
@@ -178,7 +179,12 @@ def _environment_html(env: dict) -> str:
 def _machine_html(outcomes, info: dict) -> str:
     rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in info.items())
     env = envcheck.latest()
-    warns = machine_warnings(info, env["rows"])
+    # The check's own warnings are its table's rows, right below.
+    warns = machine_warnings(info, [])
+    warning = envcheck.warnings(env["rows"])
+    if warning:
+        warns.append(f"{len(warning)} of the {len(env['rows'])} conditions of the "
+                     "environment check warn (below).")
     warn_html = "".join(f"<li>{_e(w)}</li>" for w in warns) or "<li>none</li>"
     status = "".join(
         f"<li><b>{_e(o.name)}</b>: "
