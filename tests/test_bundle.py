@@ -211,3 +211,32 @@ def test_merge_checks_mode_commit_and_format(here, FIXTURE, tmp_path):
                         same_commit=False)["machines"]
     with pytest.raises(ValueError, match="format 1"):
         bundle.merge([here, variant("v1", format=1)])
+
+
+XEON = Path(__file__).resolve().parent / "fixtures" / "intel-xeon-kvm.labkit"
+
+
+def test_bundle_carries_the_cpu_identity_the_environment_check_and_the_counters(here):
+    b = bundle.read_bundle(here)
+    for key in bundle.MACHINE_FIELDS:
+        assert key in b["machine"], key
+    assert [r["key"] for r in b["meta"]["environment"]["rows"]][0] == "aslr"
+    for col in ("cpu_family", "microcode", "xcr0", "hypervisor", "container",
+                "sw_context_switches", "hw_counters"):
+        assert col in b["measurements"].columns, col
+
+
+def test_a_real_bundle_made_before_the_new_fields_still_merges(here, tmp_path):
+    full = bundle.make_bundle(tmp_path / "this-machine-full", quick=False)
+    out = bundle.merge([full, XEON], same_commit=False)
+    mine, xeon = out["machines"]
+    assert "Xeon" in xeon
+    hw = out["hardware"]
+    assert list(hw.index) == list(bundle.MACHINE_FIELDS)
+    assert hw.loc["cpu_model", xeon] == "Intel(R) Xeon(R) Processor"
+    assert hw.loc["cpu_family", xeon] == hw.loc["xcr0", xeon] == bundle.NOT_RECORDED
+    info = labkit.machine_info()
+    assert hw.loc["cpu_family", mine] == str(info["cpu_family"])
+    assert hw.loc["xcr0", mine] == info["xcr0"]
+    for m in out["machines"]:
+        assert out["ladder"].loc["asm", (m, "ratio to asm")] == pytest.approx(1.0)

@@ -72,3 +72,24 @@ def test_report_from_recorded_results_starts_with_summary_then_the_articles(
     assert len(re.findall(r"<section class=[\"']lk-article[\"']", text)) == 11
     assert "PosixPath" not in text
     assert len(list((tmp_path / "figures").glob("articles-t*.png"))) == 11
+
+
+def test_machine_section_shows_the_cpu_and_the_runs_environment_check(tmp_path, monkeypatch):
+    from labkit.core import envcheck
+    from labkit.core.machine import machine_info
+
+    monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path))
+    rows = envcheck.check()
+    rows[0] = {**rows[0], "value": "2 (as recorded)", "status": "warn"}  # the run's, not now's
+    envcheck.save(rows)
+    info = machine_info()
+    text = report._machine_html([], info)
+    assert "Environment check" in text and "2 (as recorded)" in text
+    assert text.count("<tr><td>") == len(envcheck.KEYS)
+    assert all(report._e(r["effect"]) in text for r in rows)
+    assert f"microcode {report._e(info['microcode'])}" in text
+    assert f"XCR0 {info['xcr0']}" in text
+    # What warns in the check is what the summary counts as making timings unstable.
+    warns = report.machine_warnings(info)
+    assert sum(w.startswith(r["condition"]) for w in warns for r in rows
+               if r["status"] == "warn") == len(envcheck.warnings(rows))

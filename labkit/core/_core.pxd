@@ -1,6 +1,7 @@
-# Declarations of labkit's C core (labkit/csrc/labkit_core.h, handoff.h, lk_timer.h) for _core.pyx.
+# Declarations of labkit's C core (labkit/csrc/labkit_core.h, handoff.h, lk_timer.h, perf.h)
+# for _core.pyx.
 # The structs are opaque here: their fields are declared once, in C (lk_layout.h).
-from libc.stdint cimport uint32_t, uint64_t
+from libc.stdint cimport int64_t, uint32_t, uint64_t
 
 
 cdef extern from "csrc/labkit_core.h" nogil:
@@ -22,6 +23,8 @@ cdef extern from "csrc/labkit_core.h" nogil:
     const char *lk_compiler()
     const char *lk_cflags()
     size_t lk_page_size()
+    void lk_xstate(int64_t *out)
+    const char *lk_hypervisor_signature()
 
     int lk_regprobe_count()
     const char *lk_regprobe_name(int i)
@@ -62,3 +65,7 @@ cdef extern from "csrc/handoff.h" nogil:
     int lk_yield_run(int cpu, uint64_t units, uint64_t k, lk_yield_sample *out, char *err,
                      size_t errlen)
     uint64_t lk_yield_unit_iters()
+
+
+cdef extern from "csrc/perf.h" nogil:
+    int lk_perf_open(uint32_t type, uint64_t config, int user_only)

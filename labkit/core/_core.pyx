@@ -9,8 +9,9 @@ crashing kernel cannot take the caller down. Arguments are validated by
 labkit.core.validate before they get here.
 """
 import ctypes
+import os
 
-from libc.stdint cimport uint32_t, uint64_t
+from libc.stdint cimport int64_t, uint32_t, uint64_t
 
 from labkit.core import structs
 
@@ -41,6 +42,19 @@ def build_info():
         "compiler": lk_compiler().decode(),
         "cflags": lk_cflags().decode(),
         "page_size": lk_page_size(),
+    }
+
+
+def cpu_state():
+    """What CPUID and xgetbv say: XCR0, the xsave area's bytes for XCR0's components and
+    for all the CPU supports (None each without xsave), the hypervisor's signature ('')."""
+    cdef int64_t x[3]
+    lk_xstate(x)
+    return {
+        "xcr0": None if x[0] < 0 else x[0],
+        "xsave_bytes": None if x[1] < 0 else x[1],
+        "xsave_max_bytes": None if x[2] < 0 else x[2],
+        "hypervisor_cpuid": lk_hypervisor_signature().decode(errors="replace"),
     }
 
 
@@ -201,3 +215,12 @@ def yield_run(int cpu, uint64_t units, uint64_t k):
     if rc != 0:
         raise RuntimeError(err.decode())
     return {**structs.as_dict(out[0]), "unit_iters": lk_yield_unit_iters()}
+
+
+def perf_open(uint32_t type, uint64_t config, bint user_only=False):
+    """A disabled perf_event_open counter of this thread and the tasks it starts: its file
+    descriptor, or OSError with the kernel's errno."""
+    cdef int fd = lk_perf_open(type, config, user_only)
+    if fd < 0:
+        raise OSError(-fd, os.strerror(-fd))
+    return fd

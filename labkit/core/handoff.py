@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from labkit.core import machine as _machine
+from labkit.core import timing as _timing
 from labkit.core import validate as _v
 from labkit.core import worker as _worker
 from labkit.errors import SwitchCountError
@@ -50,10 +51,12 @@ def measure_handoff(mode: str, *, cpus=(0, 0), switches: int = 20_000,
     timeout = _v.timeout(timeout) or 60.0 + (repeats + warmup) * switches * 2e-4
     meta = _machine.row_metadata()
     describe = f"kernel switch {mode!r} (cpus={a},{b}, switches={switches}, repeats={repeats})"
-    samples = _worker.call(
+    out = _worker.call(
         "labkit.core.handoff", "worker_pingpong", mode=HANDOFF_MODES.index(mode), cpu_a=a, cpu_b=b,
         rounds=switches // 2, warmup=warmup, repeats=repeats,
         describe=describe, timeout=timeout)
+    samples = out["samples"]
+    counts = _timing.counted_columns(out["counters"], warmup, repeats)
     import pandas as pd
 
     rows = []
@@ -74,6 +77,7 @@ def measure_handoff(mode: str, *, cpus=(0, 0), switches: int = 20_000,
             "kernel_switches": kernel_switches,
             "kernel_per_handoff": kernel_switches / n,
             "counted_switches": s["counted"],
+            **counts,
             **meta,
         })
     return pd.DataFrame(rows)
@@ -115,10 +119,11 @@ def measure_yield(*, units: int = 20_000, every: list[int] = (0, 1, 10, 100), cp
     rows = []
     for k in ks:
         for i in range(repeats):
-            s = _worker.call("labkit.core.handoff", "worker_yield_run", pin=cpu, cpu=cpu,
-                             units=units, k=k,
-                             describe=f"yield run (units={units}, k={k}, cpu={cpu})",
-                             timeout=_v.timeout(timeout) or 120.0 + units * 1e-3)
+            out = _worker.call("labkit.core.handoff", "worker_yield_run", pin=cpu, cpu=cpu,
+                               units=units, k=k,
+                               describe=f"yield run (units={units}, k={k}, cpu={cpu})",
+                               timeout=_v.timeout(timeout) or 120.0 + units * 1e-3)
+            s = out["samples"]
             if s["units_done"] != 2 * units:
                 raise SwitchCountError(f"yield run (units={units}, k={k}): the two threads did "
                                        f"{s['units_done']} units, expected {2 * units}")
@@ -126,7 +131,9 @@ def measure_yield(*, units: int = 20_000, every: list[int] = (0, 1, 10, 100), cp
                          "ns": s["ns"], "units_per_s": s["units_done"] / s["ns"] * 1e9,
                          "ns_per_unit": s["ns"] / s["units_done"],
                          "unit_iters": s["unit_iters"], "vol_ctxsw": s["vol_ctxsw"],
-                         "invol_ctxsw": s["invol_ctxsw"], "cpu": cpu, **meta})
+                         "invol_ctxsw": s["invol_ctxsw"],
+                         **_timing.counted_columns(out["counters"], 0, 1, baseline=False),
+                         "cpu": cpu, **meta})
     return pd.DataFrame(rows)
 
 
@@ -139,13 +146,14 @@ def two_cpus() -> tuple[int, int] | None:
 # ---- run in the worker process (labkit.core.worker.call) ----
 
 def worker_pingpong(mode: int, cpu_a: int, cpu_b: int, rounds: int, warmup: int,
-                     repeats: int) -> list:
+                     repeats: int) -> dict:
     from labkit.core import _core
 
-    return _core.handoff_pingpong(mode, cpu_a, cpu_b, rounds, warmup, repeats)
+    return _timing.counted(lambda: _core.handoff_pingpong(mode, cpu_a, cpu_b, rounds, warmup,
+                                                          repeats))
 
 
 def worker_yield_run(cpu: int, units: int, k: int) -> dict:
     from labkit.core import _core
 
-    return _core.yield_run(cpu, units, k)
+    return _timing.counted(lambda: _core.yield_run(cpu, units, k))

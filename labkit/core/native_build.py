@@ -32,9 +32,10 @@ OUT_NAME = "bin"  # labkit/bin/: the compiled libraries and programs of the tabl
 CORE_SOURCES = ["csrc/kernels.c", "csrc/copy_stack.c", "csrc/harness.c", "csrc/ring.c"]
 CORE_HEADERS = ["csrc/labkit_core.h", "csrc/lk_layout.h", "csrc/lk_timer.h", "csrc/switch_platform.h",
                 "csrc/switch_x86_64_sysv.h", "csrc/switch_aarch64_aapcs.h"]
-# The Cython extension labkit.core._core wraps the core and the kernel-switch probes.
-EXTENSION_SOURCES = [*CORE_SOURCES, "csrc/handoff.c"]
-EXTENSION_HEADERS = [*CORE_HEADERS, "csrc/handoff.h"]
+# The Cython extension labkit.core._core wraps the core, the kernel-switch probes and
+# perf_event_open (labkit.core.counters).
+EXTENSION_SOURCES = [*CORE_SOURCES, "csrc/handoff.c", "csrc/perf.c"]
+EXTENSION_HEADERS = [*CORE_HEADERS, "csrc/handoff.h", "csrc/perf.h"]
 SELFTEST_SOURCES = ["csrc/selftest.c", *CORE_SOURCES]
 HANDOFF_SELFTEST_SOURCES = ["csrc/handoff_selftest.c", "csrc/handoff.c"]
 

@@ -54,15 +54,15 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
     meta = {**_machine.row_metadata(job.build, job.peer), **job.meta}
     describe = (f"kernel {kernel!r} (stack_size={size}, switches={switches}, "
                 f"repeats={repeats}, cpu={cpu}, build={job.build or 'extension'})")
-    samples = _worker.call("labkit.core.timing", job.function, pin=cpu, describe=describe,
-                           timeout=timeout, stack_size=size or 0, rounds=switches // 2,
-                           warmup=warmup, repeats=repeats, **args)
+    out = _worker.call("labkit.core.timing", job.function, pin=cpu, describe=describe,
+                       timeout=timeout, stack_size=size or 0, rounds=switches // 2,
+                       warmup=warmup, repeats=repeats, **args)
     common = {"kernel": kernel, "kind": _entries.kernel_info(kernel).kind,
               "pattern": "pingpong", "contexts": 2, "stack_size_requested": stack_size,
               "stack_size": size, "colour_step": 0, "prefault": job.prefault, "cpu": cpu,
-              "build": job.build_column, "fp_control": job.fp_control,
-              "stack_in_use": in_use}
-    return _frame(samples, switches, describe, common, resumptions=switches // 2, meta=meta)
+              "build": job.build_column, "fp_control": job.fp_control}
+    return _frame(out["samples"], switches, describe, common, resumptions=switches // 2,
+                  meta=meta, counts=counted_columns(out["counters"], warmup, repeats))
 
 
 @dataclass(frozen=True)
@@ -168,8 +168,17 @@ def _build(build, peer: bool = False):
     return native.check_build(build, none_means="the extension")
 
 
-def _frame(samples, expected, describe, common, resumptions, meta):
-    """One row per repeat, net of the empty loop; refuses runs whose counters disagree."""
+def counted_columns(counts: dict, warmup: int, repeats: int, baseline: bool = True) -> dict:
+    """The kernel's counters of one measurement (labkit.core.counters), as row columns,
+    with what they cover: the whole worker call, so every row of it shows the same."""
+    cover = (f"whole measurement: {warmup} warm-up + {repeats} repeat{'s' * (repeats != 1)}"
+             + (", with baseline loops" if baseline else ""))
+    return {**counts, "counters_cover": cover}
+
+
+def _frame(samples, expected, describe, common, resumptions, meta, counts):
+    """One row per repeat, net of the empty loop; refuses runs whose counters disagree.
+    counts: the kernel's counters of the measurement, put beside the lab's own count."""
     import pandas as pd
 
     rows = []
@@ -196,6 +205,7 @@ def _frame(samples, expected, describe, common, resumptions, meta):
             # FP/SIMD state components in use after the loop (x86-64 XINUSE), as hex.
             "xinuse": None if s.get("xinuse") in (None, -1) else f"{s['xinuse']:#x}",
             "counted_switches": s["counted"],
+            **counts,
             **meta,
         })
     return pd.DataFrame(rows)
@@ -245,52 +255,64 @@ def measure_ring(kernel: str, *, contexts: int, asymmetric: bool = False, laps: 
     pattern = "scheduler" if asymmetric else "ring"
     describe = (f"kernel {kernel!r} {pattern} of {n} (stack_size={size}, "
                 f"colour_step={step}, laps={laps}, repeats={repeats}, cpu={cpu})")
-    samples = _worker.call(
+    out = _worker.call(
         "labkit.core.timing", "worker_ring", pin=cpu, kernel=_entries.kernel_index(kernel), n=n,
         asymmetric=asymmetric, stack_size=size, colour_step=step, prefault=prefault,
         laps=laps, warmup=warmup, repeats=repeats, describe=describe, timeout=timeout)
     common = {"kernel": kernel, "kind": "stackful", "pattern": pattern, "contexts": n,
               "stack_size_requested": stack_size, "stack_size": size, "colour_step": step,
               "prefault": prefault, "cpu": cpu, "laps": laps}
-    return _frame(samples, switches, describe, common, resumptions=laps * n, meta=meta)
+    return _frame(out["samples"], switches, describe, common, resumptions=laps * n, meta=meta,
+                  counts=counted_columns(out["counters"], warmup, repeats))
 
 
 # ---- run in the worker process (labkit.core.worker.call) ----
 
+def counted(run) -> dict:
+    """run()'s samples, and the kernel's counters of it (labkit.core.counters): opened
+    and enabled before, read after, so their syscalls stay out of the timed loops."""
+    from labkit.core import counters
+
+    with counters.count() as c:
+        samples = run()
+    return {"samples": samples, "counters": c.result()}
+
+
 def worker_pingpong(kernel: int, build: str | None, stack_size: int, prefault: bool, rounds: int,
-                    warmup: int, repeats: int, fpctl_mode: int, stack_in_use: int = 0) -> list:
+                    warmup: int, repeats: int, fpctl_mode: int, stack_in_use: int = 0) -> dict:
     """A labkit kernel's ping-pong: the extension's own code, or one -O build's."""
     if build:
         from labkit.core import native
 
-        return native.pingpong(build, kernel, stack_size, prefault, rounds, warmup, repeats,
-                               fpctl_mode, stack_in_use)
+        return counted(lambda: native.pingpong(build, kernel, stack_size, prefault, rounds,
+                                               warmup, repeats, fpctl_mode, stack_in_use))
     from labkit.core import _core
 
-    return _core.pingpong(kernel, stack_size, prefault, rounds, warmup, repeats, fpctl_mode,
-                          stack_in_use)
+    return counted(lambda: _core.pingpong(kernel, stack_size, prefault, rounds, warmup,
+                                          repeats, fpctl_mode, stack_in_use))
 
 
 def worker_peer_pingpong(peer: str, build: str, stack_size: int, rounds: int, warmup: int,
-                         repeats: int, fpctl_mode: int) -> list:
+                         repeats: int, fpctl_mode: int) -> dict:
     """A C++ peer's ping-pong, from one -O build of the peers library."""
     from labkit.core import native
 
-    return native.peer_pingpong(build, peer, stack_size, rounds, warmup, repeats, fpctl_mode)
+    return counted(lambda: native.peer_pingpong(build, peer, stack_size, rounds, warmup,
+                                                repeats, fpctl_mode))
 
 
 def worker_py_pingpong(peer: str, stack_size: int, rounds: int, warmup: int,
-                       repeats: int) -> list:
+                       repeats: int) -> dict:
     """A Python peer's ping-pong (stack_size is unused: CPython keeps its own)."""
     from labkit.core import pypeers
 
-    return pypeers.pingpong(peer, rounds, warmup, repeats)
+    return counted(lambda: pypeers.pingpong(peer, rounds, warmup, repeats))
 
 
 def worker_ring(kernel: int, n: int, asymmetric: bool, stack_size: int, colour_step: int,
-                prefault: bool, laps: int, warmup: int, repeats: int) -> list:
+                prefault: bool, laps: int, warmup: int, repeats: int) -> dict:
     """A ring (or, asymmetric, a scheduler) of n contexts."""
     from labkit.core import _core
 
-    return _core.ring(kernel, n, asymmetric, stack_size, colour_step, prefault, laps, warmup,
-                      repeats)
+    return counted(lambda: _core.ring(kernel, n, asymmetric, stack_size, colour_step,
+                                      prefault, laps, warmup, repeats))

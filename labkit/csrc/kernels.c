@@ -110,6 +110,12 @@ void lk_fpctl_divide(void) {
 void lk_fpctl_read(uint32_t v[2]) { lk_fpctl_get(v); }
 int64_t lk_xinuse(void) { return lk_arch_xinuse(); }
 void lk_fpctl_write(const uint32_t v[2]) { lk_fpctl_set(v); }
+void lk_xstate(int64_t out[3]) { lk_arch_xstate(out); }
+const char *lk_hypervisor_signature(void) {
+    static char sig[13];
+    lk_arch_hypervisor(sig);
+    return sig;
+}
 
 /* ---------------------------------------------------------------- stacks */
 

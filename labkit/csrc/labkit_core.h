@@ -95,6 +95,11 @@ void lk_fpctl_read(uint32_t v[2]);
 void lk_fpctl_write(const uint32_t v[2]);
 /* The state components in use now (x86-64 XINUSE bitmap), or -1 where unknown. */
 int64_t lk_xinuse(void);
+/* XCR0, the xsave bytes for its components, and for every component the CPU supports
+ * (-1 each where there is no xsave). */
+void lk_xstate(int64_t out[3]);
+/* The hypervisor's CPUID signature, or "" where CPUID names none. */
+const char *lk_hypervisor_signature(void);
 
 /* ---- copy_stack.c ---- */
 /* Copy stacks: coroutines share one run stack; a suspended one keeps only the bytes it

@@ -239,6 +239,10 @@ static int64_t lk_arch_xinuse(void) { return -1; }
 
 static int lk_arch_init(void) { return 1; }
 
+/* No XCR0 or xsave area on AArch64, and no CPUID leaf naming a hypervisor. */
+static void lk_arch_xstate(int64_t out[3]) { out[0] = out[1] = out[2] = -1; }
+static void lk_arch_hypervisor(char out[13]) { memset(out, 0, 13); }
+
 /* Bytes each kernel keeps on a suspended context's stack (for minimum stack sizes). */
 static size_t lk_arch_frame_bytes(int kernel) {
     switch (kernel) {

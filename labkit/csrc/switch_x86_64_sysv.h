@@ -290,6 +290,34 @@ static int64_t lk_arch_xinuse(void) {
     return (int64_t)(((uint64_t)hi << 32) | lo);
 }
 
+/* The FP/SIMD state the OS makes every switch save (XCR0, xgetbv with ecx = 0) and the
+ * xsave area it takes (CPUID leaf 0xD: EBX for XCR0's components, ECX for all the CPU
+ * supports); -1 each where xsave is not enabled. */
+static void lk_arch_xstate(int64_t out[3]) {
+    uint32_t r[4], lo, hi;
+    out[0] = out[1] = out[2] = -1;
+    lk_cpuid(1, 0, r);
+    if (!(r[2] & (1u << 27))) return;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    out[0] = (int64_t)(((uint64_t)hi << 32) | lo);
+    lk_cpuid(0xD, 0, r);
+    out[1] = r[1];
+    out[2] = r[2];
+}
+
+/* The hypervisor's CPUID signature (leaf 0x40000000: "KVMKVMKVM", "Microsoft Hv"...),
+ * or "" when CPUID.1:ECX.hypervisor is clear (bare metal, or a hypervisor that hides). */
+static void lk_arch_hypervisor(char out[13]) {
+    uint32_t r[4];
+    memset(out, 0, 13);
+    lk_cpuid(1, 0, r);
+    if (!(r[2] & (1u << 31))) return;
+    lk_cpuid(0x40000000u, 0, r);
+    memcpy(out, &r[1], 4);
+    memcpy(out + 4, &r[2], 4);
+    memcpy(out + 8, &r[3], 4);
+}
+
 /* Bytes each kernel keeps on a suspended context's stack (for minimum stack sizes). */
 static size_t lk_arch_frame_bytes(int kernel) {
     switch (kernel) {

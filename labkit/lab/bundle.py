@@ -4,8 +4,8 @@ AArch64 server).
 
 A bundle is a folder `<name>.labkit/` holding
     machine.json          machine_info() of the machine, the labkit commit, when, quick or
-                          not, the bundle format (no hostname or absolute path unless
-                          asked for with include_host)
+                          not, the environment check of the run, the bundle format (no
+                          hostname or absolute path unless asked for with include_host)
     measurements.parquet  every experiment's tidy rows (data/<notebook>.csv), with a
                           `notebook` column; every row already carries its machine_id
     verdicts.parquet      the claims ledger of that machine (one row per claim)
@@ -14,7 +14,8 @@ Parquet keeps the columns typed and compact; any Arrow/pandas reader opens it.
 A bundle carries only what was measured on the machine that packs it: rows with another
 machine_id (say, the development VM's results committed in a fresh clone) are refused.
 `merge` puts side by side only bundles of the same format, mode (quick or full) and
-labkit commit.
+labkit commit. Bundles made before a machine field existed still merge: the field shows as
+not recorded.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ import os
 import shutil
 from pathlib import Path
 
-from labkit.core import results
+from labkit.core import envcheck, results
 from labkit.lab import ledger, notebook_index
 
 SUFFIX = ".labkit"
@@ -32,6 +33,12 @@ FORMAT = 2  # 2: machine_id checked, no host or paths by default, commit and mod
 HOST_COLUMNS = ("hostname",)
 # What to do with a damaged bundle.
 REMAKE = "make the bundle again with `labkit bundle -o NAME` on the machine that measured it"
+# The machine fields merge puts side by side: the CPU as CPUID reports it and its layers.
+MACHINE_FIELDS = ("cpu_model", "cpu_vendor", "cpu_family", "cpu_model_id", "cpu_stepping",
+                  "microcode", "vector_isa", "xcr0", "xstate_components", "xsave_bytes",
+                  "cpu_count", "tsc_ghz", "kernel_release", "compiler", "virtualization",
+                  "hypervisor", "container", "governor", "turbo", "smt", "env_warnings")
+NOT_RECORDED = "not recorded"
 
 
 class ForeignResultsError(ValueError):
@@ -106,7 +113,7 @@ def make_bundle(out: str | Path, *, quick: bool = False, include_host: bool = Fa
     verdict_table = ledger.ledger()
     machine = dict(info)
     meta = {"machine": machine, "created": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-            "quick": quick, "format": FORMAT}
+            "quick": quick, "environment": envcheck.latest(), "format": FORMAT}
     if include_host:
         meta["results_root"] = str(results.root())
     else:
@@ -166,8 +173,9 @@ def label(machine: dict) -> str:
 
 def merge(paths, *, same_commit: bool = True) -> dict:
     """Merge bundles into comparisons: `verdicts` (one row per claim, a verdict and a
-    measured value per machine) and `ladder` (median ns per switch of each kernel, one
-    column per machine, with each machine's ratio to its own `asm`)."""
+    measured value per machine), `ladder` (median ns per switch of each kernel, one
+    column per machine, with each machine's ratio to its own `asm`) and `hardware` (the
+    MACHINE_FIELDS of each machine, 'not recorded' where its bundle predates one)."""
     import pandas as pd
 
     if isinstance(paths, (str, bytes, os.PathLike)) or not hasattr(paths, "__iter__"):
@@ -215,4 +223,6 @@ def merge(paths, *, same_commit: bool = True) -> dict:
         ratio = med / med.get("asm", float("nan"))
         ladders.append(pd.DataFrame({(lab, "median ns"): med, (lab, "ratio to asm"): ratio}))
     ladder = pd.concat(ladders, axis=1) if ladders else pd.DataFrame()
-    return {"machines": labels, "verdicts": v, "ladder": ladder}
+    hardware = pd.DataFrame({lab: [str(b["machine"].get(f, NOT_RECORDED)) for f in MACHINE_FIELDS]
+                             for lab, b in zip(labels, bundles)}, index=list(MACHINE_FIELDS))
+    return {"machines": labels, "verdicts": v, "ladder": ladder, "hardware": hardware}

@@ -176,12 +176,14 @@ def _run(args, parser) -> int:
 
         out = bundle.merge(args.bundles, same_commit=not args.allow_other_commits)
         print("machines:", *out["machines"], sep="\n  ")
+        print(out["hardware"].to_string())
         print(out["verdicts"].to_string())
         if not out["ladder"].empty:
             print(out["ladder"].round(2).to_string())
         if args.out:
             out["verdicts"].to_csv(f"{args.out}-verdicts.csv")
             out["ladder"].to_csv(f"{args.out}-ladder.csv")
+            out["hardware"].to_csv(f"{args.out}-hardware.csv")
     elif args.command == "report":
         return _report(args.quick)
     elif args.command == "lab":

@@ -11,6 +11,7 @@ import html
 import re
 from pathlib import Path
 
+from labkit.core import envcheck
 from labkit.core.results import atomic_path
 from labkit.lab.notebook_index import LEDGER
 
@@ -21,23 +22,16 @@ FOLD_ROWS = 20
 _PROGRESS = re.compile(r"\d+%\|")
 
 
-def machine_warnings(info: dict) -> list[str]:
-    """Conditions that make timings on this machine less stable (pyperf's spirit)."""
+def machine_warnings(info: dict, env: list[dict] | None = None) -> list[str]:
+    """Conditions that make timings on this machine less stable (pyperf's spirit): the
+    VM, and every condition of the environment check (`env`: its rows) that warns."""
     out = []
     if info.get("virtualization") not in (None, "none", "none detected"):
         out.append(f"Virtual machine ({info['virtualization']}): hypervisor exits and steal "
                    "time add noise; the TSC counts reference ticks, not core cycles.")
-    if info.get("governor") not in ("performance", "unknown"):
-        out.append(f"CPU frequency governor is {info.get('governor')!r}, not 'performance'.")
-    if info.get("turbo") == "on":
-        out.append("Turbo boost is on: the clock rate varies with load and temperature.")
-    if info.get("smt") == "1":
-        out.append("SMT (hyper-threading) is on: a sibling thread shares the core's caches.")
-    if not info.get("isolated_cpus"):
-        out.append("No isolated CPUs: other processes may run on the measured CPU.")
-    load = info.get("load_avg_1min", 0) or 0
-    if load > 0.5:
-        out.append(f"Load average is {load:.2f}: other work was running.")
+    for r in envcheck.latest()["rows"] if env is None else env:
+        if r["status"] == "warn":
+            out.append(f"{r['condition']}: {r['value']}. {r['effect']}.")
     return out
 
 
@@ -180,9 +174,35 @@ def _closing_html(tables) -> str:
             + note.to_html(index=False, classes="lk-table", border=0))
 
 
+def _cpu_html(info: dict) -> str:
+    """The CPU as CPUID reports it, and the layers it runs under, in one paragraph."""
+    return (f"<p><code>{_e(info.get('cpu_model'))}</code>: {_e(info.get('cpu_vendor'))} family "
+            f"{_e(info.get('cpu_family'))}, model {_e(info.get('cpu_model_id'))}, stepping "
+            f"{_e(info.get('cpu_stepping'))}, microcode {_e(info.get('microcode'))}; vector ISA "
+            f"<code>{_e(info.get('vector_isa'))}</code>; XCR0 {_e(info.get('xcr0'))} "
+            f"({_e(info.get('xstate_components'))}), an xsave area of "
+            f"{_e(info.get('xsave_bytes'))} bytes; {_e(info.get('virtualization'))}.</p>")
+
+
+def _environment_html(env: dict) -> str:
+    rows = "".join(f"<tr><td>{_e(r['condition'])}</td><td>{_e(r['value'])}</td><td>"
+                   + (f"<b>{_e(r['status'])}</b>" if r["status"] == envcheck.WARN
+                      else _e(r["status"]))
+                   + f"</td><td>{_e(r['effect'])}.</td></tr>" for r in env["rows"])
+    return (f"<h3>Environment check</h3><p><small>taken {_e(env.get('taken'))}, before the "
+            "run</small></p><table><tr><th>condition</th><th>value</th><th>status</th>"
+            f"<th>what it does to the figures</th></tr>{rows}</table>")
+
+
 def _machine_html(outcomes, info: dict) -> str:
     rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in info.items())
-    warns = machine_warnings(info)
+    env = envcheck.latest()
+    # The check's own warnings are its table's rows, right below.
+    warns = machine_warnings(info, [])
+    warning = envcheck.warnings(env["rows"])
+    if warning:
+        warns.append(f"{len(warning)} of the {len(env['rows'])} conditions of the "
+                     "environment check warn (below).")
     warn_html = "".join(f"<li>{_e(w)}</li>" for w in warns) or "<li>none</li>"
     status = "".join(
         f"<li><b>{_e(o.name)}</b>: "
@@ -191,7 +211,9 @@ def _machine_html(outcomes, info: dict) -> str:
         + _parameters_html(o)
         + (f"<pre>{_e(o.error[-1500:])}</pre>" if not o.ok else "") + "</li>"
         for o in _order(outcomes))
-    return (f"<h2 id='machine'>Machine</h2><h3>Results may be unstable</h3><ul>{warn_html}</ul>"
+    return (f"<h2 id='machine'>Machine</h2>{_cpu_html(info)}"
+            f"<h3>Results may be unstable</h3><ul>{warn_html}</ul>"
+            f"{_environment_html(env)}"
             f"<h3>Notebooks run</h3><ul>{status}</ul>"
             f"<details><summary>Every metadata field</summary><table>{rows}</table></details>")
 

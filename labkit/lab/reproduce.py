@@ -427,6 +427,9 @@ def run(args, parser: argparse.ArgumentParser) -> int:
     mode = "quick" if args.quick else "full"
     print(f"labkit reproduce ({mode}{', resumed' if args.resume else ''}): {len(sources)} "
           f"notebooks; results in {results_dir}", flush=True)
+    from labkit.core import envcheck
+
+    envcheck.announce(sys.stderr)  # once a run, before the status line; data/environment.json
 
     # A partial run (--only, --resume) keeps what the last run recorded for the others.
     manifest = ledger.read_manifest() if (args.only or args.resume) else {}
