@@ -60,7 +60,8 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
     common = {"kernel": kernel, "kind": _entries.kernel_info(kernel).kind,
               "pattern": "pingpong", "contexts": 2, "stack_size_requested": stack_size,
               "stack_size": size, "colour_step": 0, "prefault": job.prefault, "cpu": cpu,
-              "build": job.build_column, "fp_control": job.fp_control}
+              "build": job.build_column, "fp_control": job.fp_control,
+              "stack_in_use": in_use}
     return _frame(out["samples"], switches, describe, common, resumptions=switches // 2,
                   meta=meta, counts=counted_columns(out["counters"], warmup, repeats))
 
