@@ -124,6 +124,27 @@ LK_LAYOUT_DECL(lkf_mem_report)
 int lkf_coro_run(int variant, int allocator, uint64_t n, uint64_t batch, int release_pool,
                  lkf_mem_report *out, lkf_pool_stats *pool, char *err, size_t errlen);
 
+/* A connection's own state in the reuse strategy, outside any frame. */
+typedef struct lkf_conn {
+    int32_t fd;
+    uint32_t state;
+    uint64_t bytes;
+} lkf_conn;
+
+/* sizeof(lkf_conn). */
+size_t lkf_conn_bytes(void);
+
+/* The coroutine-pool reuse strategy: n connection records served by pool_size
+ * coroutines whose frames come from the pool (LKF_POOL) once and are reused, never
+ * freed, for connection after connection (each worker: idle, handed a connection, reads
+ * into a 128-byte buffer, waits for the I/O, answers, idle again). Connections are
+ * served in rounds of pool_size in flight; the memory is read with the last round in
+ * flight, all n records and pool_size frames resident. served counts the connections
+ * finished (must be n); pool's allocs must be pool_size. The pool starts empty and is
+ * given back at the end. */
+int lkf_pool_reuse_run(uint64_t n, uint64_t pool_size, lkf_mem_report *out,
+                       lkf_pool_stats *pool, uint64_t *served, char *err, size_t errlen);
+
 /* n stackful contexts (Boost.Context fcontext) on mmapped stacks of stack_size usable
  * bytes (whole pages) cut from one mapping; guard puts a PROT_NONE page below each
  * (two VMAs a stack: mind vm.max_map_count). touch writes every page of each stack
