@@ -260,9 +260,16 @@ cycles_df["every block back"] = np.where(
     cycles_df.allocator == "heap", None,
     (cycles_df.pool_in_use == 0) & (cycles_df.pool_free_blocks == cycles_df.pool_carved)
     & (cycles_df.pool_carved <= cycles_df.batch))
-cycles_df[["allocator", "n", "batch", "pool_allocs", "pool_frees", "pool_in_use",
-           "pool_carved", "pool_free_blocks", "pool_chunks", "rss_growth_kb",
-           "every block back"]]
+pool_cols = ["pool_allocs", "pool_frees", "pool_in_use", "pool_carved", "pool_free_blocks",
+             "pool_chunks", "every block back"]
+# The heap keeps no counters of its own: its row says so instead of showing blanks.
+shown_cycles = cycles_df[["allocator", "n", "batch", *pool_cols[:-1], "rss_growth_kb",
+                          "every block back"]].astype(object)
+heap_rows = cycles_df.allocator == "heap"
+for c in pool_cols[:-1]:
+    shown_cycles[c] = [f"{int(v):,}" if not h else "-" for v, h in zip(cycles_df[c], heap_rows)]
+shown_cycles.loc[heap_rows, "every block back"] = "n/a: the heap keeps no pool counters"
+shown_cycles
 
 # %% [markdown]
 # ## Verdicts

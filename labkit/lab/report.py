@@ -214,7 +214,9 @@ def clean_outputs(cell) -> None:
                 continue
             if "text/html" in data:
                 h = data["text/html"]
-                h = h if isinstance(h, str) else "".join(h)
+                h = say_missing(h if isinstance(h, str) else "".join(h))
+                data = {**data, "text/html": h}
+                out = {**out, "data": data}
                 body = h.split("<tbody", 1)[-1]
                 rows = body.count("<tr")
                 if rows > FOLD_ROWS:
@@ -227,7 +229,8 @@ def clean_outputs(cell) -> None:
 
 
 # What a table cell must never show: a missing or infinite number printed raw.
-_RAW_MISSING = re.compile(r"(?<![\w.])(?:nan|none|nat|<na>|[+-]?inf(?:inity)?)(?![\w])", re.I)
+# (Case matters: pandas prints NaN and None; "none" in a sentence is a word.)
+_RAW_MISSING = re.compile(r"(?<![\w.])(?:NaN|nan|None|NaT|<NA>|[+-]?inf)(?![\w])")
 # A column of times (ns, µs, ms, s) or of shares: a value there is never negative.
 _TIME_COLUMN = re.compile(r"(?:\bns\b|ns/|ns_|_ns\b|\bµs\b|\bus\b|_us\b|\bms\b|"
                           r"\bseconds?\b|\btime\b|\bshare\b)", re.I)
@@ -274,6 +277,19 @@ class _Tables(html.parser.HTMLParser):
     def handle_data(self, data):
         if self._cell is not None:
             self._cell.append(data)
+
+
+# Intervals a rule could not bound, and figures of a part that was not measured, as the
+# verdict tables' text writes them: said in words.
+_UNBOUNDED = re.compile(r"\[(?:-?inf|nan), (?:-?inf|nan|[-\d.e+]+)\]|\[[-\d.e+]+, (?:inf|nan)\]")
+_NOT_MEASURED = re.compile(r"(?<![\w.])nan \[nan, nan\]")
+
+
+def say_missing(page: str) -> str:
+    """An HTML output with the intervals no rule could bound written as '[unbounded]'
+    and a part's 'nan [nan, nan]' as 'not measured (see the note)'."""
+    page = _NOT_MEASURED.sub("not measured (see the note)", page)
+    return _UNBOUNDED.sub("[unbounded]", page)
 
 
 def bad_cells(page: str) -> list[str]:
