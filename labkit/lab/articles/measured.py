@@ -142,6 +142,23 @@ def _switch_cost(stack_size: int, batch: int, w: int = 100):
         return None
 
 
+def _share_claim(stack_size: int, batch: int, w: int = 100):
+    """(value, low, high, hidden, note) of the share of time switching at one set-up of
+    notebook 08 (frequency.share_bounds over both its CSVs), or None when not measured."""
+    import pandas as pd
+
+    from labkit.experiments import frequency
+
+    d, i = _csv("08_switch_frequency"), _csv(INDEPENDENT_CSV)
+    if d is None:
+        return None
+    both = pd.concat([x for x in (d, i) if x is not None], ignore_index=True)
+    try:
+        return frequency.share_bounds(both, work_cycles=w, stack_size=stack_size, batch=batch)
+    except ValueError:
+        return None
+
+
 ECHO_ROWS = [("callbacks", "callback_epoll", 125_000, 12, 50_000),
              ("plain coroutines", "cxx20_new", 108_000, 16, 1_200_000),
              ("optimised coroutines", "cxx20_pool_sym", 138_000, 9, 80_000)]
@@ -187,8 +204,9 @@ STRATEGIES = [
      "C004.1b", "C004.1f"),
     ("symmetric transfer", ("conn192", "pool"), "cxx20_pool_sym", 192, 192, 420_000,
      "C004.1c", "C004.1g"),
-    # With a million alive at once a reused coroutine is still one frame each: the row's
-    # memory is that of pooled 192-B frames; reuse shows in the server (no frame per message).
+    # The frames run named here stands in only where 07b has no run of the reuse design
+    # itself (REUSE_CSV: connections served by a pool of reused frames), which the table
+    # shows when it is there.
     ("coroutine-pool reuse", ("conn192", "pool"), "cxx20_reuse", 192, 40, 450_000,
      "C004.1d", "C004.1h"),
 ]
