@@ -35,7 +35,8 @@
 # estimate, and its figures are the frame size times a million.
 #
 # **What we run**, all on this machine: a million suspended C++20 coroutines (g++
-# `-std=c++20`), with default `new` and with pools, and a million stackful contexts
+# `-std=c++20`), with default `new` and with pools; the reuse design, a million
+# connections served by a pool of P reused coroutines, for several P; and a million stackful contexts
 # (Boost.Context `fcontext`) on `mmap`ed stacks of 4 KiB to 1 MiB, untouched and fully
 # touched. Resident memory (VmRSS from `/proc/self/status`) is read by the C++ code
 # itself, inside a worker process, while they are all alive.
@@ -100,7 +101,7 @@ kernel_rss_start = procfs.status_kb("VmRSS") / 1024
 # | thread-local pool, 256 B | `conn256`, `tlpool` |
 # | fewer frame variables, 192 B | `conn192`, `heap` |
 # | symmetric transfer, 192 B | the same frames (it changes how control passes, not the frame) |
-# | pooled coroutine reuse, 192 B | `conn192`, `pool` |
+# | pooled coroutine reuse, 192 B | `conn192`, `pool` (one frame each); the reuse design itself is section 1b |
 #
 # plus `conn256` with the global `pool`, and the empty coroutine (the smallest frame
 # there is) with the heap and a pool.
