@@ -139,8 +139,9 @@ plots.finish(fig, "07a_frames_and_allocators-sizes");
 #
 # Each pair is one allocation (its first 16 bytes written, as a new frame's resume and
 # destroy pointers are) and one free. The same loop with the same writes and no
-# allocator is timed right before each sample and subtracted in the one-block pattern;
-# the many-live pattern is shown raw, its baseline beside it (see below). Blocks: 192 B, 256 B and
+# allocator is timed with each sample (baseline, loop, loop, baseline, half the pairs
+# each) and subtracted in the one-block pattern; the many-live pattern is shown raw, its
+# baseline beside it (see below). Blocks: 192 B, 256 B and
 # every frame size measured above. In the many-live pattern, `live` blocks stay
 # allocated (at most 1/4 of the memory budget for the 64 KiB ones) and each pair frees a
 # pseudo-randomly chosen one and allocates its replacement, as connections come and go.

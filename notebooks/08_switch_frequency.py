@@ -22,8 +22,9 @@
 # The experiment: a scheduler resumes N = 64 worker coroutines in turn with labkit's
 # `asm_fpu` kernel (what `jump_fcontext` saves). Each resumption runs one task, or a batch
 # of 32, then yields back. A task is W ticks of a calibrated busy loop, for W from 0 to
-# 100,000. The same tasks are also run with no switching at all, right before each timed
-# run (the work-only baseline), so that for every run
+# 100,000. The same tasks are also run with no switching at all, interleaved with each
+# timed run (work-only, switching, switching, work-only, half the tasks each: the
+# work-only baseline), so that for every run
 #
 # - **share of time switching** = (total time - work-only time) / total time, and
 # - **throughput** = tasks / total time.

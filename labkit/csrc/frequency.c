@@ -233,13 +233,39 @@ int lk_freq_run(size_t stack_size, int workers, uint32_t batch, int work, uint64
         fq_timed(fq_switching, q, resumptions, &ns, &ticks, &counted, &done_tasks, &faults,
                  &pre_total);
     }
+    /* Each sample runs the two loops in the order work-only, switching, switching,
+     * work-only, half the resumptions each time, and adds the halves up: a drift across
+     * the sample (the clock, a neighbour's load, what the previous loop left in the
+     * caches) then weighs on both loops alike instead of on whichever ran second. */
+    const uint64_t first = resumptions / 2 ? resumptions / 2 : resumptions;
+    const uint64_t halves[2] = {first, resumptions - first};
     for (int k = 0; k < repeats; k++) {
         lk_freq_sample *o = &out[k];
-        fq_timed(fq_work_only, q, resumptions, &o->work_ns, &o->work_ticks, &counted,
-                 &o->work_tasks_counted, &faults, &pre_work);
-        fq_timed(fq_switching, q, resumptions, &o->total_ns, &o->total_ticks, &o->counted,
-                 &o->tasks_counted, &o->minor_faults, &pre_total);
-        o->preemptions = pre_work + pre_total;
+        memset(o, 0, sizeof *o);
+        for (int h = 0; h < 2; h++) {
+            if (!halves[h]) continue;
+            uint64_t w_ns, w_ticks, w_tasks, s_ns, s_ticks, s_counted, s_tasks, s_faults;
+            if (h == 0) {
+                fq_timed(fq_work_only, q, halves[h], &w_ns, &w_ticks, &counted, &w_tasks,
+                         &faults, &pre_work);
+                fq_timed(fq_switching, q, halves[h], &s_ns, &s_ticks, &s_counted, &s_tasks,
+                         &s_faults, &pre_total);
+            } else {
+                fq_timed(fq_switching, q, halves[h], &s_ns, &s_ticks, &s_counted, &s_tasks,
+                         &s_faults, &pre_total);
+                fq_timed(fq_work_only, q, halves[h], &w_ns, &w_ticks, &counted, &w_tasks,
+                         &faults, &pre_work);
+            }
+            o->work_ns += w_ns;
+            o->work_ticks += w_ticks;
+            o->work_tasks_counted += w_tasks;
+            o->total_ns += s_ns;
+            o->total_ticks += s_ticks;
+            o->counted += s_counted;
+            o->tasks_counted += s_tasks;
+            o->minor_faults += s_faults;
+            o->preemptions += pre_work + pre_total;
+        }
         o->switches = 2 * resumptions;
         o->tasks = tasks;
     }

@@ -51,8 +51,10 @@ double lk_freq_ticks_per_unit(int work, uint64_t units, int tries);
 
 /* `workers` coroutines with stacks of stack_size bytes (mmapped, guard page below, not
  * prefaulted), `tasks` tasks of `units` units each, `batch` tasks per resumption
- * (tasks must be a multiple of batch), tasks doing `work`. warmup runs are dropped, then `repeats` samples
- * are written to out. Returns 0, or -1 with err filled. */
+ * (tasks must be a multiple of batch), tasks doing `work`. warmup runs are dropped, then
+ * `repeats` samples are written to out, each timing the loops in the order work-only,
+ * switching, switching, work-only (half the resumptions each) and adding the halves.
+ * Returns 0, or -1 with err filled. */
 int lk_freq_run(size_t stack_size, int workers, uint32_t batch, int work, uint64_t units,
                 uint64_t tasks, int warmup, int repeats, lk_freq_sample *out, char *err,
                 size_t errlen);

@@ -68,8 +68,9 @@ LK_LAYOUT_DECL(lkf_sample)
 /* pairs allocate+free pairs of block-byte blocks from allocator. live == 0: each block
  * is freed right after it is allocated (and written, as a new frame is). live > 0: live
  * blocks are allocated first and stay allocated; each pair frees a pseudo-randomly
- * chosen one and allocates its replacement, as connections come and go. warmup samples
- * are dropped; repeats are written to out. */
+ * chosen one and allocates its replacement, as connections come and go. Each sample
+ * times the loop and its baseline in the order base, loop, loop, base (half the pairs
+ * each) and adds the halves. warmup samples are dropped; repeats are written to out. */
 int lkf_alloc_bench(int allocator, size_t block, uint64_t pairs, uint64_t live, int warmup,
                     int repeats, lkf_sample *out, char *err, size_t errlen);
 

@@ -7,8 +7,9 @@ Boost's jump_fcontext saves); each resumption runs `batch` tasks and yields back
 is a calibrated busy loop of W cycle-counter ticks: one dependent chain ("dependent",
 which leaves an out-of-order core room to run a switch beside it), or independent adds
 that fill the core's issue width ("independent", where a switch cannot hide). The same
-tasks are also run without any switch (the work-only baseline), right before each timed
-run in the same process, so that
+tasks are also run without any switch (the work-only baseline), interleaved with each
+timed run in the same process (work-only, switching, switching, work-only, half the tasks
+each), so that
 
     share_switching = (total - work_only) / total,    throughput = tasks / total.
 
@@ -110,7 +111,7 @@ def measure(work_cycles: int, *, stack_size: int, batch: int = 1, workers: int =
     """Run `tasks` tasks of `work_cycles` cycle-counter ticks of busy `work` (WORKS) on `workers`
     coroutines with stacks of `stack_size` bytes, `batch` tasks per resumption, `repeats`
     times after `warmup` dropped runs, in a worker process; and the same tasks without
-    switching right before each run. One row per repeat: total and work-only time, the
+    switching, interleaved with each run (work-only, switching, switching, work-only). One row per repeat: total and work-only time, the
     share of time switching, throughput, and the counters that prove every switch and
     every task happened (SwitchCountError otherwise).
 
