@@ -292,7 +292,9 @@ for stack_size in stacks:
             f"ns per switch at W={judge_work}, independent": (
                 net_text(ind["ns_per_switch"]) if ind else "not measured"),
             "ns per switch at W=0": net_text(at0["dependent"]["ns_per_switch"]),
-            "share if nothing overlapped, %": round(100 * c0 / (work + c0), 1),
+            "share if nothing overlapped, %": (
+                round(100 * c0 / (work + c0), 1) if at0["dependent"]["ns_per_switch"]["resolved"]
+                else "switches below resolution at W=0"),
             "out-of-order overlap": ("hidden by out-of-order overlap" if at["hidden"]
                                      else "not seen" if at["hidden"] is False
                                      else "not measured"),
