@@ -191,13 +191,30 @@ else:
     instr = pd.DataFrame(columns=["kernel", "net"])
     print("instructions not counted:", why_not_count or "count_instructions is False")
 
+counted = dict(zip(instr.kernel, instr.net))
+
+
+def instructions(kernel):
+    """The instructions counted, or why there is no count (a blank would say nothing)."""
+    v = counted.get(kernel)
+    if v is not None and v == v:
+        return f"{v:,.1f}"
+    if system_of[kernel] == "python":
+        return "not counted: a CPython peer"
+    if not (count_instructions and can_count):
+        return "not counted (see the note)"
+    if kernel not in countable:
+        return "not counted in a quick run"
+    return "not counted (see the note)"
+
+
 asm_ns = ns.set_index("kernel")["median"].get("asm", np.nan)
 ladder = pd.DataFrame({
     "kernel": ns.kernel, "system": ns.system, "kind": ns.kind,
     "saves": ns.kernel.map(dict(zip(catalogue.kernel, catalogue.saves))),
     "median ns": ns["median"], "IQR ns": ns.iqr, "median ticks": ns.median_ticks,
     "ratio to asm": ns["median"] / asm_ns,
-    "instructions (O2)": ns.kernel.map(dict(zip(instr.kernel, instr.net))),
+    "instructions (O2)": ns.kernel.map(instructions),
     "noisy": ns.noisy,
 })
 ladder.round(2)

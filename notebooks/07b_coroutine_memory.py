@@ -35,7 +35,8 @@
 # estimate, and its figures are the frame size times a million.
 #
 # **What we run**, all on this machine: a million suspended C++20 coroutines (g++
-# `-std=c++20`), with default `new` and with pools, and a million stackful contexts
+# `-std=c++20`), with default `new` and with pools; the reuse design, a million
+# connections served by a pool of P reused coroutines, for several P; and a million stackful contexts
 # (Boost.Context `fcontext`) on `mmap`ed stacks of 4 KiB to 1 MiB, untouched and fully
 # touched. Resident memory (VmRSS from `/proc/self/status`) is read by the C++ code
 # itself, inside a worker process, while they are all alive.
@@ -50,8 +51,8 @@ from labkit.lab import params
 
 quick = False  # True: small sweeps and few repeats (what CI runs)
 (build, n_coroutines, coroutine_repeats, n_contexts, stack_sizes, memory_budget,
- guard_contexts, n_copy, copy_in_use) = params.resolve("07b_coroutine_memory",
-                                                       quick=quick).values()
+ guard_contexts, n_copy, copy_in_use, reuse_pool_sizes) = params.resolve(
+    "07b_coroutine_memory", quick=quick).values()
 
 # %%
 import matplotlib.pyplot as plt
@@ -94,7 +95,7 @@ kernel_rss_start = procfs.status_kb("VmRSS") / 1024
 # | thread-local pool, 256 B | `conn256`, `tlpool` |
 # | fewer frame variables, 192 B | `conn192`, `heap` |
 # | symmetric transfer, 192 B | the same frames (it changes how control passes, not the frame) |
-# | pooled coroutine reuse, 192 B | `conn192`, `pool` |
+# | pooled coroutine reuse, 192 B | `conn192`, `pool` (one frame each); the reuse design itself is section 1b |
 #
 # plus `conn256` with the global `pool`, and the empty coroutine (the smallest frame
 # there is) with the heap and a pool.
@@ -136,6 +137,64 @@ cs.round(2)
 # destroyed: glibc keeps small freed blocks (the 48-byte ones of the empty coroutine) in
 # its bins rather than giving the pages back; the pools keep their chunks until they are
 # released (then `rss_released_kb` falls back).
+
+# %% [markdown]
+# ## 1b. Pooled reuse: memory follows the pool, not the connections
+#
+# The article's last row is a different design, not a different allocator: a pool of P
+# coroutines is made once, and each serves connection after connection, its frame
+# reset and reused, never freed. A connection is then a small record of its own (a
+# descriptor, a state word, a byte count: `connection_bytes`), and only the P
+# connections being served at a moment have a frame. Here n connections are served in
+# rounds of P: each worker is handed a connection, reads into its 128-byte buffer and
+# waits for its I/O (suspended, the buffer alive), then answers and is idle again.
+# Memory is read with the last round in flight, all n records resident. The pool's
+# counters prove the design: it allocated exactly P frames for n connections.
+#
+# The resident memory should be n × `connection_bytes` plus P × frame bytes: it follows
+# the pool size, and at P = n it is one frame per connection again.
+
+# %%
+judged_pool = frames.judged_pool_size(n_coroutines)  # the P the row claim C004.1d reads
+reuse = sweep(
+    lambda pool_size: frames.pool_reuse(pool_size, n=n_coroutines, repeats=coroutine_repeats,
+                                        build=build, memory_budget=memory_budget),
+    [dict(pool_size=p) for p in sorted({*reuse_pool_sizes, judged_pool}) if p <= n_coroutines],
+    desc="pool reuse", checkpoint="07b_coroutine_memory_pool_reuse",
+)
+reuse_ratios = pd.DataFrame([frames.pool_reuse_ratio(reuse, coros, pool_size=p)
+                             for p in sorted(set(reuse.pool_size))])
+rs = (reuse.groupby("pool_size")
+      .agg(n=("n", "first"), frame_bytes=("frame_bytes", "first"),
+           connection_bytes=("connection_bytes", "first"),
+           frames_allocated=("pool_allocs", "first"), served=("served", "first"),
+           mib_total=("bytes_total", lambda v: v.median() / MiB),
+           bytes_per_connection=("bytes_per_connection", "median"),
+           expected_mib=("records_bytes", lambda v: v.iloc[0] / MiB))
+      .reset_index())
+rs["expected_mib"] += rs.pool_size * rs.frame_bytes / MiB
+rs["per_million_mib"] = rs.bytes_per_connection * 1e6 / MiB
+rs = rs.merge(reuse_ratios[["pool_size", "ratio", "low", "high"]], on="pool_size")
+rs = rs.rename(columns={"ratio": "reuse / default", "low": "ratio low", "high": "ratio high"})
+results.save_csv(reuse.assign(experiment="pool_reuse"), "07b_coroutine_memory_pool_reuse")
+rs.round(3)
+
+# %%
+fig, ax = plt.subplots(figsize=(7, 4.2))
+ax.plot(rs.pool_size, rs.per_million_mib, marker="o", label="measured (per million connections)")
+ax.plot(rs.pool_size, rs.expected_mib * 1e6 / rs.n, ls="--", color="grey",
+        label="records + P frames (expected)")
+default_mib = float(cs.set_index(["variant", "allocator"]).per_million_mib[("conn256", "heap")])
+ax.axhline(default_mib, color="tab:blue", ls=":", label=f"default new, one 256-B frame per "
+           f"connection ({default_mib:.0f} MiB)")
+ax.axhline(40e6 / MiB, color="k", ls="-.", lw=1, label="claimed ~40 MB (pooled reuse)")
+plots.log_axis(ax, "x")
+ax.set_yscale("log")
+ax.set_xlabel("P: reused coroutines in the pool")
+ax.set_ylabel("resident MiB per million connections")
+ax.set_title(f"{int(rs.n.iloc[0]):,} connections served by a pool of P coroutines")
+ax.legend(fontsize="small")
+plots.finish(fig, "07b_coroutine_memory-reuse");
 
 # %% [markdown]
 # ## 2. A million stackful contexts
@@ -349,6 +408,18 @@ note = [
       f"pooled 192 B -> {bpc.loc[('conn192', 'pool'), 'per_million_mib']:.0f} MiB against the "
       "claimed ~40 MB, which is 40 B per coroutine: the size of an empty frame here. Pooled "
       "192-byte frames can only take 40 MB if about 200,000 of them are alive, not a million.",
+    f"**Pooled reuse** ({int(rs.n.iloc[0]):,} connections, records of "
+    f"{int(rs.connection_bytes.iloc[0])} B, frames of {int(rs.frame_bytes.iloc[0])} B): "
+    + "; ".join(f"P = {int(r.pool_size):,}: {r.per_million_mib:.1f} MiB per million "
+                f"({r['reuse / default']:.3f} of default new, spread {r['ratio low']:.3f} .. "
+                f"{r['ratio high']:.3f})" for _, r in rs.iterrows())
+    + f". At the P judged for the article's row (n / {round(1 / frames.REUSE_POOL_SHARE)} = "
+      f"{judged_pool:,}): "
+      f"{rs.set_index('pool_size').loc[judged_pool, 'reuse / default']:.3f} of default new"
+    + f". Memory follows the pool: the claimed ~40 MB holds while P frames and the records "
+      f"fit in it, that is for P up to about "
+      f"{max(0, (40e6 - rs.connection_bytes.iloc[0] * 1e6) / rs.frame_bytes.iloc[0]):,.0f} "
+      "per million connections.",
     "**Bytes per stackful context** (VmRSS + page tables): "
     + "; ".join(f"{plots.bytes_label(s)} untouched {untouched.loc[s, 'bytes_per_object']:,.0f} + "
                 f"{untouched.loc[s, 'pte_bytes_per_object']:,.0f} B, touched "

@@ -124,6 +124,58 @@ def test_alloc_bench_gives_one_row_per_repeat(allocator, live):
     assert {"machine_id", "cflags", "build"} <= set(df.columns)
 
 
+def test_alloc_bench_never_gives_a_negative_net():
+    df = frames.alloc_bench("pool", 256, pairs=2_000, live=100, repeats=5)
+    assert (df.ns_per_pair >= 0).all() and (df.ticks_per_pair >= 0).all()
+    below = df.ns_per_pair_raw <= df.baseline_ns_per_pair
+    assert (df.below_resolution == below).all()
+    assert (df[below].ns_per_pair == 0).all()
+
+
+def test_pool_reuse_serves_every_connection_with_pool_size_frames():
+    df = frames.pool_reuse(100, n=20_000, repeats=2)
+    assert len(df) == 2 and (df.served == 20_000).all()
+    # The design: frames are allocated once per worker, never per connection.
+    assert (df.pool_allocs == 100).all() and (df.pool_in_use == 100).all()
+    assert (df.frame_bytes > 0).all() and (df.connection_bytes == 16).all()
+    assert (df.records_bytes == 16 * 20_000).all()
+    assert {"bytes_total", "bytes_per_connection", "machine_id"} <= set(df.columns)
+
+
+def _mem_rows(strategy_bytes, default_bytes, n=1000, pool_size=10):
+    import pandas as pd
+
+    reuse = pd.DataFrame({"pool_size": pool_size, "n": n, "bytes_total": strategy_bytes})
+    default = pd.DataFrame({"variant": "conn256", "allocator": "heap", "n": n,
+                            "bytes_per_object": [b / n for b in default_bytes]})
+    return reuse, default
+
+
+def test_pool_reuse_ratio_is_reuse_over_default_with_its_widest_spread():
+    reuse, default = _mem_rows([10, 20, 30], [100, 200, 300])
+    r = frames.pool_reuse_ratio(reuse, default, pool_size=10)
+    assert r["ratio"] == pytest.approx(0.1)
+    assert r["low"] == pytest.approx(15 / 250) and r["high"] == pytest.approx(25 / 150)
+    assert r["low"] <= r["ratio"] <= r["high"]
+
+
+def test_pool_reuse_ratio_refuses_what_it_cannot_form():
+    reuse, default = _mem_rows([10], [100])
+    with pytest.raises(ValueError, match="pool_size"):
+        frames.pool_reuse_ratio(reuse, default, pool_size=11)
+    with pytest.raises(ValueError, match="n=1000"):
+        frames.pool_reuse_ratio(reuse, default.assign(n=5), pool_size=10)
+    with pytest.raises(ValueError, match="grown"):
+        frames.pool_reuse_ratio(*_mem_rows([10], [0]), pool_size=10)
+
+
+def test_judged_pool_size_is_a_hundredth_of_n():
+    assert frames.judged_pool_size(1_000_000) == 10_000
+    assert frames.judged_pool_size(50) == 1
+    with pytest.raises(ValueError, match="n must"):
+        frames.judged_pool_size(0)
+
+
 HUGE = 1 << 60
 CASES = [
     # (function, args, kwargs, exception, words the message must contain)
@@ -162,6 +214,12 @@ CASES = [
     (frames.copy_stack, ("8",), {}, TypeError, ["stack_in_use", "integer"]),
     (frames.copy_stack, (8,), {"n": 0}, ValueError, ["n must"]),
     (frames.copy_stack, (8,), {"build": "O7"}, ValueError, ["build"]),
+    (frames.pool_reuse, (0,), {"n": 10}, ValueError, ["pool_size"]),
+    (frames.pool_reuse, (11,), {"n": 10}, ValueError, ["pool_size", "at most n"]),
+    (frames.pool_reuse, (1.5,), {}, TypeError, ["pool_size", "integer"]),
+    (frames.pool_reuse, (10,), {"n": 0}, ValueError, ["n must"]),
+    (frames.pool_reuse, (10,), {"n": 100, "repeats": 0}, ValueError, ["repeats"]),
+    (frames.pool_reuse, (10,), {"n": 100, "memory_budget": 0}, ValueError, ["memory_budget"]),
     (frames.frame_sizes, ("O2",), {}, TypeError, ["builds"]),
     (frames.frame_sizes, (["O7"],), {}, ValueError, ["build"]),
 ]

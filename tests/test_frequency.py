@@ -51,14 +51,15 @@ def test_share_and_throughput_follow_their_definitions(one_and_32):
     for df in one_and_32.values():
         # Not a speed check: both clocks must have moved, or the ratios below mean nothing.
         assert df.total_ns.gt(0).all() and df.work_only_ns.gt(0).all()
-        # share = 1 - work/total: below 1 whenever the work-only loop took any time; it
-        # may come out below 0 when noise makes a run beat its baseline, so no lower bound.
-        expected = 1 - df.work_only_ns / df.total_ns
+        # share = 1 - work/total, floored at 0 where noise made a run beat its baseline
+        # (below_resolution then says so): below 1 whenever the work-only loop took time.
+        expected = (1 - df.work_only_ns / df.total_ns).clip(lower=0)
         assert ((df.share_switching - expected).abs() < 1e-12).all()
-        assert (df.share_switching < 1).all()
+        assert (df.share_switching < 1).all() and (df.share_switching >= 0).all()
+        assert (df.below_resolution == (df.total_ns <= df.work_only_ns)).all()
         assert ((df.throughput_mtasks_s - df.tasks / df.total_ns * 1e3).abs() < 1e-9).all()
         assert ((df.ns_per_switch * df.switches
-                 - (df.total_ns - df.work_only_ns)).abs() < 1e-6).all()
+                 - (df.total_ns - df.work_only_ns).clip(lower=0)).abs() < 1e-6).all()
 
 
 def test_work_is_calibrated_in_ticks_per_unit():
@@ -95,6 +96,57 @@ def test_counts_that_disagree_are_refused():
                          ("work_tasks_counted", 33)]:
         with pytest.raises(SwitchCountError, match="expected 64 switches and 32 tasks"):
             frequency._frame([{**good, field: wrong}], common, "test", {})
+
+
+def test_a_run_below_its_baseline_is_floored_and_flagged_never_negative():
+    sample = {"total_ns": 1000, "total_ticks": 2500, "work_ns": 1500, "work_ticks": 3000,
+              "switches": 64, "counted": 64, "tasks": 32, "tasks_counted": 32,
+              "work_tasks_counted": 32, "minor_faults": 0, "preemptions": 0}
+    common = {"tasks": 32, "resumptions": 32}
+    row = frequency._frame([sample], common, "test", {}).iloc[0]
+    assert row.ns_per_switch == 0 and row.share_switching == 0 and row.below_resolution
+    assert row.total_ns == 1000 and row.work_only_ns == 1500  # the raw times stay
+
+
+@pytest.mark.parametrize("work", list(frequency.WORKS))
+def test_both_kinds_of_work_run_every_task(work):
+    df = frequency.measure(100, stack_size=64 * KiB, batch=4, tasks=256, work=work, **SMALL)
+    assert (df.work == work).all() and (df.tasks_counted == 256).all()
+    assert (df.ns_per_switch >= 0).all() and df.share_switching.between(0, 1).all()
+
+
+def _cost_rows(dep_net, ind_net, switches=100, work_only=10_000.0):
+    rows = []
+    for work, nets in (("dependent", dep_net), ("independent", ind_net)):
+        for d in nets:
+            rows.append({"work": work, "work_cycles": 100, "stack_size": 1 << 20, "batch": 1,
+                         "switches": switches, "work_only_ns": work_only,
+                         "total_ns": work_only + d * switches})
+    return pd.DataFrame(rows)
+
+
+def test_switch_cost_says_hidden_when_independent_work_sees_more():
+    df = _cost_rows([0.1, -0.2, 0.0, 0.3, -0.1], [5.0, 5.5, 6.0, 4.8, 5.2])
+    c = frequency.switch_cost(df, work_cycles=100, stack_size=1 << 20, batch=1)
+    assert c["hidden"] is True and "hidden by out-of-order overlap" in c["note"]
+    dep = c["dependent"]["ns_per_switch"]
+    assert not dep["resolved"] and dep["low"] >= 0 and dep["bound"] > 0
+    assert "below resolution" in c["note"]
+    value, low, high, hidden, _ = frequency.share_bounds(df, work_cycles=100,
+                                                         stack_size=1 << 20, batch=1)
+    assert hidden and 0 <= low <= value <= high <= 1
+    assert value == pytest.approx(c["independent"]["share"]["median"])
+
+
+def test_switch_cost_agrees_when_both_works_see_the_same():
+    df = _cost_rows([5.0, 5.2, 4.9, 5.1], [5.1, 5.0, 5.3, 4.8])
+    c = frequency.switch_cost(df, work_cycles=100, stack_size=1 << 20, batch=1)
+    assert c["hidden"] is False and "hidden" not in c["note"]
+    one = frequency.switch_cost(df[df.work == "dependent"], work_cycles=100,
+                                stack_size=1 << 20, batch=1)
+    assert one["hidden"] is None
+    with pytest.raises(ValueError, match="no rows"):
+        frequency.switch_cost(df, work_cycles=7, stack_size=1 << 20, batch=1)
 
 
 def test_tasks_for_gives_whole_batches_for_every_worker():
@@ -168,6 +220,8 @@ BAD = [
     (dict(build="O9"), ValueError, ["build", "O2"]),
     (dict(build=2), TypeError, ["build"]),
     (dict(timeout=0), ValueError, ["timeout"]),
+    (dict(work="mixed"), ValueError, ["work", "independent"]),
+    (dict(work=1), TypeError, ["work"]),
 ]
 
 

@@ -72,6 +72,53 @@ def test_report_from_recorded_results_starts_with_summary_then_the_articles(
     assert len(re.findall(r"<section class=[\"']lk-article[\"']", text)) == 11
     assert "PosixPath" not in text
     assert len(list((tmp_path / "figures").glob("articles-t*.png"))) == 11
+    # The articles' tables, from the committed full run: no raw NaN/None/inf, no
+    # negative time or share, whatever the rows below them held.
+    assert report.bad_cells(text) == []
+
+
+@pytest.mark.notebook
+def test_a_built_quick_report_shows_no_raw_missing_value_or_negative_time():
+    """The quick report `labkit reproduce --quick` last built here, every table of it."""
+    path = reproduce.REPO / "reports" / "quick" / report.REPORT_NAME
+    if not path.exists():
+        pytest.skip(f"no quick report at {path}: run `labkit reproduce --quick` first")
+    assert report.bad_cells(path.read_text()) == []
+
+
+def test_bad_cells_finds_raw_missing_values_and_negative_times():
+    page = ("<table><thead><tr><th></th><th>ns per pair</th><th>% over 4 KB, here</th>"
+            "<th>heap / pool spread</th><th>share switching</th></tr></thead><tbody>"
+            "<tr><th>0</th><td>-1.3</td><td>-3%</td><td>NaN -inf .. inf</td><td>0.2 [-0.1, 0.4]</td></tr>"
+            "<tr><th>1</th><td>13.8</td><td>+40%</td><td>1.0 .. 2.0</td><td>None</td></tr>"
+            "<tr><th>2</th><td>below resolution (&lt; 2 ns)</td><td>+1%</td><td>inf</td>"
+            "<td>12.5 [10, 15]%</td></tr></tbody></table>")
+    bad = report.bad_cells(page)
+    assert len(bad) == 5, bad
+    assert any("'-1.3'" in b and "negative" in b for b in bad)
+    assert any("NaN -inf" in b for b in bad) and any("None" in b for b in bad)
+    assert any("[-0.1" in b for b in bad)
+    # A relative change may be negative; words and intervals above zero are fine.
+    assert not any("-3%" in b or "below resolution" in b or "+40%" in b for b in bad)
+
+
+def test_bad_cells_reads_pandas_two_row_headers():
+    import pandas as pd
+
+    df = pd.DataFrame({"ns_per_switch": [1.0, -2.0], "note": ["ok", "fine"]},
+                      index=pd.Index(["a", "b"], name="kernel"))
+    bad = report.bad_cells(df.to_html())
+    assert bad == ["'ns_per_switch': '-2.0' (a negative time or share)"]
+    assert report.bad_cells(df.assign(ns_per_switch=[1.0, 2.0]).to_html()) == []
+
+
+def test_say_missing_puts_unbounded_intervals_and_unmeasured_parts_in_words():
+    text = report.say_missing("<td>share ratio 0.04 [-inf, inf], gain 1.33 [1.10, 1.41]</td>"
+                              "<td>mem=0.708 [0.708, 0.708], tps=nan [nan, nan]</td>")
+    assert "inf" not in text and "nan" not in text
+    assert "[unbounded]" in text and "tps=not measured" in text
+    assert "[1.10, 1.41]" in text and "[0.708, 0.708]" in text
+    assert report.bad_cells(f"<table><tr><td>{text}</td></tr></table>") == []
 
 
 def test_machine_section_shows_the_cpu_and_the_runs_environment_check(tmp_path, monkeypatch):

@@ -14,6 +14,7 @@ from labkit.core import machine as _machine
 from labkit.core import timing as _timing
 from labkit.core import validate as _v
 from labkit.core import worker as _worker
+from labkit.core.stats import floor_net
 from labkit.errors import SwitchCountError
 
 HANDOFF_MODES = ("thread_futex", "thread_condvar", "thread_pipe", "process_pipe")
@@ -69,8 +70,9 @@ def measure_handoff(mode: str, *, cpus=(0, 0), switches: int = 20_000,
         rows.append({
             "mode": mode, "cpu_a": a, "cpu_b": b, "placement": placement(a, b),
             "repeat": i, "switches": n,
-            "ns_per_switch": (s["loop_ns"] - s["base_ns"]) / n,
-            "ticks_per_switch": (s["loop_ticks"] - s["base_ticks"]) / n,
+            "ns_per_switch": floor_net(s["loop_ns"], s["base_ns"])[0] / n,
+            "ticks_per_switch": floor_net(s["loop_ticks"], s["base_ticks"])[0] / n,
+            "below_resolution": floor_net(s["loop_ns"], s["base_ns"])[1],
             "ns_per_switch_raw": s["loop_ns"] / n,
             "baseline_ns_per_switch": s["base_ns"] / n,
             "vol_ctxsw": s["vol_ctxsw"], "invol_ctxsw": s["invol_ctxsw"],

@@ -103,8 +103,8 @@ def _core_prototypes(s) -> dict:
         "lk_set_stack_in_use": (None, [_sz]),
         "lk_copy_hold": (_int, [_u64, _sz, P(_u64), _str, _sz]),
         "lk_copy_hold_release": (None, []),
-        "lk_freq_ticks_per_unit": (ctypes.c_double, [_u64, _int]),
-        "lk_freq_run": (_int, [_sz, _int, _u32, _u64, _u64, _int, _int,
+        "lk_freq_ticks_per_unit": (ctypes.c_double, [_int, _u64, _int]),
+        "lk_freq_run": (_int, [_sz, _int, _u32, _int, _u64, _u64, _int, _int,
                                P(s["lk_freq_sample"]), _str, _sz]),
     }
 
@@ -175,6 +175,9 @@ def _peers_prototypes(s) -> dict:
         "lkf_coro_run": (_int, [_int, _int, _u64, _u64, _int, P(s["lkf_mem_report"]),
                                 P(s["lkf_pool_stats"]), _str, _sz]),
         "lkf_stackful_run": (_int, [_sz, _int, _int, _u64, P(s["lkf_mem_report"]), _str, _sz]),
+        "lkf_pool_reuse_run": (_int, [_u64, _u64, P(s["lkf_mem_report"]),
+                                      P(s["lkf_pool_stats"]), P(_u64), _str, _sz]),
+        "lkf_conn_bytes": (_sz, []),
     }
 
 

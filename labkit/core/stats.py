@@ -1,4 +1,5 @@
-"""Medians and spread over repeats, and pyperf's rule for when a result is too noisy to trust."""
+"""Medians and spread over repeats, pyperf's rule for when a result is too noisy to trust,
+and net figures (a loop's time less its baseline's) that are never shown negative."""
 from __future__ import annotations
 
 # pyperf warns when the standard deviation is 10% of the mean or more.
@@ -62,7 +63,7 @@ def noise_warnings(summary) -> list[str]:
         if r.get("noisy"):
             label = ", ".join(f"{k}={r[k]}" for k in keys)
             out.append(
-                f"WARNING: {label}: std dev is {100 * r['cv']:.0f}% of the mean "
+                f"WARNING: {label}: std dev is {100 * abs(r['cv']):.0f}% of the mean "
                 f"(>= {100 * NOISY_CV:.0f}%): the result may be unstable; "
                 "run more repeats or on a quieter machine"
             )
@@ -101,5 +102,82 @@ def noisy_in(summary, **where) -> list[str]:
         sel = sel[sel[col].isin(want if isinstance(want, (list, tuple, set)) else [want])]
     keys = list(summary.columns[:list(summary.columns).index("repeats")]) \
         if "repeats" in summary.columns else list(summary.columns[:1])
-    return [", ".join(f"{k}={r[k]}" for k in keys) + f" (cv {r['cv']:.0%})"
+    return [", ".join(f"{k}={r[k]}" for k in keys) + f" (cv {abs(r['cv']):.0%})"
             for _, r in sel.iterrows() if r.get("noisy")]
+
+
+def floor_net(raw, baseline):
+    """Per row: (net, below) with net = raw - baseline floored at 0 and below True where
+    the difference was <= 0. A single difference of two noisy times has no interval, so
+    one that comes out negative says only "too small to see here"; the floor keeps the
+    median of many rows what it was whenever that median is positive (a median commutes
+    with a monotone map). Works on numbers and on numpy/pandas arrays alike."""
+    import numpy as np
+
+    d = np.asarray(raw, float) - np.asarray(baseline, float)
+    if np.isnan(d).any():
+        raise ValueError("raw and baseline must be numbers, not NaN")
+    net, below = np.maximum(d, 0.0), d <= 0
+    return (float(net), bool(below)) if d.ndim == 0 else (net, below)
+
+
+def net(raw, baseline, *, per=1.0) -> dict:
+    """The net of a loop over its baseline from paired samples (raw[i] and baseline[i]
+    measured together, in one process, one right after the other), divided by `per`
+    (switches, pairs, ...): the median of the paired differences with their quartiles
+    as its interval, never negative.
+
+    Returns median, low, high (floored at 0), resolved (the whole interval above 0),
+    bound (when not resolved: the net is below this; the interval's upper end, or its
+    width when the whole interval is below 0) and the raw and baseline medians."""
+    import numpy as np
+
+    r, b = np.asarray(raw, float).ravel(), np.asarray(baseline, float).ravel()
+    if r.size == 0 or r.size != b.size:
+        raise ValueError(f"raw and baseline must be paired samples of the same length >= 1; "
+                         f"got {r.size} and {b.size}")
+    if np.isnan(r).any() or np.isnan(b).any():
+        raise ValueError("raw and baseline must be numbers, not NaN")
+    if isinstance(per, bool) or not np.isscalar(per) or not per > 0:
+        raise ValueError(f"per must be a number > 0, got {per!r}")
+    d = (r - b) / per
+    med, q1, q3 = quartiles(d)
+    resolved = q1 > 0
+    bound = 0.0 if resolved else float(max(q3, q3 - q1, 0.0))
+    return {"median": max(med, 0.0), "low": max(q1, 0.0), "high": max(q3, 0.0),
+            "resolved": bool(resolved), "bound": bound, "repeats": int(d.size),
+            "raw": float(np.median(r) / per), "baseline": float(np.median(b) / per)}
+
+
+def share(total, part_without) -> dict:
+    """The share of `total` that is not in `part_without` (the same work measured
+    without the thing whose share is asked), from paired samples: median and quartiles
+    of (total - part) / total per pair, each clipped into [0, 1]; resolved and bound as
+    in `net`."""
+    import numpy as np
+
+    t, w = np.asarray(total, float).ravel(), np.asarray(part_without, float).ravel()
+    if t.size == 0 or t.size != w.size:
+        raise ValueError(f"total and part_without must be paired samples of the same length "
+                         f">= 1; got {t.size} and {w.size}")
+    if not (t > 0).all():
+        raise ValueError("total must be > 0 in every pair")
+    med, q1, q3 = quartiles((t - w) / t)
+    clip = lambda v: float(min(max(v, 0.0), 1.0))  # noqa: E731
+    resolved = q1 > 0
+    return {"median": clip(med), "low": clip(q1), "high": clip(q3), "resolved": bool(resolved),
+            "bound": 0.0 if resolved else clip(max(q3, q3 - q1, 0.0)), "repeats": int(t.size)}
+
+
+def net_text(figure: dict, unit: str = "ns", *, scale: float = 1.0, digits: int = 3) -> str:
+    """A net figure (`net` or `share`) for a table: 'median [low, high] unit', or
+    'below resolution (< bound unit)' when its interval reaches 0."""
+    def g(v):
+        return f"{v * scale:.{digits}g}"
+
+    sep = "" if unit == "%" else " "
+    if not figure["resolved"]:
+        if figure["bound"] == 0:
+            return f"0{sep}{unit} (no difference seen)"
+        return f"below resolution (< {g(figure['bound'])}{sep}{unit})"
+    return f"{g(figure['median'])} [{g(figure['low'])}, {g(figure['high'])}]{sep}{unit}"

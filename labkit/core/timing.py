@@ -7,6 +7,7 @@ from labkit.core import entries as _entries
 from labkit.core import machine as _machine
 from labkit.core import validate as _v
 from labkit.core import worker as _worker
+from labkit.core.stats import floor_net
 from labkit.errors import SwitchCountError  # noqa: F401
 
 
@@ -25,7 +26,8 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
     """Time `switches` switches between two contexts with `kernel`, `repeats` times after
     `warmup` dropped runs, in a worker process. Returns a DataFrame with one row per repeat:
     ns and cycle-counter ticks per switch with the empty loop's cost subtracted
-    (`ns_per_switch`, `ticks_per_switch`), the raw and baseline figures, page faults,
+    (`ns_per_switch`, `ticks_per_switch`; floored at 0, with `below_resolution` True where
+    the loop was no slower than its baseline), the raw and baseline figures, page faults,
     the switch counters' check, and the machine and build metadata.
 
     stack_size is in bytes (None: 64 KiB; must stay None for the stackless kernel);
@@ -190,7 +192,8 @@ def _frame(samples, expected, describe, common, resumptions, meta, counts):
                 f"{describe}: repeat {i} expected {expected} switches, the loop made {n} "
                 f"and the contexts counted {s['counted']}"
             )
-        net_ns, net_ticks = s["loop_ns"] - s["base_ns"], s["loop_ticks"] - s["base_ticks"]
+        net_ns, below = floor_net(s["loop_ns"], s["base_ns"])
+        net_ticks, _ = floor_net(s["loop_ticks"], s["base_ticks"])
         rows.append({
             **common,
             "repeat": i,
@@ -198,6 +201,9 @@ def _frame(samples, expected, describe, common, resumptions, meta, counts):
             "ns_per_switch": net_ns / n,
             "ticks_per_switch": net_ticks / n,
             "ns_per_resumption": net_ns / resumptions,
+            # The loop came out no slower than its empty baseline: ns_per_switch is 0
+            # here and means "below what one run can resolve"; raw and baseline say more.
+            "below_resolution": below,
             "ns_per_switch_raw": s["loop_ns"] / n,
             "baseline_ns_per_switch": s["base_ns"] / n,
             "ticks_per_ns": s["loop_ticks"] / s["loop_ns"] if s["loop_ns"] else float("nan"),

@@ -31,6 +31,7 @@ struct fq {
     void *main_sp;
     int n;
     uint32_t batch;
+    void (*task)(fq *, fq_slot *);  /* the task of the run's kind of work */
     uint64_t units;
     uint64_t sink;               /* the busy loop's running value, stored so it is kept */
     fq_slot *w;
@@ -60,11 +61,40 @@ __attribute__((noinline)) static void fq_task(fq *q, fq_slot *s) {
     s->tasks++;
 }
 
+/* The independent task: six add chains side by side, each round 6 adds, the counter and
+ * the loop branch, more than a 4-wide core issues in a cycle. Every slot is taken, so an
+ * instruction of a switch run beside it costs time of its own. It starts from and leaves
+ * q->sink as fq_task does, so tasks still follow one another. */
+__attribute__((noinline)) static void fq_task_independent(fq *q, fq_slot *s) {
+    uint64_t a = q->sink, b = a + 1, c = a + 2, d = a + 3, e = a + 4, f = a + 5;
+    for (uint64_t i = 0, n = q->units; i < n; i++) {
+        a += FQ_ADD;
+        b += FQ_MUL;
+        c += FQ_ADD;
+        d += FQ_MUL;
+        e += FQ_ADD;
+        f += FQ_MUL;
+        __asm__ volatile("" : "+r"(a), "+r"(b), "+r"(c), "+r"(d), "+r"(e), "+r"(f));
+    }
+    q->sink = a ^ b ^ c ^ d ^ e ^ f;
+    s->tasks++;
+}
+
+typedef void (*fq_task_fn)(fq *, fq_slot *);
+
+static fq_task_fn fq_task_of(int work) {
+    switch (work) {
+    case LK_FREQ_DEPENDENT: return fq_task;
+    case LK_FREQ_INDEPENDENT: return fq_task_independent;
+    default: return NULL;
+    }
+}
+
 static void fq_worker(void *arg) {
     fq_slot *s = arg;
     fq *q = s->q;
     for (;;) {
-        for (uint32_t b = 0; b < q->batch; b++) fq_task(q, s);
+        for (uint32_t b = 0; b < q->batch; b++) q->task(q, s);
         s->count++;
         lk_swap_asm_fpu(&s->sp, q->main_sp);
     }
@@ -87,7 +117,7 @@ __attribute__((noinline)) static void fq_work_only(fq *q, uint64_t resumptions) 
     int i = 0;
     for (uint64_t r = 0; r < resumptions; r++) {
         fq_slot *s = &q->w[i];
-        for (uint32_t b = 0; b < q->batch; b++) fq_task(q, s);
+        for (uint32_t b = 0; b < q->batch; b++) q->task(q, s);
         s->count++;
         q->main_count++;
         if (++i == q->n) i = 0;
@@ -131,17 +161,18 @@ static void fq_timed(fq_loop f, fq *q, uint64_t resumptions, uint64_t *ns, uint6
     *tasks = t1c - t0c;
 }
 
-double lk_freq_ticks_per_unit(uint64_t units, int tries) {
+double lk_freq_ticks_per_unit(int work, uint64_t units, int tries) {
     /* Off any measured stack; their counters are never checked. */
     static fq probe_q;
     static fq_slot probe_s;
     double best = 0;
-    if (units == 0 || tries < 1) return 0;
+    fq_task_fn task = fq_task_of(work);
+    if (units == 0 || tries < 1 || !task) return 0;
     probe_q.units = units;
     probe_q.sink = 1;
     for (int k = 0; k < tries; k++) {
         uint64_t t0 = lk_ticks_begin();
-        fq_task(&probe_q, &probe_s);
+        task(&probe_q, &probe_s);
         uint64_t t1 = lk_ticks_end();
         double per = (double)(t1 - t0) / (double)units;
         /* The fastest run is the one least disturbed by interrupts and steal time. */
@@ -150,9 +181,13 @@ double lk_freq_ticks_per_unit(uint64_t units, int tries) {
     return best;
 }
 
-int lk_freq_run(size_t stack_size, int workers, uint32_t batch, uint64_t units,
+int lk_freq_run(size_t stack_size, int workers, uint32_t batch, int work, uint64_t units,
                 uint64_t tasks, int warmup, int repeats, lk_freq_sample *out, char *err,
                 size_t errlen) {
+    if (!fq_task_of(work)) {
+        snprintf(err, errlen, "unknown work %d", work);
+        return -1;
+    }
     if (workers < 1 || batch < 1 || tasks < batch || tasks % batch) {
         snprintf(err, errlen, "need workers >= 1, batch >= 1 and tasks a positive multiple "
                  "of batch; got workers=%d batch=%u tasks=%llu", workers, batch,
@@ -171,6 +206,7 @@ int lk_freq_run(size_t stack_size, int workers, uint32_t batch, uint64_t units,
     q->n = workers;
     q->batch = batch;
     q->units = units;
+    q->task = fq_task_of(work);
     q->sink = 1;
     q->w = w;
     for (int i = 0; i < workers; i++, made++) {
@@ -197,13 +233,39 @@ int lk_freq_run(size_t stack_size, int workers, uint32_t batch, uint64_t units,
         fq_timed(fq_switching, q, resumptions, &ns, &ticks, &counted, &done_tasks, &faults,
                  &pre_total);
     }
+    /* Each sample runs the two loops in the order work-only, switching, switching,
+     * work-only, half the resumptions each time, and adds the halves up: a drift across
+     * the sample (the clock, a neighbour's load, what the previous loop left in the
+     * caches) then weighs on both loops alike instead of on whichever ran second. */
+    const uint64_t first = resumptions / 2 ? resumptions / 2 : resumptions;
+    const uint64_t halves[2] = {first, resumptions - first};
     for (int k = 0; k < repeats; k++) {
         lk_freq_sample *o = &out[k];
-        fq_timed(fq_work_only, q, resumptions, &o->work_ns, &o->work_ticks, &counted,
-                 &o->work_tasks_counted, &faults, &pre_work);
-        fq_timed(fq_switching, q, resumptions, &o->total_ns, &o->total_ticks, &o->counted,
-                 &o->tasks_counted, &o->minor_faults, &pre_total);
-        o->preemptions = pre_work + pre_total;
+        memset(o, 0, sizeof *o);
+        for (int h = 0; h < 2; h++) {
+            if (!halves[h]) continue;
+            uint64_t w_ns, w_ticks, w_tasks, s_ns, s_ticks, s_counted, s_tasks, s_faults;
+            if (h == 0) {
+                fq_timed(fq_work_only, q, halves[h], &w_ns, &w_ticks, &counted, &w_tasks,
+                         &faults, &pre_work);
+                fq_timed(fq_switching, q, halves[h], &s_ns, &s_ticks, &s_counted, &s_tasks,
+                         &s_faults, &pre_total);
+            } else {
+                fq_timed(fq_switching, q, halves[h], &s_ns, &s_ticks, &s_counted, &s_tasks,
+                         &s_faults, &pre_total);
+                fq_timed(fq_work_only, q, halves[h], &w_ns, &w_ticks, &counted, &w_tasks,
+                         &faults, &pre_work);
+            }
+            o->work_ns += w_ns;
+            o->work_ticks += w_ticks;
+            o->work_tasks_counted += w_tasks;
+            o->total_ns += s_ns;
+            o->total_ticks += s_ticks;
+            o->counted += s_counted;
+            o->tasks_counted += s_tasks;
+            o->minor_faults += s_faults;
+            o->preemptions += pre_work + pre_total;
+        }
         o->switches = 2 * resumptions;
         o->tasks = tasks;
     }

@@ -3,8 +3,11 @@
  * A scheduler (main) resumes N worker coroutines in turn with the asm_fpu kernel, which
  * keeps what Boost's jump_fcontext keeps. Each resumption runs `batch` tasks, then the
  * worker yields back: 2 transfers per resumption, tasks / batch resumptions. A task is
- * `units` rounds of a fixed busy loop (a dependent multiply-add chain); the caller turns
- * W cycle-counter ticks of work into units with lk_freq_ticks_per_unit.
+ * `units` rounds of a fixed busy loop; the caller turns W cycle-counter ticks of work
+ * into units with lk_freq_ticks_per_unit. Two kinds of work (enum lk_freq_work): one
+ * dependent multiply-add chain, which leaves most execution ports idle, so an
+ * out-of-order core can run a switch beside it and hide its cost; and independent adds
+ * that keep the core's issue width full, so a switch's instructions cannot hide.
  *
  * The baseline runs the very same tasks through the same function, in the same order
  * and with the same counter updates, from main's stack and without any transfer: what
@@ -35,15 +38,24 @@
 LK_STRUCT(lk_freq_sample, LK_FREQ_SAMPLE_FIELDS)
 LK_LAYOUT_DECL(lk_freq_sample)
 
-/* Cycle-counter ticks one unit of the busy loop takes: the fastest of `tries` runs of
- * `units` units through the same task function the experiment uses. */
-double lk_freq_ticks_per_unit(uint64_t units, int tries);
+/* The work a task does (see above). */
+enum lk_freq_work {
+    LK_FREQ_DEPENDENT = 0,    /* one serial multiply-add chain: latency-bound */
+    LK_FREQ_INDEPENDENT = 1,  /* six independent add chains: issue-bound */
+};
+
+/* Cycle-counter ticks one unit of the busy loop of `work` takes: the fastest of `tries`
+ * runs of `units` units through the same task function the experiment uses (0 for an
+ * unknown work). */
+double lk_freq_ticks_per_unit(int work, uint64_t units, int tries);
 
 /* `workers` coroutines with stacks of stack_size bytes (mmapped, guard page below, not
  * prefaulted), `tasks` tasks of `units` units each, `batch` tasks per resumption
- * (tasks must be a multiple of batch). warmup runs are dropped, then `repeats` samples
- * are written to out. Returns 0, or -1 with err filled. */
-int lk_freq_run(size_t stack_size, int workers, uint32_t batch, uint64_t units,
+ * (tasks must be a multiple of batch), tasks doing `work`. warmup runs are dropped, then
+ * `repeats` samples are written to out, each timing the loops in the order work-only,
+ * switching, switching, work-only (half the resumptions each) and adding the halves.
+ * Returns 0, or -1 with err filled. */
+int lk_freq_run(size_t stack_size, int workers, uint32_t batch, int work, uint64_t units,
                 uint64_t tasks, int warmup, int repeats, lk_freq_sample *out, char *err,
                 size_t errlen);
 

@@ -432,6 +432,29 @@ constexpr size_t conn_live(size_t buffer) {
     return sizeof(int) + sizeof(uint32_t) + sizeof(uint64_t) + buffer;
 }
 
+/* The reuse strategy: connections are plain records, and a fixed pool of coroutines
+ * serves them one after another. A worker's frame is made once and never freed: it
+ * waits idle, is handed a connection, reads into its buffer, waits for the I/O, answers,
+ * and goes back to waiting for the next connection. */
+struct reuse_slot {
+    lkf_conn *conn;     /* the connection this worker serves now (set by the scheduler) */
+    uint64_t served;    /* connections it finished */
+};
+
+template <class A> task<A> v_reuse_worker(reuse_slot *slot) {
+    for (;;) {
+        co_await std::suspend_always{};  /* idle in the pool */
+        lkf_conn *c = slot->conn;
+        char buf[kConn192Buffer];
+        fill(buf, sizeof buf);
+        c->bytes += sizeof buf;
+        co_await std::suspend_always{};  /* waiting for its I/O, the buffer alive */
+        consume(buf, sizeof buf);
+        c->state++;
+        slot->served++;
+    }
+}
+
 template <class A> std::coroutine_handle<> make(int variant) {
     switch (variant) {
     case LKF_EMPTY: return v_empty<A>().h;
@@ -602,10 +625,26 @@ int alloc_bench(size_t block, uint64_t pairs, uint64_t live, int warmup, int rep
         time_loop(base, block, pairs, s, live, &ns, &ticks, nullptr);
         time_loop(loop, block, pairs, s, live, &ns, &ticks, nullptr);
     }
+    /* Each sample times the two loops in the order base, loop, loop, base, half the pairs
+     * each time, and adds the halves up: a drift across the sample (the cache and TLB
+     * state the previous loop left, the clock, a neighbour's load) then weighs on both
+     * loops alike instead of on whichever ran second. */
+    const uint64_t first = pairs / 2 ? pairs / 2 : pairs, second = pairs - first;
     for (int r = 0; r < repeats; r++) {
         lkf_sample *o = &out[r];
-        time_loop(base, block, pairs, s, live, &o->base_ns, &o->base_ticks, nullptr);
-        time_loop(loop, block, pairs, s, live, &o->loop_ns, &o->loop_ticks, &o->minor_faults);
+        uint64_t b_ns[2] = {0, 0}, b_ticks[2] = {0, 0}, l_ns[2] = {0, 0}, l_ticks[2] = {0, 0};
+        uint64_t f[2] = {0, 0};
+        time_loop(base, block, first, s, live, &b_ns[0], &b_ticks[0], nullptr);
+        time_loop(loop, block, first, s, live, &l_ns[0], &l_ticks[0], &f[0]);
+        if (second) {
+            time_loop(loop, block, second, s, live, &l_ns[1], &l_ticks[1], &f[1]);
+            time_loop(base, block, second, s, live, &b_ns[1], &b_ticks[1], nullptr);
+        }
+        o->base_ns = b_ns[0] + b_ns[1];
+        o->base_ticks = b_ticks[0] + b_ticks[1];
+        o->loop_ns = l_ns[0] + l_ns[1];
+        o->loop_ticks = l_ticks[0] + l_ticks[1];
+        o->minor_faults = f[0] + f[1];
         o->pairs = pairs;
     }
     for (uint64_t i = 0; i < live; i++) A::deallocate(slots[i], block);
@@ -772,6 +811,83 @@ int lkf_coro_run(int variant, int allocator, uint64_t n, uint64_t batch, int rel
     }
     return -1;
 }
+
+int lkf_pool_reuse_run(uint64_t n, uint64_t pool_size, lkf_mem_report *out,
+                       lkf_pool_stats *pool, uint64_t *served, char *err, size_t errlen) {
+    if (n == 0 || pool_size == 0 || pool_size > n) {
+        fail(err, errlen, "need 1 <= pool_size <= n; got n=%llu pool_size=%llu",
+             static_cast<unsigned long long>(n), static_cast<unsigned long long>(pool_size));
+        return -1;
+    }
+    memset(out, 0, sizeof *out);
+    memset(pool, 0, sizeof *pool);
+    *served = 0;
+    try {
+        if (!pool_release(LKF_POOL)) {
+            fail(err, errlen, "the pool still has blocks in use");
+            return -1;
+        }
+        /* The scheduler's own tables (a handle and a slot per worker) are written before
+         * the first reading, as the default design's handle array is: what is measured
+         * is the connections' records and the workers' frames. */
+        std::vector<task<pool_alloc>> workers;
+        workers.reserve(pool_size);
+        std::vector<reuse_slot> slots(pool_size);
+        struct owner {  /* destroys the workers however the run ends */
+            std::vector<task<pool_alloc>> &w;
+            ~owner() { for (auto &t : w) t.h.destroy(); }
+        } own{workers};
+        malloc_trim(0);
+        status_kb before = read_status(), alive{};
+        uint64_t f0 = lk_minor_faults();
+        uint64_t t0 = lk_now_ns();
+        std::vector<lkf_conn> conns(n);  /* value-initialised: every record written */
+        for (uint64_t k = 0; k < pool_size; k++) {
+            workers.push_back(v_reuse_worker<pool_alloc>(&slots[k]));
+            workers.back().h.resume();  /* to its idle suspension */
+        }
+        uint64_t t1 = lk_now_ns();
+        /* Rounds of pool_size connections in flight: each worker is handed one, reads and
+         * waits for its I/O; with the last round in flight the memory is read; then each
+         * answers and is idle again. */
+        for (uint64_t first = 0; first < n; first += pool_size) {
+            uint64_t k_end = std::min(pool_size, n - first);
+            for (uint64_t k = 0; k < k_end; k++) {
+                slots[k].conn = &conns[first + k];
+                conns[first + k].fd = static_cast<int32_t>(first + k);
+                workers[k].h.resume();
+            }
+            if (first + pool_size >= n) alive = read_status();
+            for (uint64_t k = 0; k < k_end; k++) workers[k].h.resume();
+        }
+        uint64_t faults = lk_minor_faults() - f0;
+        for (const reuse_slot &sl : slots) *served += sl.served;
+        pool_stats(LKF_POOL, pool);  /* allocs == pool_size: no frame per connection */
+        uint64_t t2 = lk_now_ns();
+        for (auto &t : workers) t.h.destroy();
+        workers.clear();
+        std::vector<lkf_conn>().swap(conns);
+        uint64_t t3 = lk_now_ns();
+        status_kb after = read_status();
+        out->n = n;
+        out->object_bytes = out->used_bytes = g_last_frame;
+        put_memory(out, before, alive, after);
+        out->create_ns = t1 - t0;
+        out->destroy_ns = t3 - t2;
+        out->minor_faults = faults;
+        out->rss_released_kb = after.rss;
+        if (pool_release(LKF_POOL)) out->rss_released_kb = read_status().rss;
+        return 0;
+    } catch (const std::bad_alloc &) {
+        fail(err, errlen, "out of memory for %llu connections and %llu workers",
+             static_cast<unsigned long long>(n), static_cast<unsigned long long>(pool_size));
+    } catch (...) {
+        fail(err, errlen, "unknown C++ exception");
+    }
+    return -1;
+}
+
+size_t lkf_conn_bytes(void) { return sizeof(lkf_conn); }
 
 int lkf_stackful_run(size_t stack_size, int touch, int guard, uint64_t n,
                      lkf_mem_report *out, char *err, size_t errlen) {

@@ -68,8 +68,9 @@ LK_LAYOUT_DECL(lkf_sample)
 /* pairs allocate+free pairs of block-byte blocks from allocator. live == 0: each block
  * is freed right after it is allocated (and written, as a new frame is). live > 0: live
  * blocks are allocated first and stay allocated; each pair frees a pseudo-randomly
- * chosen one and allocates its replacement, as connections come and go. warmup samples
- * are dropped; repeats are written to out. */
+ * chosen one and allocates its replacement, as connections come and go. Each sample
+ * times the loop and its baseline in the order base, loop, loop, base (half the pairs
+ * each) and adds the halves. warmup samples are dropped; repeats are written to out. */
 int lkf_alloc_bench(int allocator, size_t block, uint64_t pairs, uint64_t live, int warmup,
                     int repeats, lkf_sample *out, char *err, size_t errlen);
 
@@ -123,6 +124,27 @@ LK_LAYOUT_DECL(lkf_mem_report)
  * frame placed in memory freed earlier still shows in RSS. */
 int lkf_coro_run(int variant, int allocator, uint64_t n, uint64_t batch, int release_pool,
                  lkf_mem_report *out, lkf_pool_stats *pool, char *err, size_t errlen);
+
+/* A connection's own state in the reuse strategy, outside any frame. */
+typedef struct lkf_conn {
+    int32_t fd;
+    uint32_t state;
+    uint64_t bytes;
+} lkf_conn;
+
+/* sizeof(lkf_conn). */
+size_t lkf_conn_bytes(void);
+
+/* The coroutine-pool reuse strategy: n connection records served by pool_size
+ * coroutines whose frames come from the pool (LKF_POOL) once and are reused, never
+ * freed, for connection after connection (each worker: idle, handed a connection, reads
+ * into a 128-byte buffer, waits for the I/O, answers, idle again). Connections are
+ * served in rounds of pool_size in flight; the memory is read with the last round in
+ * flight, all n records and pool_size frames resident. served counts the connections
+ * finished (must be n); pool's allocs must be pool_size. The pool starts empty and is
+ * given back at the end. */
+int lkf_pool_reuse_run(uint64_t n, uint64_t pool_size, lkf_mem_report *out,
+                       lkf_pool_stats *pool, uint64_t *served, char *err, size_t errlen);
 
 /* n stackful contexts (Boost.Context fcontext) on mmapped stacks of stack_size usable
  * bytes (whole pages) cut from one mapping; guard puts a PROT_NONE page below each

@@ -4,10 +4,18 @@ batching tasks per resumption change it.
 
 A scheduler resumes `workers` coroutines round-robin with labkit's asm_fpu kernel (what
 Boost's jump_fcontext saves); each resumption runs `batch` tasks and yields back. A task
-is a calibrated busy loop of W cycle-counter ticks. The same tasks are also run without
-any switch (the work-only baseline), right before each timed run, so that
+is a calibrated busy loop of W cycle-counter ticks: one dependent chain ("dependent",
+which leaves an out-of-order core room to run a switch beside it), or independent adds
+that fill the core's issue width ("independent", where a switch cannot hide). The same
+tasks are also run without any switch (the work-only baseline), interleaved with each
+timed run in the same process (work-only, switching, switching, work-only, half the tasks
+each), so that
 
     share_switching = (total - work_only) / total,    throughput = tasks / total.
+
+A single row's difference has no interval: its net figures are floored at 0 (and
+`below_resolution` says where). switch_cost gives the net over repeats with its
+interval, and says when the two kinds of work disagree.
 
 The C side is labkit/csrc/frequency.c, compiled into the C core's optimisation-level
 builds and called through labkit.core.native in the worker process (worker_* functions here)."""
@@ -22,10 +30,16 @@ from labkit.core import machine as _machine
 from labkit.core import native as _native
 from labkit.core import validate as _v
 from labkit.core import worker as _worker
-from labkit.core.stats import NOISY_CV
+from labkit.core import stats as _stats
+from labkit.core.stats import NOISY_CV, floor_net
 from labkit.core.timing import SwitchCountError
 
 KERNEL = "asm_fpu"
+# In the order of enum lk_freq_work (labkit/csrc/frequency.h).
+WORKS = {
+    "dependent": "one serial multiply-add chain (latency-bound: idle ports beside it)",
+    "independent": "six independent add chains (issue-bound: no idle slot beside it)",
+}
 DEFAULT_BUILD = _native.DEFAULT_BUILD
 MAX_WORK_CYCLES = 10_000_000
 MAX_WORKERS = 4096
@@ -41,19 +55,21 @@ _OVERHEAD_TICKS = 60
 # ---- run in the worker process (labkit.core.worker.call) ----
 
 def worker_run(build: str, work_cycles: int, stack_size: int, workers: int, batch: int,
-               tasks: int, warmup: int, repeats: int, cpu: int | None) -> dict:
+               tasks: int, warmup: int, repeats: int, cpu: int | None,
+               work: str = "dependent") -> dict:
     """Calibrate the busy loop, then run lk_freq_run; the raw samples as dicts."""
     before = os.sched_getaffinity(0)
     if cpu is not None:
         os.sched_setaffinity(0, {cpu})
     try:
         lib = _native.core(build)
-        per_unit = lib.lk_freq_ticks_per_unit(CALIBRATION_UNITS, CALIBRATION_TRIES)
+        kind = list(WORKS).index(work)
+        per_unit = lib.lk_freq_ticks_per_unit(kind, CALIBRATION_UNITS, CALIBRATION_TRIES)
         if not per_unit > 0:
             raise RuntimeError("the busy loop's calibration gave no ticks per unit")
         units = round(work_cycles / per_unit) if work_cycles else 0
         samples = lib.samples("lk_freq_run", "lk_freq_sample", repeats, stack_size, workers,
-                              batch, units, tasks, warmup, repeats)
+                              batch, kind, units, tasks, warmup, repeats)
     finally:
         # The worker is shared: leave it as free to move as it was.
         os.sched_setaffinity(0, before)
@@ -90,11 +106,12 @@ def tasks_for(work_cycles: int, *, seconds: float, workers: int = 64, batch: int
 
 def measure(work_cycles: int, *, stack_size: int, batch: int = 1, workers: int = 64,
             tasks: int | None = None, repeats: int = 10, warmup: int = 1,
-            cpu: int | None = None, build: str = DEFAULT_BUILD, timeout: float | None = None):
-    """Run `tasks` tasks of `work_cycles` cycle-counter ticks of busy work on `workers`
+            cpu: int | None = None, build: str = DEFAULT_BUILD, work: str = "dependent",
+            timeout: float | None = None):
+    """Run `tasks` tasks of `work_cycles` cycle-counter ticks of busy `work` (WORKS) on `workers`
     coroutines with stacks of `stack_size` bytes, `batch` tasks per resumption, `repeats`
     times after `warmup` dropped runs, in a worker process; and the same tasks without
-    switching right before each run. One row per repeat: total and work-only time, the
+    switching, interleaved with each run (work-only, switching, switching, work-only). One row per repeat: total and work-only time, the
     share of time switching, throughput, and the counters that prove every switch and
     every task happened (SwitchCountError otherwise).
 
@@ -114,20 +131,22 @@ def measure(work_cycles: int, *, stack_size: int, batch: int = 1, workers: int =
     repeats, warmup = _v.repeats(repeats), _v.warmup(warmup)
     cpu = _v.cpu(cpu)
     build = _build(build)
+    work = _v.choice("work", work, WORKS)
     if timeout is None:
         # Generous: 0.5 GHz for the work, 5 us for each task's share of switching.
         timeout = 60 + (repeats + warmup) * 2 * t * (w / 0.5e9 + 5e-6)
     else:
         timeout = _v.timeout(timeout)
     meta = _machine.row_metadata(build)  # before the run: it may calibrate in the worker
-    describe = (f"switch frequency (work_cycles={w}, stack_size={size}, batch={b}, "
-                f"workers={n}, tasks={t}, repeats={repeats}, cpu={cpu}, build={build})")
+    describe = (f"switch frequency (work_cycles={w}, work={work!r}, stack_size={size}, "
+                f"batch={b}, workers={n}, tasks={t}, repeats={repeats}, cpu={cpu}, "
+                f"build={build})")
     got = _worker.call("labkit.experiments.frequency", "worker_run", describe=describe, timeout=timeout,
                        build=build, work_cycles=w, stack_size=size, workers=n, batch=b,
-                       tasks=t, warmup=warmup, repeats=repeats, cpu=cpu)
+                       tasks=t, warmup=warmup, repeats=repeats, cpu=cpu, work=work)
     common = {"kernel": KERNEL, "build": build, "workers": n, "stack_size_requested": stack_size,
               "stack_size": size, "batch": b, "setup": setup_label(size, b),
-              "work_cycles": w, "work_units": got["units"],
+              "work": work, "work_cycles": w, "work_units": got["units"],
               "ticks_per_unit": got["ticks_per_unit"], "tasks": t, "resumptions": t // b,
               "cpu": cpu}
     return _frame(got["samples"], common, describe, meta)
@@ -147,6 +166,7 @@ def _frame(samples, common, describe, meta):
                 f"{s['counted']}, the workers ran {s['tasks_counted']} tasks and the "
                 f"work-only loop {s['work_tasks_counted']}")
         total, work = s["total_ns"], s["work_ns"]
+        net, below = floor_net(total, work)
         rows.append({
             **common,
             "repeat": i,
@@ -158,14 +178,16 @@ def _frame(samples, common, describe, meta):
             "total_ticks": s["total_ticks"],
             "work_only_ns": work,
             "work_only_ticks": s["work_ticks"],
-            # Not clamped: noise can make a run with almost no switching come out below its
-            # baseline, and that is worth seeing rather than hiding.
-            "share_switching": (total - work) / total if total else float("nan"),
+            # Floored at 0: one run's difference has no interval of its own, so a run
+            # that came out below its baseline says only "too small to see" (the raw
+            # times stay beside it; switch_cost gives the interval over repeats).
+            "share_switching": net / total if total else 0.0,
+            "below_resolution": below,
             "throughput_mtasks_s": t / total * 1e3 if total else float("nan"),
             "ns_per_task": total / t,
             "work_ns_per_task": work / t,
             "work_ticks_per_task": s["work_ticks"] / t,
-            "ns_per_switch": (total - work) / s["switches"],
+            "ns_per_switch": net / s["switches"],
             "minor_faults": s["minor_faults"],
             "preemptions": s["preemptions"],
             **meta,
@@ -207,6 +229,58 @@ def before_after(df, *, work_cycles: int, before: tuple[int, int], after: tuple[
 
     is_noisy = any(noisy(sel[col]) for sel in (b, a) for col in ("total_ns", "work_only_ns"))
     return value, favours, against, bool(is_noisy)
+
+
+def switch_cost(df, *, work_cycles: int, stack_size: int, batch: int) -> dict:
+    """What switching costs at one point, from its rows, for each kind of work measured
+    there (WORKS): ns per switch (labkit.core.stats.net of total over work-only, per
+    switch) and the share of time switching (stats.share), each a median with its
+    quartiles over repeats, floored at 0, `resolved` False where the interval reaches 0.
+
+    `hidden` is True when both kinds were measured and the independent work's ns per
+    switch lies wholly above the dependent work's interval: the dependent chain left the
+    core room to run the switch in its shadow, so its subtraction cannot see the switch
+    (False when they agree, None when one kind is missing). `note` says it in words."""
+    sel = df[(df.work_cycles == work_cycles) & (df.stack_size == stack_size)
+             & (df.batch == batch)]
+    if "work" not in sel:
+        sel = sel.assign(work="dependent")
+    out = {}
+    for kind in WORKS:
+        g = sel[sel.work == kind]
+        if len(g):
+            out[kind] = {
+                "ns_per_switch": _stats.net(g.total_ns, g.work_only_ns, per=float(g.switches.iloc[0])),
+                "share": _stats.share(g.total_ns, g.work_only_ns),
+            }
+    if not out:
+        raise ValueError(f"no rows at work_cycles={work_cycles}, stack_size={stack_size}, "
+                         f"batch={batch}")
+    dep, ind = out.get("dependent"), out.get("independent")
+    hidden = None
+    if dep and ind:
+        hidden = ind["ns_per_switch"]["low"] > dep["ns_per_switch"]["high"]
+    words = [f"{k} work: {_stats.net_text(v['ns_per_switch'])} per switch, share "
+             f"{_stats.net_text(v['share'], '%', scale=100)}" for k, v in out.items()]
+    if hidden:
+        words.append("hidden by out-of-order overlap: the dependent chain's subtraction "
+                     "does not see what the switch costs")
+    return {**out, "hidden": hidden, "note": "; ".join(words)}
+
+
+def share_bounds(df, *, work_cycles: int, stack_size: int, batch: int):
+    """The share of time switching at one point as (value, low, high, hidden, note), for
+    a rule: the dependent work's median and quartiles; but where switch_cost finds the
+    switch hidden, the independent work's median (no slot to hide in), with an interval
+    running from the dependent work's lower quartile to the independent work's upper
+    one, since real work lies between the two."""
+    c = switch_cost(df, work_cycles=work_cycles, stack_size=stack_size, batch=batch)
+    dep, ind = c.get("dependent"), c.get("independent")
+    if c["hidden"]:
+        return (ind["share"]["median"], dep["share"]["low"], ind["share"]["high"], True,
+                c["note"])
+    s = (dep or ind)["share"]
+    return s["median"], s["low"], s["high"], bool(c["hidden"]), c["note"]
 
 
 # ---- argument checks ----

@@ -236,6 +236,9 @@ TABLES: dict[str, tuple[Param, ...]] = {
              "memory_budget)"),
         _ints("copy_in_use", [0, 256, 1024, 4096], [0, 1024],
               "bytes each copy-stack coroutine holds on its stack", low=0, high=1 * MiB),
+        _ints("reuse_pool_sizes", [1_000, 10_000, 100_000, 1_000_000],
+              [100, 1_000, 10_000, 100_000], "P: reused coroutines serving n_coroutines "
+              "connections (C004.1d)", low=1, high=10**9),
     ),
     "08_switch_frequency": (
         _cpu(None),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import datetime
 import html
+import html.parser
 import re
 from pathlib import Path
 
@@ -266,7 +267,9 @@ def clean_outputs(cell) -> None:
                 continue
             if "text/html" in data:
                 h = data["text/html"]
-                h = h if isinstance(h, str) else "".join(h)
+                h = say_missing(h if isinstance(h, str) else "".join(h))
+                data = {**data, "text/html": h}
+                out = {**out, "data": data}
                 body = h.split("<tbody", 1)[-1]
                 rows = body.count("<tr")
                 if rows > FOLD_ROWS:
@@ -276,6 +279,89 @@ def clean_outputs(cell) -> None:
                     out = {**out, "data": data}
         kept.append(out)
     cell["outputs"] = kept
+
+
+# What a table cell must never show: a missing or infinite number printed raw.
+# (Case matters: pandas prints NaN and None; "none" in a sentence is a word.)
+_RAW_MISSING = re.compile(r"(?<![\w.])(?:NaN|nan|None|NaT|<NA>|[+-]?inf)(?![\w])")
+# A column of times (ns, µs, ms, s) or of shares: a value there is never negative.
+_TIME_COLUMN = re.compile(r"(?:\bns\b|ns/|ns_|_ns\b|\bµs\b|\bus\b|_us\b|\bms\b|"
+                          r"\bseconds?\b|\btime\b|\bshare\b)", re.I)
+_NEGATIVE = re.compile(r"(?:^|[\[(,\s])[-\u2212]\d")
+
+
+class _Tables(html.parser.HTMLParser):
+    """Every table's header texts and body rows (the cells' texts), tags stripped."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tables, self._cell, self._row, self._head = [], None, None, False
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.tables.append({"header": [], "rows": []})
+        elif tag == "thead":
+            self._head = True
+        elif tag == "tr" and self.tables:
+            self._row = []
+        elif tag in ("td", "th") and self._row is not None:
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag == "thead":
+            self._head = False
+        elif tag in ("td", "th") and self._cell is not None:
+            self._row.append(("".join(self._cell).strip(), tag))
+            self._cell = None
+        elif tag == "tr" and self._row is not None and self.tables:
+            t = self.tables[-1]
+            if self._head or (not t["rows"] and all(k == "th" for _, k in self._row)):
+                # Header rows (pandas writes two with a named index) joined per column,
+                # aligned on the right as the body's cells are.
+                cells = [c for c, _ in self._row]
+                old = t["header"]
+                width = max(len(old), len(cells))
+                old, cells = [""] * (width - len(old)) + old, [""] * (width - len(cells)) + cells
+                t["header"] = [" ".join(x for x in (a, b) if x) for a, b in zip(old, cells)]
+            else:
+                t["rows"].append(self._row)
+            self._row = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+# Intervals a rule could not bound, and figures of a part that was not measured, as the
+# verdict tables' text writes them: said in words.
+_UNBOUNDED = re.compile(r"\[(?:-?inf|nan), (?:-?inf|nan|[-\d.e+]+)\]|\[[-\d.e+]+, (?:inf|nan)\]")
+_NOT_MEASURED = re.compile(r"(?<![\w.])nan \[nan, nan\]")
+
+
+def say_missing(page: str) -> str:
+    """An HTML output with the intervals no rule could bound written as '[unbounded]'
+    and a part's 'nan [nan, nan]' as 'not measured (see the note)'."""
+    page = _NOT_MEASURED.sub("not measured (see the note)", page)
+    return _UNBOUNDED.sub("[unbounded]", page)
+
+
+def bad_cells(page: str) -> list[str]:
+    """The table cells of an HTML page that show a raw NaN, None or ±inf, or a negative
+    number in a column of times or shares: what no table of the report may show. One
+    line each: the column's header and the cell's text."""
+    p = _Tables()
+    p.feed(page)
+    out = []
+    for t in p.tables:
+        for row in t["rows"]:
+            header = t["header"][-len(row):] if len(t["header"]) >= len(row) else \
+                [""] * (len(row) - len(t["header"])) + t["header"]
+            for (text, _), col in zip(row, header):
+                if _RAW_MISSING.search(text):
+                    out.append(f"{col!r}: {text!r} (a raw missing or infinite value)")
+                elif _TIME_COLUMN.search(col) and _NEGATIVE.search(text):
+                    out.append(f"{col!r}: {text!r} (a negative time or share)")
+    return out
 
 
 _STYLE = """<style>

@@ -121,6 +121,44 @@ def _share(d, setup: str, w: int = 100):
     return sel
 
 
+# Notebook 08's runs with independent work (frequency.WORKS), beside its dependent ones.
+INDEPENDENT_CSV = "08_switch_frequency_independent"
+
+
+def _switch_cost(stack_size: int, batch: int, w: int = 100):
+    """frequency.switch_cost at one set-up of notebook 08, from both its CSVs (None when
+    the dependent runs are missing)."""
+    import pandas as pd
+
+    from labkit.experiments import frequency
+
+    d, i = _csv("08_switch_frequency"), _csv(INDEPENDENT_CSV)
+    if d is None:
+        return None
+    both = pd.concat([x for x in (d, i) if x is not None], ignore_index=True)
+    try:
+        return frequency.switch_cost(both, work_cycles=w, stack_size=stack_size, batch=batch)
+    except ValueError:
+        return None
+
+
+def _share_claim(stack_size: int, batch: int, w: int = 100):
+    """(value, low, high, hidden, note) of the share of time switching at one set-up of
+    notebook 08 (frequency.share_bounds over both its CSVs), or None when not measured."""
+    import pandas as pd
+
+    from labkit.experiments import frequency
+
+    d, i = _csv("08_switch_frequency"), _csv(INDEPENDENT_CSV)
+    if d is None:
+        return None
+    both = pd.concat([x for x in (d, i) if x is not None], ignore_index=True)
+    try:
+        return frequency.share_bounds(both, work_cycles=w, stack_size=stack_size, batch=batch)
+    except ValueError:
+        return None
+
+
 ECHO_ROWS = [("callbacks", "callback_epoll", 125_000, 12, 50_000),
              ("plain coroutines", "cxx20_new", 108_000, 16, 1_200_000),
              ("optimised coroutines", "cxx20_pool_sym", 138_000, 9, 80_000)]
@@ -166,11 +204,54 @@ STRATEGIES = [
      "C004.1b", "C004.1f"),
     ("symmetric transfer", ("conn192", "pool"), "cxx20_pool_sym", 192, 192, 420_000,
      "C004.1c", "C004.1g"),
-    # With a million alive at once a reused coroutine is still one frame each: the row's
-    # memory is that of pooled 192-B frames; reuse shows in the server (no frame per message).
+    # The frames run named here stands in only where 07b has no run of the reuse design
+    # itself (REUSE_CSV: connections served by a pool of reused frames), which the table
+    # shows when it is there.
     ("coroutine-pool reuse", ("conn192", "pool"), "cxx20_reuse", 192, 40, 450_000,
      "C004.1d", "C004.1h"),
 ]
+
+
+# Notebook 07b's runs of the reuse strategy (frames.pool_reuse): n connections served by
+# a pool of P reused coroutines, memory against P.
+REUSE_CSV = "07b_coroutine_memory_pool_reuse"
+
+
+def _reuse_at_judged_pool():
+    """The reuse runs at the pool size the article's row is judged at
+    (frames.judged_pool_size of their n), or None when 07b has not measured them."""
+    from labkit.experiments import frames
+
+    d = _csv(REUSE_CSV)
+    if d is None or not len(d):
+        return None
+    sel = d[d.pool_size == frames.judged_pool_size(int(d.n.iloc[0]))]
+    return sel if len(sel) else None
+
+
+def _reuse_mem():
+    """Resident MiB per million connections of the reuse strategy at its judged pool
+    size, one per repeat (None when not measured)."""
+    s = _reuse_at_judged_pool()
+    return None if s is None else (s.bytes_per_connection * 1e6 / (1 << 20)).to_numpy()
+
+
+def _reuse_ratio():
+    """(ratio, low, high, note) of C004.1d: the reuse strategy's memory at its judged pool
+    size over default new's (conn256 frames from the heap) for the same n connections
+    (frames.pool_reuse_ratio); NaNs and a reason when either run is missing."""
+    from labkit.experiments import frames
+
+    s, f = _reuse_at_judged_pool(), _coro(_csv("07b_coroutine_memory"), "conn256", "heap")
+    if s is None or f is None:
+        return (math.nan,) * 3 + ("no pooled-reuse run, or no conn256/heap run, in 07b's data",)
+    n, p = int(s.n.iloc[0]), int(s.pool_size.iloc[0])
+    if not (f.n == n).any():
+        return (math.nan,) * 3 + (f"no conn256/heap run with n = {n:,} beside the reuse runs",)
+    r = frames.pool_reuse_ratio(s, f, pool_size=p)
+    return (r["ratio"], r["low"], r["high"],
+            f"{n:,} connections served by {p:,} reused coroutines (n / "
+            f"{round(1 / frames.REUSE_POOL_SHARE)}) over {n:,} conn256 coroutines from the heap")
 
 
 def _mem(d, variant, allocator):
