@@ -149,14 +149,14 @@ def check() -> list[dict]:
                      sw == "counted",
                      "Context switches, migrations and page faults are counted per "
                      "measurement, beside the lab's own switch counts" if sw == "counted" else
-                     "Some rows lack the kernel's own counts (NaN); the lab's own switch "
+                     "Some rows lack the kernel's own counts (the row says why); the lab's own switch "
                      "counts and timings remain"))
     hw = _counters("hw")
     rows.append(_row("hw_counters", "Hardware counters (perf_event_open)", hw,
                      hw == "counted",
                      "Cycles, instructions and misses are counted per measurement"
                      if hw == "counted" else
-                     "Rows have no cycle, instruction or miss counts (NaN), only the "
+                     "Rows have no cycle, instruction or miss counts (the row says why), only the "
                      "software counters and the timings"))
     return rows
 

@@ -8,7 +8,7 @@ from labkit.core import results
 
 from labkit.lab import claim_rules, verdicts
 from labkit.lab.articles.anatomy import _anatomy
-from labkit.lab.articles.measured import STRATEGIES, _csv, _echo, _mem, _noisy, _q, _share
+from labkit.lab.articles.measured import STRATEGIES, _csv, _echo, _mem, _noisy, _reuse_ratio
 
 
 def _judge(cid: str, r: tuple, *, noisy: bool = False, note: str = "", why: str = "",
@@ -31,16 +31,6 @@ def _j_anatomy(cid):
         return verdicts.cannot_measure(cid, "objdump or Boost.Context's library is missing")
     return verdicts.judge(cid, float(a[what]), note=f"counted in {a['library']}'s "
                           f"jump_fcontext ({a['instructions']} instructions)")
-
-
-def _j_share():
-    d = _share(_csv("08_switch_frequency"), "1 MiB, 1 task/switch")
-    if d is None or not len(d):
-        return verdicts.cannot_measure("C000.7a", "no 1 MiB, W=100 point in this run")
-    m, q1, q3 = _q(d.share_switching)
-    return _judge("C000.7a", (m, q1, q3), noisy=_noisy(d.share_switching),
-                  method="quartiles-one-process",
-                  note="share of time switching, 1 MiB stacks, one task per switch, W=100")
 
 
 def _j_allocs():
@@ -72,6 +62,28 @@ def _j_mem(cid):
                        "bytes are near exact: the spread is the range over repeats")
 
 
+def _j_reuse():
+    """C004.1d: the reuse design (P reused coroutines serving n connections) over default
+    new for the same n; resident bytes, so the spread is the range over repeats."""
+    import numpy as np
+
+    r, lo, hi, how = _reuse_ratio()
+    if math.isnan(r):
+        return verdicts.cannot_measure("C004.1d", how)
+    d = _csv("07b_coroutine_memory")
+    a, b = _mem(d, "conn192", "pool"), _mem(d, "conn256", "heap")
+    original = None
+    if a is not None and b is not None and len(a) and len(b):
+        o = np.asarray(a, float)[:, None] / np.asarray(b, float)[None, :]
+        original = {"value": float(np.median(a) / np.median(b)), "low": float(o.min()),
+                    "high": float(o.max()),
+                    "measured": f"1M suspended conn192/pool over conn256/heap = "
+                                f"{np.median(a) / np.median(b):.3g}"}
+    return verdicts.judge("C004.1d", float(r), low=float(lo), high=float(hi),
+                          note="RSS of " + how + "; resident bytes are near exact: the spread "
+                               "is the range over repeats", original=original)
+
+
 def _from_design(cid):
     """A row claim its notebook's verdict design decides (labkit.lab.claim_rules),
     recomputed from the saved runs."""
@@ -85,15 +97,15 @@ def _from_design(cid):
 # verdict file): claim id -> a function of the data CSVs.
 ROW_JUDGES = {
     **{c: (lambda c=c: _from_design(c)) for c in (
-        "C000.2a", "C000.2b", "C000.2c", "C000.2d", "C000.3a", "C000.4a", "C001.1a",
+        "C000.2a", "C000.2b", "C000.2c", "C000.2d", "C000.3a", "C000.4a", "C000.7a", "C001.1a",
         "C001.1c", "C003.3a", "C004.1e", "C004.1f", "C004.1g", "C004.1h")},
     "C000.6a": lambda: _j_anatomy("C000.6a"),
     "C000.6b": lambda: _j_anatomy("C000.6b"),
     "C000.6c": lambda: verdicts.cannot_measure(
         "C000.6c", "needs branch-miss counters (perf), which this VM does not expose"),
-    "C000.7a": _j_share,
     "C001.1b": _j_allocs,
-    **{c: (lambda c=c: _j_mem(c)) for c in ("C004.1a", "C004.1b", "C004.1c", "C004.1d")},
+    **{c: (lambda c=c: _j_mem(c)) for c in ("C004.1a", "C004.1b", "C004.1c")},
+    "C004.1d": _j_reuse,
 }
 
 
