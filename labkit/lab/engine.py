@@ -172,19 +172,28 @@ def variance_components(runs):
         v = np.log(x.where(x > 0))
         by = v.groupby(g.worker)
         r = float(by.size().mean())
-        within = float(by.var(ddof=1).mean())
-        between = max(float(by.mean().var(ddof=1)) - within / r, 0.0)
+        one = r < 2  # one repeat per process (a round of servers): no level below it
+        within = math.nan if one else float(by.var(ddof=1).mean())
+        spread = float(by.mean().var(ddof=1))
+        between = spread if one else max(spread - within / r, 0.0)
         c_rep = float(g.call_s.median()) if "call_s" in g else math.nan
-        if math.isnan(c_proc) or math.isnan(c_rep):
+        if one:
+            best = "1 (one run per process is the design)"
+        elif math.isnan(c_proc) or math.isnan(c_rep):
             best = "costs not recorded"
         elif between == 0:
             best = "no process effect measured: repeats are as good as processes"
         else:
             best = f"{math.sqrt(c_proc / c_rep * within / between):.1f}"
+
+        def text(v, why):
+            return why if math.isnan(v) else f"{v:.2g}"
+
         rows.append({"entry": entry, "value": col, "processes": str(by.ngroups),
                      "repeats per process": f"{r:g}",
-                     "between processes (log var)": f"{between:.2g}",
-                     "within a process (log var)": f"{within:.2g}",
+                     "between processes (log var)": text(between, "too few processes"),
+                     "within a process (log var)": text(
+                         within, "one repeat per process" if one else "not measurable"),
                      "one more process (s)": "not recorded" if math.isnan(c_proc)
                      else f"{c_proc:.2f}",
                      "one more repeat (s)": "not recorded" if math.isnan(c_rep)

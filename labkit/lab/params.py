@@ -152,7 +152,12 @@ def _instructions(help: str) -> Param:
 
 
 TABLES: dict[str, tuple[Param, ...]] = {
-    "00_claims_ledger": (),
+    "00_claims_ledger": (
+        _int("calibration_runs", 1000, 200, "simulated runs of the verdict engine per "
+             "scenario (its calibration)", high=100_000),
+        _int("replaced_runs", 200, 50, "simulated runs of the replaced design per scenario",
+             high=100_000),
+    ),
     "01_stack_size": (
         _cpu(None),
         _switches(2_000_000, 100_000, help="switches per repeat, ping-pong"),

@@ -127,8 +127,7 @@ def article_verdicts(notebook: str):
 def _verdict_table(rows):
     import pandas as pd
 
-    cols = ["claim_id", "source", "claimed_value", "measured_value", "verdict", "rule", "note"]
-    return pd.DataFrame(rows, columns=cols)
+    return pd.DataFrame(rows, columns=verdicts.COLUMNS)
 
 
 def save_article_verdicts(notebook: str):
