@@ -167,7 +167,7 @@ if "boost_fiber" in kernels:
 else:
     rows = {c: verdicts.cannot_measure(c, "Boost.Context is missing here: "
                                        + available.loc["boost_fiber", "why_not"])
-            for c in ("C000.3", "C000.3a")}
+            for c in ("C000.3",)}
 results.save_csv(timed.merge(counts, on=["kernel", "build"], how="left"),
                  "02_optimisation_levels")
 table = verdicts.table(list(rows.values()))

@@ -13,6 +13,14 @@ from labkit.experiments import design
 from labkit.lab import claim_rules, sweep
 
 
+def _headline(rows) -> dict:
+    """The rows of the notebook's own verdict table: the row claims of the article tables
+    are judged on the same runs, and shown in the article's section (labkit.lab.articles)."""
+    from labkit.lab.articles.rows import ROW_JUDGES
+
+    return {r["claim_id"]: r for r in rows if r["claim_id"] not in ROW_JUDGES}
+
+
 def rules_for(notebook: str) -> list:
     """The rules judged on `notebook`'s design runs (claim_rules.RULES), in registry order."""
     want = [claim_rules.RUNS.format(notebook)]
@@ -47,14 +55,15 @@ def _hooks(notebook: str, labels, total: int):
 def run(notebook: str, entries: dict, *, quick: bool, repeats: int = 2, seed: int = 0):
     """Measure `entries` over fresh processes under the notebook's schedule and judge
     every claim its runs decide. Saves data/<notebook>_verdict_runs.csv; returns
-    (runs, {claim id: verdict row})."""
+    (runs, {claim id: verdict row}) for the claims of the notebook's own verdict table
+    (the article-table rows judged on the same runs are shown in the article's section)."""
     schedule = sequential.schedule(notebook, quick=quick)
     progress, finished = _hooks(notebook, entries, schedule["looks"][-1])
     runs, rows, _ = design.measure_for_verdicts(
         entries, rules_for(notebook), schedule=schedule, repeats=repeats, seed=seed,
         progress=progress, finished=finished)
     results.save_csv(runs, claim_rules.RUNS.format(notebook))
-    return runs, {r["claim_id"]: r for r in rows}
+    return runs, _headline(rows)
 
 
 def run_rounds(notebook: str, measure, labels, *, quick: bool, seed: int = 0):
@@ -78,7 +87,7 @@ def run_rounds(notebook: str, measure, labels, *, quick: bool, seed: int = 0):
     runs, rows, _ = design.sequential(one_round, rules, schedule=schedule,
                                       progress=progress, finished=finished)
     results.save_csv(runs, claim_rules.RUNS.format(notebook))
-    return runs, {r["claim_id"]: r for r in rows}
+    return runs, _headline(rows)
 
 
 def variance_table():

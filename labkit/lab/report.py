@@ -87,19 +87,21 @@ def _summary(outcomes, info: dict, quick: bool, tables) -> str:
         + "<div class='lk-row'><div>" + counts + "</div><div><table class='lk-counts'>"
         "<tr><th>the article's table</th><th>its rows' verdicts</th></tr>" + per_table
         + "</table></div></div>"
-        + _legend()
+        + _legend(quick)
         + (f"<p class='lk-note'>Noise: {len(warns)} condition(s) make timings less stable "
            f"here (see <a href='#machine'>Machine</a>).</p>" if warns else "")
     )
 
 
-def _legend() -> str:
+def _legend(quick: bool) -> str:
     """One line per outcome, and what the stopping rule promises about them."""
     from labkit.core import sequential
     from labkit.lab import verdicts
 
     items = "".join(f"<li><b>{_e(v)}</b>: {_e(why)}</li>" for v, why in verdicts.LEGEND.items())
-    looks = ", ".join(map(str, sequential.LOOKS))
+    echo = sequential.schedule("09_echo_servers", quick=quick)["looks"]
+    looks = (", ".join(map(str, sequential.schedule(None, quick=quick)["looks"]))
+             + f" (the echo servers: {', '.join(map(str, echo))} rounds)")
     return (f"<ul class='lk-legend'>{items}</ul><p class='lk-note'>Timings are judged over "
             f"fresh processes, looked at after {looks} processes; each look's interval is a "
             f"{100 * (1 - sequential.ALPHA):.0f}% repeated confidence interval "
