@@ -35,16 +35,18 @@
 LK_STRUCT(lk_freq_sample, LK_FREQ_SAMPLE_FIELDS)
 LK_LAYOUT_DECL(lk_freq_sample)
 
-/* Cycle-counter ticks one unit of the busy loop takes: the fastest of `tries` runs of
- * `units` units through the same task function the experiment uses. */
-double lk_freq_ticks_per_unit(uint64_t units, int tries);
-
-/* `workers` coroutines with stacks of stack_size bytes (mmapped, guard page below, not
- * prefaulted), `tasks` tasks of `units` units each, `batch` tasks per resumption
- * (tasks must be a multiple of batch). warmup runs are dropped, then `repeats` samples
- * are written to out. Returns 0, or -1 with err filled. */
-int lk_freq_run(size_t stack_size, int workers, uint32_t batch, uint64_t units,
-                uint64_t tasks, int warmup, int repeats, lk_freq_sample *out, char *err,
-                size_t errlen);
+/* Called through ctypes (lk_layout.h's LK_FUNCTIONS):
+ * lk_freq_ticks_per_unit: cycle-counter ticks one unit of the busy loop takes, the fastest
+ *   of `tries` runs of `units` units through the same task function the experiment uses.
+ * lk_freq_run: `workers` coroutines with stacks of stack_size bytes (mmapped, guard page
+ *   below, not prefaulted), `tasks` tasks of `units` units each, `batch` tasks per
+ *   resumption (tasks must be a multiple of batch). warmup runs are dropped, then
+ *   `repeats` samples are written to out. Returns 0, or -1 with err filled. */
+#define LK_FREQ_FUNCTIONS(F)                                                            \
+    F(double, lk_freq_ticks_per_unit, (uint64_t units, int tries))                      \
+    F(int, lk_freq_run, (size_t stack_size, int workers, uint32_t batch, uint64_t units, \
+                         uint64_t tasks, int warmup, int repeats, lk_freq_sample *out,   \
+                         char *err, size_t errlen))
+LK_DECLARE(LK_FREQ_FUNCTIONS)
 
 #endif
