@@ -59,31 +59,6 @@
 #else
 #define LK_ON_x86_64(...)
 #define LK_HERE_x86_64 0
-/* ---- what the -O builds are called by, through ctypes ---- */
-/* Each a row F(return type, name, (parameters)), declared here and nowhere else: the
- * library exports the rows as text (LK_FUNCTIONS, lk_layout.h), and labkit/core/native.py
- * types its calls from that text. */
-#define LK_CORE_FUNCTIONS(F)                                                              \
-    /* the flags this build was compiled with */                                         \
-    F(const char *, lk_cflags, (void))                                                   \
-    /* harness.c: lk_pingpong with control over the FP control words the two contexts    \
-     * hold: 0 = as they are; 1 = both at the ABI defaults; 2 = main dirtied by an       \
-     * inexact division after the other context was made (x86-64: their MXCSRs differ    \
-     * in PE). */                                                                        \
-    F(int, lk_pingpong_fp, (int kernel, size_t stack_size, int prefault, uint64_t rounds, \
-                            int warmup, int repeats, int fpctl_mode, lk_sample *out,      \
-                            char *err, size_t errlen))                                    \
-    /* copy_stack.c: bytes the copy-stack coroutines of the next ping-pong hold on their  \
-     * stacks when they switch, besides their frames (0 by default) */                   \
-    F(void, lk_set_stack_in_use, (size_t bytes))                                          \
-    /* copy_stack.c: n suspended copy-stack coroutines, each holding stack_in_use bytes,  \
-     * kept until lk_copy_hold_release(); for measuring their memory. Returns 0, or -1   \
-     * with err filled. */                                                               \
-    F(int, lk_copy_hold, (uint64_t n, size_t stack_in_use, uint64_t *saved_bytes,        \
-                          char *err, size_t errlen))                                      \
-    F(void, lk_copy_hold_release, (void))
-LK_DECLARE(LK_CORE_FUNCTIONS)
-
 #endif
 
 #define LK_KERNEL_ENUM(name, ARCH, HANDLE, STACKFUL, KEEPS_FP, WHY_NOT) LK_KERNEL_##name,
