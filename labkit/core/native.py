@@ -60,8 +60,9 @@ class Library:
         self.structs = {name: self._struct(name) for name in struct_names}
         exported = self._dll.lk_functions
         exported.restype, exported.argtypes = ctypes.c_char_p, []
-        self._typed = prototypes(exported().decode(), self.structs)
-        for fname, (restype, argtypes) in self._typed.items():
+        # {name: (restype, argtypes)} of every function the library exports a prototype of
+        self.functions = prototypes(exported().decode(), self.structs)
+        for fname, (restype, argtypes) in self.functions.items():
             fn = getattr(self._dll, fname)
             fn.restype, fn.argtypes = restype, argtypes
 
@@ -74,7 +75,7 @@ class Library:
     def __getattr__(self, name):
         # Only what the library exports a prototype of: an untyped call would take every
         # result for an int.
-        if name not in self.__dict__.get("_typed", ()):
+        if name not in self.__dict__.get("functions", ()):
             raise AttributeError(f"{name} is not among the functions this library exports "
                                  "(its header's F(...) list, lk_layout.h)")
         return getattr(self._dll, name)
@@ -108,7 +109,7 @@ def _ctype(decl: str, struct_types: dict, where: str):
         return ctypes.POINTER(struct_types[base])
     if base in _SCALARS and (not pointer or _SCALARS[base] is not None):
         return ctypes.POINTER(_SCALARS[base]) if pointer else _SCALARS[base]
-    raise RuntimeError(f"{where}: labkit.core.native cannot pass the C type {decl!r}; "
+    raise RuntimeError(f"{where}: labkit.core.native cannot pass the C type {decl.strip()!r}; "
                        "add it to _SCALARS or the library's struct list")
 
 

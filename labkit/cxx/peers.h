@@ -1,9 +1,10 @@
 /* peers.h -- the real systems the articles compare switch costs against (plain calls, a
  * syscall, C++20 coroutines, Boost.Context, Boost.Fiber), timed by the method of harness.c.
- * Included by C++ only: peers.cpp (the bodies) and peers_selftest.cpp. Plain C declarations
- * with C linkage because the callers outside C++ look the names up unmangled in
- * liblabkit_peers-<tag>.so: ctypes in labkit/core/native.py, which repeats these signatures by
- * hand (change them there too), and lk_count (csrc/count_main.c) through dlsym. */
+ * Included by peers.cpp (the bodies), peers_selftest.cpp and, in C, csrc/count_main.c.
+ * Plain C declarations with C linkage because the callers outside C++ look the names up
+ * unmangled in liblabkit_peers-<tag>.so: ctypes in labkit/core/native.py, typed from the
+ * prototypes the library exports (LKX_FUNCTIONS below, lk_layout.h), and lk_count through
+ * dlsym, typed by these declarations. */
 #ifndef LABKIT_PEERS_H
 #define LABKIT_PEERS_H
 
