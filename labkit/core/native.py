@@ -4,8 +4,9 @@ the C++ library (liblabkit_peers-<tag>.so: Boost.Context, Boost.Fiber, C++20 cor
 plain calls, and the coroutine frames of notebooks 07a and 07b). Neither the C functions
 Python calls through ctypes nor the structs they fill are declared here: each library
 exports its functions' prototypes (lk_functions(), LK_FUNCTIONS in csrc/lk_layout.h) and
-its structs' layouts (labkit.core.structs), and the calls are typed from those. The Cython extension labkit.core._core is the other half of the layer:
-the same C, built with the extension's flags.
+its structs' layouts (labkit.core.structs), and the calls are typed from those. The Cython
+extension labkit.core._core is the other half of the layer: the same C, built with the
+extension's flags.
 
 Timed runs happen inside worker processes only; the look-ups (builds, peer availability,
 flags) are safe anywhere."""
