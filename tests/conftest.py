@@ -2,6 +2,7 @@
 import pytest
 
 import labkit
+from labkit.core import entries
 
 KERNELS = labkit.catalogue()
 AVAILABLE = KERNELS[KERNELS.available]
@@ -11,8 +12,9 @@ STACKFUL = list(OWN[OWN.kind == "stackful"].kernel)
 # Everything that runs here, labkit's kernels and the real peers.
 ALL = list(AVAILABLE.kernel)
 PEERS = list(AVAILABLE[AVAILABLE.system == "peer"].kernel)
-# Kernels that keep the FP control state (MXCSR + x87 CW, or FPCR) by design.
-KEEPS_FP_CONTROL = {"asm_fpu", "asm_fxsave", "asm_xsave", "ucontext", "copy_stack"}
+# Kernels that keep the FP control state (MXCSR + x87 CW, or FPCR) by design: the C core's
+# kernel table says which.
+KEEPS_FP_CONTROL = {k for k in entries.KERNEL_NAMES if entries.keeps_fp_control(k)}
 
 
 def assert_each_raises(*cases):

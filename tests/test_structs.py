@@ -43,3 +43,45 @@ def test_layout_gives_a_readable_struct():
     value = cls(a=7, b=-1)
     assert structs.as_dict(value) == {"a": 7, "b": -1}
     assert ctypes.sizeof(cls) == 16
+
+
+# ---- the functions and the kernel table, exported the same way ----
+
+def test_every_library_types_its_calls_from_the_prototypes_it_exports():
+    lib = native.core(native.builds()[0])
+    restype, argtypes = lib.functions["lk_pingpong_fp"]
+    assert restype is ctypes.c_int and len(argtypes) == 10
+    assert argtypes[7] is ctypes.POINTER(lib.structs["lk_sample"])
+    assert argtypes[8] is ctypes.c_char_p
+    if not native.peers_missing_reason():
+        peers = native.peers(native.PEER_BUILD)
+        assert {"lkx_pingpong", "lkf_coro_run"} <= set(peers.functions)
+
+
+def test_a_function_the_library_does_not_export_is_refused():
+    lib = native.core(native.builds()[0])
+    with pytest.raises(AttributeError, match="lk_regtest is not among"):
+        lib.lk_regtest
+
+
+def test_an_exported_prototype_python_cannot_pass_is_named():
+    with pytest.raises(RuntimeError, match="'float'"):
+        native.prototypes("int lk_f(float x);", {})
+    with pytest.raises(RuntimeError, match="'lk_other \\*'"):
+        native.prototypes("int lk_g(lk_other *out, char *err, size_t n);", {})
+    assert native.prototypes("void lk_h(void);", {}) == {"lk_h": (None, [])}
+
+
+def test_the_kernel_table_comes_from_c_and_every_kernel_is_described():
+    from labkit.core import entries
+
+    rows = _core.kernel_table()
+    assert [r["index"] for r in rows] == list(range(len(rows)))
+    assert entries.KERNEL_NAMES == tuple(r["name"] for r in rows)
+    assert set(entries._PROSE) == set(entries.KERNEL_NAMES)
+    for r in rows:
+        assert r["handle"] in {"sp", "regs", "uc", "copy", "none"}
+        assert entries.kernel_info(r["name"]).kind == ("stackful" if r["stackful"] else "stackless")
+        assert entries.keeps_fp_control(r["name"]) == r["keeps_fp_control"]
+    # A stackless kernel has no context of its own, nor FP state to keep.
+    assert not any(r["keeps_fp_control"] for r in rows if not r["stackful"])

@@ -18,15 +18,23 @@ from labkit.core import structs
 
 
 def kernel_table():
-    """One dict per kernel the C core knows: name, stackful, available, why_not, frame_bytes."""
+    """One dict per kernel the C core knows, in its enum order (the kernel table,
+    LK_KERNELS in labkit_core.h): index, name, handle, stackful, keeps_fp_control,
+    available, why_not, frame_bytes."""
     cdef const char *why
+    cdef int k
+    table = [row for row in lk_kernel_table().decode().split(";") if row]
     rows = []
-    for k in range(LK_NKERNELS):
+    for k in range(len(table)):
+        name, *props = table[k].split()
+        props = dict(p.split("=") for p in props)
         ok = lk_kernel_available(k, &why)
         rows.append({
             "index": k,
-            "name": lk_kernel_name(k).decode(),
-            "stackful": bool(lk_kernel_is_stackful(k)),
+            "name": name,
+            "handle": props["handle"],
+            "stackful": props["stackful"] == "1",
+            "keeps_fp_control": props["keeps_fp_control"] == "1",
             "available": bool(ok),
             "why_not": why.decode(),
             "frame_bytes": lk_kernel_frame_bytes(k),

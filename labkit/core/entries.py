@@ -22,51 +22,58 @@ class KernelInfo:
     note: str
 
 
-_INFO = {
-    "asm": KernelInfo(
-        "asm", "stackful",
+# What each kernel saves, how it returns, and a note: the prose of the catalogue. The
+# kernels themselves, their order and their properties are the C core's kernel table
+# (LK_KERNELS in labkit/csrc/labkit_core.h).
+_PROSE = {
+    "asm": (
         "callee-saved GPRs (x86-64: rbx rbp r12-r15; AArch64: x19-x29 lr d8-d15) + stack pointer",
         "pop + indirect jmp", "the minimal stackful switch; does NOT keep FP control state"),
-    "asm_ret": KernelInfo(
-        "asm_ret", "stackful", "same as asm", "ret",
+    "asm_ret": (
+        "same as asm", "ret",
         "asm ending in ret: the return-stack predictor guesses the wrong target"),
-    "asm_fpu": KernelInfo(
-        "asm_fpu", "stackful", "asm + MXCSR + x87 control word (AArch64: + FPCR)",
+    "asm_fpu": (
+        "asm + MXCSR + x87 control word (AArch64: + FPCR)",
         "pop + indirect jmp", "what Boost.Context's jump_fcontext saves by default"),
-    "asm_fxsave": KernelInfo(
-        "asm_fxsave", "stackful", "asm + whole x87/SSE state, 512 B (fxsave64/fxrstor64)",
+    "asm_fxsave": (
+        "asm + whole x87/SSE state, 512 B (fxsave64/fxrstor64)",
         "pop + indirect jmp", "saves FP registers the ABI does not ask for (claim C002.3)"),
-    "asm_xsave": KernelInfo(
-        "asm_xsave", "stackful", "asm + every XCR0 state component (xsave64/xrstor64)",
+    "asm_xsave": (
+        "asm + every XCR0 state component (xsave64/xrstor64)",
         "pop + indirect jmp", "x87, SSE, AVX, AVX-512...: the most a switch could save"),
-    "ucontext": KernelInfo(
-        "ucontext", "stackful",
+    "ucontext": (
         "glibc swapcontext: GPRs, FP environment, MXCSR and the signal mask",
         "glibc setcontext", "makes a rt_sigprocmask system call on every switch"),
-    "stackless": KernelInfo(
-        "stackless", "stackless", "nothing: the state lives in a heap/struct frame",
+    "stackless": (
+        "nothing: the state lives in a heap/struct frame",
         "return from the state machine",
         "a C state machine resumed through a function pointer the compiler cannot inline"),
-    "libco_design": KernelInfo(
-        "libco_design", "stackful",
+    "libco_design": (
         "libco's design (not libco): 14 slots in a context struct: rsp, return address, rbx, "
         "rcx, rdx, rsi, rdi, rbp, r8, r9, r12-r15 (caller-saved ones the ABI does not ask "
         "for); no MXCSR, no x87 control word",
         "push + ret",
         "WeChat libco's x86-64 switch written again from its description; does NOT keep FP "
         "control state; x86-64 only"),
-    "copy_stack": KernelInfo(
-        "copy_stack", "stackful",
+    "copy_stack": (
         "asm_fpu's registers, on a run stack shared by the coroutines; switching to one that "
         "is not on it copies the owner's used stack out and its own back in",
         "pop + indirect jmp",
         "libco's shared stacks, libaco's copy stacks: a switch costs in proportion to the "
         "bytes in use (measure's stack_in_use); a suspended coroutine keeps only those bytes"),
 }
-# The kernels whose switch copies stack, and so take measure's stack_in_use.
-COPIES_STACK = ("copy_stack",)
 
-KERNEL_NAMES = tuple(_INFO)
+
+@functools.lru_cache(maxsize=1)
+def _table() -> dict[str, dict]:
+    # What the compiled core knows does not change while the process runs.
+    return {row["name"]: row for row in _core.kernel_table()}
+
+
+# labkit's kernels, in the C core's order.
+KERNEL_NAMES = tuple(_table())
+# The kernels whose switch copies stack, and so take measure's stack_in_use.
+COPIES_STACK = tuple(n for n, row in _table().items() if row["handle"] == "copy")
 
 # The peers, in the order of enum lkx_peer (labkit/cxx/peers.h).
 _PEER_KIND = {
@@ -109,12 +116,6 @@ def _peer_info(name: str) -> KernelInfo:
                       "a real system, measured by the same harness method as labkit's kernels")
 
 
-@functools.lru_cache(maxsize=1)
-def _table() -> dict[str, dict]:
-    # What the compiled core knows does not change while the process runs.
-    return {row["name"]: row for row in _core.kernel_table()}
-
-
 def kernel_index(name: str) -> int:
     """The C core's number for a kernel name (names are checked by labkit.core.validate)."""
     return _table()[name]["index"]
@@ -122,7 +123,16 @@ def kernel_index(name: str) -> int:
 
 def kernel_info(name: str) -> KernelInfo:
     """What a kernel or peer saves and how it returns."""
-    return _INFO[name] if system(name) == "labkit" else _peer_info(name)
+    if system(name) != "labkit":
+        return _peer_info(name)
+    kind = "stackful" if _table()[name]["stackful"] else "stackless"
+    return KernelInfo(name, kind, *_PROSE[name])
+
+
+def keeps_fp_control(name: str) -> bool:
+    """Whether a switch of labkit's kernel `name` keeps the FP control state (MXCSR and
+    the x87 control word; AArch64: FPCR), as the C core's kernel table says."""
+    return _table()[name]["keeps_fp_control"]
 
 
 def availability(name: str) -> tuple[bool, str]:

@@ -1,10 +1,12 @@
 """The ctypes side of labkit's one binding layer: the C core's optimisation-level builds
 (labkit/bin/liblabkit_c-<tag>.so: the timed ping-pong and the switch-frequency runs) and
 the C++ library (liblabkit_peers-<tag>.so: Boost.Context, Boost.Fiber, C++20 coroutines,
-plain calls, and the coroutine frames of notebooks 07a and 07b). Every C function Python calls
-through ctypes is declared here, once; the structs it fills come from the C headers
-through labkit.core.structs. The Cython extension labkit.core._core is the other half of the layer:
-the same C, built with the extension's flags.
+plain calls, and the coroutine frames of notebooks 07a and 07b). Neither the C functions
+Python calls through ctypes nor the structs they fill are declared here: each library
+exports its functions' prototypes (lk_functions(), LK_FUNCTIONS in csrc/lk_layout.h) and
+its structs' layouts (labkit.core.structs), and the calls are typed from those. The Cython
+extension labkit.core._core is the other half of the layer: the same C, built with the
+extension's flags.
 
 Timed runs happen inside worker processes only; the look-ups (builds, peer availability,
 flags) are safe anywhere."""
@@ -13,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import platform
+import re
 from pathlib import Path
 
 from labkit.core import native_build, structs
@@ -50,13 +53,17 @@ def builds() -> list[str]:
 
 
 class Library:
-    """A loaded native library: its C functions declared with their types, and the structs
-    they fill (made from the library's own layout, lk_layout.h)."""
+    """A loaded native library: its C functions typed from the prototypes it exports, and
+    the structs they fill (made from the library's own layout, lk_layout.h)."""
 
-    def __init__(self, path: Path, struct_names: tuple[str, ...], prototypes):
+    def __init__(self, path: Path, struct_names: tuple[str, ...]):
         self._dll = ctypes.CDLL(str(path))
         self.structs = {name: self._struct(name) for name in struct_names}
-        for fname, (restype, argtypes) in prototypes(self.structs).items():
+        exported = self._dll.lk_functions
+        exported.restype, exported.argtypes = ctypes.c_char_p, []
+        # {name: (restype, argtypes)} of every function the library exports a prototype of
+        self.functions = prototypes(exported().decode(), self.structs)
+        for fname, (restype, argtypes) in self.functions.items():
             fn = getattr(self._dll, fname)
             fn.restype, fn.argtypes = restype, argtypes
 
@@ -67,6 +74,11 @@ class Library:
         return structs.struct_type(name, layout().decode(), size())
 
     def __getattr__(self, name):
+        # Only what the library exports a prototype of: an untyped call would take every
+        # result for an int.
+        if name not in self.__dict__.get("functions", ()):
+            raise AttributeError(f"{name} is not among the functions this library exports "
+                                 "(its header's F(...) list, lk_layout.h)")
         return getattr(self._dll, name)
 
     def new(self, struct: str, count: int | None = None):
@@ -78,8 +90,49 @@ class Library:
         """Call fname(*args, out, err, errlen) with out an array of `repeats` structs:
         one dict per sample, or RuntimeError with the C side's message."""
         out = self.new(struct, repeats)
-        check(getattr(self._dll, fname), *args, out)
+        check(getattr(self, fname), *args, out)
         return structs.as_dicts(out)
+
+
+_SCALARS = {"void": None, "int": ctypes.c_int, "size_t": ctypes.c_size_t,
+            "uint32_t": ctypes.c_uint32, "uint64_t": ctypes.c_uint64,
+            "int64_t": ctypes.c_int64, "double": ctypes.c_double}
+
+
+def _ctype(decl: str, struct_types: dict, where: str):
+    """The ctypes type of a C type as the prototypes spell it ("const char *", "lk_sample *")."""
+    base = " ".join(t for t in decl.replace("*", " * ").split() if t != "const")
+    pointer = base.endswith("*")
+    base = base.rstrip("* ").strip()
+    if pointer and base == "char":
+        return ctypes.c_char_p
+    if pointer and base in struct_types:
+        return ctypes.POINTER(struct_types[base])
+    if base in _SCALARS and (not pointer or _SCALARS[base] is not None):
+        return ctypes.POINTER(_SCALARS[base]) if pointer else _SCALARS[base]
+    raise RuntimeError(f"{where}: labkit.core.native cannot pass the C type {decl.strip()!r}; "
+                       "add it to _SCALARS or the library's struct list")
+
+
+def prototypes(text: str, struct_types: dict) -> dict:
+    """{name: (restype, argtypes)} from a library's lk_functions() text
+    ("int lk_ring(int kernel, lk_sample *out);...")."""
+    found = {}
+    for decl in filter(None, (d.strip() for d in text.split(";"))):
+        m = re.fullmatch(r"(.+?)\s*\b(\w+)\s*\((.*)\)", decl, re.S)
+        if not m:
+            raise RuntimeError(f"cannot read the exported prototype {decl!r}")
+        ret, name, params = m.groups()
+        args = []
+        for param in (p.strip() for p in params.split(",")):
+            if param in ("void", ""):
+                continue
+            pm = re.fullmatch(r"(.*?[\s*])(\w+)", param)
+            if not pm:
+                raise RuntimeError(f"{name}: cannot read the parameter {param!r}")
+            args.append(_ctype(pm.group(1), struct_types, name))
+        found[name] = (_ctype(ret, struct_types, name), args)
+    return found
 
 
 def check(fn, *args) -> None:
@@ -90,32 +143,13 @@ def check(fn, *args) -> None:
         raise RuntimeError(err.value.decode())
 
 
-_u64, _u32, _sz, _int, _str = (ctypes.c_uint64, ctypes.c_uint32, ctypes.c_size_t, ctypes.c_int,
-                               ctypes.c_char_p)
-
-
-def _core_prototypes(s) -> dict:
-    P = ctypes.POINTER
-    return {
-        "lk_cflags": (_str, []),
-        "lk_pingpong_fp": (_int, [_int, _sz, _int, _u64, _int, _int, _int, P(s["lk_sample"]),
-                                  _str, _sz]),
-        "lk_set_stack_in_use": (None, [_sz]),
-        "lk_copy_hold": (_int, [_u64, _sz, P(_u64), _str, _sz]),
-        "lk_copy_hold_release": (None, []),
-        "lk_freq_ticks_per_unit": (ctypes.c_double, [_int, _u64, _int]),
-        "lk_freq_run": (_int, [_sz, _int, _u32, _int, _u64, _u64, _int, _int,
-                               P(s["lk_freq_sample"]), _str, _sz]),
-    }
-
-
 @functools.lru_cache(maxsize=None)
 def core(tag: str) -> Library:
     """The C core built at optimisation level `tag` (O0 ... O2-native)."""
     path = BIN_DIR / f"liblabkit_c-{tag}.so"
     if not path.exists():
         raise FileNotFoundError(f"no build {tag!r} at {path}: run `make setup`")
-    return Library(path, ("lk_sample", "lk_freq_sample"), _core_prototypes)
+    return Library(path, ("lk_sample", "lk_freq_sample"))
 
 
 def cflags(tag: str) -> str:
@@ -154,41 +188,13 @@ def peers_missing_reason() -> str:
             "`make setup`" + detail)
 
 
-def _peers_prototypes(s) -> dict:
-    P = ctypes.POINTER
-    return {
-        "lkx_pingpong": (_int, [_int, _sz, _u64, _int, _int, P(s["lk_sample"]), _str, _sz]),
-        "lkx_peer_name": (_str, [_int]),
-        "lkx_peer_saves": (_str, [_int]),
-        "lkx_peer_why_not": (_str, [_int]),
-        "lkx_cflags": (_str, []),
-        "lkx_set_fpctl": (None, [_int]),
-        # the coroutine frames of notebooks 07a and 07b (labkit/cxx/frames.h, labkit.experiments.frames)
-        "lkf_variant_name": (_str, [_int]),
-        "lkf_allocator_name": (_str, [_int]),
-        "lkf_frame_bytes": (_sz, [_int]),
-        "lkf_live_bytes": (_sz, [_int]),
-        "lkf_promise_bytes": (_sz, []),
-        "lkf_alloc_bench": (_int, [_int, _sz, _u64, _u64, _int, _int, P(s["lkf_sample"]),
-                                   _str, _sz]),
-        "lkf_pool_release": (_int, [_int]),
-        "lkf_coro_run": (_int, [_int, _int, _u64, _u64, _int, P(s["lkf_mem_report"]),
-                                P(s["lkf_pool_stats"]), _str, _sz]),
-        "lkf_stackful_run": (_int, [_sz, _int, _int, _u64, P(s["lkf_mem_report"]), _str, _sz]),
-        "lkf_pool_reuse_run": (_int, [_u64, _u64, P(s["lkf_mem_report"]),
-                                      P(s["lkf_pool_stats"]), P(_u64), _str, _sz]),
-        "lkf_conn_bytes": (_sz, []),
-    }
-
-
 @functools.lru_cache(maxsize=None)
 def peers(tag: str) -> Library:
     """The C++ library (peers and frames) built at optimisation level `tag`."""
     path = BIN_DIR / f"liblabkit_peers-{tag}.so"
     if not path.exists():
         raise FileNotFoundError(peers_missing_reason() or f"no peers build {tag!r} at {path}")
-    return Library(path, ("lk_sample", "lkf_sample", "lkf_pool_stats", "lkf_mem_report"),
-                   _peers_prototypes)
+    return Library(path, ("lk_sample", "lkf_sample", "lkf_pool_stats", "lkf_mem_report"))
 
 
 def peer_names(tag: str = PEER_BUILD) -> list[str]:

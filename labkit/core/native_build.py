@@ -66,7 +66,7 @@ def _targets() -> dict[str, dict]:
             headers=[*CORE_HEADERS, "csrc/frequency.h"], flags=[*opt, *WARN], shared=True,
             record=("LK_CFLAGS", " ".join(opt)))
     t["lk_count"] = dict(group="tools", lang="c", sources=["csrc/count_main.c"],
-                         headers=CORE_HEADERS, flags=["-O2", *WARN], libs=["-ldl"])
+                         headers=[*CORE_HEADERS, "cxx/peers.h"], flags=["-O2", *WARN], libs=["-ldl"])
     for tag, opt in OPT_LEVELS.items():
         t[f"liblabkit_peers-{tag}.so"] = dict(
             group="peers", lang="c++", sources=["cxx/peers.cpp", "cxx/frames.cpp"],

@@ -12,10 +12,12 @@
 #include <string.h>
 
 #include "labkit_core.h"
+#include "../cxx/peers.h"
 
-typedef int (*core_fn)(int, size_t, int, uint64_t, int, int, int, lk_sample *, char *, size_t);
-typedef int (*peer_fn)(int, size_t, uint64_t, int, int, lk_sample *, char *, size_t);
-typedef void (*only_fn)(int);
+/* The functions looked up, typed by their declarations in the headers. */
+typedef __typeof__(&lk_pingpong_fp) core_fn;
+typedef __typeof__(&lkx_pingpong) peer_fn;
+typedef __typeof__(&lk_set_only) only_fn;
 
 int main(int argc, char **argv) {
     if (argc != 7) {

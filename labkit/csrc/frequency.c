@@ -13,11 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include "lk_timer.h"
-
-void lk_swap_asm_fpu(void **, void *);
 
 typedef struct fq fq;
 typedef struct {
@@ -102,7 +99,7 @@ static void fq_worker(void *arg) {
 
 /* The scheduler: resumes the workers round-robin, so with N workers each stack top is
  * revisited only after N-1 others, as in a pool with a shared run queue. */
-__attribute__((noinline)) static void fq_switching(fq *q, uint64_t resumptions) {
+LK_TIMED_LOOP static void fq_switching(fq *q, uint64_t resumptions) {
     int i = 0;
     for (uint64_t r = 0; r < resumptions; r++) {
         lk_swap_asm_fpu(&q->main_sp, q->w[i].sp);
@@ -113,7 +110,7 @@ __attribute__((noinline)) static void fq_switching(fq *q, uint64_t resumptions) 
 
 /* The same tasks for the same workers' slots in the same order, every counter bumped as
  * often as above, but called in place: no transfer, no other stack. */
-__attribute__((noinline)) static void fq_work_only(fq *q, uint64_t resumptions) {
+LK_TIMED_LOOP static void fq_work_only(fq *q, uint64_t resumptions) {
     int i = 0;
     for (uint64_t r = 0; r < resumptions; r++) {
         fq_slot *s = &q->w[i];
@@ -122,13 +119,6 @@ __attribute__((noinline)) static void fq_work_only(fq *q, uint64_t resumptions) 
         q->main_count++;
         if (++i == q->n) i = 0;
     }
-}
-
-static void fq_usage(uint64_t *faults, uint64_t *preempted) {
-    struct rusage ru;
-    getrusage(RUSAGE_THREAD, &ru);
-    *faults = (uint64_t)ru.ru_minflt;
-    *preempted = (uint64_t)ru.ru_nivcsw;
 }
 
 static void fq_totals(fq *q, uint64_t *switches, uint64_t *tasks) {
@@ -145,18 +135,16 @@ typedef void (*fq_loop)(fq *, uint64_t);
 
 static void fq_timed(fq_loop f, fq *q, uint64_t resumptions, uint64_t *ns, uint64_t *ticks,
                      uint64_t *counted, uint64_t *tasks, uint64_t *faults, uint64_t *preempted) {
-    uint64_t s0, t0c, s1, t1c, f0, f1, p0, p1;
+    uint64_t s0, t0c, s1, t1c;
     fq_totals(q, &s0, &t0c);
-    fq_usage(&f0, &p0);
-    uint64_t n0 = lk_now_ns(), k0 = lk_ticks_begin();
+    lk_span span = lk_span_begin();
     f(q, resumptions);
-    uint64_t k1 = lk_ticks_end(), n1 = lk_now_ns();
-    fq_usage(&f1, &p1);
-    *faults = f1 - f0;
-    *preempted = p1 - p0;
+    span = lk_span_end(span);
     fq_totals(q, &s1, &t1c);
-    *ns = n1 - n0;
-    *ticks = k1 - k0;
+    *ns = span.ns;
+    *ticks = span.ticks;
+    *faults = span.faults;
+    *preempted = span.preempted;
     *counted = s1 - s0;
     *tasks = t1c - t0c;
 }
@@ -279,5 +267,9 @@ done:
     return rc;
 }
 
-/* What labkit/core/structs.py reads an lk_freq_sample by (lk_layout.h). */
+/* What labkit/core/structs.py reads an lk_freq_sample by, and what labkit/core/native.py
+ * types this library's functions by (lk_layout.h): frequency.c is the one source of
+ * liblabkit_c-<tag>.so that is in no other build. */
 LK_LAYOUT(lk_freq_sample, LK_FREQ_SAMPLE_FIELDS)
+#define LK_LIBRARY_FUNCTIONS(F) LK_CORE_FUNCTIONS(F) LK_FREQ_FUNCTIONS(F)
+LK_FUNCTIONS(LK_LIBRARY_FUNCTIONS)

@@ -44,19 +44,21 @@ enum lk_freq_work {
     LK_FREQ_INDEPENDENT = 1,  /* six independent add chains: issue-bound */
 };
 
-/* Cycle-counter ticks one unit of the busy loop of `work` takes: the fastest of `tries`
- * runs of `units` units through the same task function the experiment uses (0 for an
- * unknown work). */
-double lk_freq_ticks_per_unit(int work, uint64_t units, int tries);
-
-/* `workers` coroutines with stacks of stack_size bytes (mmapped, guard page below, not
- * prefaulted), `tasks` tasks of `units` units each, `batch` tasks per resumption
- * (tasks must be a multiple of batch), tasks doing `work`. warmup runs are dropped, then
- * `repeats` samples are written to out, each timing the loops in the order work-only,
- * switching, switching, work-only (half the resumptions each) and adding the halves.
- * Returns 0, or -1 with err filled. */
-int lk_freq_run(size_t stack_size, int workers, uint32_t batch, int work, uint64_t units,
-                uint64_t tasks, int warmup, int repeats, lk_freq_sample *out, char *err,
-                size_t errlen);
+/* Called through ctypes (lk_layout.h's LK_FUNCTIONS):
+ * lk_freq_ticks_per_unit: cycle-counter ticks one unit of the busy loop of `work` takes,
+ *   the fastest of `tries` runs of `units` units through the same task function the
+ *   experiment uses (0 for an unknown work).
+ * lk_freq_run: `workers` coroutines with stacks of stack_size bytes (mmapped, guard page
+ *   below, not prefaulted), `tasks` tasks of `units` units each, `batch` tasks per
+ *   resumption (tasks must be a multiple of batch), tasks doing `work`. warmup runs are
+ *   dropped, then `repeats` samples are written to out, each timing the loops in the
+ *   order work-only, switching, switching, work-only (half the resumptions each) and
+ *   adding the halves. Returns 0, or -1 with err filled. */
+#define LK_FREQ_FUNCTIONS(F)                                                            \
+    F(double, lk_freq_ticks_per_unit, (int work, uint64_t units, int tries))            \
+    F(int, lk_freq_run, (size_t stack_size, int workers, uint32_t batch, int work,      \
+                         uint64_t units, uint64_t tasks, int warmup, int repeats,       \
+                         lk_freq_sample *out, char *err, size_t errlen))
+LK_DECLARE(LK_FREQ_FUNCTIONS)
 
 #endif

@@ -25,10 +25,8 @@ struct pingpong {
     void *main_sp, *co_sp;   /* asm kernels: the two stored stack pointers */
     ucontext_t main_uc;      /* ucontext: main's context ... */
     ucontext_t *co_uc;       /* ... and the other one's, at the top of its stack */
-#if defined(__x86_64__)
-    lk_regs_ctx main_lc;     /* libco_design: main's register struct ... */
+    lk_regs_ctx main_lc;     /* regs (libco_design): main's register struct ... */
     lk_regs_ctx *co_lc;      /* ... and the other one's, at the top of its stack */
-#endif
     lk_copy_run run;         /* copy_stack: the shared run stack, */
     lk_copy_ctx cs_main;     /* main's context (its own stack), */
     copy_side cs[2];         /* and the two coroutines main resumes in turn */
@@ -41,48 +39,35 @@ typedef void (*loop_fn)(pingpong *, uint64_t);
 
 /* ---------------------------------------------------------------- the switch loops */
 
-/* The asm kernels are called directly, not through a pointer, as
- * Boost.Context's jump_fcontext is: one loop and one entry per kernel. */
-#define LK_PINGPONG(NAME, SWAP)                                              \
+/* The sp and regs kernels are called directly, not through a pointer, as Boost.Context's
+ * jump_fcontext is: one loop and one entry per kernel, made from the kernel table. */
+#define LK_PINGPONG(NAME, MAIN_SAVE, MAIN_LOAD, CO_SAVE, CO_LOAD)                \
     static void co_##NAME(void *arg) {                                       \
         pingpong *p = arg;                                                   \
         for (;;) {                                                           \
             p->co_count++;                                                   \
-            SWAP(&p->co_sp, p->main_sp);                                     \
+            lk_swap_##NAME(CO_SAVE, CO_LOAD);                                \
         }                                                                    \
     }                                                                        \
-    __attribute__((noinline)) static void loop_##NAME(pingpong *p, uint64_t rounds) { \
+    LK_TIMED_LOOP static void loop_##NAME(pingpong *p, uint64_t rounds) {    \
         for (uint64_t i = 0; i < rounds; i++) {                              \
-            SWAP(&p->main_sp, p->co_sp);                                     \
+            lk_swap_##NAME(MAIN_SAVE, MAIN_LOAD);                            \
             p->main_count++;                                                 \
         }                                                                    \
     }
-
-LK_PINGPONG(asm, lk_swap_asm)
-LK_PINGPONG(asm_ret, lk_swap_asm_ret)
-LK_PINGPONG(asm_fpu, lk_swap_asm_fpu)
-#if defined(__x86_64__)
-LK_PINGPONG(asm_fxsave, lk_swap_asm_fxsave)
-LK_PINGPONG(asm_xsave, lk_swap_asm_xsave)
-#endif
-
-#if defined(__x86_64__)
-/* libco_design: the contexts are register structs, main's here and the other's at the top
- * of its stack, as ucontext's are. */
-static void co_libco_design(void *arg) {
-    pingpong *p = arg;
-    for (;;) {
-        p->co_count++;
-        lk_swap_libco_design((void **)p->co_lc, &p->main_lc);
-    }
-}
-__attribute__((noinline)) static void loop_libco_design(pingpong *p, uint64_t rounds) {
-    for (uint64_t i = 0; i < rounds; i++) {
-        lk_swap_libco_design((void **)&p->main_lc, p->co_lc);
-        p->main_count++;
-    }
-}
-#endif
+/* sp: the two stored stack pointers. */
+#define LK_PINGPONG_sp(NAME) LK_PINGPONG(NAME, &p->main_sp, p->co_sp, &p->co_sp, p->main_sp)
+/* regs: the contexts are register structs, main's here and the other's at the top of its
+ * stack, as ucontext's are. */
+#define LK_PINGPONG_regs(NAME) \
+    LK_PINGPONG(NAME, (void **)&p->main_lc, p->co_lc, (void **)p->co_lc, &p->main_lc)
+/* The others' loops are written out below. */
+#define LK_PINGPONG_uc(NAME)
+#define LK_PINGPONG_copy(NAME)
+#define LK_PINGPONG_none(NAME)
+#define LK_PINGPONG_ROW(name, ARCH, HANDLE, STACKFUL, KEEPS_FP, WHY_NOT) \
+    LK_ON_##ARCH(LK_PINGPONG_##HANDLE(name))
+LK_KERNELS(LK_PINGPONG_ROW)
 
 /* copy_stack: main resumes two coroutines in turn, so that each resume finds the other
  * one on the run stack: it is copied out and this one copied in (one copy of the bytes in
@@ -99,7 +84,7 @@ static void co_copy_stack(void *arg) {
         lk_swap_copy_stack((void **)&c->ctx, &p->cs_main);
     }
 }
-__attribute__((noinline)) static void loop_copy_stack(pingpong *p, uint64_t rounds) {
+LK_TIMED_LOOP static void loop_copy_stack(pingpong *p, uint64_t rounds) {
     for (uint64_t i = 0; i < rounds; i++) {
         lk_swap_copy_stack((void **)&p->cs_main, &p->cs[i & 1].ctx);
         p->main_count++;
@@ -117,7 +102,7 @@ static void co_ucontext(void *arg) {
         swapcontext(p->co_uc, &p->main_uc);
     }
 }
-__attribute__((noinline)) static void loop_ucontext(pingpong *p, uint64_t rounds) {
+LK_TIMED_LOOP static void loop_ucontext(pingpong *p, uint64_t rounds) {
     for (uint64_t i = 0; i < rounds; i++) {
         swapcontext(&p->main_uc, p->co_uc);
         p->main_count++;
@@ -135,7 +120,7 @@ __attribute__((noinline)) static void stackless_body(pingpong *p) {
     }
 }
 static void (*volatile stackless_resume)(pingpong *) = stackless_body;
-__attribute__((noinline)) static void loop_stackless(pingpong *p, uint64_t rounds) {
+LK_TIMED_LOOP static void loop_stackless(pingpong *p, uint64_t rounds) {
     for (uint64_t i = 0; i < rounds; i++) {
         stackless_resume(p);
         p->main_count++;
@@ -145,7 +130,7 @@ __attribute__((noinline)) static void loop_stackless(pingpong *p, uint64_t round
 /* ---------------------------------------------------------------- the empty loop */
 
 /* The loop without the switch: the same counters, the same loop control. */
-__attribute__((noinline)) static void loop_base(pingpong *p, uint64_t rounds) {
+LK_TIMED_LOOP static void loop_base(pingpong *p, uint64_t rounds) {
     for (uint64_t i = 0; i < rounds; i++) {
         p->co_count++;
         p->main_count++;
@@ -159,6 +144,9 @@ __attribute__((noinline)) static void loop_base(pingpong *p, uint64_t rounds) {
 static int only_loops = 0;
 void lk_set_only(int which) { only_loops = which; }
 
+#define LK_PINGPONG_COUNT(p) ((p)->main_count + (p)->co_count)
+LK_TIMED_FN(timed_loop, pingpong, LK_PINGPONG_COUNT)
+
 /* One loop in one span (lk_timer.h), and the switches the two counters saw in it; a loop
  * lk_set_only leaves out reads as all zeros. */
 static void timed(loop_fn f, pingpong *p, uint64_t rounds, uint64_t *ns, uint64_t *ticks,
@@ -167,14 +155,7 @@ static void timed(loop_fn f, pingpong *p, uint64_t rounds, uint64_t *ns, uint64_
         *ns = *ticks = *faults = *counted = 0;
         return;
     }
-    uint64_t c0 = p->main_count + p->co_count;
-    lk_span span = lk_span_begin();
-    f(p, rounds);
-    span = lk_span_end(span);
-    *ns = span.ns;
-    *ticks = span.ticks;
-    *faults = span.faults;
-    *counted = p->main_count + p->co_count - c0;
+    timed_loop(f, p, rounds, ns, ticks, faults, counted);
 }
 
 /* ---------------------------------------------------------------- the ping-pong */
@@ -184,6 +165,11 @@ int lk_pingpong(int kernel, size_t stack_size, int prefault, uint64_t rounds, in
     return lk_pingpong_fp(kernel, stack_size, prefault, rounds, warmup, repeats, 0, out, err,
                           errlen);
 }
+
+/* stackless has no other context to start. */
+#define co_stackless 0
+#define LK_PINGPONG_CASE(name, ARCH, HANDLE, STACKFUL, KEEPS_FP, WHY_NOT) \
+    LK_ON_##ARCH(case LK_KERNEL_##name: loop = loop_##name; entry = co_##name; break;)
 
 int lk_pingpong_fp(int kernel, size_t stack_size, int prefault, uint64_t rounds, int warmup,
                    int repeats, int fpctl_mode, lk_sample *out, char *err, size_t errlen) {
@@ -195,21 +181,12 @@ int lk_pingpong_fp(int kernel, size_t stack_size, int prefault, uint64_t rounds,
         return -1;
     }
     switch (kernel) {
-    case LK_ASM: loop = loop_asm; entry = co_asm; break;
-    case LK_ASM_RET: loop = loop_asm_ret; entry = co_asm_ret; break;
-    case LK_ASM_FPU: loop = loop_asm_fpu; entry = co_asm_fpu; break;
-#if defined(__x86_64__)
-    case LK_ASM_FXSAVE: loop = loop_asm_fxsave; entry = co_asm_fxsave; break;
-    case LK_ASM_XSAVE: loop = loop_asm_xsave; entry = co_asm_xsave; break;
-    case LK_LIBCO_DESIGN: loop = loop_libco_design; entry = co_libco_design; break;
-#endif
-    case LK_COPY_STACK: loop = loop_copy_stack; entry = co_copy_stack; break;
-    case LK_UCONTEXT: loop = loop_ucontext; entry = co_ucontext; break;
-    case LK_STACKLESS: loop = loop_stackless; break;
+    LK_KERNELS(LK_PINGPONG_CASE)
     default:
         snprintf(err, errlen, "unknown kernel %d", kernel);
         return -1;
     }
+    enum lk_handle handle = lk_kernel_handle(kernel);
 
     static pingpong p;  /* static: its address is stable and off the stacks being measured */
     memset(&p, 0, sizeof p);
@@ -226,7 +203,7 @@ int lk_pingpong_fp(int kernel, size_t stack_size, int prefault, uint64_t rounds,
             return -1;
         }
         void *ctx = 0;
-        if (kernel == LK_COPY_STACK) {
+        if (handle == LK_HANDLE_copy) {
             /* Room for what the coroutines hold, so the copies never grow in the loop. */
             p.stack_in_use = stack_in_use;
             lk_copy_run_init(&p.run, &s);
@@ -247,10 +224,8 @@ int lk_pingpong_fp(int kernel, size_t stack_size, int prefault, uint64_t rounds,
             lk_fpctl_write(fp_saved);
             return -1;
         }
-        if (kernel == LK_UCONTEXT) p.co_uc = ctx;
-#if defined(__x86_64__)
-        else if (kernel == LK_LIBCO_DESIGN) p.co_lc = ctx;
-#endif
+        if (handle == LK_HANDLE_uc) p.co_uc = ctx;
+        else if (handle == LK_HANDLE_regs) p.co_lc = ctx;
         else p.co_sp = ctx;
     }
     if (fpctl_mode == 2) lk_fpctl_divide();

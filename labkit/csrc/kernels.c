@@ -17,53 +17,49 @@
 
 void lk_regprobe(lk_swap_fn fn, void **save, void *load, const uint64_t *in, uint64_t *out);
 
-static const char *const names[LK_NKERNELS] = {
-    "asm", "asm_ret", "asm_fpu", "asm_fxsave", "asm_xsave", "ucontext", "stackless",
-    "libco_design", "copy_stack",
-};
+#define LK_NAME(name, ARCH, HANDLE, STACKFUL, KEEPS_FP, WHY_NOT) #name,
+static const char *const names[LK_NKERNELS] = {LK_KERNELS(LK_NAME)};
+#define LK_HANDLE(name, ARCH, HANDLE, STACKFUL, KEEPS_FP, WHY_NOT) LK_HANDLE_##HANDLE,
+static const enum lk_handle handles[LK_NKERNELS] = {LK_KERNELS(LK_HANDLE)};
+#define LK_STACKFUL(name, ARCH, HANDLE, STACKFUL, KEEPS_FP, WHY_NOT) STACKFUL,
+static const int stackful[LK_NKERNELS] = {LK_KERNELS(LK_STACKFUL)};
+#define LK_KEEPS_FP(name, ARCH, HANDLE, STACKFUL, KEEPS_FP, WHY_NOT) KEEPS_FP,
+static const int keeps_fp[LK_NKERNELS] = {LK_KERNELS(LK_KEEPS_FP)};
+/* Why not, where the switch file has no such kernel; 0 where it has. */
+#define LK_NOT_HERE(name, ARCH, HANDLE, STACKFUL, KEEPS_FP, WHY_NOT) LK_HERE_##ARCH ? 0 : WHY_NOT,
+static const char *const not_here[LK_NKERNELS] = {LK_KERNELS(LK_NOT_HERE)};
+#define LK_TABLE_TEXT(name, ARCH, HANDLE, STACKFUL, KEEPS_FP, WHY_NOT) \
+    #name " handle=" #HANDLE " stackful=" #STACKFUL " keeps_fp_control=" #KEEPS_FP ";"
 
+const char *lk_kernel_table(void) { return LK_KERNELS(LK_TABLE_TEXT); }
 const char *lk_kernel_name(int k) { return (k >= 0 && k < LK_NKERNELS) ? names[k] : "?"; }
+enum lk_handle lk_kernel_handle(int k) {
+    return (k >= 0 && k < LK_NKERNELS) ? handles[k] : LK_HANDLE_none;
+}
 const char *lk_arch_name(void) { return LK_ARCH_NAME; }
 const char *lk_compiler(void) { return "gcc-compatible " __VERSION__; }
 const char *lk_cflags(void) { return LK_CFLAGS; }
-int lk_kernel_is_stackful(int k) { return k >= 0 && k < LK_NKERNELS && k != LK_STACKLESS; }
+int lk_kernel_is_stackful(int k) { return k >= 0 && k < LK_NKERNELS && stackful[k]; }
+int lk_kernel_keeps_fp_control(int k) { return k >= 0 && k < LK_NKERNELS && keeps_fp[k]; }
 
 static int arch_state = -1; /* -1 not asked yet; else lk_arch_init()'s answer */
 
 int lk_kernel_available(int k, const char **why) {
     if (arch_state < 0) arch_state = lk_arch_init();
     *why = "";
-    switch (k) {
-    case LK_ASM: case LK_ASM_RET: case LK_ASM_FPU: case LK_UCONTEXT: case LK_STACKLESS:
-    case LK_COPY_STACK:
-        return 1;
-    case LK_LIBCO_DESIGN:
-#if LK_HAVE_LIBCO_DESIGN
-        return 1;
-#else
-        *why = "libco's design is its x86-64 switch; labkit has no variant of it for this architecture";
-        return 0;
-#endif
-    case LK_ASM_FXSAVE:
-#if LK_HAVE_FXSAVE
-        return 1;
-#else
-        *why = "fxsave is an x86-64 instruction";
-        return 0;
-#endif
-    case LK_ASM_XSAVE:
-#if LK_HAVE_XSAVE
-        if (arch_state) return 1;
-        *why = "the CPU or the OS does not enable xsave (CPUID.1:ECX.OSXSAVE = 0)";
-        return 0;
-#else
-        *why = "xsave is an x86-64 instruction";
-        return 0;
-#endif
-    default:
+    if (k < 0 || k >= LK_NKERNELS) {
         *why = "unknown kernel";
         return 0;
     }
+    if (not_here[k]) {
+        *why = not_here[k];
+        return 0;
+    }
+    if (k == LK_ASM_XSAVE && !arch_state) {
+        *why = "the CPU or the OS does not enable xsave (CPUID.1:ECX.OSXSAVE = 0)";
+        return 0;
+    }
+    return 1;
 }
 
 size_t lk_kernel_frame_bytes(int k) {
@@ -76,21 +72,18 @@ size_t lk_kernel_frame_bytes(int k) {
     return lk_arch_frame_bytes(k);
 }
 
+/* ucontext's swapcontext and stackless have no function of this prototype (0). */
+#define LK_SWAP_OF_sp(name) lk_swap_##name
+#define LK_SWAP_OF_regs(name) lk_swap_##name
+#define LK_SWAP_OF_copy(name) lk_swap_##name
+#define LK_SWAP_OF_uc(name) 0
+#define LK_SWAP_OF_none(name) 0
+#define LK_SWAP_CASE(name, ARCH, HANDLE, STACKFUL, KEEPS_FP, WHY_NOT) \
+    LK_ON_##ARCH(case LK_KERNEL_##name: return LK_SWAP_OF_##HANDLE(name);)
+
 lk_swap_fn lk_swap_of(int k) {
     switch (k) {
-    case LK_ASM: return lk_swap_asm;
-    case LK_ASM_RET: return lk_swap_asm_ret;
-    case LK_ASM_FPU: return lk_swap_asm_fpu;
-#if LK_HAVE_FXSAVE
-    case LK_ASM_FXSAVE: return lk_swap_asm_fxsave;
-#endif
-#if LK_HAVE_XSAVE
-    case LK_ASM_XSAVE: return lk_swap_asm_xsave;
-#endif
-#if LK_HAVE_LIBCO_DESIGN
-    case LK_LIBCO_DESIGN: return lk_swap_libco_design;
-#endif
-    case LK_COPY_STACK: return lk_swap_copy_stack;
+    LK_KERNELS(LK_SWAP_CASE)
     default: return 0;
     }
 }
@@ -182,8 +175,9 @@ __attribute__((noinline)) static void *make_ucontext(lk_stack *s, void (*entry)(
 }
 
 void *lk_make(int kernel, lk_stack *s, void (*entry)(void *), void *arg) {
-    if (kernel == LK_UCONTEXT) return make_ucontext(s, entry, arg);
-    if (kernel == LK_COPY_STACK) return 0;  /* needs a run stack: lk_copy_make */
+    enum lk_handle h = lk_kernel_handle(kernel);
+    if (h == LK_HANDLE_uc) return make_ucontext(s, entry, arg);
+    if (h == LK_HANDLE_copy) return 0;  /* needs a run stack: lk_copy_make */
     return lk_arch_make(kernel, s->top, entry, arg);
 }
 
@@ -207,9 +201,7 @@ typedef struct {
     void *main_sp, *co_sp;
     void *main_obj;      /* 0 for the kernels whose context is a stack pointer */
     ucontext_t main_uc;
-#if LK_HAVE_LIBCO_DESIGN
     lk_regs_ctx main_lc;
-#endif
     lk_copy_run run;
     lk_copy_ctx main_cc, co_cc;
     uint64_t co_in[LK_NREGPROBE], co_out[LK_NREGPROBE];
@@ -235,13 +227,12 @@ static int setup(int kernel, side *d, lk_stack *s, size_t size, void (*entry)(vo
     const char *why;
     if (!lk_kernel_available(kernel, &why) || !lk_kernel_is_stackful(kernel)) return -1;
     memset(d, 0, sizeof *d);
-    d->swap = kernel == LK_UCONTEXT ? uc_swap : lk_swap_of(kernel);
+    enum lk_handle h = lk_kernel_handle(kernel);
+    d->swap = h == LK_HANDLE_uc ? uc_swap : lk_swap_of(kernel);
     if (lk_stack_alloc(s, size, 0, 0) != 0) return -1;
-    if (kernel == LK_UCONTEXT) d->main_obj = &d->main_uc;
-#if LK_HAVE_LIBCO_DESIGN
-    if (kernel == LK_LIBCO_DESIGN) d->main_obj = &d->main_lc;
-#endif
-    if (kernel == LK_COPY_STACK) {
+    if (h == LK_HANDLE_uc) d->main_obj = &d->main_uc;
+    if (h == LK_HANDLE_regs) d->main_obj = &d->main_lc;
+    if (h == LK_HANDLE_copy) {
         lk_copy_run_init(&d->run, s);
         lk_copy_main(&d->main_cc);
         d->main_obj = &d->main_cc;

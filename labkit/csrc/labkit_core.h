@@ -11,32 +11,85 @@
 
 #include "lk_layout.h"
 
-enum lk_kernel {
-    LK_ASM = 0,      /* callee-saved GPRs + sp, pop + jmp */
-    LK_ASM_RET,      /* the same, ending in ret */
-    LK_ASM_FPU,      /* + MXCSR and x87 control word (AArch64: + FPCR) */
-    LK_ASM_FXSAVE,   /* + the whole x87/SSE state, fxsave64 (x86-64 only) */
-    LK_ASM_XSAVE,    /* + every XCR0 component, xsave64 (x86-64 only) */
-    LK_UCONTEXT,     /* glibc swapcontext */
-    LK_STACKLESS,    /* a C state machine called through a pointer */
-    LK_LIBCO_DESIGN, /* libco's design: 14 registers into a struct, push + ret (x86-64 only) */
-    LK_COPY_STACK,   /* coroutines share one run stack, copied out and in (asm_fpu underneath) */
-    LK_NKERNELS
-};
+/* The kernel table: every kernel, once, in enum order. Everything that lists the kernels
+ * is made from it: the enum and the names, lk_swap_of, the ping-pong's and the ring's loops
+ * and their dispatch (harness.c, ring.c), and lk_kernel_table(), which Python reads
+ * (labkit.core.entries, the tests).
+ *
+ *   X(name, ARCH, HANDLE, STACKFUL, KEEPS_FP, WHY_NOT)
+ *
+ * ARCH      any, or x86_64: where the switch files define it (elsewhere WHY_NOT says why not).
+ * HANDLE    what save/load point at, which picks the loops made for it:
+ *           sp    a stack pointer: lk_swap_<name>(void **save_sp, void *load_sp), called
+ *                 directly by loops made from the table (add a row and its switch: done);
+ *           regs  a register struct (lk_regs_ctx) at the top of the context's stack,
+ *                 lk_swap_<name> again, loops made from the table too;
+ *           uc, copy, none: ucontext_t, copy stacks, no context at all: loops of their own.
+ * STACKFUL  1 if the other side runs on a stack of its own.
+ * KEEPS_FP  1 if a switch keeps the FP control state (MXCSR + x87 CW; AArch64: FPCR): the
+ *           property the correctness tests check, both ways. */
+#define LK_KERNELS(X)                                                                    \
+    /* callee-saved GPRs + sp, pop + jmp */                                              \
+    X(asm, any, sp, 1, 0, "")                                                            \
+    /* the same, ending in ret */                                                        \
+    X(asm_ret, any, sp, 1, 0, "")                                                        \
+    /* + MXCSR and x87 control word (AArch64: + FPCR) */                                 \
+    X(asm_fpu, any, sp, 1, 1, "")                                                        \
+    /* + the whole x87/SSE state, fxsave64 */                                            \
+    X(asm_fxsave, x86_64, sp, 1, 1, "fxsave is an x86-64 instruction")                   \
+    /* + every XCR0 component, xsave64 */                                                \
+    X(asm_xsave, x86_64, sp, 1, 1, "xsave is an x86-64 instruction")                     \
+    /* glibc swapcontext */                                                              \
+    X(ucontext, any, uc, 1, 1, "")                                                       \
+    /* a C state machine called through a pointer */                                     \
+    X(stackless, any, none, 0, 0, "")                                                    \
+    /* libco's design: 14 registers into a struct, push + ret */                         \
+    X(libco_design, x86_64, regs, 1, 0,                                                  \
+      "libco's design is its x86-64 switch; labkit has no variant of it for this architecture") \
+    /* coroutines share one run stack, copied out and in (asm_fpu underneath) */         \
+    X(copy_stack, any, copy, 1, 1, "")
+
+/* LK_ON_<ARCH>(code): the code where ARCH's switch exists, nothing elsewhere;
+ * LK_HERE_<ARCH>: 1 there, 0 elsewhere. */
+#define LK_ON_any(...) __VA_ARGS__
+#define LK_HERE_any 1
+#if defined(__x86_64__)
+#define LK_ON_x86_64(...) __VA_ARGS__
+#define LK_HERE_x86_64 1
+#else
+#define LK_ON_x86_64(...)
+#define LK_HERE_x86_64 0
+#endif
+
+#define LK_KERNEL_ENUM(name, ARCH, HANDLE, STACKFUL, KEEPS_FP, WHY_NOT) LK_KERNEL_##name,
+enum lk_kernel { LK_KERNELS(LK_KERNEL_ENUM) LK_NKERNELS };
+/* The short names the C code uses. */
+#define LK_ASM LK_KERNEL_asm
+#define LK_ASM_RET LK_KERNEL_asm_ret
+#define LK_ASM_FPU LK_KERNEL_asm_fpu
+#define LK_ASM_FXSAVE LK_KERNEL_asm_fxsave
+#define LK_ASM_XSAVE LK_KERNEL_asm_xsave
+#define LK_UCONTEXT LK_KERNEL_ucontext
+#define LK_STACKLESS LK_KERNEL_stackless
+#define LK_LIBCO_DESIGN LK_KERNEL_libco_design
+#define LK_COPY_STACK LK_KERNEL_copy_stack
+
+/* What a kernel's save/load words point at (the HANDLE column). */
+enum lk_handle { LK_HANDLE_sp, LK_HANDLE_regs, LK_HANDLE_uc, LK_HANDLE_copy, LK_HANDLE_none };
 
 typedef void (*lk_swap_fn)(void **save_sp, void *load_sp);
 
-/* The asm kernels, defined in the architecture's switch file (switch_platform.h). */
-void lk_swap_asm(void **save_sp, void *load_sp);
-void lk_swap_asm_ret(void **save_sp, void *load_sp);
-void lk_swap_asm_fpu(void **save_sp, void *load_sp);
-#if defined(__x86_64__)
-void lk_swap_asm_fxsave(void **save_sp, void *load_sp);
-void lk_swap_asm_xsave(void **save_sp, void *load_sp);
-/* libco_design: save and load point at lk_regs_ctx structs (switch_x86_64_sysv.h), not
- * at stack pointers. */
-void lk_swap_libco_design(void **save, void *load);
-#endif
+/* The switches of the sp and regs kernels, defined in the architecture's switch file
+ * (switch_platform.h); copy_stack's is in copy_stack.c. For regs, save and load point at
+ * lk_regs_ctx structs, not at stack pointers. */
+#define LK_SWAP_DECL_sp(name) void lk_swap_##name(void **save_sp, void *load_sp);
+#define LK_SWAP_DECL_regs(name) void lk_swap_##name(void **save, void *load);
+#define LK_SWAP_DECL_uc(name)
+#define LK_SWAP_DECL_copy(name)
+#define LK_SWAP_DECL_none(name)
+#define LK_SWAP_DECL(name, ARCH, HANDLE, STACKFUL, KEEPS_FP, WHY_NOT) \
+    LK_ON_##ARCH(LK_SWAP_DECL_##HANDLE(name))
+LK_KERNELS(LK_SWAP_DECL)
 
 /* libco_design's context: every register it keeps lives here, not on the stack. */
 typedef struct {
@@ -44,16 +97,21 @@ typedef struct {
 } __attribute__((aligned(16))) lk_regs_ctx;
 
 /* ---- kernels.c ---- */
+/* The table as text, "name handle=sp stackful=1 keeps_fp_control=0;" a kernel, in enum
+ * order: what labkit.core.entries reads the kernels from. */
+const char *lk_kernel_table(void);
 const char *lk_kernel_name(int kernel);
+enum lk_handle lk_kernel_handle(int kernel);
 /* 1 if the kernel can run here; else 0 and *why says why not. */
 int lk_kernel_available(int kernel, const char **why);
 int lk_kernel_is_stackful(int kernel);
+/* 1 if a switch keeps the FP control state (the table's KEEPS_FP). */
+int lk_kernel_keeps_fp_control(int kernel);
 /* Bytes a suspended context keeps on its stack for this kernel. */
 size_t lk_kernel_frame_bytes(int kernel);
 const char *lk_arch_name(void);
 const char *lk_timer_name(void);
 const char *lk_compiler(void);
-const char *lk_cflags(void);
 
 /* A mmapped stack with a PROT_NONE guard page below it. */
 typedef struct {
@@ -128,14 +186,6 @@ void lk_copy_free(lk_copy_ctx *c);
  * same run stack would overwrite the frames it runs on: it aborts (transfers go through
  * main, as libaco's do). */
 void lk_swap_copy_stack(void **save, void *load);
-/* Bytes the copy-stack coroutines of the next ping-pong hold on their stacks when they
- * switch, besides their frames (0 by default). */
-void lk_set_stack_in_use(size_t bytes);
-/* n suspended copy-stack coroutines, each holding stack_in_use bytes, kept until
- * lk_copy_hold_release(); for measuring their memory. Returns 0, or -1 with err filled. */
-int lk_copy_hold(uint64_t n, size_t stack_in_use, uint64_t *saved_bytes, char *err,
-                 size_t errlen);
-void lk_copy_hold_release(void);
 
 /* ---- harness.c ---- */
 /* One timed sample; its fields are declared once, here (lk_layout.h). */
@@ -162,11 +212,6 @@ int lk_ring(int kernel, int n, int asymmetric, size_t stack_size, size_t colour_
             int prefault, uint64_t laps, int warmup, int repeats, lk_sample *out, char *err,
             size_t errlen);
 
-/* lk_pingpong with control over the FP control words the two contexts hold:
- * 0 = as they are; 1 = both at the ABI defaults; 2 = main dirtied by an inexact
- * division after the other context was made (x86-64: their MXCSRs differ in PE). */
-int lk_pingpong_fp(int kernel, size_t stack_size, int prefault, uint64_t rounds, int warmup,
-                   int repeats, int fpctl_mode, lk_sample *out, char *err, size_t errlen);
 
 /* 1: the ping-pong runs only its switch loops; 2: only its empty loops; 0: both (default).
  * For counting instructions with callgrind, not for timing. */
@@ -174,5 +219,30 @@ void lk_set_only(int which);
 
 /* Ticks of the cycle counter per nanosecond of CLOCK_MONOTONIC, over about ms milliseconds. */
 double lk_ticks_per_ns(int ms);
+
+/* ---- what the -O builds are called by, through ctypes ---- */
+/* Each a row F(return type, name, (parameters)), declared here and nowhere else: the
+ * library exports the rows as text (LK_FUNCTIONS, lk_layout.h), and labkit/core/native.py
+ * types its calls from that text. */
+#define LK_CORE_FUNCTIONS(F)                                                              \
+    /* the flags this build was compiled with */                                         \
+    F(const char *, lk_cflags, (void))                                                   \
+    /* harness.c: lk_pingpong with control over the FP control words the two contexts    \
+     * hold: 0 = as they are; 1 = both at the ABI defaults; 2 = main dirtied by an       \
+     * inexact division after the other context was made (x86-64: their MXCSRs differ    \
+     * in PE). */                                                                        \
+    F(int, lk_pingpong_fp, (int kernel, size_t stack_size, int prefault, uint64_t rounds, \
+                            int warmup, int repeats, int fpctl_mode, lk_sample *out,      \
+                            char *err, size_t errlen))                                    \
+    /* copy_stack.c: bytes the copy-stack coroutines of the next ping-pong hold on their  \
+     * stacks when they switch, besides their frames (0 by default) */                   \
+    F(void, lk_set_stack_in_use, (size_t bytes))                                          \
+    /* copy_stack.c: n suspended copy-stack coroutines, each holding stack_in_use bytes,  \
+     * kept until lk_copy_hold_release(); for measuring their memory. Returns 0, or -1   \
+     * with err filled. */                                                               \
+    F(int, lk_copy_hold, (uint64_t n, size_t stack_in_use, uint64_t *saved_bytes,        \
+                          char *err, size_t errlen))                                      \
+    F(void, lk_copy_hold_release, (void))
+LK_DECLARE(LK_CORE_FUNCTIONS)
 
 #endif

@@ -28,4 +28,19 @@
     const char *lk_layout_##name(void) { return FIELDS(LK_FIELD_TEXT); } \
     size_t lk_sizeof_##name(void) { return sizeof(name); }
 
+/* A C function Python calls through ctypes is declared once, likewise: as a row
+ * F(return type, name, (parameters)) of a list in its header.
+ *
+ *     #define LK_CORE_FUNCTIONS(F) F(int, lk_ring, (int kernel, int n, char *err))
+ *     LK_DECLARE(LK_CORE_FUNCTIONS)                   (in the header: the prototypes)
+ *     LK_FUNCTIONS(LK_CORE_FUNCTIONS)                 (in one source file of the library)
+ *
+ * LK_FUNCTIONS defines lk_functions(), the rows as "int lk_ring(int kernel, int n, char
+ * *err);", from which labkit/core/native.py sets each function's ctypes types. */
+#define LK_PROTOTYPE(ret, name, params) ret name params;
+#define LK_PROTOTYPE_TEXT(ret, name, params) #ret " " #name #params ";"
+#define LK_DECLARE(LIST) LIST(LK_PROTOTYPE) const char *lk_functions(void);
+#define LK_FUNCTIONS(LIST) \
+    const char *lk_functions(void) { return LIST(LK_PROTOTYPE_TEXT); }
+
 #endif

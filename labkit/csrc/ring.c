@@ -32,14 +32,13 @@ struct ring {
     slot main;
     slot *c;
     ucontext_t main_uc;
-#if defined(__x86_64__)
-    lk_regs_ctx main_lc;      /* libco_design: main's register struct */
-#endif
+    lk_regs_ctx main_lc;      /* regs (libco_design): main's register struct */
 };
 
-/* For ucontext and libco_design the handle is the context object itself, which the switch
- * saves into. copy_stack has no ring here: its contexts share one stack (notebook 04 and
- * 07b measure it through the ping-pong and labkit.experiments.frames). */
+/* For the uc and regs kernels (ucontext, libco_design) the handle is the context object
+ * itself, which the switch saves into. copy_stack has no ring here: its contexts share one
+ * stack (notebook 04 and 07b measure it through the ping-pong and
+ * labkit.experiments.frames). */
 static void uc_swap(void **save, void *load) { swapcontext((ucontext_t *)save, (ucontext_t *)load); }
 
 #define LK_RING(NAME, SWAP, UC)                                                        \
@@ -59,13 +58,13 @@ static void uc_swap(void **save, void *load) { swapcontext((ucontext_t *)save, (
             SWAP(save_##NAME(s), s->r->main.h);                                        \
         }                                                                              \
     }                                                                                  \
-    __attribute__((noinline)) static void symloop_##NAME(ring *r, uint64_t laps) {     \
+    LK_TIMED_LOOP static void symloop_##NAME(ring *r, uint64_t laps) {     \
         for (uint64_t l = 0; l < laps; l++) {                                          \
             SWAP(save_##NAME(&r->main), r->c[0].h);                                    \
             r->main.count++;                                                           \
         }                                                                              \
     }                                                                                  \
-    __attribute__((noinline)) static void asymloop_##NAME(ring *r, uint64_t laps) {    \
+    LK_TIMED_LOOP static void asymloop_##NAME(ring *r, uint64_t laps) {                \
         for (uint64_t l = 0; l < laps; l++)                                            \
             for (int i = 0; i < r->n; i++) {                                           \
                 SWAP(save_##NAME(&r->main), r->c[i].h);                                \
@@ -73,24 +72,24 @@ static void uc_swap(void **save, void *load) { swapcontext((ucontext_t *)save, (
             }                                                                          \
     }
 
-LK_RING(asm, lk_swap_asm, 0)
-LK_RING(asm_ret, lk_swap_asm_ret, 0)
-LK_RING(asm_fpu, lk_swap_asm_fpu, 0)
-#if defined(__x86_64__)
-LK_RING(asm_fxsave, lk_swap_asm_fxsave, 0)
-LK_RING(asm_xsave, lk_swap_asm_xsave, 0)
-LK_RING(libco_design, lk_swap_libco_design, 1)
-#endif
-LK_RING(ucontext, uc_swap, 1)
+/* A ring for every kernel whose contexts have stacks of their own, from the kernel table. */
+#define LK_RING_sp(NAME) LK_RING(NAME, lk_swap_##NAME, 0)
+#define LK_RING_regs(NAME) LK_RING(NAME, lk_swap_##NAME, 1)
+#define LK_RING_uc(NAME) LK_RING(NAME, uc_swap, 1)
+#define LK_RING_copy(NAME)
+#define LK_RING_none(NAME)
+#define LK_RING_ROW(name, ARCH, HANDLE, STACKFUL, KEEPS_FP, WHY_NOT) \
+    LK_ON_##ARCH(LK_RING_##HANDLE(name))
+LK_KERNELS(LK_RING_ROW)
 
 /* The same laps without any transfer: every counter bumped as often as in the real loop. */
-__attribute__((noinline)) static void symbase(ring *r, uint64_t laps) {
+LK_TIMED_LOOP static void symbase(ring *r, uint64_t laps) {
     for (uint64_t l = 0; l < laps; l++) {
         for (int i = 0; i < r->n; i++) r->c[i].count++;
         r->main.count++;
     }
 }
-__attribute__((noinline)) static void asymbase(ring *r, uint64_t laps) {
+LK_TIMED_LOOP static void asymbase(ring *r, uint64_t laps) {
     for (uint64_t l = 0; l < laps; l++)
         for (int i = 0; i < r->n; i++) {
             r->c[i].count++;
@@ -106,17 +105,17 @@ static uint64_t total(ring *r) {
 
 typedef void (*ring_loop)(ring *, uint64_t);
 
-static void timed(ring_loop f, ring *r, uint64_t laps, uint64_t *ns, uint64_t *ticks,
-                  uint64_t *flt, uint64_t *counted) {
-    uint64_t c0 = total(r);
-    lk_span span = lk_span_begin();
-    f(r, laps);
-    span = lk_span_end(span);
-    *ns = span.ns;
-    *ticks = span.ticks;
-    *flt = span.faults;
-    *counted = total(r) - c0;
-}
+LK_TIMED_FN(timed, ring, total)
+
+#define LK_RING_PICK(NAME) \
+    sym = sym_##NAME, asym = asym_##NAME, symloop = symloop_##NAME, asymloop = asymloop_##NAME
+#define LK_RING_CASE_sp(NAME) case LK_KERNEL_##NAME: LK_RING_PICK(NAME); break;
+#define LK_RING_CASE_regs LK_RING_CASE_sp
+#define LK_RING_CASE_uc LK_RING_CASE_sp
+#define LK_RING_CASE_copy(NAME)
+#define LK_RING_CASE_none(NAME)
+#define LK_RING_CASE(name, ARCH, HANDLE, STACKFUL, KEEPS_FP, WHY_NOT) \
+    LK_ON_##ARCH(LK_RING_CASE_##HANDLE(name))
 
 int lk_ring(int kernel, int n, int asymmetric, size_t stack_size, size_t colour_step,
             int prefault, uint64_t laps, int warmup, int repeats, lk_sample *out, char *err,
@@ -128,22 +127,12 @@ int lk_ring(int kernel, int n, int asymmetric, size_t stack_size, size_t colour_
         snprintf(err, errlen, "kernel %s cannot run a ring here", lk_kernel_name(kernel));
         return -1;
     }
-#define PICK(NAME) sym = sym_##NAME, asym = asym_##NAME, symloop = symloop_##NAME, asymloop = asymloop_##NAME
     switch (kernel) {
-    case LK_ASM: PICK(asm); break;
-    case LK_ASM_RET: PICK(asm_ret); break;
-    case LK_ASM_FPU: PICK(asm_fpu); break;
-#if defined(__x86_64__)
-    case LK_ASM_FXSAVE: PICK(asm_fxsave); break;
-    case LK_ASM_XSAVE: PICK(asm_xsave); break;
-    case LK_LIBCO_DESIGN: PICK(libco_design); break;
-#endif
-    case LK_UCONTEXT: PICK(ucontext); break;
+    LK_KERNELS(LK_RING_CASE)
     default:
         snprintf(err, errlen, "no ring for kernel %s", lk_kernel_name(kernel));
         return -1;
     }
-#undef PICK
     if (n < 1) {
         snprintf(err, errlen, "a ring needs at least one context");
         return -1;
@@ -162,10 +151,9 @@ int lk_ring(int kernel, int n, int asymmetric, size_t stack_size, size_t colour_
     r->c = c;
     r->main.r = r;
     r->main.i = -1;
-    r->main.h = kernel == LK_UCONTEXT ? (void *)&r->main_uc : 0;
-#if defined(__x86_64__)
-    if (kernel == LK_LIBCO_DESIGN) r->main.h = &r->main_lc;
-#endif
+    enum lk_handle handle = lk_kernel_handle(kernel);
+    r->main.h = handle == LK_HANDLE_uc ? (void *)&r->main_uc
+                : handle == LK_HANDLE_regs ? (void *)&r->main_lc : 0;
     for (int i = 0; i < n; i++, made++) {
         size_t offset = colour_step ? (size_t)(i % 1024) * colour_step : 0;
         int e = lk_stack_alloc(&stacks[i], stack_size, offset, prefault);

@@ -36,14 +36,14 @@ int main(void) {
             check(lk_fptest(k, ms, ma, cs, ca, mask) == 0, name, "fptest ran");
             int keeps = ((ms[0] ^ ma[0]) & mask[0]) == 0 && ((ms[1] ^ ma[1]) & mask[1]) == 0 &&
                         ((cs[0] ^ ca[0]) & mask[0]) == 0 && ((cs[1] ^ ca[1]) & mask[1]) == 0;
-            /* asm, asm_ret and libco_design keep no FP control state by design: they must
-             * leak it. */
-            int should_keep = !(k == LK_ASM || k == LK_ASM_RET || k == LK_LIBCO_DESIGN);
+            /* The kernels that keep no FP control state by design (asm, asm_ret,
+             * libco_design) must leak it. */
+            int should_keep = lk_kernel_keeps_fp_control(k);
             check(keeps == should_keep, name,
                   should_keep ? "FP control state survives" : "FP control state leaks, as documented");
             check(lk_stack_probe(k, 64 * 1024, 16 * 1024) == 0, name, "16 KiB of a 64 KiB stack usable");
         }
-        if (k == LK_COPY_STACK) {
+        if (lk_kernel_handle(k) == LK_HANDLE_copy) {
             /* Each round trip copies the other coroutine out and this one in: 4 KiB more
              * in use is 2 x 4 KiB more copied a round, exactly. */
             lk_sample c[1];

@@ -92,10 +92,6 @@
 #define LK_SWITCH_AARCH64_AAPCS_H
 
 #define LK_ARCH_NAME "aarch64-aapcs64"
-#define LK_HAVE_FXSAVE 0
-#define LK_HAVE_XSAVE 0
-/* libco_design is libco's x86-64 coctx_swap; labkit writes no AArch64 variant of it. */
-#define LK_HAVE_LIBCO_DESIGN 0
 
 /* Every kernel's frame, from sp up: d8-d15, x19-x28, x29, x30 (the table above). The
  * frame is reserved first, so these stores never land below the live sp. */

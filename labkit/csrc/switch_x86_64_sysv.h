@@ -66,9 +66,6 @@
 #define LK_SWITCH_X86_64_SYSV_H
 
 #define LK_ARCH_NAME "x86_64-sysv"
-#define LK_HAVE_FXSAVE 1
-#define LK_HAVE_XSAVE 1
-#define LK_HAVE_LIBCO_DESIGN 1
 
 /* Every kernel's entry and exit: the six callee-saved registers, pushed in this order and
  * popped in the reverse one (the frame tables above list them from the stack pointer up). */

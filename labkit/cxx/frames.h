@@ -42,19 +42,6 @@ enum lkf_allocator {
     LKF_NALLOCATORS
 };
 
-const char *lkf_variant_name(int variant);
-const char *lkf_allocator_name(int allocator);
-
-/* Bytes the compiler asked the promise's operator new for, for one frame of the variant
- * (the coroutine is made, run to its end and destroyed); 0 if no allocation happened
- * (the frame was elided) or the variant is unknown. */
-size_t lkf_frame_bytes(int variant);
-/* The sum of sizeof over the locals and parameters the variant keeps alive across its
- * suspension (0 for the variants with none). */
-size_t lkf_live_bytes(int variant);
-/* sizeof the promise object every variant's frame holds. */
-size_t lkf_promise_bytes(void);
-
 /* One timed sample of the allocation benchmark. */
 #define LKF_SAMPLE_FIELDS(F)                                                   \
     F(uint64_t, loop_ns) F(uint64_t, loop_ticks)  /* pairs allocate+free, timed */ \
@@ -64,15 +51,6 @@ size_t lkf_promise_bytes(void);
     F(uint64_t, minor_faults)                     /* page faults in the timed loop */
 LK_STRUCT(lkf_sample, LKF_SAMPLE_FIELDS)
 LK_LAYOUT_DECL(lkf_sample)
-
-/* pairs allocate+free pairs of block-byte blocks from allocator. live == 0: each block
- * is freed right after it is allocated (and written, as a new frame is). live > 0: live
- * blocks are allocated first and stay allocated; each pair frees a pseudo-randomly
- * chosen one and allocates its replacement, as connections come and go. Each sample
- * times the loop and its baseline in the order base, loop, loop, base (half the pairs
- * each) and adds the halves. warmup samples are dropped; repeats are written to out. */
-int lkf_alloc_bench(int allocator, size_t block, uint64_t pairs, uint64_t live, int warmup,
-                    int repeats, lkf_sample *out, char *err, size_t errlen);
 
 /* A pool's own counters. Every block carved from a chunk is either in use or on a free
  * list: carved == in_use + free_blocks whenever no call is running. */
@@ -91,9 +69,6 @@ LK_LAYOUT_DECL(lkf_pool_stats)
  * not count allocs and frees (that would take atomics of its own): its in_use is
  * carved - free_blocks. */
 int lkf_pool_stats_of(int allocator, lkf_pool_stats *out);
-/* Give every chunk back with munmap and zero the counters; -1 (nothing done) if blocks
- * are still in use. */
-int lkf_pool_release(int allocator);
 
 /* What a run of many coroutines or contexts kept resident. The /proc/self/status
  * figures are in kB, read before anything is made (after the handle array is touched),
@@ -114,17 +89,6 @@ int lkf_pool_release(int allocator);
 LK_STRUCT(lkf_mem_report, LKF_MEM_REPORT_FIELDS)
 LK_LAYOUT_DECL(lkf_mem_report)
 
-/* n coroutines of a variant with frames from allocator, made batch at a time: each is
- * made and resumed once, so that it sits at its suspension point with its locals
- * written; when batch are alive they are all destroyed and the next batch is made.
- * batch == n: all n alive together (the million run); batch == 1: create/destroy
- * cycles. pool is the pool's counters after the last batch is destroyed (zeros for
- * the heap). The pool starts empty (released first) and is given back afterwards only
- * if release_pool. The heap's free pages are returned first (malloc_trim), so that a
- * frame placed in memory freed earlier still shows in RSS. */
-int lkf_coro_run(int variant, int allocator, uint64_t n, uint64_t batch, int release_pool,
-                 lkf_mem_report *out, lkf_pool_stats *pool, char *err, size_t errlen);
-
 /* A connection's own state in the reuse strategy, outside any frame. */
 typedef struct lkf_conn {
     int32_t fd;
@@ -132,28 +96,63 @@ typedef struct lkf_conn {
     uint64_t bytes;
 } lkf_conn;
 
-/* sizeof(lkf_conn). */
-size_t lkf_conn_bytes(void);
-
-/* The coroutine-pool reuse strategy: n connection records served by pool_size
- * coroutines whose frames come from the pool (LKF_POOL) once and are reused, never
- * freed, for connection after connection (each worker: idle, handed a connection, reads
- * into a 128-byte buffer, waits for the I/O, answers, idle again). Connections are
- * served in rounds of pool_size in flight; the memory is read with the last round in
- * flight, all n records and pool_size frames resident. served counts the connections
- * finished (must be n); pool's allocs must be pool_size. The pool starts empty and is
- * given back at the end. */
-int lkf_pool_reuse_run(uint64_t n, uint64_t pool_size, lkf_mem_report *out,
-                       lkf_pool_stats *pool, uint64_t *served, char *err, size_t errlen);
-
-/* n stackful contexts (Boost.Context fcontext) on mmapped stacks of stack_size usable
- * bytes (whole pages) cut from one mapping; guard puts a PROT_NONE page below each
- * (two VMAs a stack: mind vm.max_map_count). touch writes every page of each stack
- * before its context is made; otherwise only what making the context and running it to
- * its first suspension writes, at the top, is ever touched. Each context runs once and
- * suspends; the mapping is then unmapped with all of them suspended. */
-int lkf_stackful_run(size_t stack_size, int touch, int guard, uint64_t n,
-                     lkf_mem_report *out, char *err, size_t errlen);
+#define LKF_FUNCTIONS(F)                                                                     \
+    F(const char *, lkf_variant_name, (int variant))                                         \
+    F(const char *, lkf_allocator_name, (int allocator))                                     \
+    /* Bytes the compiler asked the promise's operator new for, for one frame of the variant \
+     * (the coroutine is made, run to its end and destroyed); 0 if no allocation happened    \
+     * (the frame was elided) or the variant is unknown. */                                  \
+    F(size_t, lkf_frame_bytes, (int variant))                                                \
+    /* The sum of sizeof over the locals and parameters the variant keeps alive across its   \
+     * suspension (0 for the variants with none). */                                         \
+    F(size_t, lkf_live_bytes, (int variant))                                                 \
+    /* sizeof the promise object every variant's frame holds. */                             \
+    F(size_t, lkf_promise_bytes, (void))                                                     \
+    /* pairs allocate+free pairs of block-byte blocks from allocator. live == 0: each block  \
+     * is freed right after it is allocated (and written, as a new frame is). live > 0: live \
+     * blocks are allocated first and stay allocated; each pair frees a pseudo-randomly      \
+     * chosen one and allocates its replacement, as connections come and go. Each sample    \
+     * times the loop and its baseline in the order base, loop, loop, base (half the pairs  \
+     * each) and adds the halves. warmup samples are dropped; repeats are written to out. */\
+    F(int, lkf_alloc_bench, (int allocator, size_t block, uint64_t pairs,                    \
+                             uint64_t live, int warmup, int repeats, lkf_sample *out,        \
+                             char *err, size_t errlen))                                      \
+    /* Give every chunk back with munmap and zero the counters; -1 (nothing done) if blocks  \
+     * are still in use. */                                                                  \
+    F(int, lkf_pool_release, (int allocator))                                                \
+    /* n coroutines of a variant with frames from allocator, made batch at a time: each is   \
+     * made and resumed once, so that it sits at its suspension point with its locals        \
+     * written; when batch are alive they are all destroyed and the next batch is made.      \
+     * batch == n: all n alive together (the million run); batch == 1: create/destroy        \
+     * cycles. pool is the pool's counters after the last batch is destroyed (zeros for      \
+     * the heap). The pool starts empty (released first) and is given back afterwards only   \
+     * if release_pool. The heap's free pages are returned first (malloc_trim), so that a    \
+     * frame placed in memory freed earlier still shows in RSS. */                           \
+    F(int, lkf_coro_run, (int variant, int allocator, uint64_t n, uint64_t batch,            \
+                          int release_pool, lkf_mem_report *out, lkf_pool_stats *pool,       \
+                          char *err, size_t errlen))                                         \
+    /* n stackful contexts (Boost.Context fcontext) on mmapped stacks of stack_size usable   \
+     * bytes (whole pages) cut from one mapping; guard puts a PROT_NONE page below each      \
+     * (two VMAs a stack: mind vm.max_map_count). touch writes every page of each stack      \
+     * before its context is made; otherwise only what making the context and running it to  \
+     * its first suspension writes, at the top, is ever touched. Each context runs once and  \
+     * suspends; the mapping is then unmapped with all of them suspended. */                 \
+    F(int, lkf_stackful_run, (size_t stack_size, int touch, int guard, uint64_t n,           \
+                              lkf_mem_report *out, char *err, size_t errlen))                \
+    /* sizeof(lkf_conn). */                                                                  \
+    F(size_t, lkf_conn_bytes, (void))                                                        \
+    /* The coroutine-pool reuse strategy: n connection records served by pool_size           \
+     * coroutines whose frames come from the pool (LKF_POOL) once and are reused, never      \
+     * freed, for connection after connection (each worker: idle, handed a connection, reads \
+     * into a 128-byte buffer, waits for the I/O, answers, idle again). Connections are      \
+     * served in rounds of pool_size in flight; the memory is read with the last round in    \
+     * flight, all n records and pool_size frames resident. served counts the connections    \
+     * finished (must be n); pool's allocs must be pool_size. The pool starts empty and is   \
+     * given back at the end. */                                                             \
+    F(int, lkf_pool_reuse_run, (uint64_t n, uint64_t pool_size, lkf_mem_report *out,         \
+                                lkf_pool_stats *pool, uint64_t *served, char *err,           \
+                                size_t errlen))
+LK_DECLARE(LKF_FUNCTIONS)
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,7 @@
  *
  * Build: g++ -std=c++20 -O2 -fPIC -c peers.cpp; link with -lboost_context -lboost_fiber. */
 #include "peers.h"
+#include "frames.h"
 
 #include <coroutine>
 #include <cstdarg>
@@ -44,7 +45,6 @@ namespace {
  * registers it leaves alone) and the call would be cheaper than a call to code the
  * compiler has not seen, such as a library function. */
 #define LKX_OPAQUE __attribute__((noipa))
-#define LKX_NOINLINE __attribute__((noinline))
 
 struct fibers_pair;
 
@@ -84,7 +84,7 @@ inline void inc(volatile uint64_t &c) { c = c + 1; }
 
 /* ---- the baseline: harness.c's loop_base, the same counters and loop control ---- */
 
-LKX_NOINLINE void loop_base(pingpong *p, uint64_t rounds) {
+LK_TIMED_LOOP void loop_base(pingpong *p, uint64_t rounds) {
     for (uint64_t i = 0; i < rounds; i++) {
         inc(p->co_count);
         inc(p->main_count);
@@ -96,7 +96,7 @@ LKX_NOINLINE void loop_base(pingpong *p, uint64_t rounds) {
 LKX_OPAQUE void bump_co(pingpong *p) { inc(p->co_count); }
 LKX_OPAQUE void bump_main(pingpong *p) { inc(p->main_count); }
 
-LKX_NOINLINE void loop_direct(pingpong *p, uint64_t rounds) {
+LK_TIMED_LOOP void loop_direct(pingpong *p, uint64_t rounds) {
     for (uint64_t i = 0; i < rounds; i++) {
         bump_co(p);
         bump_main(p);
@@ -107,7 +107,7 @@ LKX_NOINLINE void loop_direct(pingpong *p, uint64_t rounds) {
 void (*volatile g_ind_co)(pingpong *) = bump_co;
 void (*volatile g_ind_main)(pingpong *) = bump_main;
 
-LKX_NOINLINE void loop_indirect(pingpong *p, uint64_t rounds) {
+LK_TIMED_LOOP void loop_indirect(pingpong *p, uint64_t rounds) {
     for (uint64_t i = 0; i < rounds; i++) {
         g_ind_co(p);
         g_ind_main(p);
@@ -132,7 +132,7 @@ main_side g_main_side;
 side *volatile g_virt_co = &g_co_side;
 side *volatile g_virt_main = &g_main_side;
 
-LKX_NOINLINE void loop_virtual(pingpong *p, uint64_t rounds) {
+LK_TIMED_LOOP void loop_virtual(pingpong *p, uint64_t rounds) {
     for (uint64_t i = 0; i < rounds; i++) {
         g_virt_co->bump(p);
         g_virt_main->bump(p);
@@ -140,7 +140,7 @@ LKX_NOINLINE void loop_virtual(pingpong *p, uint64_t rounds) {
 }
 
 /* getppid: it cannot fail, takes no lock worth the name, and glibc does not cache it. */
-LKX_NOINLINE void loop_syscall(pingpong *p, uint64_t rounds) {
+LK_TIMED_LOOP void loop_syscall(pingpong *p, uint64_t rounds) {
     for (uint64_t i = 0; i < rounds; i++) {
         syscall(SYS_getppid);
         inc(p->co_count);
@@ -194,7 +194,7 @@ coro gen_body(pingpong *p) {
     }
 }
 
-LKX_NOINLINE void loop_generator(pingpong *p, uint64_t rounds) {
+LK_TIMED_LOOP void loop_generator(pingpong *p, uint64_t rounds) {
     std::coroutine_handle<> h = p->gen;
     for (uint64_t i = 0; i < rounds; i++) {
         h.resume();
@@ -242,7 +242,7 @@ coro sym_b_body(pingpong *p) {
     }
 }
 
-LKX_NOINLINE void loop_symmetric(pingpong *p, uint64_t rounds) {
+LK_TIMED_LOOP void loop_symmetric(pingpong *p, uint64_t rounds) {
     p->rounds = rounds;
     p->sym_a.resume();
 }
@@ -291,7 +291,7 @@ void fctx_entry(bctx::detail::transfer_t t) {
     }
 }
 
-LKX_NOINLINE void loop_fcontext(pingpong *p, uint64_t rounds) {
+LK_TIMED_LOOP void loop_fcontext(pingpong *p, uint64_t rounds) {
     for (uint64_t i = 0; i < rounds; i++) {
         /* p travels on every jump (one register); the other side reads it on entry only. */
         p->fctx = bctx::detail::jump_fcontext(p->fctx, p).fctx;
@@ -301,7 +301,7 @@ LKX_NOINLINE void loop_fcontext(pingpong *p, uint64_t rounds) {
 
 /* ---- Boost.Context, fiber ---- */
 
-LKX_NOINLINE void loop_fiber(pingpong *p, uint64_t rounds) {
+LK_TIMED_LOOP void loop_fiber(pingpong *p, uint64_t rounds) {
     bctx::fiber &f = *p->fiber;
     for (uint64_t i = 0; i < rounds; i++) {
         f = std::move(f).resume();
@@ -315,7 +315,7 @@ LKX_NOINLINE void loop_fiber(pingpong *p, uint64_t rounds) {
 using coro2 = boost::coroutines2::coroutine<void>;
 
 /* Each source() resumes the coroutine, which runs to its next sink(): two transfers. */
-LKX_NOINLINE void loop_coroutine2(pingpong *p, uint64_t rounds) {
+LK_TIMED_LOOP void loop_coroutine2(pingpong *p, uint64_t rounds) {
     coro2::pull_type &source = *static_cast<coro2::pull_type *>(p->coro2);
     for (uint64_t i = 0; i < rounds; i++) {
         source();
@@ -356,7 +356,7 @@ void fibers_prepare(pingpong *p, uint64_t rounds) {
     }
 }
 
-LKX_NOINLINE void loop_fibers_yield(pingpong *p, uint64_t) {
+LK_TIMED_LOOP void loop_fibers_yield(pingpong *p, uint64_t) {
     p->pair->a.join();
     p->pair->b.join();
 }
@@ -371,20 +371,16 @@ void fibers_finish(pingpong *) { boost::this_fiber::yield(); }
  * empty loops. 0, the default, runs both. */
 int g_only = 0;
 
+#define LKX_COUNT(p) ((p)->main_count + (p)->co_count)
+LK_TIMED_FN(timed_loop, pingpong, LKX_COUNT)
+
 void timed(loop_fn f, pingpong *p, uint64_t rounds, uint64_t *ns, uint64_t *ticks,
            uint64_t *faults, uint64_t *counted) {
     if ((g_only == 1 && f == loop_base) || (g_only == 2 && f != loop_base)) {
         *ns = *ticks = *faults = *counted = 0;
         return;
     }
-    uint64_t c0 = p->main_count + p->co_count;
-    lk_span span = lk_span_begin();
-    f(p, rounds);
-    span = lk_span_end(span);
-    *ns = span.ns;
-    *ticks = span.ticks;
-    *faults = span.faults;
-    *counted = p->main_count + p->co_count - c0;
+    timed_loop(f, p, rounds, ns, ticks, faults, counted);
 }
 
 /* Warm-up pairs are run and dropped; each sample is the baseline, then the loop, back
@@ -675,5 +671,10 @@ size_t lkx_cxx20_frame_bytes(void) {
 
 /* The peers fill lk_sample too; this library has no harness.c to export its layout. */
 LK_LAYOUT(lk_sample, LK_SAMPLE_FIELDS)
+
+/* What labkit/core/native.py types this library's functions by, the peers' and the
+ * frames' (lk_layout.h). */
+#define LKX_LIBRARY_FUNCTIONS(F) LKX_FUNCTIONS(F) LKF_FUNCTIONS(F)
+LK_FUNCTIONS(LKX_LIBRARY_FUNCTIONS)
 
 }  // extern "C"

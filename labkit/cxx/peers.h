@@ -1,9 +1,10 @@
 /* peers.h -- the real systems the articles compare switch costs against (plain calls, a
  * syscall, C++20 coroutines, Boost.Context, Boost.Fiber), timed by the method of harness.c.
- * Included by C++ only: peers.cpp (the bodies) and peers_selftest.cpp. Plain C declarations
- * with C linkage because the callers outside C++ look the names up unmangled in
- * liblabkit_peers-<tag>.so: ctypes in labkit/core/native.py, which repeats these signatures by
- * hand (change them there too), and lk_count (csrc/count_main.c) through dlsym. */
+ * Included by peers.cpp (the bodies), peers_selftest.cpp and, in C, csrc/count_main.c.
+ * Plain C declarations with C linkage because the callers outside C++ look the names up
+ * unmangled in liblabkit_peers-<tag>.so: ctypes in labkit/core/native.py, typed from the
+ * prototypes the library exports (LKX_FUNCTIONS below, lk_layout.h), and lk_count through
+ * dlsym, typed by these declarations. */
 #ifndef LABKIT_PEERS_H
 #define LABKIT_PEERS_H
 
@@ -31,20 +32,8 @@ enum lkx_peer {
     LKX_NPEERS
 };
 
-const char *lkx_peer_name(int peer);
-/* One line: what one switch saves or does. */
-const char *lkx_peer_saves(int peer);
-/* "" if the peer was built into this library, else why not and what to install. */
-const char *lkx_peer_why_not(int peer);
 /* 1 if the peer runs the other side on a stack of its own (stack_size applies). */
 int lkx_peer_stackful(int peer);
-
-/* The ping-pong of harness.c's lk_pingpong: rounds round trips = 2*rounds switches,
- * the loop without the switch timed right before each sample as the baseline,
- * warmup pairs dropped, repeats samples written to out. stack_size (bytes) is used by
- * the stackful peers only and is not validated. Returns 0, or -1 with err filled. */
-int lkx_pingpong(int peer, size_t stack_size, uint64_t rounds, int warmup, int repeats,
-                 lk_sample *out, char *err, size_t errlen);
 
 /* Bytes the compiler asked operator new for, for one frame of the generator coroutine
  * that LKX_CXX20_GENERATOR resumes; 0 if the frame could not be made. */
@@ -54,12 +43,24 @@ size_t lkx_cxx20_frame_bytes(void);
  * For counting instructions with callgrind, not for timing. */
 void lkx_set_only(int which);
 
-/* FP control words for the next boost_fcontext runs: 0 as they are, 1 both contexts at
- * the ABI defaults, 2 they differ (main did an inexact division after making the other). */
-void lkx_set_fpctl(int mode);
-
-/* The flags this library was built with (setup.py passes them as LKX_CFLAGS). */
-const char *lkx_cflags(void);
+#define LKX_FUNCTIONS(F)                                                                         \
+    F(const char *, lkx_peer_name, (int peer))                                                   \
+    /* One line: what one switch saves or does. */                                               \
+    F(const char *, lkx_peer_saves, (int peer))                                                  \
+    /* "" if the peer was built into this library, else why not and what to install. */          \
+    F(const char *, lkx_peer_why_not, (int peer))                                                \
+    /* The ping-pong of harness.c's lk_pingpong: rounds round trips = 2*rounds switches,         \
+     * the loop without the switch timed right before each sample as the baseline,               \
+     * warmup pairs dropped, repeats samples written to out. stack_size (bytes) is used by       \
+     * the stackful peers only and is not validated. Returns 0, or -1 with err filled. */        \
+    F(int, lkx_pingpong, (int peer, size_t stack_size, uint64_t rounds, int warmup,              \
+                          int repeats, lk_sample *out, char *err, size_t errlen))                \
+    /* FP control words for the next boost_fcontext runs: 0 as they are, 1 both contexts at      \
+     * the ABI defaults, 2 they differ (main did an inexact division after making the other). */ \
+    F(void, lkx_set_fpctl, (int mode))                                                           \
+    /* The flags this library was built with (setup.py passes them as LKX_CFLAGS). */            \
+    F(const char *, lkx_cflags, (void))
+LK_DECLARE(LKX_FUNCTIONS)
 
 #ifdef __cplusplus
 }
