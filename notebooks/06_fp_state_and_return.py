@@ -200,10 +200,7 @@ if not why_no_xstate:
 # %%
 if not why_no_xstate:
     for insn in dict.fromkeys(xs_summary.instruction):
-        costs = xstate.component_costs(xs_summary, insn, "dirty")
-        print(f"{insn}, dirty: " + "; ".join(
-            f"{c['step']} {'costs' if i == 0 else 'adds'} {c['adds_ns']:.1f} ns "
-            f"({c['adds_bytes']} B)" for i, c in enumerate(costs)))
+        print(f"{insn}, dirty: {xstate.cost_text(xstate.component_costs(xs_summary, insn))}")
     clean = xs_summary.set_index(["instruction", "mask", "state"]).median_ns
     full = f"0x{xs_cpu['xcr0']:x}"
     for insn in ("xsaveopt", "xsavec"):

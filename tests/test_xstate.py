@@ -103,3 +103,15 @@ def test_names():
     assert xstate.sweep_masks(0x207) == [0x3, 0x7, 0x207]
     assert xstate.sweep_masks(0x602E7) == [0x3, 0x7, 0xE7, 0x600E7, 0x602E7]
 
+
+
+def test_component_costs_say_what_each_step_adds(rows):
+    summ = xstate.summary(rows)
+    costs = xstate.component_costs(summ, "xsave", "dirty")
+    sel = summ[(summ.instruction == "xsave") & (summ.state == "dirty")]
+    assert [c["step"] for c in costs] == list(sel.step)
+    assert costs[0]["adds_ns"] == sel.median_ns.iloc[0] and costs[0]["resolved"]
+    for c, (a, b) in zip(costs[1:], zip(sel.itertuples(), list(sel.itertuples())[1:])):
+        assert c["adds_ns"] == pytest.approx(b.median_ns - a.median_ns)
+        assert c["adds_bytes"] == b.area_bytes - a.area_bytes
+    assert xstate.cost_text(costs).startswith("x87+SSE costs ")

@@ -58,9 +58,7 @@ __asm__(".text\n"
         /* AMX: the tiles need a configuration (loaded once, xs_tile_config) to be written */
         XS_FN("xs_dirty_amx") "call xs_dirty_avx512\n"
         ".irp r,0,1,2,3,4,5,6,7\ntilezero %tmm\\r\n.endr\nret\n"
-        XS_FN("xs_tile_config") "ldtilecfg (%rdi)\nret\n"
-        XS_FN("xs_tile_release") "tilerelease\nret\n"
-        XS_FN("xs_vzeroupper") "vzeroupper\nret\n");
+        XS_FN("xs_tile_config") "ldtilecfg (%rdi)\nret\n");
 
 typedef void (*xs_pair_fn)(void *area, uint32_t lo, uint32_t hi);
 typedef void (*xs_dirty_fn)(const void *pattern);
@@ -76,8 +74,6 @@ XS_ASM void xs_dirty_avx(const void *pattern);
 XS_ASM void xs_dirty_avx512(const void *pattern);
 XS_ASM void xs_dirty_amx(const void *pattern);
 XS_ASM void xs_tile_config(const void *cfg);
-XS_ASM void xs_tile_release(void);
-XS_ASM void xs_vzeroupper(void);
 
 static void xs_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4]) {
     __cpuid_count(leaf, sub, r[0], r[1], r[2], r[3]);
@@ -285,9 +281,10 @@ int lk_xstate_run(int insn, uint64_t mask, int dirty, uint64_t pairs, int warmup
         o->preemptions = b1.preempted + l1.preempted + l2.preempted + b2.preempted;
         o->xinuse = xinuse;
     }
-    /* Leave the process's state as light as it found it. */
-    if (mask & XS_AMX) xs_tile_release();
-    if (mask & (XS_AVX | XS_AVX512)) xs_vzeroupper();
+    /* Leave the vector components (tiles included) in their initial state, as light as
+     * they were before: later code pays no AVX-SSE transitions, the kernel no tile data. */
+    L.init_mask = mask & (XS_AVX | XS_AVX512 | XS_AMX);
+    xs_make_clean(&L);
     free(area);
     free(scratch);
     return 0;

@@ -190,7 +190,9 @@ def sweep(*, instructions=None, masks=None, states=tuple(STATES), pairs: int = 2
           repeats: int = 10, warmup: int = 1, cpu: int | None = None,
           build: str = DEFAULT_BUILD):
     """measure() for every (instruction, mask, state): by default every instruction this
-    CPU has, every mask of sweep_masks(XCR0), dirty and clean. One frame of all their rows."""
+    CPU has, every mask of sweep_masks(XCR0), dirty and clean. The repeats are taken in
+    rounds, one of every point per round, so that the machine's drift (clock, neighbours)
+    falls on all points alike. One frame of all their rows."""
     import pandas as pd
 
     info = cpu_state(build)
@@ -198,8 +200,15 @@ def sweep(*, instructions=None, masks=None, states=tuple(STATES), pairs: int = 2
     ms = sweep_masks(info["xcr0"]) if masks is None else list(masks)
     if isinstance(states, str) or not all(isinstance(s, str) for s in states):
         raise TypeError("states must be a list of state names (dirty, clean)")
-    frames = [measure(i, m, s, pairs=pairs, repeats=repeats, warmup=warmup, cpu=cpu,
-                      build=build) for i in insns for m in ms for s in states]
+    repeats = _v.repeats(repeats)
+    frames = []
+    for r in range(repeats):
+        for i in insns:
+            for m in ms:
+                for s in states:
+                    f = measure(i, m, s, pairs=pairs, repeats=1, warmup=warmup, cpu=cpu,
+                                build=build)
+                    frames.append(f.assign(repeat=r, repeats=repeats))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -220,14 +229,29 @@ def summary(df):
 
 
 def component_costs(summ, instruction: str = "xsave", state: str = "dirty") -> list[dict]:
-    """What each step of the sweep adds to one pair: the median of a mask minus that of
-    the previous mask, for one instruction and state, in sweep order."""
+    """What each step of the sweep adds to one pair, for one instruction and state, in
+    sweep order: the difference of the medians (adds_ns), with `resolved` False where the
+    two steps' quartile ranges overlap (the difference is within the spread)."""
     sel = summ[(summ.instruction == instruction) & (summ.state == state)]
     out, prev = [], None
     for _, r in sel.iterrows():
+        first = prev is None
         out.append({"step": r.step, "components": r.components, "area_bytes": r.area_bytes,
                     "median_ns": r.median_ns,
-                    "adds_ns": r.median_ns - prev.median_ns if prev is not None else r.median_ns,
-                    "adds_bytes": r.area_bytes - prev.area_bytes if prev is not None else r.area_bytes})
+                    "adds_ns": r.median_ns if first else r.median_ns - prev.median_ns,
+                    "adds_bytes": r.area_bytes if first else r.area_bytes - prev.area_bytes,
+                    "resolved": True if first else bool(r.q1_ns > prev.q3_ns
+                                                        or r.q3_ns < prev.q1_ns)})
         prev = r
     return out
+
+
+def cost_text(costs) -> str:
+    """component_costs in words: 'x87+SSE costs 150.2 ns (576 B); +AVX adds 4.1 ns ...'."""
+    words = []
+    for i, c in enumerate(costs):
+        what = f"{c['step']} {'costs' if i == 0 else 'adds'} {c['adds_ns']:.1f} ns"
+        if not c["resolved"]:
+            what += " (within the quartiles: not resolved)"
+        words.append(f"{what} ({c['adds_bytes']} B)")
+    return "; ".join(words)
