@@ -298,9 +298,9 @@ plots.finish(fig, "04_latency_ladder-copy-stack");
 # ping-pong's, which reports its loop raw. No transfer is optimised away: in the `-O2`
 # disassembly each transfer loads the next handle from its static, stores it and the
 # resume index in the frame, and ends in an indirect `jmp` through that handle's resume
-# pointer into the other coroutine's actor, which dispatches on its resume index (21
-# instructions per transfer by callgrind, 16.5 net of the empty loop; the counters add up
-# to 2R). What differs is the subtraction. The empty loop is two volatile increments per
+# pointer into the other coroutine's actor, which dispatches on its resume index (the
+# instructions callgrind counts are in the table below; the counters add up to 2R). What
+# differs is the subtraction. The empty loop is two volatile increments per
 # round: a store-to-load chain, so its time is that chain's latency. In the transfer loop
 # the same increments are a few instructions beside longer chains of their own (the
 # frames' resume index and loop counter), so they cost little more than their issue
