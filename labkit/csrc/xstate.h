@@ -5,8 +5,8 @@
  * (xsave, xsaveopt or xsavec) and one xrstor of a 64-byte-aligned area, with the
  * requested-feature bitmap `mask` in EDX:EAX. Its baseline is the same loop with the
  * save and the restore replaced by calls to an empty function: what is left is the
- * pair. "Dirty" writes every register of the components in `mask` before each save (so
- * no save can skip one); "clean" writes none and first puts the AVX, AVX-512 and AMX
+ * pair. "Dirty" writes x87 and every vector register of the components in `mask` (not
+ * PKRU) before each save, so no save can skip them; "clean" writes none and first puts the AVX, AVX-512 and AMX
  * components into their initial state, which xsaveopt and xsavec may then skip (the
  * init optimisation; xsaveopt also skips what was not modified since the last xrstor).
  *
