@@ -292,6 +292,43 @@ ax.set_title(f"Copy stacks: ns per switch against bytes in use, CPU {cpu}")
 plots.finish(fig, "04_latency_ladder-copy-stack");
 
 # %% [markdown]
+# ## `cxx20_symmetric`: raw and net
+#
+# The symmetric pair's net figure can come out well below a standalone symmetric
+# ping-pong's, which reports its loop raw. No transfer is optimised away: in the `-O2`
+# disassembly each transfer loads the next handle from its static, stores it and the
+# resume index in the frame, and ends in an indirect `jmp` through that handle's resume
+# pointer into the other coroutine's actor, which dispatches on its resume index (the
+# instructions callgrind counts are in the table below; the counters add up to 2R). What
+# differs is the subtraction. The empty loop is two volatile increments per
+# round: a store-to-load chain, so its time is that chain's latency. In the transfer loop
+# the same increments are a few instructions beside longer chains of their own (the
+# frames' resume index and loop counter), so they cost little more than their issue
+# slots, and subtracting the whole empty loop takes off more than they added. Where
+# store-to-load forwarding is slow, net falls well below raw; where it is nearly free (as
+# with AMD's memory renaming) the two are close. Raw, baseline and net side by side:
+
+# %%
+pick = [k for k in ["asm", "cxx20_generator", "cxx20_symmetric"] if k in set(runs.kernel)]
+raw_net = (runs[runs.kernel.isin(pick)].groupby("kernel")
+           [["ns_per_switch_raw", "baseline_ns_per_switch", "ns_per_switch"]].median()
+           .loc[pick].rename(columns={"ns_per_switch_raw": "raw ns", "baseline_ns_per_switch":
+                                      "baseline ns", "ns_per_switch": "net ns"}))
+per = instr.set_index("kernel") if len(instr) else pd.DataFrame()
+for col in ("loop", "base", "net"):
+    raw_net[f"instructions {col}"] = [per[col].get(k, np.nan) if col in per else np.nan
+                                      for k in raw_net.index]
+if "cxx20_symmetric" in raw_net.index:
+    r = raw_net.loc["cxx20_symmetric"]
+    n = r["instructions loop"]
+    print(f"cxx20_symmetric: {r['raw ns']:.2f} ns per transfer raw, {r['baseline ns']:.2f} ns "
+          f"of baseline, {r['net ns']:.2f} ns net"
+          + (f"; {n:.1f} instructions per transfer (callgrind)" if n == n else "")
+          + ": every transfer happens (the counters prove it), and the net is the raw "
+          "time less an empty loop whose latency the transfer loop partly hides")
+raw_net.round(2)
+
+# %% [markdown]
 # ## Verdicts
 #
 # The kernels the two rules name are measured again for the verdicts over fresh worker

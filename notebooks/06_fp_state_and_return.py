@@ -46,7 +46,8 @@
 from labkit.lab import params
 
 quick = False  # True: small sweeps and few repeats (what CI runs)
-cpu, switches, repeats = params.resolve("06_fp_state_and_return", quick=quick).values()
+cpu, switches, repeats, xstate_pairs, xstate_repeats = params.resolve(
+    "06_fp_state_and_return", quick=quick).values()
 
 # %%
 import matplotlib.pyplot as plt
@@ -147,6 +148,66 @@ if "boost_fcontext" in ladder:
     effects.append(("Boost jump_fcontext / labkit asm_fpu",
                     ratio("boost_fcontext", "same", "asm_fpu", "same")))
 pd.DataFrame([{"effect": e, "ratio": r, "low": lo, "high": hi} for e, (r, lo, hi) in effects]).round(3)
+
+# %% [markdown]
+# ## The FP and vector state, by component
+#
+# `asm_xsave` saves everything XCR0 enables; what that costs depends on which components
+# those are. Here one save and one `xrstor` of a 64-byte-aligned area are timed for each
+# component set XCR0 enables, one step wider at a time (x87+SSE, +AVX, +AVX-512, +AMX
+# tiles, then all of XCR0), with `xsave`, `xsaveopt` and `xsavec`, and with the registers
+# *dirty* (every register of the set written before each save) or *clean* (the vector
+# components in their initial state, which `xsaveopt` and `xsavec` may skip: the init
+# optimisation). The net is per pair, over the same loop with empty calls in place of the
+# save and restore; the area's bytes come from CPUID leaf 0xD. `xinuse` is XINUSE read
+# right after the loop: the components that were out of their initial state.
+
+# %%
+from labkit.experiments import xstate
+
+why_no_xstate = xstate.available()
+if why_no_xstate:
+    print("FP/vector state sweep skipped:", why_no_xstate)
+    xs_runs = pd.DataFrame()
+else:
+    xs_cpu = xstate.cpu_state()
+    print(f"XCR0 0x{xs_cpu['xcr0']:x} ({xstate.names(xs_cpu['xcr0'])}), "
+          f"{xs_cpu['enabled_bytes']} bytes for all of it (CPUID 0xD.0 EBX); "
+          f"instructions: {', '.join(xs_cpu['instructions'])}")
+    xs_runs = xstate.sweep(pairs=xstate_pairs, repeats=xstate_repeats, cpu=cpu)
+    results.save_csv(xs_runs, "06_fp_state_and_return_xstate")
+    xs_summary = xstate.summary(xs_runs)
+xs_summary.round(1) if not why_no_xstate else None
+
+# %%
+if not why_no_xstate:
+    steps = list(dict.fromkeys(xs_summary.step))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), sharey=True)
+    for ax, state in zip(axes, ["dirty", "clean"]):
+        for insn in dict.fromkeys(xs_summary.instruction):
+            g = xs_summary[(xs_summary.instruction == insn) & (xs_summary.state == state)]
+            x = [steps.index(s) for s in g.step]
+            ax.errorbar(x, g.median_ns, yerr=[g.median_ns - g.q1_ns, g.q3_ns - g.median_ns],
+                        marker="o", capsize=3, label=insn)
+        ax.set_xticks(range(len(steps)), [f"{s}\n{b} B" for s, b in zip(
+            steps, xs_summary.drop_duplicates("step").area_bytes)], fontsize="small")
+        ax.set_title(f"registers {state}")
+        ax.set_xlabel("component set (standard-form area bytes)")
+        ax.legend(fontsize="small")
+    axes[0].set_ylabel("ns per save + xrstor (net, median, IQR bars)")
+    plots.finish(fig, "06_fp_state_and_return-xstate")
+
+# %%
+if not why_no_xstate:
+    for insn in dict.fromkeys(xs_summary.instruction):
+        print(f"{insn}, dirty: {xstate.cost_text(xstate.component_costs(xs_summary, insn))}")
+    clean = xs_summary.set_index(["instruction", "mask", "state"]).median_ns
+    full = f"0x{xs_cpu['xcr0']:x}"
+    for insn in ("xsaveopt", "xsavec"):
+        if insn in xs_cpu["instructions"]:
+            print(f"{insn} on all of XCR0: clean {clean[insn, full, 'clean']:.1f} ns against "
+                  f"dirty {clean[insn, full, 'dirty']:.1f} ns, xsave dirty "
+                  f"{clean['xsave', full, 'dirty']:.1f} ns")
 
 # %% [markdown]
 # ## Verdicts

@@ -28,10 +28,12 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1]  # labkit/: the native sources and bin/
 OUT_NAME = "bin"  # labkit/bin/: the compiled libraries and programs of the table below
 
-# The C core: the switch kernels, the timing harness, the rings. Declared once.
-CORE_SOURCES = ["csrc/kernels.c", "csrc/copy_stack.c", "csrc/harness.c", "csrc/ring.c"]
+# The C core: the switch kernels, the timing harness, the rings, the FP/vector state
+# saves. Declared once.
+CORE_SOURCES = ["csrc/kernels.c", "csrc/copy_stack.c", "csrc/harness.c", "csrc/ring.c",
+                "csrc/xstate.c"]
 CORE_HEADERS = ["csrc/labkit_core.h", "csrc/lk_layout.h", "csrc/lk_timer.h", "csrc/switch_platform.h",
-                "csrc/switch_x86_64_sysv.h", "csrc/switch_aarch64_aapcs.h"]
+                "csrc/switch_x86_64_sysv.h", "csrc/switch_aarch64_aapcs.h", "csrc/xstate.h"]
 # The Cython extension labkit.core._core wraps the core, the kernel-switch probes and
 # perf_event_open (labkit.core.counters).
 EXTENSION_SOURCES = [*CORE_SOURCES, "csrc/handoff.c", "csrc/perf.c"]

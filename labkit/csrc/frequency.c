@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "labkit_core.h"
 #include "frequency.h"
+#include "xstate.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -271,5 +272,5 @@ done:
  * types this library's functions by (lk_layout.h): frequency.c is the one source of
  * liblabkit_c-<tag>.so that is in no other build. */
 LK_LAYOUT(lk_freq_sample, LK_FREQ_SAMPLE_FIELDS)
-#define LK_LIBRARY_FUNCTIONS(F) LK_CORE_FUNCTIONS(F) LK_FREQ_FUNCTIONS(F)
+#define LK_LIBRARY_FUNCTIONS(F) LK_CORE_FUNCTIONS(F) LK_FREQ_FUNCTIONS(F) LK_XSTATE_FUNCTIONS(F)
 LK_FUNCTIONS(LK_LIBRARY_FUNCTIONS)

@@ -214,6 +214,9 @@ TABLES: dict[str, tuple[Param, ...]] = {
         _cpu(0, "pin the worker to this CPU"),
         _switches(1_000_000, 100_000),
         _repeats(15, 5),
+        _int("xstate_pairs", 20_000, 5_000, "save+restore pairs per repeat of the FP/vector "
+             "state sweep", high=10**8),
+        _repeats(15, 5, "xstate_repeats", "timed runs per point of the FP/vector state sweep"),
     ),
     "07a_frames_and_allocators": (
         _build("the peers build the timed runs use"),
