@@ -7,7 +7,7 @@ import nbformat
 import pytest
 
 from labkit.core import results
-from labkit.lab import report, reproduce
+from labkit.lab import report
 
 
 def _cell(*outputs):
@@ -80,7 +80,7 @@ def test_report_from_recorded_results_starts_with_summary_then_the_articles(
 @pytest.mark.notebook
 def test_a_built_quick_report_shows_no_raw_missing_value_or_negative_time():
     """The quick report `labkit reproduce --quick` last built here, every table of it."""
-    path = reproduce.REPO / "reports" / "quick" / report.REPORT_NAME
+    path = results.REPO / "reports" / "quick" / report.REPORT_NAME
     if not path.exists():
         pytest.skip(f"no quick report at {path}: run `labkit reproduce --quick` first")
     assert report.bad_cells(path.read_text()) == []
