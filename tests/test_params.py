@@ -148,3 +148,21 @@ def test_an_unknown_name_exits_2(tmp_path):
     assert done.returncode == 2, done.stdout + done.stderr
     assert "-p nosuch: no notebook run here has that parameter" in done.stderr
     assert not (tmp_path / "reports").exists()
+
+
+def test_papermill_s_guesses_about_the_parameters_line_are_silenced():
+    import logging
+
+    from labkit.lab import reproduce
+
+    quiet = reproduce._DeclaredNames({"repeats"})
+
+    def record(text):
+        return logging.LogRecord("papermill.translators", logging.WARNING, "", 0, text, (), None)
+
+    assert not quiet.filter(record("Unable to parse line 8 ' repeats) = params.resolve(\"05\", "
+                                   "quick=quick).values()'."))
+    assert quiet.filter(record("Unable to parse line 3 'x = y +'."))  # another line: shown
+    assert not quiet.filter(record("Passed unknown parameter: repeats"))
+    assert quiet.filter(record("Passed unknown parameter: nosuch"))
+    assert "papermill.translators" in quiet.LOGGERS

@@ -146,16 +146,23 @@ def run_values(name: str, *, quick: bool, parameters: dict | None = None) -> dic
 
 
 class _DeclaredNames(logging.Filter):
-    """Drops papermill's "Passed unknown parameter" for names of the notebook's table: it
-    guesses parameters from `name = value` lines and cannot read the parameters cell's one
-    unpacking of params.resolve(); those names were checked against the table already."""
+    """Drops papermill's "Passed unknown parameter" for names of the notebook's table, and
+    its "Unable to parse line" for the parameters cell's unpacking of params.resolve(): it
+    guesses parameters from `name = value` lines and cannot read that one line; those
+    names were checked against the table already."""
+
+    # Where papermill logs each of the two (its package logger and its translators').
+    LOGGERS = ("papermill", "papermill.translators")
 
     def __init__(self, names: set[str]):
         super().__init__()
         self.names = names
 
     def filter(self, record: logging.LogRecord) -> bool:
-        head, _, name = record.getMessage().partition("Passed unknown parameter: ")
+        text = record.getMessage()
+        if text.startswith("Unable to parse line") and "params.resolve(" in text:
+            return not self.names
+        head, _, name = text.partition("Passed unknown parameter: ")
         return head != "" or name not in self.names
 
 
@@ -190,7 +197,8 @@ def run_notebook(source: Path, *, quick: bool, out_dir: Path, results_dir: Path 
         with atomic_path(executed) as tmp:
             tmp_ipynb = tmp.with_suffix(".ipynb")
             quiet = _DeclaredNames(set(values) if name in params.TABLES else set())
-            logging.getLogger("papermill").addFilter(quiet)
+            for logger in quiet.LOGGERS:
+                logging.getLogger(logger).addFilter(quiet)
             try:
                 papermill.execute_notebook(
                     str(src_ipynb), str(tmp_ipynb), parameters=values,
@@ -204,7 +212,8 @@ def run_notebook(source: Path, *, quick: bool, out_dir: Path, results_dir: Path 
                     os.replace(tmp_ipynb, out_dir / f"{name}.failed.ipynb")
                 raise
             finally:
-                logging.getLogger("papermill").removeFilter(quiet)
+                for logger in quiet.LOGGERS:
+                    logging.getLogger(logger).removeFilter(quiet)
             os.replace(tmp_ipynb, tmp)
         (out_dir / f"{name}.failed.ipynb").unlink(missing_ok=True)
         return Outcome(name, True, time.monotonic() - start, executed, parameters=ran,
