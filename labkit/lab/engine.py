@@ -140,12 +140,6 @@ def judge(claim_id: str, stats: dict, *, looks, scales: dict | None = None, comb
     return row
 
 
-def open_rows(rows) -> list[str]:
-    """The claim ids of verdict rows whose interval still straddles a bound: a design
-    goes on to its next look while there are any."""
-    return [r["claim_id"] for r in rows if r["verdict"] == "inconclusive" and r.get("straddle")]
-
-
 VALUE_COLUMNS = ("ns_per_switch", "ns_per_pair", "units_per_s", "qps")
 
 

@@ -52,8 +52,6 @@ COLUMNS = ["claim_id", "source", "claimed_value", "measured_value", "verdict", "
            "processes", "look"]
 # What produced the interval. An exact count (bytes, instructions) has none.
 EXACT = "exact"
-# A timing judged on one process's sweep, not yet on a design over processes.
-ONE_PROCESS = "bootstrap-bca95-one-process"
 METHOD = "rci-obf95-processes"
 CONFIDENCE = 0.95
 N_RESAMPLES = 4000

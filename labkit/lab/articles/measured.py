@@ -142,23 +142,6 @@ def _switch_cost(stack_size: int, batch: int, w: int = 100):
         return None
 
 
-def _share_claim(stack_size: int, batch: int, w: int = 100):
-    """(value, low, high, hidden, note) of the share of time switching at one set-up of
-    notebook 08 (frequency.share_bounds over both its CSVs), or None when not measured."""
-    import pandas as pd
-
-    from labkit.experiments import frequency
-
-    d, i = _csv("08_switch_frequency"), _csv(INDEPENDENT_CSV)
-    if d is None:
-        return None
-    both = pd.concat([x for x in (d, i) if x is not None], ignore_index=True)
-    try:
-        return frequency.share_bounds(both, work_cycles=w, stack_size=stack_size, batch=batch)
-    except ValueError:
-        return None
-
-
 ECHO_ROWS = [("callbacks", "callback_epoll", 125_000, 12, 50_000),
              ("plain coroutines", "cxx20_new", 108_000, 16, 1_200_000),
              ("optimised coroutines", "cxx20_pool_sym", 138_000, 9, 80_000)]

@@ -11,8 +11,7 @@ from labkit.lab.articles.anatomy import _anatomy
 from labkit.lab.articles.measured import STRATEGIES, _csv, _echo, _mem, _noisy, _reuse_ratio
 
 
-def _judge(cid: str, r: tuple, *, noisy: bool = False, note: str = "", why: str = "",
-           method: str = verdicts.EXACT) -> dict:
+def _judge(cid: str, r: tuple, *, noisy: bool = False, note: str = "", why: str = "") -> dict:
     m, lo, hi = r
     if m is None or math.isnan(m):
         return verdicts.cannot_measure(cid, why or "no data for it in this run")
@@ -20,8 +19,7 @@ def _judge(cid: str, r: tuple, *, noisy: bool = False, note: str = "", why: str 
         lo = hi = None
         noisy = True
     return verdicts.judge(cid, float(m), low=None if lo is None else float(lo),
-                          high=None if hi is None else float(hi), noisy=noisy, note=note,
-                          method=method)
+                          high=None if hi is None else float(hi), noisy=noisy, note=note)
 
 
 def _j_anatomy(cid):
