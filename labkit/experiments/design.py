@@ -9,9 +9,10 @@ inside a process falls on every side alike. Each process then gives one number p
 entry, and the verdict engine (labkit.lab.engine) takes its interval over processes.
 
 Stopping rule, written before measuring (labkit.core.sequential): the design looks when
-the schedule's process counts are reached (8, 16, 24, 32 in a full run) and stops at the
-first look where no claim's interval straddles a bound, or at the last look, or at the
-first look after its time budget is spent. The repeated confidence intervals keep the
+the schedule's process counts are reached (8, 16, 32, 64, 96 in a full run) and stops at
+the first look where no claim's interval straddles a bound, or at the last look, or at the
+first look after its time budget is spent. After a look, processes measure only the
+entries the undecided claims still read. The repeated confidence intervals keep the
 error rate over all looks together.
 """
 from __future__ import annotations
@@ -101,38 +102,73 @@ def run_process(entries: dict, index: int, *, repeats: int, seed: int):
     return out.assign(process_s=time.perf_counter() - began)
 
 
+def _open(row) -> bool:
+    return row["verdict"] == "inconclusive" and bool(row.get("straddle"))
+
+
+def _same(a, b) -> bool:
+    return repr(sorted(a.items())) == repr(sorted(b.items()))
+
+
+def still_needed(rules: list, rows: list, runs) -> list:
+    """The entries some undecided claim still reads: an entry is needed by a rule when
+    the rule's row changes (or the rule fails) once the entry's runs are taken away.
+    A claim's verdict is taken at the first look that decides it, so a decided claim
+    needs nothing more, and later processes measure only what the open claims read."""
+    import warnings
+
+    labels = sorted(set(runs.entry))
+    keep = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for rule, row in zip(rules, rows):
+            if not _open(row):
+                continue
+            for label in labels:
+                if label in keep:
+                    continue
+                try:
+                    changed = not _same(rule(runs[runs.entry != label]), row)
+                except Exception:  # noqa: BLE001 - a rule that needs the entry may fail without it
+                    changed = True
+                if changed:
+                    keep.add(label)
+    return [label for label in labels if label in keep] or labels
+
+
 def sequential(run_one, rules: list, *, schedule: dict, progress=None, finished=None):
     """Replications one at a time, judged at each look of `schedule`
     (labkit.core.sequential.schedule) by `rules` (functions from the runs so far to a
     verdict row, labkit.lab.claim_rules), stopping as this module's docstring says.
 
-    run_one(i) measures replication i (a fresh process, or a round of fresh server
-    processes) and returns its tidy rows. Returns (runs, rows, looks_taken); the runs
-    carry `worker` (the replication) and `looks` (the schedule), so that every verdict
-    can be recomputed from them alone. progress(runs) is called after every replication
-    (a checkpoint); `finished`, the runs of an interrupted design, supplies its first
-    replications."""
+    run_one(i, entries) measures replication i (a fresh process, or a round of fresh
+    server processes) and returns its tidy rows; entries is None (all of them) until the
+    first look, then the entries the undecided claims still read (still_needed).
+    Returns (runs, rows, looks_taken); the runs carry `worker` (the replication) and
+    `looks` (the schedule), so that every verdict can be recomputed from them alone.
+    progress(runs) is called after every replication (a checkpoint); `finished`, the
+    runs of an interrupted design, supplies its first replications."""
     import pandas as pd
 
     if not callable(run_one):
-        raise TypeError("run_one must be a function of the replication's index")
+        raise TypeError("run_one must be a function of the replication's index and entries")
     looks, seconds = _check_rules(rules, schedule)
     started = time.monotonic()
-    frames, rows, taken = [], [], 0
+    frames, rows, taken, entries = [], [], 0, None
     if finished is not None and len(finished):
         frames = [g.assign(worker=i) for i, (_, g) in
                   enumerate(finished.groupby("worker", sort=True)) if i < looks[-1]]
     for look in looks:
         while len(frames) < look:
-            frames.append(run_one(len(frames)).assign(worker=len(frames)))
+            frames.append(run_one(len(frames), entries).assign(worker=len(frames)))
             if progress:
                 progress(pd.concat(frames, ignore_index=True))
         runs = pd.concat(frames, ignore_index=True).assign(looks=" ".join(map(str, looks)))
         rows = [rule(runs) for rule in rules]
         taken += 1
-        still_open = [r for r in rows if r["verdict"] == "inconclusive" and r.get("straddle")]
-        if not still_open or time.monotonic() - started > seconds:
+        if not any(_open(r) for r in rows) or time.monotonic() - started > seconds:
             break
+        entries = still_needed(rules, rows, runs)
     return runs, rows, taken
 
 
@@ -142,5 +178,10 @@ def measure_for_verdicts(entries: dict, rules: list, *, schedule: dict, repeats:
     times in ABBA order (run_process). entries maps a label to a measuring function that
     takes `repeats=` and returns a tidy frame."""
     _check_entries(entries)
-    return sequential(lambda i: run_process(entries, i, repeats=repeats, seed=seed), rules,
+
+    def one(i, labels):
+        some = entries if labels is None else {k: entries[k] for k in labels}
+        return run_process(some, i, repeats=repeats, seed=seed)
+
+    return sequential(one, rules,
                       schedule=schedule, progress=progress, finished=finished)

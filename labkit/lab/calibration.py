@@ -53,7 +53,8 @@ def _decide(v, lo, hi):
     return verdicts.decide(REPRODUCED_IF, CONTRADICTED_IF, v, lo, hi, null=1.0)
 
 
-def new_design(rng, ratio: float, *, looks=sequential.LOOKS, repeats: int = 2) -> dict:
+def new_design(rng, ratio: float, *, looks=sequential.LOOKS,
+               repeats: int = sequential.REPEATS) -> dict:
     """The engine: per-process log ratio of medians, repeated confidence intervals at
     the looks, stop at the first look that decides."""
     import numpy as np

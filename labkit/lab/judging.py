@@ -52,7 +52,7 @@ def _hooks(notebook: str, labels, total: int):
     return progress, finished
 
 
-def run(notebook: str, entries: dict, *, quick: bool, repeats: int = 2, seed: int = 0):
+def run(notebook: str, entries: dict, *, quick: bool, seed: int = 0):
     """Measure `entries` over fresh processes under the notebook's schedule and judge
     every claim its runs decide. Saves data/<notebook>_verdict_runs.csv; returns
     (runs, {claim id: verdict row}) for the claims of the notebook's own verdict table
@@ -60,7 +60,7 @@ def run(notebook: str, entries: dict, *, quick: bool, repeats: int = 2, seed: in
     schedule = sequential.schedule(notebook, quick=quick)
     progress, finished = _hooks(notebook, entries, schedule["looks"][-1])
     runs, rows, _ = design.measure_for_verdicts(
-        entries, rules_for(notebook), schedule=schedule, repeats=repeats, seed=seed,
+        entries, rules_for(notebook), schedule=schedule, repeats=schedule["repeats"], seed=seed,
         progress=progress, finished=finished)
     results.save_csv(runs, claim_rules.RUNS.format(notebook))
     return runs, _headline(rows)
@@ -68,16 +68,17 @@ def run(notebook: str, entries: dict, *, quick: bool, repeats: int = 2, seed: in
 
 def run_rounds(notebook: str, measure, labels, *, quick: bool, seed: int = 0):
     """The same for replications that are rounds: measure(label, round) runs one label
-    (a server, say) once in fresh processes; each round runs every label once, in an
-    order starting at a random label, mirrored every other round."""
+    (a server, say) once in fresh processes; each round runs every label the open claims
+    still read once, in an order starting at a random label, mirrored every other round."""
     import pandas as pd
 
     labels = list(labels)
     schedule = sequential.schedule(notebook, quick=quick)
     progress, finished = _hooks(notebook, labels, schedule["looks"][-1])
 
-    def one_round(i):
-        order = design.process_order(labels, repeats=1, rng=random.Random(seed * 100_003 + i))
+    def one_round(i, still):
+        order = design.process_order(labels if still is None else still, repeats=1,
+                                     rng=random.Random(seed * 100_003 + i))
         if i % 2:
             order = order[::-1]
         return pd.concat([measure(lab, i).assign(entry=lab, order=pos)

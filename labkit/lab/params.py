@@ -153,16 +153,16 @@ def _instructions(help: str) -> Param:
 
 TABLES: dict[str, tuple[Param, ...]] = {
     "00_claims_ledger": (
-        _int("calibration_runs", 1000, 200, "simulated runs of the verdict engine per "
+        _int("calibration_runs", 1000, 100, "simulated runs of the verdict engine per "
              "scenario (its calibration)", high=100_000),
-        _int("replaced_runs", 200, 50, "simulated runs of the replaced design per scenario",
+        _int("replaced_runs", 200, 40, "simulated runs of the replaced design per scenario",
              high=100_000),
     ),
     "01_stack_size": (
         _cpu(None),
-        _switches(2_000_000, 100_000, help="switches per repeat, ping-pong"),
-        _repeats(15, 5),
-        _int("ring_laps_switches", 400_000, 50_000,
+        _switches(1_000_000, 100_000, help="switches per repeat, ping-pong"),
+        _repeats(7, 5),
+        _int("ring_laps_switches", 200_000, 50_000,
              "about this many switches per repeat in a ring"),
         _ints("sizes", [4 * KiB, 16 * KiB, 64 * KiB, 256 * KiB, 1 * MiB, 8 * MiB, 64 * MiB],
               [4 * KiB, 64 * KiB, 1 * MiB, 8 * MiB], "stack sizes of the ping-pong, bytes",
@@ -175,13 +175,13 @@ TABLES: dict[str, tuple[Param, ...]] = {
     "02_optimisation_levels": (
         _cpu(0, "pin the worker to this CPU"),
         _switches(1_000_000, 100_000),
-        _repeats(15, 5),
+        _repeats(7, 5),
         _instructions("count instructions with callgrind (about 2 s per kernel and build)"),
     ),
     "03_symmetric_vs_asymmetric": (
         _cpu(0, "pin the worker to this CPU"),
         _int("switches_per_point", 1_000_000, 100_000, "about this many transfers per repeat"),
-        _repeats(9, 5),
+        _repeats(5, 3),
         _int("stack_size", 64 * KiB, help="stack size of every context, bytes",
              low=4 * KiB, high=1 * GiB),
         _ints("counts", [1, 2, 4, 16, 64, 256, 1024, 4096], [1, 2, 16, 256, 1024],
@@ -189,10 +189,10 @@ TABLES: dict[str, tuple[Param, ...]] = {
     ),
     "04_latency_ladder": (
         _cpu(0, "pin every measurement to this CPU, so the rungs share one core"),
-        _switches(4_000_000, 200_000, help="switches per repeat, C kernels and C++ peers"),
+        _switches(2_000_000, 200_000, help="switches per repeat, C kernels and C++ peers"),
         _switches(400_000, 20_000, "py_switches",
                   "switches per repeat, Python peers (asyncio is ~2 us a switch)"),
-        _repeats(21, 5),
+        _repeats(9, 5),
         _instructions("count instructions with callgrind (about 1.5 s per kernel)"),
         _ints("copy_in_use", [8, 64, 256, 1024, 4096, 8192, 16384], [8, 1024, 8192],
               "copy_stack: bytes in use on the shared stack, swept", low=0, high=1 * MiB),
@@ -204,11 +204,11 @@ TABLES: dict[str, tuple[Param, ...]] = {
         _switches(40_000, 4_000, help="hand-offs per repeat, kernel tasks"),
         _switches(1_000_000, 100_000, "coroutine_switches",
                   "switches per repeat, asm and ucontext"),
-        _repeats(15, 5),
+        _repeats(7, 5),
         _ints("yield_every", [0, 1, 2, 5, 10, 100, 1000],
               help="C002.2: sched_yield every k units (0: never)", high=10**6),
         _int("yield_units", 50_000, 5_000, "~1 us units of work per thread per run"),
-        _repeats(10, 3, "yield_repeats", "runs per point of the sched_yield sweep"),
+        _repeats(5, 3, "yield_repeats", "runs per point of the sched_yield sweep"),
     ),
     "06_fp_state_and_return": (
         _cpu(0, "pin the worker to this CPU"),
@@ -251,7 +251,7 @@ TABLES: dict[str, tuple[Param, ...]] = {
     "08_switch_frequency": (
         _cpu(None),
         _int("workers", 64, help="coroutines in the pool", high=1 << 16),
-        _int("rounds", 3, help="the whole sweep is run this many times, one after the other",
+        _int("rounds", 2, help="the whole sweep is run this many times, one after the other",
              high=100),
         _repeats(11, 3, help="per point and round: rounds * repeats runs per point in all"),
         _float("loop_seconds", 0.0005, help="about this long per timed loop (short: fewer "
@@ -272,7 +272,7 @@ TABLES: dict[str, tuple[Param, ...]] = {
               "connections of the sweep, plus `connections` from the main runs",
               low=1, high=10_000),
         _float("sweep_duration", 1.0, 0.3, "seconds per run of the sweep"),
-        _repeats(3, 1, "sweep_repeats", "runs per point of the sweep"),
+        _repeats(2, 1, "sweep_repeats", "runs per point of the sweep"),
         _int("c15_message_bytes", 16384, help="C001.5's rule: 16 KiB messages", high=1 * MiB),
         _ints("c15_chunks", [1024, 4096, 16384, 65536], [1024, 16384],
               "read_some buffers; 1024 B is the article's recv_buf", low=1, high=1 * MiB),

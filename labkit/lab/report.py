@@ -99,9 +99,13 @@ def _legend(quick: bool) -> str:
     from labkit.lab import verdicts
 
     items = "".join(f"<li><b>{_e(v)}</b>: {_e(why)}</li>" for v, why in verdicts.LEGEND.items())
-    echo = sequential.schedule("09_echo_servers", quick=quick)["looks"]
-    looks = (", ".join(map(str, sequential.schedule(None, quick=quick)["looks"]))
-             + f" (the echo servers: {', '.join(map(str, echo))} rounds)")
+    def listed(nb):
+        return ", ".join(map(str, sequential.schedule(nb, quick=quick)["looks"]))
+
+    own = "; ".join(f"{nb}: {listed(nb)}" for nb in sequential.DESIGNS
+                    if sequential.schedule(nb, quick=quick)["looks"]
+                    != sequential.schedule(None, quick=quick)["looks"])
+    looks = listed(None) + (f" ({own}; the echo servers' are rounds)" if own else "")
     return (f"<ul class='lk-legend'>{items}</ul><p class='lk-note'>Timings are judged over "
             f"fresh processes, looked at after {looks} processes; each look's interval is a "
             f"{100 * (1 - sequential.ALPHA):.0f}% repeated confidence interval "
