@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from labkit.core import results
-from labkit.lab import notebook_index, reproduce
+from labkit.lab import notebook_index, notebook_run
 
 REPO = results.REPO
 CHROMIUM = os.environ.get("LABKIT_CHROMIUM", "/usr/bin/chromium")
@@ -107,13 +107,13 @@ def _prepare(name: str, source: Path, root: Path) -> Path:
     import papermill
 
     nb = jupytext.read(source)
-    nb.metadata["kernelspec"] = {"name": reproduce.KERNEL_NAME,
+    nb.metadata["kernelspec"] = {"name": notebook_run.KERNEL_NAME,
                                  "display_name": "labkit (Python 3)", "language": "python"}
     plain = root / f".{name}.source.ipynb"
     nbformat.write(nb, plain)
     out = root / f"{name}.ipynb"
     papermill.execute_notebook(str(plain), str(out), parameters={"quick": True},
-                               prepare_only=True, kernel_name=reproduce.KERNEL_NAME,
+                               prepare_only=True, kernel_name=notebook_run.KERNEL_NAME,
                                progress_bar=False)
     plain.unlink()
     return out
@@ -396,10 +396,10 @@ def _report_fixture(tmp_path: Path) -> Path:
     nb.cells = [nbformat.v4.new_markdown_cell("## debris"), code]
     executed = tmp_path / "zz_debris.ipynb"
     nbformat.write(nb, executed)
-    outcomes = [reproduce.Outcome("zz_debris", True, 1.0, executed, error="")]
+    outcomes = [notebook_run.Outcome("zz_debris", True, 1.0, executed, error="")]
     quick = REPO / "reports" / "quick" / "executed"
     for p in sorted(quick.glob("*.ipynb")) if quick.exists() else []:
-        outcomes.append(reproduce.Outcome(p.stem, True, 0.0, p, error="", earlier=True))
+        outcomes.append(notebook_run.Outcome(p.stem, True, 0.0, p, error="", earlier=True))
     old = os.environ.get("LABKIT_RESULTS_DIR")
     os.environ["LABKIT_RESULTS_DIR"] = str(results_dir)
     try:

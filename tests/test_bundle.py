@@ -143,7 +143,7 @@ def test_command_line_merge(here, FIXTURE, tmp_path, capsys):
 
 
 def test_compare_notebook_runs_on_two_bundles(here, FIXTURE, tmp_path):
-    from labkit.lab import notebook_index, reproduce
+    from labkit.lab import notebook_index, notebook_run
 
     nb = notebook_index.NOTEBOOKS / "compare_machines.py"
     import jupytext
@@ -154,7 +154,7 @@ def test_compare_notebook_runs_on_two_bundles(here, FIXTURE, tmp_path):
     nbformat.write(jupytext.read(nb), src)
     papermill.execute_notebook(str(src), str(tmp_path / "out.ipynb"),
                                parameters={"bundles": [str(here), str(FIXTURE)]},
-                               kernel_name=reproduce.KERNEL_NAME, progress_bar=False,
+                               kernel_name=notebook_run.KERNEL_NAME, progress_bar=False,
                                cwd=str(nb.parent))
     text = (tmp_path / "out.ipynb").read_text()
     assert "SYNTHETIC" in text and "C002.3" in text

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import labkit
-from labkit.lab import cli, notebook_index, params, reproduce
+from labkit.lab import cli, notebook_index, notebook_run, params, reproduce
 from labkit.core import results
 
 REPO = Path(__file__).resolve().parent.parent
@@ -125,7 +125,7 @@ def test_undeclared_parameters_are_read_as_papermill_does():
     assert params.papermill_value("5") == 5 and params.papermill_value("0.5") == 0.5
     assert params.papermill_value("True") is True and params.papermill_value("None") is None
     assert params.papermill_value("asm_fpu") == "asm_fpu"
-    known = reproduce.notebook_parameters(notebook_index.NOTEBOOKS / "01_stack_size.py")
+    known = notebook_run.notebook_parameters(notebook_index.NOTEBOOKS / "01_stack_size.py")
     assert {"quick", "repeats"} <= known
 
 

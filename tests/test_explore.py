@@ -12,7 +12,7 @@ import pytest
 
 import labkit
 from labkit.core import results
-from labkit.lab import explore, notebook_index, reproduce, workshop
+from labkit.lab import explore, notebook_index, notebook_run, workshop
 from labkit.lab.explore import EXTENSION, Explorer, Point
 
 NOTEBOOKS = notebook_index.NOTEBOOKS
@@ -301,7 +301,7 @@ def _links(path: Path) -> list[str]:
 @pytest.mark.parametrize("path", OWN_NOTEBOOKS, ids=lambda p: str(p.relative_to(NOTEBOOKS)))
 def test_notebooks_are_committed_clean_on_the_lab_kernel(path):
     nb = json.loads(path.read_text())
-    assert nb["metadata"]["kernelspec"]["name"] == reproduce.KERNEL_NAME
+    assert nb["metadata"]["kernelspec"]["name"] == notebook_run.KERNEL_NAME
     for cell in nb["cells"]:
         if cell["cell_type"] == "code":
             assert cell["outputs"] == [] and cell["execution_count"] is None, \
@@ -363,7 +363,7 @@ def test_every_exercise_has_a_solution_and_states_its_tolerance_before_measuring
 @pytest.mark.parametrize("path", [*EXERCISES, *SOLUTIONS],
                          ids=lambda p: str(p.relative_to(WORKSHOP)))
 def test_workshop_notebooks_run_and_their_checks_answer(path, tmp_path):
-    out = reproduce.run_notebook(path, quick=True, out_dir=tmp_path / "executed",
+    out = notebook_run.run_notebook(path, quick=True, out_dir=tmp_path / "executed",
                                  results_dir=tmp_path, timeout=600)
     assert out.ok, out.error
     import nbformat
@@ -387,7 +387,7 @@ def test_workshop_notebooks_run_and_their_checks_answer(path, tmp_path):
 @pytest.mark.notebook
 @pytest.mark.parametrize("name", ["start_here", "explore"])
 def test_start_page_and_explorer_notebooks_run(name, tmp_path):
-    out = reproduce.run_notebook(NOTEBOOKS / f"{name}.ipynb", quick=True,
+    out = notebook_run.run_notebook(NOTEBOOKS / f"{name}.ipynb", quick=True,
                                  out_dir=tmp_path / "executed", results_dir=tmp_path,
                                  timeout=600)
     assert out.ok, out.error

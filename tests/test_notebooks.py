@@ -3,7 +3,7 @@ data and figures and ends with a verdict table covering the claims it is registe
 import pandas as pd
 import pytest
 
-from labkit.lab import notebook_index, reproduce, verdicts
+from labkit.lab import notebook_index, notebook_run, verdicts
 
 NOTEBOOKS = [p for p in notebook_index.notebook_sources() if p.stem != notebook_index.LEDGER]
 
@@ -15,7 +15,7 @@ def test_there_are_notebooks():
 @pytest.mark.notebook
 @pytest.mark.parametrize("source", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs_in_quick_mode(source, tmp_path):
-    out = reproduce.run_notebook(source, quick=True, out_dir=tmp_path / "executed",
+    out = notebook_run.run_notebook(source, quick=True, out_dir=tmp_path / "executed",
                                  results_dir=tmp_path, timeout=1200)
     assert out.ok, out.error
     name = source.stem
@@ -61,7 +61,7 @@ def test_ledger_lists_every_claim_once_and_never_passes_by_default(tmp_path):
     (tmp_path / "data" / "run_manifest.json").write_text(
         '{"02_optimisation_levels": {"ok": false, "error": "boom"}}')
     ledger_nb = notebook_index.NOTEBOOKS / f"{notebook_index.LEDGER}.py"
-    out = reproduce.run_notebook(ledger_nb, quick=True, out_dir=tmp_path / "executed",
+    out = notebook_run.run_notebook(ledger_nb, quick=True, out_dir=tmp_path / "executed",
                                  results_dir=tmp_path, timeout=600)
     assert out.ok, out.error
     led = pd.read_csv(tmp_path / "data" / f"{notebook_index.LEDGER}.csv")

@@ -7,7 +7,7 @@ import sys
 import jupytext
 import pytest
 
-from labkit.lab import notebook_index, params, reproduce
+from labkit.lab import notebook_index, notebook_run, params
 
 
 def test_an_explicit_value_beats_the_quick_value():
@@ -22,11 +22,11 @@ def test_an_explicit_value_beats_the_quick_value():
 
 
 def test_what_papermill_is_given_is_every_value_that_runs():
-    values = reproduce.run_values("01_stack_size", quick=True,
+    values = notebook_run.run_values("01_stack_size", quick=True,
                                   parameters={"repeats": 9, "workers": 3})  # 08's, not 01's
     assert values == {"quick": True, **params.resolve("01_stack_size", quick=True, repeats=9)}
     # A notebook without a table gets quick and the values given, as before.
-    assert reproduce.run_values("90_tiny", quick=False, parameters={"log": "x"}) == \
+    assert notebook_run.run_values("90_tiny", quick=False, parameters={"log": "x"}) == \
         {"quick": False, "log": "x"}
 
 
@@ -124,7 +124,7 @@ def test_the_parameters_cell_takes_its_values_from_the_table(source):
 def test_the_report_shows_every_value_a_notebook_ran_with():
     from labkit.lab import report
 
-    ran = reproduce.Outcome("01_stack_size", True, 1.0, None, given=["repeats"],
+    ran = notebook_run.Outcome("01_stack_size", True, 1.0, None, given=["repeats"],
                             parameters=params.resolve("01_stack_size", quick=True, repeats=9))
     shown = report._parameters_html(ran)
     assert "<code>-p repeats 9</code>" in shown and "switches = 100000" in shown
@@ -156,9 +156,9 @@ def test_an_unknown_name_exits_2(tmp_path):
 def test_papermill_s_guesses_about_the_parameters_line_are_silenced():
     import logging
 
-    from labkit.lab import reproduce
+    from labkit.lab import notebook_run
 
-    quiet = reproduce._DeclaredNames({"repeats"})
+    quiet = notebook_run._DeclaredNames({"repeats"})
 
     def record(text):
         return logging.LogRecord("papermill.translators", logging.WARNING, "", 0, text, (), None)

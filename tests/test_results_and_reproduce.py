@@ -6,7 +6,7 @@ import os
 import pandas as pd
 import pytest
 
-from labkit.lab import reproduce, verdicts
+from labkit.lab import notebook_run, reproduce, status_line, verdicts
 
 from labkit.core import results
 
@@ -52,7 +52,7 @@ def test_failing_notebook_is_reported_not_raised(tmp_path):
     src = tmp_path / "99_fails.py"
     src.write_text('# %% tags=["parameters"]\nquick = False\n\n# %%\n'
                    'raise RuntimeError("this notebook fails on purpose")\n')
-    out = reproduce.run_notebook(src, quick=True, out_dir=tmp_path / "ex",
+    out = notebook_run.run_notebook(src, quick=True, out_dir=tmp_path / "ex",
                                  results_dir=tmp_path)
     assert not out.ok
     assert "fails on purpose" in out.error
@@ -153,7 +153,7 @@ def test_progress_line_reads_the_sweeps_file(tmp_path):
     import time
 
     progress = tmp_path / "p.json"
-    line = reproduce.StatusLine(progress, total=3, stream=io.StringIO())
+    line = status_line.StatusLine(progress, total=3, stream=io.StringIO())
     line.notebook(2, "04_latency_ladder")
     assert line.text().startswith("[2/3] 04_latency_ladder") and "point" not in line.text()
     progress.write_text(json.dumps({"desc": "kernels", "done": 4, "total": 10,

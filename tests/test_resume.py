@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from labkit.lab import reproduce
+from labkit.lab import children, reproduce
 
 pytestmark = pytest.mark.notebook
 
@@ -87,7 +87,7 @@ def test_interrupt_then_resume_measures_each_point_once(tmp_path, monkeypatch):
             break
         time.sleep(0.2)
     assert run.poll() is None, run.communicate()
-    below = reproduce._descendants(run.pid)  # the kernel, at least
+    below = children.descendants(run.pid)  # the kernel, at least
     assert below, "the run should have started a kernel"
     os.killpg(run.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
     out, err = run.communicate(timeout=120)

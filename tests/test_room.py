@@ -101,7 +101,7 @@ def test_compare_notebook_runs_the_room(the_room, tmp_path):
     import nbformat
     import papermill
 
-    from labkit.lab import notebook_index, reproduce
+    from labkit.lab import notebook_index, notebook_run
 
     nb = notebook_index.NOTEBOOKS / "compare_machines.py"
     src = tmp_path / "compare.ipynb"
@@ -109,7 +109,7 @@ def test_compare_notebook_runs_the_room(the_room, tmp_path):
     papermill.execute_notebook(str(src), str(tmp_path / "out.ipynb"),
                                parameters={"room_file": str(the_room["file"]), "quick": True,
                                            "room_only": FAST, "room_out": str(tmp_path / "b")},
-                               kernel_name=reproduce.KERNEL_NAME, progress_bar=False,
+                               kernel_name=notebook_run.KERNEL_NAME, progress_bar=False,
                                cwd=str(nb.parent))
     text = (tmp_path / "out.ipynb").read_text()
     assert "done" in text and "C000.4" in text
@@ -218,7 +218,9 @@ def test_bad_input_names_the_parameter(tmp_path):
     with pytest.raises(ValueError, match="port"):
         room.serve(tmp_path / "r.json", port=70000)
     with pytest.raises(ValueError, match="blocks"):
-        room.idle_worker_cost(blocks=0)
+        room.noise(blocks=0)
+    with pytest.raises(TypeError, match="quiet"):
+        room.noise(quiet="yes")
     assert room.main(["run", str(tmp_path / "missing.json")]) == 2
     with pytest.raises(TypeError, match="params"):
         room.run(tmp_path / "x.json", params=["cpu"])
@@ -230,25 +232,6 @@ def test_join_refuses_root_without_allow_root(tmp_path):
     write_room(tmp_path / "r.json", "tls://127.0.0.1:1", make_credentials())
     with pytest.raises(PermissionError, match="root"):
         room.join(tmp_path / "r.json", name="root-user")
-
-
-def test_bootstrap_ratio_brackets_a_known_shift():
-    import numpy as np
-
-    rng = np.random.default_rng(1)
-    a = rng.normal(100, 1, 200)
-    ratio, lo, hi = room._bootstrap_ratio(a, a * 1.10)
-    assert lo < ratio < hi
-    assert lo < 1.10 < hi and not lo <= 1.0 <= hi
-
-
-def test_paired_ratio_of_blocks():
-    ratio, lo, hi = room.paired_ratio([1.09, 1.11, 1.10, 1.12, 1.08])
-    assert lo < 1.10 < hi and lo > 1.0
-    ratio, lo, hi = room.paired_ratio([0.95, 1.05, 0.97, 1.03])
-    assert lo < 1.0 < hi
-    with pytest.raises(ValueError, match="pair_ratios"):
-        room.paired_ratio([1.0])
 
 
 def test_a_refused_merge_is_reported_and_the_bundles_kept(tmp_path):

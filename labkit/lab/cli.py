@@ -193,7 +193,7 @@ def _run(args, parser) -> int:
 
 def _report(quick: bool) -> int:
     from labkit.core import results
-    from labkit.lab import ledger, notebook_index, report, reproduce
+    from labkit.lab import ledger, notebook_index, notebook_run, report, reproduce
 
     out = reproduce.reports_dir(quick)
     os.environ["LABKIT_RESULTS_DIR"] = str(out if quick else results.home())
@@ -202,7 +202,7 @@ def _report(quick: bool) -> int:
     for src in notebook_index.notebook_sources():
         done = out / "executed" / f"{src.stem}.ipynb"
         if done.exists() and manifest.get(src.stem, {}).get("ok", True):
-            outcomes.append(reproduce.earlier_outcome(src.stem, done, manifest))
+            outcomes.append(notebook_run.earlier_outcome(src.stem, done, manifest))
     if not outcomes:
         raise FileNotFoundError(f"no executed notebooks in {out / 'executed'}: run "
                                 f"`labkit reproduce{' --quick' if quick else ''}` first")

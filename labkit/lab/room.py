@@ -14,11 +14,13 @@ machine's bundle in memory; the client saves each bundle as it arrives and merge
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -28,7 +30,6 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from labkit.core import procfs
 from labkit.lab.room_tls import make_credentials, read_room, security, write_room
 
 RESOURCE = "labkit-machine"
@@ -509,83 +510,14 @@ def watch(room_path, **kwargs) -> RoomRun:
 
 # --- noise: what an idle joined worker costs a measurement --------------------------------
 
-def _bootstrap_ratio(a, b, *, n: int = 4000, seed: int = 0) -> tuple[float, float, float]:
-    """median(b)/median(a) with a percentile-bootstrap 95% interval (resampling each
-    side's repeats)."""
-    import numpy as np
-
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    rng = np.random.default_rng(seed)
-    ra = np.median(rng.choice(a, (n, a.size)), axis=1)
-    rb = np.median(rng.choice(b, (n, b.size)), axis=1)
-    ratios = rb / ra
-    return float(np.median(b) / np.median(a)), *map(float, np.percentile(ratios, [2.5, 97.5]))
-
-
-def paired_ratio(pair_ratios, *, n: int = 4000, seed: int = 0) -> tuple[float, float, float]:
-    """The geometric mean of per-block ratios (each B block over the A block beside it)
-    with a 95% interval: scipy.stats.bootstrap when installed, else a percentile
-    bootstrap over the blocks. Pairing by block cancels the machine's slow drifts (other
-    users' load comes and goes), which pooling all repeats would not."""
-    import numpy as np
-
-    logs = np.log(np.asarray(pair_ratios, float))
-    if logs.size < 2:
-        raise ValueError(f"pair_ratios must hold two or more ratios, got {logs.size}")
-    point = float(np.exp(logs.mean()))
-    try:
-        from scipy import stats
-
-        ci = stats.bootstrap((logs,), np.mean, n_resamples=n, method="percentile",
-                             random_state=seed).confidence_interval
-        lo, hi = ci.low, ci.high
-    except ImportError:
-        rng = np.random.default_rng(seed)
-        means = rng.choice(logs, (n, logs.size)).mean(axis=1)
-        lo, hi = np.percentile(means, [2.5, 97.5])
-    return point, float(np.exp(lo)), float(np.exp(hi))
-
-
-def _switches_and_cpu(pid: int) -> tuple[int, float]:
-    """Context switches of every thread of `pid` (each one a wake-up or a preemption) and
-    its CPU seconds so far."""
-    import psutil
-
-    t = psutil.Process(pid).cpu_times()
-    return procfs.context_switches(pid), t.user + t.system
-
-
-def idle_worker_cost(*, blocks: int = 10, repeats: int = 5, cpu: int = 0, quiet: bool = True,
-                     switches: int = 1_000_000, futex_switches: int = 20_000):
-    """Measure asm_fpu and thread_futex with and without an idle joined worker on this
-    machine, interleaved (pairs of blocks, in ABBA order). The room's scheduler and the worker
-    run in subprocesses for the whole measurement; "without" is the worker stopped
-    (SIGSTOP), "with" the worker running. Returns one row per kernel: the ratio
-    with/without (geometric mean of the block pairs) and its 95% interval, the idle
-    worker's own wake-ups and CPU share, and the machine's metadata; the raw rows are in
-    `.attrs["raw"]`."""
-    import signal
-
-    import pandas as pd
-
-    import labkit
-    from labkit.core.machine import machine_info
-
-    for pname, v, lo in (("blocks", blocks, 2), ("repeats", repeats, 3)):
-        if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= 1000:
-            raise ValueError(f"{pname} must be an int in {lo}..1000, got {v!r}")
-    if not isinstance(quiet, bool):
-        raise TypeError(f"quiet must be True or False, not {quiet!r}")
-    from labkit.core import validate
-
-    cpu = validate.cpu(cpu)
-    if cpu is None:
-        raise ValueError("cpu must be a CPU number: both conditions measure on that CPU")
+@contextlib.contextmanager
+def _idle_worker(quiet: bool):
+    """A room served on loopback with one joined worker, for as long as the block runs:
+    yields the worker's pid. The scheduler is pinned beside the worker (the worker's own
+    CPU), so that only the worker differs between a running and a stopped worker."""
     tmp = Path(tempfile.mkdtemp(prefix="labkit-noise-"))
     room_file = tmp / "room.json"
     procs = []
-    rows, idle = [], []
-    load_before = os.getloadavg()
     try:
         with open(tmp / "serve.log", "w") as f:
             sched = subprocess.Popen([sys.executable, "-m", "labkit.lab.room", "serve", "--room",
@@ -599,32 +531,12 @@ def idle_worker_cost(*, blocks: int = 10, repeats: int = 5, cpu: int = 0, quiet:
             worker = subprocess.Popen(join_cmd, stdout=f, stderr=subprocess.STDOUT)
         procs.append(worker)
         wait_for_text(tmp / "worker.log", "joined as", 120, proc=worker)
-        # The scheduler is the room holder's; it stays pinned beside the worker (its own
-        # CPU) in both conditions, so that only the worker differs between A and B.
         _pin_like(sched.pid, worker.pid)
-        # ABBA: every other pair starts with the worker running, so that whatever the
-        # second half of a pair gains or loses (a warm cache, a resumed process catching
-        # up) falls on both conditions alike.
-        order = [c for b in range(blocks)
-                 for c in (("without", "with") if b % 2 == 0 else ("with", "without"))]
-        for i, cond in enumerate(order):
-            os.kill(worker.pid, signal.SIGSTOP if cond == "without" else signal.SIGCONT)
-            time.sleep(1.0)  # let a resumed worker catch up on missed heartbeats
-            before, t0 = _switches_and_cpu(worker.pid), time.monotonic()
-            a = labkit.measure("asm_fpu", switches=switches, repeats=repeats, cpu=cpu)
-            f = labkit.measure_handoff("thread_futex", cpus=(cpu, cpu),
-                                             switches=futex_switches, repeats=repeats)
-            after, t1 = _switches_and_cpu(worker.pid), time.monotonic()
-            if cond == "with":
-                idle.append(((after[0] - before[0]) / (t1 - t0), (after[1] - before[1]) / (t1 - t0)))
-            for kernel, df in (("asm_fpu", a), ("thread_futex", f)):
-                rows.append(pd.DataFrame({"kernel": kernel, "condition": cond, "block": i // 2,
-                                          "ns_per_switch": df["ns_per_switch"].to_numpy()}))
-        os.kill(worker.pid, signal.SIGCONT)
+        yield worker.pid
     finally:
         for p in reversed(procs):
             try:
-                os.kill(p.pid, signal.SIGCONT)
+                os.kill(p.pid, signal.SIGCONT)  # a stopped process would not end
             except ProcessLookupError:
                 pass
             p.terminate()
@@ -633,29 +545,20 @@ def idle_worker_cost(*, blocks: int = 10, repeats: int = 5, cpu: int = 0, quiet:
             except subprocess.TimeoutExpired:
                 p.kill()
         shutil.rmtree(tmp, ignore_errors=True)
-    raw = pd.concat(rows, ignore_index=True)
-    info = machine_info()
-    load_after = os.getloadavg()
-    med = raw.groupby(["kernel", "block", "condition"]).ns_per_switch.median().unstack()
-    out = []
-    for kernel, g in med.groupby(level="kernel"):
-        ratio, lo, hi = paired_ratio(g["with"] / g["without"])
-        k = raw[raw.kernel == kernel]
-        out.append({"kernel": kernel, "ratio_with_to_without": ratio, "ci95_low": lo,
-                    "ci95_high": hi, "within_2pct": lo >= 0.98 and hi <= 1.02,
-                    "median_ns_without": float(k[k.condition == "without"].ns_per_switch.median()),
-                    "median_ns_with": float(k[k.condition == "with"].ns_per_switch.median()),
-                    "blocks": blocks, "repeats": repeats, "quiet_worker": quiet,
-                    "worker_switches_per_s": round(sum(x for x, _ in idle) / len(idle), 1),
-                    "worker_cpu_share": round(sum(c for _, c in idle) / len(idle), 5),
-                    "cpu": cpu, "load_before": round(load_before[0], 2),
-                    "load_after": round(load_after[0], 2), "machine_id": info["machine_id"],
-                    "cpu_model": info["cpu_model"], "cpu_count": info["cpu_count"],
-                    "virtualization": info["virtualization"],
-                    "kernel_release": info["kernel_release"], "tsc_ghz": info["tsc_ghz"],
-                    "labkit_commit": info["labkit_commit"]})
-    summary = pd.DataFrame(out)
-    summary.attrs["raw"] = raw
+
+
+def noise(*, blocks: int = 10, repeats: int = 5, cpu: int = 0, quiet: bool = True):
+    """What an idle joined worker costs a measurement on this machine: labkit's
+    idle-process experiment (labkit.experiments.idle_cost) beside a room's worker, as
+    `join` runs it (`quiet`) or with Dask's defaults. One row per kernel, with the column
+    `quiet_worker`; the raw rows are in `.attrs["raw"]`."""
+    from labkit.experiments import idle_cost
+
+    if not isinstance(quiet, bool):
+        raise TypeError(f"quiet must be True or False, not {quiet!r}")
+    summary = idle_cost.idle_process_cost(lambda: _idle_worker(quiet), blocks=blocks,
+                                          repeats=repeats, cpu=cpu)
+    summary.insert(summary.columns.get_loc("repeats") + 1, "quiet_worker", quiet)
     return summary
 
 
@@ -746,8 +649,8 @@ def main(argv: list[str]) -> int:
                   + ", ".join(f"{s}: {(res.table.state == s).sum()}" for s in STATES if s in states))
             return 0 if states <= {"done", "skipped"} else 1
         elif args.command == "noise":
-            summ = idle_worker_cost(blocks=args.blocks, repeats=args.repeats, cpu=args.cpu,
-                                    quiet=not args.loud)
+            summ = noise(blocks=args.blocks, repeats=args.repeats, cpu=args.cpu,
+                         quiet=not args.loud)
             print(summ.T.to_string(header=False))
             if args.out:
                 from labkit.core.results import atomic_path

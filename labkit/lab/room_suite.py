@@ -4,7 +4,7 @@ worker's thread does not use, with its results in a private folder, ending with 
     python -m labkit.lab.room_suite --results DIR --bundle OUT [--cpus 0,2] [--quick]
         [--only NAME ...] [-p NAME VALUE ...] [--name NAME] [--machine-id ID]
 
-It runs the notebooks with labkit.lab.reproduce's own functions, but never touches the
+It runs the notebooks with labkit.lab.notebook_run, as reproduce does, but never touches the
 participant's data/, figures/ or reports/ (every result goes under --results), and takes
 no lock: two rooms' suites on one machine do not wait for each other. Progress goes to
 stdout as lines `labkit-room {json}`, which the worker passes on to the room's client.
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         os.sched_setaffinity(0, args.cpus)
 
     os.environ["LABKIT_RESULTS_DIR"] = str(args.results)  # before labkit reads it
-    from labkit.lab import bundle, ledger, notebook_index, params, reproduce
+    from labkit.lab import bundle, ledger, notebook_index, notebook_run, params
 
     try:
         sources = notebook_index.notebook_sources(args.only)
@@ -106,15 +106,15 @@ def main(argv: list[str] | None = None) -> int:
         run_kwargs = {"parameters": params.parse([s.stem for s in sources], args.p)}
     except ValueError as exc:
         p.error(str(exc))
-    reproduce.ensure_kernel()  # an installed labkit registers its kernel
+    notebook_run.ensure_kernel()  # an installed labkit registers its kernel
     manifest = {}
     n = len(sources)
     emit(state="running", k=0, n=n, notebook="", pid=os.getpid(),
          cpus=sorted(os.sched_getaffinity(0)))
     for k, src in enumerate(sources, 1):
         emit(state="running", k=k, n=n, notebook=src.stem, pid=os.getpid())
-        o = reproduce.run_notebook(src, quick=args.quick, out_dir=args.results / "executed",
-                                   results_dir=args.results, **run_kwargs)
+        o = notebook_run.run_notebook(src, quick=args.quick, out_dir=args.results / "executed",
+                                      results_dir=args.results, **run_kwargs)
         manifest[o.name] = {"ok": o.ok, "seconds": round(o.seconds, 1),
                             "error": o.error[-500:], "quick": args.quick,
                             "parameters": o.parameters, "given": o.given}

@@ -69,7 +69,7 @@ def run(runs: int = 3, *, quick: bool = False, only: list[str] | None = None,
         out: Path | None = None, echo=print):
     """Run the verdict-bearing notebooks `runs` times into out/run-k; returns
     (agreement table, seconds per run)."""
-    from labkit.lab import notebook_index, reproduce
+    from labkit.lab import notebook_index, notebook_run
     from labkit.core.results import REPO
 
     if not isinstance(runs, int) or isinstance(runs, bool) or not 1 <= runs <= 50:
@@ -84,8 +84,8 @@ def run(runs: int = 3, *, quick: bool = False, only: list[str] | None = None,
         folder = out / f"run-{k}"
         start = time.monotonic()
         for src in sources:
-            o = reproduce.run_notebook(src, quick=quick, out_dir=folder / "executed",
-                                       results_dir=folder)
+            o = notebook_run.run_notebook(src, quick=quick, out_dir=folder / "executed",
+                                          results_dir=folder)
             echo(f"  run {k}: {'ok    ' if o.ok else 'FAILED'} {o.name} ({o.seconds:.0f} s)"
                  + ("" if o.ok else f": {o.error.splitlines()[-1][:200] if o.error else ''}"))
         seconds.append(time.monotonic() - start)

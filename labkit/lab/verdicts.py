@@ -24,12 +24,12 @@ the amended one and `original_verdict` the one under the rule written first.
 """
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 import re
 
 from labkit.core.results import claims_csv
+from labkit.lab import rule_expr
 
 VERDICTS = ("reproduced", "contradicted", "in-between", "inconclusive", "not-measured",
             "not-applicable-here")
@@ -58,8 +58,6 @@ N_RESAMPLES = 4000
 # Fixed seed: the interval of the same data is the same interval on every recomputation.
 SEED = 20261130
 _SAFE = re.compile(r"^[\sA-Za-z_0-9.<>=!()+\-*/]*$")
-_NAMES = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
-_KEYWORDS = {"and", "or", "not", "True", "False"}
 # data/claims.csv names the notebook each claim was registered to (`experiment`), and its
 # rows are never edited. A notebook split in two since hands each of its claims to one
 # part: registered name -> {the part: its claims}.
@@ -137,21 +135,10 @@ def _check_rule(rule: str) -> None:
         raise ValueError(f"rule {rule!r} has characters a rule may not use")
 
 
-@functools.lru_cache(maxsize=512)
-def _compiled(expr: str):
-    """The checked rule, compiled once, and the names it needs."""
-    _check_rule(expr)
-    return compile(expr, "<rule>", "eval"), frozenset(_NAMES.findall(expr)) - _KEYWORDS
-
-
 def _eval(expr: str, values: dict) -> float | bool:
-    code, names = _compiled(expr)
-    missing = names - set(values)
-    if missing:
-        raise ValueError(f"rule {expr!r} needs values for {sorted(missing)}")
-    env = {"True": True, "False": False, **values}
+    _check_rule(expr)
     try:
-        return eval(code, {"__builtins__": {}}, env)  # noqa: S307 - checked above
+        return rule_expr.evaluate(expr, values)
     except ZeroDivisionError:
         return float("nan")
 
