@@ -279,8 +279,9 @@ TABLES: dict[str, tuple[Param, ...]] = {
         _int("c15_judge_chunk", 1024, help="the buffer C001.5 is judged at (one of "
              "c15_chunks)", high=1 * MiB),
         _int("c15_connections", 100, 50, "connections of the C001.5 runs", high=10_000),
-        _float("c15_duration", 0.5, 0.3, "seconds per C001.5 run"),
-        _repeats(3, 2, "c15_repeats", "runs per C001.5 point"),
+        _float("c15_duration", 0.3, help="seconds per C001.5 run (suspensions are counted, "
+               "not timed)"),
+        _repeats(2, help="runs per C001.5 point", name="c15_repeats"),
         _repeats(3, help="rounds of the robustness check", name="robustness_rounds"),
     ),
 }
