@@ -58,8 +58,8 @@ N_RESAMPLES = 4000
 # Fixed seed: the interval of the same data is the same interval on every recomputation.
 SEED = 20261130
 # data/claims.csv names the notebook each claim was registered to (`experiment`), and its
-# rows are never edited. A notebook split in two since hands each of its claims to one
-# part: registered name -> {the part: its claims}.
+# rows are never edited. Where a registered notebook is now two notebooks, each claim goes
+# to the part that measures it: registered name -> {the part: its claims}.
 SPLIT = {
     "07_coroutine_frames": {
         "07a_frames_and_allocators": ("C001.2", "C004.3", "C004.4"),
