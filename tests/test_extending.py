@@ -1,5 +1,6 @@
 """docs/architecture.md's "Where a new thing goes" is true: in a copy of the repository a
-dummy kernel and a dummy C++ peer are added in exactly the files the doc names for them,
+dummy kernel, a dummy C++ peer and a dummy Python peer are added in exactly the files the
+doc names for them,
 the copy is built by the project's own build, and the catalogue, the correctness tests and
 labkit.measure pick both up. The copy rebuilds only the extension and the peers' -O2
 library (the builds the checks run); its other native builds are the checkout's, copied."""
@@ -15,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "architecture.md"
-DUMMY_KERNEL, DUMMY_PEER = "test_dummy", "test_dummy_peer"
+DUMMY_KERNEL, DUMMY_PEER, DUMMY_PY = "test_dummy", "test_dummy_peer", "test_dummy_py"
 
 pytestmark = pytest.mark.slow
 
@@ -89,12 +90,23 @@ PEER_EDITS = {
         f'"boost_coroutine2": ("stackful", False),\n    "{DUMMY_PEER}": ("baseline", False),\n'),
 }
 
-KERNEL_ROW, PEER_ROW = "a switch kernel on x86-64", "a C++ peer"
+# A Python peer that counts both sides' transfers and switches nothing.
+PY_EDITS = {
+    "labkit/core/pypeers.py": _chain(
+        _replace("PY_PEERS = {\n",
+                 f'PY_PEERS = {{\n    "{DUMMY_PY}": ("stackless", "the test\'s dummy: nothing"),\n'),
+        _replace("_RUNNERS = {",
+                 "def _test_dummy(c, rounds):\n    for _ in range(rounds):\n"
+                 "        c.co += 1\n        c.main += 1\n\n\n"
+                 f'_RUNNERS = {{"{DUMMY_PY}": _test_dummy, ')),
+}
+
+KERNEL_ROW, PEER_ROW, PY_ROW = "a switch kernel on x86-64", "a C++ peer", "a Python peer"
 
 
 def test_every_row_counts_the_files_it_names():
     rows = doc_rows()
-    assert {KERNEL_ROW, PEER_ROW, "a claim", "a notebook"} <= set(rows)
+    assert {KERNEL_ROW, PEER_ROW, PY_ROW, "a claim", "a notebook"} <= set(rows)
     for what, (files, count) in rows.items():
         assert len(files) == count, f"{what}: the doc names {files} but says {count}"
         for f in files:
@@ -106,6 +118,7 @@ def test_the_edits_are_the_docs_files():
     rows = doc_rows()
     assert sorted(KERNEL_EDITS) == sorted(rows[KERNEL_ROW][0])
     assert sorted(PEER_EDITS) == sorted(rows[PEER_ROW][0])
+    assert sorted(PY_EDITS) == sorted(rows[PY_ROW][0])
 
 
 def _copy(to: Path) -> None:
@@ -130,7 +143,7 @@ CHECK = f"""
 import json, labkit
 from labkit.core import systems
 cat = labkit.catalogue().set_index("kernel")
-rows = {{n: cat.loc[n].to_dict() for n in ({DUMMY_KERNEL!r}, {DUMMY_PEER!r})}}
+rows = {{n: cat.loc[n].to_dict() for n in ({DUMMY_KERNEL!r}, {DUMMY_PEER!r}, {DUMMY_PY!r})}}
 measured = {{n: labkit.measure(n, switches=2000, repeats=2, warmup=0).kernel.tolist()
             for n, r in rows.items() if r["available"]}}
 print(json.dumps({{"file": labkit.__file__, "rows": rows, "measured": measured,
@@ -145,7 +158,7 @@ def test_a_dummy_kernel_and_peer_in_the_docs_files_are_picked_up(tmp_path):
     _copy(copy)
     shutil.copytree(ROOT / "labkit" / "bin", copy / "labkit" / "bin")
     edits = {**KERNEL_EDITS}
-    for path, edit in PEER_EDITS.items():
+    for path, edit in {**PEER_EDITS, **PY_EDITS}.items():
         edits[path] = _chain(edits[path], edit) if path in edits else edit
     for path, edit in edits.items():
         (copy / path).write_text(edit((copy / path).read_text()))
@@ -168,7 +181,7 @@ def test_a_dummy_kernel_and_peer_in_the_docs_files_are_picked_up(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     out = json.loads(run.stdout.splitlines()[-1])
     assert Path(out["file"]).is_relative_to(copy)
-    assert out["system"] == {DUMMY_KERNEL: "labkit", DUMMY_PEER: "peer"}
+    assert out["system"] == {DUMMY_KERNEL: "labkit", DUMMY_PEER: "peer", DUMMY_PY: "python"}
     kernel, peer = out["rows"][DUMMY_KERNEL], out["rows"][DUMMY_PEER]
     assert kernel["kind"] == "stackful" and kernel["frame_bytes"] == 56
     x86 = os.uname().machine == "x86_64"
@@ -178,6 +191,8 @@ def test_a_dummy_kernel_and_peer_in_the_docs_files_are_picked_up(tmp_path):
         assert out["measured"][DUMMY_KERNEL] == [DUMMY_KERNEL] * 2
     if peer["available"]:
         assert out["measured"][DUMMY_PEER] == [DUMMY_PEER] * 2
+    assert out["rows"][DUMMY_PY]["kind"] == "stackless"
+    assert out["measured"][DUMMY_PY] == [DUMMY_PY] * 2
 
     # The correctness tests are parametrised from the catalogue (tests/conftest.py): they
     # take the dummies in, and pass for them.
@@ -186,5 +201,5 @@ def test_a_dummy_kernel_and_peer_in_the_docs_files_are_picked_up(tmp_path):
                            cwd=copy, env=env, capture_output=True, text=True, timeout=600)
     assert tests.returncode == 0, tests.stdout[-3000:]
     passed = set(re.findall(r"PASSED \S+\[(\w+)\]", tests.stdout))
-    assert passed >= ({DUMMY_KERNEL} if x86 else set()) | (
+    assert passed >= {DUMMY_PY} | ({DUMMY_KERNEL} if x86 else set()) | (
         {DUMMY_PEER} if peer["available"] else set())
