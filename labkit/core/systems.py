@@ -3,9 +3,9 @@ and the Python peers. A record says what its entries are called and what kind ea
 whether one runs here (and what to install when it does not), which of measure's
 parameters apply to it, how measure turns a call into a job and which worker function
 runs that job, the library and builds its code comes from, and what the callgrind driver
-(csrc/count_main.c) calls it. The catalogue (entries), measure (timing), the row metadata
-(machine), callgrind, the explorer and the tests read these records; none of them tells
-the systems apart by itself.
+(csrc/count_main.c) calls it. The catalogue (entries), measure (timing, which hands the
+job's flags to the row metadata), callgrind, the explorer and the tests read these
+records; none of them tells the systems apart by itself.
 
 The kernels come from the C core's kernel table (LK_KERNELS in csrc/labkit_core.h, read
 through _core.kernel_table()), the Python peers from labkit.core.pypeers; the C++ peers,
@@ -22,7 +22,8 @@ from labkit.core import counters as _counters
 from labkit.core import validate as _v
 
 FP_CONTROL_MODES = {"as-is": 0, "same": 1, "differ": 2}
-# measure's parameters that mean something for some systems only.
+# The parameters of measure (and "ring": measure_ring) that mean something for some
+# systems only.
 PARAMETERS = ("stack_size", "prefault", "build", "fp_control", "stack_in_use", "ring")
 
 _X86_64 = platform.machine() in ("x86_64", "AMD64")
@@ -301,10 +302,11 @@ def worker_pingpong(kernel: int, build: str | None, stack_size: int, prefault: b
     if build:
         from labkit.core import native
 
-        return _counters.counted(lambda: native.pingpong(build, kernel, stack_size, prefault, rounds,
-                                               warmup, repeats, fpctl_mode, stack_in_use))
-    return _counters.counted(lambda: _core.pingpong(kernel, stack_size, prefault, rounds, warmup,
-                                          repeats, fpctl_mode, stack_in_use))
+        return _counters.counted(lambda: native.pingpong(
+            build, kernel, stack_size, prefault, rounds, warmup, repeats, fpctl_mode,
+            stack_in_use))
+    return _counters.counted(lambda: _core.pingpong(
+        kernel, stack_size, prefault, rounds, warmup, repeats, fpctl_mode, stack_in_use))
 
 
 def worker_peer_pingpong(peer: str, build: str, stack_size: int, rounds: int, warmup: int,
@@ -312,8 +314,8 @@ def worker_peer_pingpong(peer: str, build: str, stack_size: int, rounds: int, wa
     """A C++ peer's ping-pong, from one -O build of the peers library."""
     from labkit.core import native
 
-    return _counters.counted(lambda: native.peer_pingpong(build, peer, stack_size, rounds, warmup,
-                                                repeats, fpctl_mode))
+    return _counters.counted(lambda: native.peer_pingpong(
+        build, peer, stack_size, rounds, warmup, repeats, fpctl_mode))
 
 
 def worker_py_pingpong(peer: str, stack_size: int, rounds: int, warmup: int,

@@ -193,5 +193,5 @@ def worker_ring(kernel: int, n: int, asymmetric: bool, stack_size: int, colour_s
     """A ring (or, asymmetric, a scheduler) of n contexts."""
     from labkit.core import _core
 
-    return _counters.counted(lambda: _core.ring(kernel, n, asymmetric, stack_size, colour_step,
-                                      prefault, laps, warmup, repeats))
+    return _counters.counted(lambda: _core.ring(kernel, n, asymmetric, stack_size,
+                                                colour_step, prefault, laps, warmup, repeats))
