@@ -72,3 +72,18 @@ def test_unknown_names_and_rings_of_peers_are_refused():
         systems.of("no_such_kernel")
     with pytest.raises(ValueError, match="kernel must be one of labkit's own kernels"):
         labkit.measure_ring("generator_send", contexts=4)
+
+
+@pytest.mark.parametrize("family", list(systems.SYSTEMS))
+def test_a_parameter_that_does_not_apply_is_refused(family):
+    s = systems.SYSTEMS[family]
+    name = s.names()[0]
+    size = entries.check_stack_size(name, None)
+    refused = {"prefault": dict(prefault=True), "build": dict(build=native.DEFAULT_BUILD),
+               "fp_control": dict(fp_control="same")}
+    for param, given in refused.items():
+        if param in s.applies:
+            continue
+        args = {"prefault": None, "build": None, "fp_control": "as-is", **given}
+        with pytest.raises(ValueError, match=param):
+            s.job(name, size, args["prefault"], args["build"], args["fp_control"])
