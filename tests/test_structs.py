@@ -73,12 +73,12 @@ def test_an_exported_prototype_python_cannot_pass_is_named():
 
 
 def test_the_kernel_table_comes_from_c_and_every_kernel_is_described():
-    from labkit.core import entries
+    from labkit.core import entries, systems
 
     rows = _core.kernel_table()
     assert [r["index"] for r in rows] == list(range(len(rows)))
     assert entries.KERNEL_NAMES == tuple(r["name"] for r in rows)
-    assert set(entries._PROSE) == set(entries.KERNEL_NAMES)
+    assert set(systems.KERNEL_PROSE) == set(entries.KERNEL_NAMES)
     for r in rows:
         assert r["handle"] in {"sp", "regs", "uc", "copy", "none"}
         assert entries.kernel_info(r["name"]).kind == ("stackful" if r["stackful"] else "stackless")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+from labkit.core import counters as _counters
 from labkit.core import machine as _machine
 from labkit.core import timing as _timing
 from labkit.core import validate as _v
@@ -151,11 +152,11 @@ def worker_pingpong(mode: int, cpu_a: int, cpu_b: int, rounds: int, warmup: int,
                      repeats: int) -> dict:
     from labkit.core import _core
 
-    return _timing.counted(lambda: _core.handoff_pingpong(mode, cpu_a, cpu_b, rounds, warmup,
-                                                          repeats))
+    return _counters.counted(lambda: _core.handoff_pingpong(mode, cpu_a, cpu_b, rounds, warmup,
+                                                            repeats))
 
 
 def worker_yield_run(cpu: int, units: int, k: int) -> dict:
     from labkit.core import _core
 
-    return _timing.counted(lambda: _core.yield_run(cpu, units, k))
+    return _counters.counted(lambda: _core.yield_run(cpu, units, k))

@@ -243,18 +243,18 @@ def machine_info(refresh: bool = False) -> dict:
     return info
 
 
-def row_metadata(build: str | None = None, peer: bool = False, *, cflags: str | None = None,
+def row_metadata(build: str | None = None, *, cflags: str | None = None,
                  compiler: str | None = None) -> dict:
     """The metadata columns every measured row carries. The compiler flags are the
-    extension's unless the code measured was built otherwise: `build` names one of the
-    optimisation-level builds (of the C core, or of the C++ peers if peer), or `cflags`
-    (and `compiler`) give them directly (a server's, a frames library's)."""
+    extension's unless the code measured was built otherwise: `build` names one of the C
+    core's optimisation-level builds, or `cflags` (and `compiler`) give them directly (a
+    peer build's, a server's, a frames library's: labkit.core.systems says whose)."""
     info = machine_info()
     row = {k: info[k] for k in ROW_METADATA}
     if build is not None and cflags is None:
         from labkit.core import native
 
-        cflags = native.peers_cflags(build) if peer else native.cflags(build)
+        cflags = native.cflags(build)
     if cflags is not None:
         row["cflags"] = cflags
         row["opt_level"] = _opt_level(cflags) + (

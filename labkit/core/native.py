@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import platform
 import re
 from pathlib import Path
 
@@ -220,15 +219,13 @@ def peers_cflags(tag: str) -> str:
     return peers(tag).lkx_cflags().decode()
 
 
-# The peers whose FP control words can be set apart (MXCSR: x86-64 only).
-FPCTL_PEERS = ("boost_fcontext",) if platform.machine() in ("x86_64", "AMD64") else ()
-
-
 def peer_pingpong(tag, name, stack_size, rounds, warmup, repeats, fpctl_mode=0):
-    """lkx_pingpong of the given build; the same dicts as labkit.core._core.pingpong."""
+    """lkx_pingpong of the given build; the same dicts as labkit.core._core.pingpong.
+    fpctl_mode is other than 0 only for a peer whose record (labkit.core.systems) says it
+    can set the FP control words apart."""
     index = peer_names(tag).index(name)
     lib = peers(tag)
-    lib.lkx_set_fpctl(fpctl_mode if name in FPCTL_PEERS else 0)
+    lib.lkx_set_fpctl(fpctl_mode)
     try:
         return lib.samples("lkx_pingpong", "lk_sample", repeats, index, stack_size, rounds,
                            warmup, repeats)

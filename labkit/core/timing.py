@@ -1,17 +1,14 @@
 """Timing: labkit.measure times one kernel's ping-pong in a worker process, one row per repeat."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
+from labkit.core import counters as _counters
 from labkit.core import entries as _entries
 from labkit.core import machine as _machine
+from labkit.core import systems as _systems
 from labkit.core import validate as _v
 from labkit.core import worker as _worker
 from labkit.core.stats import floor_net
 from labkit.errors import SwitchCountError  # noqa: F401
-
-
-FP_CONTROL_MODES = {"as-is": 0, "same": 1, "differ": 2}
 
 
 def _default_timeout(switches: int, runs: int) -> float:
@@ -49,14 +46,15 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
     repeats = _v.repeats(repeats)
     warmup = _v.warmup(warmup)
     cpu = _v.cpu(cpu)
-    job = _JOBS[_entries.system(kernel)](kernel, size, prefault, build, fp_control)
+    # The one place measure tells the systems apart: each system's record builds its job.
+    job = _systems.of(kernel).job(kernel, size, prefault, build, fp_control)
     args = {**job.args, **({} if in_use is None else {"stack_in_use": in_use})}
     timeout = _v.timeout(timeout) or _default_timeout(switches, repeats + warmup)
     # Before the run: TSC calibration uses the worker.
-    meta = {**_machine.row_metadata(job.build, job.peer), **job.meta}
+    meta = {**_machine.row_metadata(cflags=job.cflags), **job.meta}
     describe = (f"kernel {kernel!r} (stack_size={size}, switches={switches}, "
                 f"repeats={repeats}, cpu={cpu}, build={job.build or 'extension'})")
-    out = _worker.call("labkit.core.timing", job.function, pin=cpu, describe=describe,
+    out = _worker.call("labkit.core.systems", job.function, pin=cpu, describe=describe,
                        timeout=timeout, stack_size=size or 0, rounds=switches // 2,
                        warmup=warmup, repeats=repeats, **args)
     common = {"kernel": kernel, "kind": _entries.kernel_info(kernel).kind,
@@ -66,70 +64,6 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
               "stack_in_use": in_use}
     return _frame(out["samples"], switches, describe, common, resumptions=switches // 2,
                   meta=meta, counts=counted_columns(out["counters"], warmup, repeats))
-
-
-@dataclass(frozen=True)
-class _Job:
-    """How measure runs one entry, once its system's own arguments are checked."""
-    function: str           # the worker_* function below that times it
-    args: dict              # that function's arguments beyond the common ones
-    build: str | None       # the -O build (None: the extension's own code, or CPython)
-    peer: bool              # the build is the peers library's (for its metadata)
-    prefault: bool | None
-    fp_control: str
-    build_column: str       # the rows' build column
-    meta: dict = field(default_factory=dict)  # metadata the machine cannot tell
-
-
-def _kernel_job(kernel, size, prefault, build, fp_control) -> _Job:
-    """A labkit kernel: the extension's ping-pong, or one -O build's through ctypes."""
-    if size is not None:  # stackful: labkit allocates the stacks, so it can prefault them
-        prefault = True if prefault is None else _v.flag("prefault", prefault)
-        if prefault and size > _v.physical_memory() // 2:
-            raise ValueError(
-                f"stack_size = {size} bytes would be prefaulted, more than half of this "
-                f"machine's memory ({_v.physical_memory()} bytes): pass prefault=False "
-                "(only touched pages are committed) or a smaller stack_size")
-    else:
-        _no_prefault(kernel, prefault)
-    build = _build(build)
-    fp_control = _fp_control(kernel, fp_control, settable=True)
-    return _Job(function="worker_pingpong",
-                args=dict(kernel=_entries.kernel_index(kernel), build=build,
-                          prefault=bool(prefault), fpctl_mode=FP_CONTROL_MODES[fp_control]),
-                build=build, peer=False, prefault=prefault, fp_control=fp_control,
-                build_column=build or "extension")
-
-
-def _cxx_peer_job(kernel, size, prefault, build, fp_control) -> _Job:
-    """A C++ peer: always from one -O build of the peers library."""
-    from labkit.core.native import FPCTL_PEERS
-
-    _no_prefault(kernel, prefault)
-    build = _build(build, peer=True)
-    fp_control = _fp_control(kernel, fp_control, settable=kernel in FPCTL_PEERS)
-    return _Job(function="worker_peer_pingpong",
-                args=dict(peer=kernel, build=build, fpctl_mode=FP_CONTROL_MODES[fp_control]),
-                build=build, peer=True, prefault=prefault, fp_control=fp_control,
-                build_column=build)
-
-
-def _py_peer_job(kernel, size, prefault, build, fp_control) -> _Job:
-    """A Python peer: timed by CPython itself, so no build and no FP control."""
-    import platform
-
-    _no_prefault(kernel, prefault)
-    if build is not None:
-        raise ValueError(f"build must be None for the Python peer {kernel!r}: CPython is "
-                         "what it is")
-    fp_control = _fp_control(kernel, fp_control, settable=False)
-    return _Job(function="worker_py_pingpong", args=dict(peer=kernel), build=None, peer=False,
-                prefault=prefault, fp_control=fp_control, build_column="cpython",
-                meta={"cflags": f"CPython {platform.python_version()}", "opt_level": "n/a"})
-
-
-# entries.system(name) -> the job for it: the one place measure tells the systems apart.
-_JOBS = {"labkit": _kernel_job, "peer": _cxx_peer_job, "python": _py_peer_job}
 
 
 def _stack_in_use(kernel, size, value) -> int | None:
@@ -145,30 +79,6 @@ def _stack_in_use(kernel, size, value) -> int | None:
                          f" bytes (the {size}-byte stack_size less the frame and headroom)")
 
 
-def _no_prefault(kernel, prefault) -> None:
-    if prefault is not None:
-        raise ValueError(f"prefault must be left unset (None) for {kernel!r}: only labkit's "
-                         f"stackful kernels allocate their own stacks; got {prefault!r}")
-
-
-def _fp_control(kernel, fp_control, settable: bool) -> str:
-    """fp_control checked; only 'as-is' where the entry cannot set both contexts' words."""
-    fp_control = _v.choice("fp_control", fp_control, FP_CONTROL_MODES)
-    if not settable and fp_control != "as-is":
-        from labkit.core.native import FPCTL_PEERS
-
-        raise ValueError(f"fp_control must be 'as-is' for the peer {kernel!r}: only labkit's "
-                         f"own kernels and {', '.join(FPCTL_PEERS)} can set the FP control "
-                         "words of both contexts")
-    return fp_control
-
-
-def _build(build, peer: bool = False):
-    from labkit.core import native
-
-    if build is None:
-        return native.DEFAULT_BUILD if peer else None
-    return native.check_build(build, none_means="the extension")
 
 
 def counted_columns(counts: dict, warmup: int, repeats: int, baseline: bool = True) -> dict:
@@ -233,6 +143,9 @@ def measure_ring(kernel: str, *, contexts: int, asymmetric: bool = False, laps: 
     bytes (stack colouring). Stacks are not prefaulted by default: only the pages the
     contexts touch are committed."""
     kernel = _entries.check_name(kernel)
+    if "ring" not in _systems.of(kernel).applies:
+        raise ValueError(f"kernel must be one of labkit's own kernels for a ring; {kernel!r} "
+                         f"is a {_systems.of(kernel).what}")
     if _entries.kernel_info(kernel).kind != "stackful":
         raise ValueError(f"kernel must be stackful for a ring; {kernel!r} is stackless")
     if kernel in _entries.COPIES_STACK:
@@ -275,51 +188,10 @@ def measure_ring(kernel: str, *, contexts: int, asymmetric: bool = False, laps: 
 
 # ---- run in the worker process (labkit.core.worker.call) ----
 
-def counted(run) -> dict:
-    """run()'s samples, and the kernel's counters of it (labkit.core.counters): opened
-    and enabled before, read after, so their syscalls stay out of the timed loops."""
-    from labkit.core import counters
-
-    with counters.count() as c:
-        samples = run()
-    return {"samples": samples, "counters": c.result()}
-
-
-def worker_pingpong(kernel: int, build: str | None, stack_size: int, prefault: bool, rounds: int,
-                    warmup: int, repeats: int, fpctl_mode: int, stack_in_use: int = 0) -> dict:
-    """A labkit kernel's ping-pong: the extension's own code, or one -O build's."""
-    if build:
-        from labkit.core import native
-
-        return counted(lambda: native.pingpong(build, kernel, stack_size, prefault, rounds,
-                                               warmup, repeats, fpctl_mode, stack_in_use))
-    from labkit.core import _core
-
-    return counted(lambda: _core.pingpong(kernel, stack_size, prefault, rounds, warmup,
-                                          repeats, fpctl_mode, stack_in_use))
-
-
-def worker_peer_pingpong(peer: str, build: str, stack_size: int, rounds: int, warmup: int,
-                         repeats: int, fpctl_mode: int) -> dict:
-    """A C++ peer's ping-pong, from one -O build of the peers library."""
-    from labkit.core import native
-
-    return counted(lambda: native.peer_pingpong(build, peer, stack_size, rounds, warmup,
-                                                repeats, fpctl_mode))
-
-
-def worker_py_pingpong(peer: str, stack_size: int, rounds: int, warmup: int,
-                       repeats: int) -> dict:
-    """A Python peer's ping-pong (stack_size is unused: CPython keeps its own)."""
-    from labkit.core import pypeers
-
-    return counted(lambda: pypeers.pingpong(peer, rounds, warmup, repeats))
-
-
 def worker_ring(kernel: int, n: int, asymmetric: bool, stack_size: int, colour_step: int,
                 prefault: bool, laps: int, warmup: int, repeats: int) -> dict:
     """A ring (or, asymmetric, a scheduler) of n contexts."""
     from labkit.core import _core
 
-    return counted(lambda: _core.ring(kernel, n, asymmetric, stack_size, colour_step,
-                                      prefault, laps, warmup, repeats))
+    return _counters.counted(lambda: _core.ring(kernel, n, asymmetric, stack_size,
+                                                colour_step, prefault, laps, warmup, repeats))

@@ -1,9 +1,10 @@
 /* count_main.c -- runs one ping-pong of one kernel or peer from a labkit build, untimed,
  * for valgrind --tool=callgrind to count its instructions (labkit/experiments/callgrind.py).
  *
- *   lk_count LIB core|peer INDEX ROUNDS ONLY STACK
+ *   lk_count LIB labkit|peer INDEX ROUNDS ONLY STACK
  *
- * LIB is a liblabkit_c-<tag>.so or liblabkit_peers-<tag>.so; ONLY is 1 for the switch
+ * LIB is a liblabkit_c-<tag>.so (labkit: the lab's kernels) or liblabkit_peers-<tag>.so
+ * (peer: the C++ peers), the system names of labkit.core.systems; ONLY is 1 for the switch
  * loop alone, 2 for the empty loop alone. Counting two ROUNDS and taking the difference
  * cancels everything that is not the loop. */
 #include <dlfcn.h>
@@ -21,7 +22,11 @@ typedef __typeof__(&lk_set_only) only_fn;
 
 int main(int argc, char **argv) {
     if (argc != 7) {
-        fprintf(stderr, "usage: %s LIB core|peer INDEX ROUNDS ONLY STACK\n", argv[0]);
+        fprintf(stderr, "usage: %s LIB labkit|peer INDEX ROUNDS ONLY STACK\n", argv[0]);
+        return 2;
+    }
+    if (strcmp(argv[2], "labkit") != 0 && strcmp(argv[2], "peer") != 0) {
+        fprintf(stderr, "%s: the system must be labkit or peer, not %s\n", argv[0], argv[2]);
         return 2;
     }
     void *lib = dlopen(argv[1], RTLD_NOW);

@@ -14,7 +14,7 @@
 /* The kernel table: every kernel, once, in enum order. Everything that lists the kernels
  * is made from it: the enum and the names, lk_swap_of, the ping-pong's and the ring's loops
  * and their dispatch (harness.c, ring.c), and lk_kernel_table(), which Python reads
- * (labkit.core.entries, the tests).
+ * (labkit.core.systems, the tests).
  *
  *   X(name, ARCH, HANDLE, STACKFUL, KEEPS_FP, WHY_NOT)
  *
@@ -98,7 +98,7 @@ typedef struct {
 
 /* ---- kernels.c ---- */
 /* The table as text, "name handle=sp stackful=1 keeps_fp_control=0;" a kernel, in enum
- * order: what labkit.core.entries reads the kernels from. */
+ * order: what labkit.core.systems reads the kernels from. */
 const char *lk_kernel_table(void);
 const char *lk_kernel_name(int kernel);
 enum lk_handle lk_kernel_handle(int kernel);

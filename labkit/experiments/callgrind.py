@@ -12,6 +12,7 @@ from pathlib import Path
 
 from labkit.core import entries as _entries
 from labkit.core import native
+from labkit.core import systems as _systems
 from labkit.core import validate as _v
 from labkit.errors import ToolMissingError, UnsupportedInstructionError  # noqa: F401
 
@@ -27,12 +28,12 @@ def available() -> tuple[bool, str]:
     return True, ""
 
 
-def _count(lib: Path, system: str, index: int, rounds: int, only: int, stack: int) -> int:
+def _count(lib: Path, driver: str, index: int, rounds: int, only: int, stack: int) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "callgrind.out"
         res = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", str(DRIVER),
-             str(lib), system, str(index), str(rounds), str(only), str(stack)],
+             str(lib), driver, str(index), str(rounds), str(only), str(stack)],
             capture_output=True, timeout=600)
         stderr = res.stderr.decode(errors="replace")
         if "unhandled instruction" in stderr or "vex amd64->IR" in stderr:
@@ -68,19 +69,17 @@ def instructions_per_switch(kernel: str, *, build: str = "O2", stack_size: int |
     r1, r2 = (_v.integer("rounds", r) for r in rounds)
     if not 0 < r1 < r2:
         raise ValueError(f"rounds must be two increasing positive integers; got {rounds!r}")
-    if _entries.is_peer(kernel):
-        lib = native.BIN_DIR / f"liblabkit_peers-{build}.so"
-        system, index = "peer", native.peer_names(build).index(kernel)
-    elif _entries.system(kernel) == "labkit":
-        lib = native.BIN_DIR / f"liblabkit_c-{build}.so"
-        system, index = "core", _entries.kernel_index(kernel)
-    else:
-        raise ValueError(f"kernel must be a labkit kernel or a C++ peer; {kernel!r} is a "
-                         "Python peer (callgrind would count the interpreter)")
+    system = _systems.of(kernel)
+    if system.count_driver is None:
+        countable = " or a ".join(s.what for s in _systems.SYSTEMS.values() if s.count_driver)
+        raise ValueError(f"kernel must be a {countable}; {kernel!r} is a {system.what} "
+                         "(callgrind would count the interpreter)")
+    lib = native.BIN_DIR / system.library.format(build=build)
+    index = system.index(kernel, build)
     per = {}
     for name, only in (("loop", 1), ("base", 2)):
-        a = _count(lib, system, index, r1, only, size)
-        b = _count(lib, system, index, r2, only, size)
+        a = _count(lib, system.count_driver, index, r1, only, size)
+        b = _count(lib, system.count_driver, index, r2, only, size)
         per[name] = (b - a) / (2 * (r2 - r1))
     return {"kernel": kernel, "build": build, "loop": per["loop"], "base": per["base"],
             "net": per["loop"] - per["base"]}

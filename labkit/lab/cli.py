@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from labkit.core.timing import FP_CONTROL_MODES
+from labkit.core.systems import FP_CONTROL_MODES
 
 USAGE_ERRORS = (ValueError, TypeError, FileNotFoundError)
 

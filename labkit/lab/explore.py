@@ -81,16 +81,19 @@ def _catalogue():
 def applicable(kernel: str, catalogue=None) -> dict[str, bool]:
     """Which settings mean something for this kernel: a stack size (stackful, and not a
     Python peer, whose stacks CPython manages), a ring (labkit's own stackful kernels
-    with a stack per context: not copy_stack), a build (not the Python peers)."""
+    with a stack per context: not copy_stack), a build (not the Python peers): what the
+    kernel's system (labkit.core.systems) says applies to it."""
     from labkit.core.entries import COPIES_STACK
+    from labkit.core.systems import SYSTEMS
 
     cat = _catalogue() if catalogue is None else catalogue
     row = cat.loc[kernel]
     stackful = row["kind"] == "stackful"
+    applies = SYSTEMS[row["system"]].applies
     return {
-        "stack_size": stackful and row["system"] != "python",
-        "ring": stackful and row["system"] == "labkit" and kernel not in COPIES_STACK,
-        "build": row["system"] != "python",
+        "stack_size": stackful and "stack_size" in applies,
+        "ring": stackful and "ring" in applies and kernel not in COPIES_STACK,
+        "build": "build" in applies,
     }
 
 

@@ -1,0 +1,324 @@
+"""The systems labkit measures, one record each: labkit's own switch kernels, the C++ peers
+and the Python peers. A record says what its entries are called and what kind each is,
+whether one runs here (and what to install when it does not), which of measure's
+parameters apply to it, how measure turns a call into a job and which worker function
+runs that job, the library and builds its code comes from, and what the callgrind driver
+(csrc/count_main.c) calls it. The catalogue (entries), measure (timing, which hands the
+job's flags to the row metadata), callgrind, the explorer and the tests read these
+records; none of them tells the systems apart by itself.
+
+The kernels come from the C core's kernel table (LK_KERNELS in csrc/labkit_core.h, read
+through _core.kernel_table()), the Python peers from labkit.core.pypeers; the C++ peers,
+which the catalogue lists even where their library is not built, are named here."""
+from __future__ import annotations
+
+import functools
+import platform
+from dataclasses import dataclass, field
+from typing import Callable
+
+from labkit.core import _core
+from labkit.core import counters as _counters
+from labkit.core import validate as _v
+
+FP_CONTROL_MODES = {"as-is": 0, "same": 1, "differ": 2}
+# The parameters of measure (and "ring": measure_ring) that mean something for some
+# systems only.
+PARAMETERS = ("stack_size", "prefault", "build", "fp_control", "stack_in_use", "ring")
+
+_X86_64 = platform.machine() in ("x86_64", "AMD64")
+
+
+@dataclass(frozen=True)
+class Job:
+    """How measure runs one entry, once its system's own arguments are checked."""
+    function: str           # the worker_* function of this module that times it
+    args: dict              # that function's arguments beyond the common ones
+    build: str | None       # the -O build (None: the extension's own code, or CPython)
+    cflags: str | None      # that build's flags, for the rows (None: the extension's)
+    prefault: bool | None
+    fp_control: str
+    build_column: str       # the rows' build column
+    meta: dict = field(default_factory=dict)  # metadata the machine cannot tell
+
+
+@dataclass(frozen=True)
+class System:
+    family: str                      # the catalogue's `system` column; lk_count's too
+    what: str                        # one entry of it, in messages ("C++ peer")
+    names: Callable[[], tuple]       # its entries, in the order its C or Python side has
+    kind: Callable[[str], str]       # "stackful", "stackless" or "baseline"
+    saves: Callable[[str], str]      # what one switch saves or does
+    returns_by: Callable[[str], str]
+    note: Callable[[str], str]
+    available: Callable[[str], tuple]  # (True, "") or (False, why not and what to install)
+    applies: frozenset               # which of PARAMETERS mean something for it
+    job: Callable[..., Job]          # (name, stack size, prefault, build, fp_control) -> Job
+    library: str | None = None       # its -O builds, "lib...-{build}.so" in labkit/bin/
+    index: Callable[[str, str], int] | None = None  # (name, build) -> the C side's number
+    count_driver: str | None = None  # lk_count's name for it; None: callgrind cannot count it
+
+    def __contains__(self, name) -> bool:
+        return name in self.names()
+
+
+# ---- labkit's kernels: the C core's kernel table ----
+
+@functools.lru_cache(maxsize=1)
+def kernel_rows() -> dict[str, dict]:
+    """{name: row} of the C core's kernel table, in its order. What the compiled core knows
+    does not change while the process runs."""
+    return {row["name"]: row for row in _core.kernel_table()}
+
+
+# What each kernel saves, how it returns, and a note: the kernels' prose in the catalogue.
+# The kernels themselves, their order and their properties are the C core's kernel table.
+KERNEL_PROSE = {
+    "asm": (
+        "callee-saved GPRs (x86-64: rbx rbp r12-r15; AArch64: x19-x29 lr d8-d15) + stack pointer",
+        "pop + indirect jmp", "the minimal stackful switch; does NOT keep FP control state"),
+    "asm_ret": (
+        "same as asm", "ret",
+        "asm ending in ret: the return-stack predictor guesses the wrong target"),
+    "asm_fpu": (
+        "asm + MXCSR + x87 control word (AArch64: + FPCR)",
+        "pop + indirect jmp", "what Boost.Context's jump_fcontext saves by default"),
+    "asm_fxsave": (
+        "asm + whole x87/SSE state, 512 B (fxsave64/fxrstor64)",
+        "pop + indirect jmp", "saves FP registers the ABI does not ask for (claim C002.3)"),
+    "asm_xsave": (
+        "asm + every XCR0 state component (xsave64/xrstor64)",
+        "pop + indirect jmp", "x87, SSE, AVX, AVX-512...: the most a switch could save"),
+    "ucontext": (
+        "glibc swapcontext: GPRs, FP environment, MXCSR and the signal mask",
+        "glibc setcontext", "makes a rt_sigprocmask system call on every switch"),
+    "stackless": (
+        "nothing: the state lives in a heap/struct frame",
+        "return from the state machine",
+        "a C state machine resumed through a function pointer the compiler cannot inline"),
+    "libco_design": (
+        "libco's design (not libco): 14 slots in a context struct: rsp, return address, rbx, "
+        "rcx, rdx, rsi, rdi, rbp, r8, r9, r12-r15 (caller-saved ones the ABI does not ask "
+        "for); no MXCSR, no x87 control word",
+        "push + ret",
+        "WeChat libco's x86-64 switch written again from its description; does NOT keep FP "
+        "control state; x86-64 only"),
+    "copy_stack": (
+        "asm_fpu's registers, on a run stack shared by the coroutines; switching to one that "
+        "is not on it copies the owner's used stack out and its own back in",
+        "pop + indirect jmp",
+        "libco's shared stacks, libaco's copy stacks: a switch costs in proportion to the "
+        "bytes in use (measure's stack_in_use); a suspended coroutine keeps only those bytes"),
+}
+
+
+def _kernel_job(kernel, size, prefault, build, fp_control) -> Job:
+    """A labkit kernel: the extension's ping-pong, or one -O build's through ctypes."""
+    if size is not None:  # stackful: labkit allocates the stacks, so it can prefault them
+        prefault = True if prefault is None else _v.flag("prefault", prefault)
+        if prefault and size > _v.physical_memory() // 2:
+            raise ValueError(
+                f"stack_size = {size} bytes would be prefaulted, more than half of this "
+                f"machine's memory ({_v.physical_memory()} bytes): pass prefault=False "
+                "(only touched pages are committed) or a smaller stack_size")
+    else:
+        _no_prefault(kernel, prefault)
+    build = _build(build, None)
+    fp_control = _fp_control(kernel, fp_control, settable=True)
+    return Job(function="worker_pingpong",
+               args=dict(kernel=kernel_rows()[kernel]["index"], build=build,
+                         prefault=bool(prefault), fpctl_mode=FP_CONTROL_MODES[fp_control]),
+               build=build, cflags=_core_cflags(build) if build else None, prefault=prefault,
+               fp_control=fp_control, build_column=build or "extension")
+
+
+def _core_cflags(build: str) -> str:
+    from labkit.core import native
+
+    return native.cflags(build)
+
+
+KERNELS = System(
+    family="labkit", what="labkit kernel",
+    names=lambda: tuple(kernel_rows()),
+    kind=lambda n: "stackful" if kernel_rows()[n]["stackful"] else "stackless",
+    saves=lambda n: KERNEL_PROSE[n][0], returns_by=lambda n: KERNEL_PROSE[n][1],
+    note=lambda n: KERNEL_PROSE[n][2],
+    available=lambda n: (kernel_rows()[n]["available"], kernel_rows()[n]["why_not"]),
+    applies=frozenset(PARAMETERS),
+    job=_kernel_job,
+    library="liblabkit_c-{build}.so",
+    index=lambda n, build=None: kernel_rows()[n]["index"],
+    count_driver="labkit",
+)
+
+
+# ---- the C++ peers: labkit/cxx/peers.cpp, in liblabkit_peers-<build>.so ----
+
+# In the order of enum lkx_peer (cxx/peers.h): each peer's kind, and whether measure's
+# fp_control can set both contexts' FP control words apart (MXCSR: x86-64 only).
+CXX_PEERS = {
+    "direct_call": ("baseline", False), "indirect_call": ("baseline", False),
+    "virtual_call": ("baseline", False), "syscall_getppid": ("baseline", False),
+    "cxx20_generator": ("stackless", False), "cxx20_symmetric": ("stackless", False),
+    "boost_fcontext": ("stackful", _X86_64), "boost_fiber": ("stackful", False),
+    "boost_fibers_yield": ("stackful", False), "boost_coroutine2": ("stackful", False),
+}
+
+
+def fp_control_settable() -> tuple[str, ...]:
+    """The entries, of every system, whose fp_control can be other than "as-is"."""
+    return KERNELS.names() + tuple(n for n, (_, ok) in CXX_PEERS.items() if ok)
+
+
+def _peer_saves(name: str) -> str:
+    from labkit.core import native
+
+    return native.peer_saves(name) if not native.peers_missing_reason() else "(not built here)"
+
+
+def _peer_available(name: str) -> tuple[bool, str]:
+    from labkit.core import native
+
+    why = native.peers_missing_reason() or native.peer_why_not(name)
+    return not why, why
+
+
+def _cxx_peer_job(kernel, size, prefault, build, fp_control) -> Job:
+    """A C++ peer: always from one -O build of the peers library."""
+    from labkit.core import native
+
+    _no_prefault(kernel, prefault)
+    build = _build(build, native.DEFAULT_BUILD)
+    fp_control = _fp_control(kernel, fp_control, settable=CXX_PEERS[kernel][1])
+    return Job(function="worker_peer_pingpong",
+               args=dict(peer=kernel, build=build, fpctl_mode=FP_CONTROL_MODES[fp_control]),
+               build=build, cflags=native.peers_cflags(build), prefault=prefault,
+               fp_control=fp_control, build_column=build)
+
+
+def _peer_index(name: str, build: str) -> int:
+    from labkit.core import native
+
+    return native.peer_names(build).index(name)
+
+
+CXX = System(
+    family="peer", what="C++ peer",
+    names=lambda: tuple(CXX_PEERS),
+    kind=lambda n: CXX_PEERS[n][0],
+    saves=_peer_saves, returns_by=lambda n: "(the peer's own)",
+    note=lambda n: "a real system, measured by the same harness method as labkit's kernels",
+    available=_peer_available,
+    applies=frozenset({"stack_size", "build", "fp_control"}),
+    job=_cxx_peer_job,
+    library="liblabkit_peers-{build}.so",
+    index=_peer_index,
+    count_driver="peer",
+)
+
+
+# ---- the Python peers: labkit.core.pypeers, timed by CPython ----
+
+def _py_peer_job(kernel, size, prefault, build, fp_control) -> Job:
+    """A Python peer: timed by CPython itself, so no build and no FP control."""
+    _no_prefault(kernel, prefault)
+    if build is not None:
+        raise ValueError(f"build must be None for the Python peer {kernel!r}: CPython is "
+                         "what it is")
+    fp_control = _fp_control(kernel, fp_control, settable=False)
+    return Job(function="worker_py_pingpong", args=dict(peer=kernel), build=None, cflags=None,
+               prefault=prefault, fp_control=fp_control, build_column="cpython",
+               meta={"cflags": f"CPython {platform.python_version()}", "opt_level": "n/a"})
+
+
+def _pypeers():
+    from labkit.core import pypeers
+
+    return pypeers
+
+
+PYTHON = System(
+    family="python", what="Python peer",
+    names=lambda: tuple(_pypeers().PY_PEERS),
+    kind=lambda n: _pypeers().PY_PEERS[n][0],
+    saves=lambda n: _pypeers().PY_PEERS[n][1], returns_by=lambda n: "(CPython's own)",
+    note=lambda n: "timed from Python with the same method and statistics",
+    available=lambda n: _pypeers().available(n),
+    applies=frozenset(),
+    job=_py_peer_job,
+)
+
+
+# Every system, in the catalogue's order.
+SYSTEMS = {s.family: s for s in (KERNELS, CXX, PYTHON)}
+
+
+def all_names() -> tuple[str, ...]:
+    return tuple(n for s in SYSTEMS.values() for n in s.names())
+
+
+def of(name: str) -> System:
+    """The system an entry belongs to (names are checked by labkit.core.entries)."""
+    for s in SYSTEMS.values():
+        if name in s:
+            return s
+    raise ValueError(f"kernel must be one of {', '.join(all_names())}; got {name!r}")
+
+
+# ---- the argument checks the job builders share ----
+
+def _no_prefault(kernel, prefault) -> None:
+    if prefault is not None:
+        raise ValueError(f"prefault must be left unset (None) for {kernel!r}: only labkit's "
+                         f"stackful kernels allocate their own stacks; got {prefault!r}")
+
+
+def _fp_control(kernel, fp_control, settable: bool) -> str:
+    """fp_control checked; only 'as-is' where the entry cannot set both contexts' words."""
+    fp_control = _v.choice("fp_control", fp_control, FP_CONTROL_MODES)
+    if not settable and fp_control != "as-is":
+        peers = [n for n in fp_control_settable() if n not in KERNELS]
+        raise ValueError(f"fp_control must be 'as-is' for the peer {kernel!r}: only labkit's "
+                         f"own kernels and {', '.join(peers)} can set the FP control "
+                         "words of both contexts")
+    return fp_control
+
+
+def _build(build, default: str | None):
+    """build checked against the builds present; None: `default` (None: the extension)."""
+    from labkit.core import native
+
+    if build is None:
+        return default
+    return native.check_build(build, none_means="the extension")
+
+
+# ---- run in the worker process (labkit.core.worker.call) ----
+
+def worker_pingpong(kernel: int, build: str | None, stack_size: int, prefault: bool, rounds: int,
+                    warmup: int, repeats: int, fpctl_mode: int, stack_in_use: int = 0) -> dict:
+    """A labkit kernel's ping-pong: the extension's own code, or one -O build's."""
+    if build:
+        from labkit.core import native
+
+        return _counters.counted(lambda: native.pingpong(
+            build, kernel, stack_size, prefault, rounds, warmup, repeats, fpctl_mode,
+            stack_in_use))
+    return _counters.counted(lambda: _core.pingpong(
+        kernel, stack_size, prefault, rounds, warmup, repeats, fpctl_mode, stack_in_use))
+
+
+def worker_peer_pingpong(peer: str, build: str, stack_size: int, rounds: int, warmup: int,
+                         repeats: int, fpctl_mode: int) -> dict:
+    """A C++ peer's ping-pong, from one -O build of the peers library."""
+    from labkit.core import native
+
+    return _counters.counted(lambda: native.peer_pingpong(
+        build, peer, stack_size, rounds, warmup, repeats, fpctl_mode))
+
+
+def worker_py_pingpong(peer: str, stack_size: int, rounds: int, warmup: int,
+                       repeats: int) -> dict:
+    """A Python peer's ping-pong (stack_size is unused: CPython keeps its own)."""
+    return _counters.counted(lambda: _pypeers().pingpong(peer, rounds, warmup, repeats))

@@ -1,0 +1,205 @@
+"""docs/architecture.md's "Where a new thing goes" is true: in a copy of the repository a
+dummy kernel, a dummy C++ peer and a dummy Python peer are added in exactly the files the
+doc names for them,
+the copy is built by the project's own build, and the catalogue, the correctness tests and
+labkit.measure pick both up. The copy rebuilds only the extension and the peers' -O2
+library (the builds the checks run); its other native builds are the checkout's, copied."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "architecture.md"
+DUMMY_KERNEL, DUMMY_PEER, DUMMY_PY = "test_dummy", "test_dummy_peer", "test_dummy_py"
+
+pytestmark = pytest.mark.slow
+
+
+def doc_rows() -> dict[str, tuple[list[str], int]]:
+    """The doc's table of what to touch: {what to add: (its files, its count)}."""
+    text = DOC.read_text().split("## Where a new thing goes", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.startswith("|") or len(cells) != 4 or cells[0] in ("to add", "---"):
+            continue
+        rows[cells[0]] = (re.findall(r"`([^`]+)`", cells[1]), int(cells[3]))
+    return rows
+
+
+def _replace(old: str, new: str):
+    def edit(text: str) -> str:
+        assert text.count(old) == 1, f"the anchor {old!r} is not in the file exactly once"
+        return text.replace(old, new)
+    return edit
+
+
+def _chain(*edits):
+    def edit(text):
+        for e in edits:
+            text = e(text)
+        return text
+    return edit
+
+
+# A kernel the same as asm under another name, x86-64 only.
+KERNEL_EDITS = {
+    "labkit/csrc/labkit_core.h": _replace(
+        '    X(copy_stack, any, copy, 1, 1, "")\n',
+        '    X(copy_stack, any, copy, 1, 1, "") \\\n'
+        f'    X({DUMMY_KERNEL}, x86_64, sp, 1, 0, "the test\'s dummy kernel is x86-64 only")\n'),
+    "labkit/csrc/switch_x86_64_sysv.h": _chain(
+        _replace('    LK_END("lk_swap_asm_ret")\n',
+                 '    LK_END("lk_swap_asm_ret")\n'
+                 f'    LK_FUNCTION("lk_swap_{DUMMY_KERNEL}")\n'
+                 '    LK_PUSH_CALLEE_SAVED\n'
+                 '    "    movq  %rsp, (%rdi)\\n"\n'
+                 '    "    movq  %rsi, %rsp\\n"\n'
+                 '    LK_POP_CALLEE_SAVED\n'
+                 '    "    popq  %r8\\n"\n'
+                 '    "    jmpq  *%r8\\n"\n'
+                 f'    LK_END("lk_swap_{DUMMY_KERNEL}")\n'),
+        _replace("case LK_ASM: case LK_ASM_RET: return 56;",
+                 f"case LK_ASM: case LK_ASM_RET: case LK_KERNEL_{DUMMY_KERNEL}: return 56;"),
+        _replace("case LK_ASM: case LK_ASM_RET:\n        return sp;",
+                 f"case LK_ASM: case LK_ASM_RET: case LK_KERNEL_{DUMMY_KERNEL}:\n"
+                 "        return sp;")),
+    "labkit/core/systems.py": _replace(
+        "KERNEL_PROSE = {\n",
+        "KERNEL_PROSE = {\n"
+        f'    "{DUMMY_KERNEL}": ("same as asm", "pop + indirect jmp", "the test\'s dummy"),\n'),
+}
+
+# A peer that times what direct_call does.
+PEER_EDITS = {
+    "labkit/cxx/peers.h": _replace("    LKX_NPEERS\n", "    LKX_TEST_DUMMY,\n    LKX_NPEERS\n"),
+    "labkit/cxx/peers.cpp": _chain(
+        _replace("    case LKX_DIRECT_CALL:\n", "    case LKX_TEST_DUMMY:\n    case LKX_DIRECT_CALL:\n"),
+        _replace('    "boost_coroutine2",\n};', f'    "boost_coroutine2", "{DUMMY_PEER}",\n}};'),
+        _replace('    "its state and pending-exception checks",\n};',
+                 '    "its state and pending-exception checks",\n'
+                 '    "the test\'s dummy: a direct call and its return",\n};')),
+    "labkit/core/systems.py": _replace(
+        '"boost_coroutine2": ("stackful", False),\n',
+        f'"boost_coroutine2": ("stackful", False),\n    "{DUMMY_PEER}": ("baseline", False),\n'),
+}
+
+# A Python peer that counts both sides' transfers and switches nothing.
+PY_EDITS = {
+    "labkit/core/pypeers.py": _chain(
+        _replace("PY_PEERS = {\n",
+                 f'PY_PEERS = {{\n    "{DUMMY_PY}": ("stackless", "the test\'s dummy: nothing"),\n'),
+        _replace("_RUNNERS = {",
+                 "def _test_dummy(c, rounds):\n    for _ in range(rounds):\n"
+                 "        c.co += 1\n        c.main += 1\n\n\n"
+                 f'_RUNNERS = {{"{DUMMY_PY}": _test_dummy, ')),
+}
+
+KERNEL_ROW, PEER_ROW, PY_ROW = "a switch kernel on x86-64", "a C++ peer", "a Python peer"
+
+
+def test_every_row_counts_the_files_it_names():
+    rows = doc_rows()
+    assert {KERNEL_ROW, PEER_ROW, PY_ROW, "a claim", "a notebook"} <= set(rows)
+    for what, (files, count) in rows.items():
+        assert len(files) == count, f"{what}: the doc names {files} but says {count}"
+        for f in files:
+            if "<" not in f:
+                assert (ROOT / f).exists(), f"{what}: {f} is not a file of the repository"
+
+
+def test_the_edits_are_the_docs_files():
+    rows = doc_rows()
+    assert sorted(KERNEL_EDITS) == sorted(rows[KERNEL_ROW][0])
+    assert sorted(PEER_EDITS) == sorted(rows[PEER_ROW][0])
+    assert sorted(PY_EDITS) == sorted(rows[PY_ROW][0])
+
+
+def _copy(to: Path) -> None:
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
+                             "--exclude-standard"], cwd=ROOT, capture_output=True,
+                            check=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        src = ROOT / name
+        if name.startswith((".venv/", "build/")) or not src.is_file():
+            continue
+        (to / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, to / name)
+
+
+def _changed(copy: Path) -> set[str]:
+    return {str(p.relative_to(copy)) for p in copy.rglob("*")
+            if p.is_file() and (ROOT / p.relative_to(copy)).is_file()
+            and p.read_bytes() != (ROOT / p.relative_to(copy)).read_bytes()}
+
+
+CHECK = f"""
+import json, labkit
+from labkit.core import systems
+cat = labkit.catalogue().set_index("kernel")
+rows = {{n: cat.loc[n].to_dict() for n in ({DUMMY_KERNEL!r}, {DUMMY_PEER!r}, {DUMMY_PY!r})}}
+measured = {{n: labkit.measure(n, switches=2000, repeats=2, warmup=0).kernel.tolist()
+            for n, r in rows.items() if r["available"]}}
+print(json.dumps({{"file": labkit.__file__, "rows": rows, "measured": measured,
+                  "system": {{n: systems.of(n).family for n in rows}}}}, default=str))
+"""
+
+
+@pytest.mark.skipif(not (ROOT / "labkit" / "bin" / "build.json").exists(),
+                    reason="the checkout is not built: run `make setup`")
+def test_a_dummy_kernel_and_peer_in_the_docs_files_are_picked_up(tmp_path):
+    copy = tmp_path / "labkit-copy"
+    _copy(copy)
+    shutil.copytree(ROOT / "labkit" / "bin", copy / "labkit" / "bin")
+    edits = {**KERNEL_EDITS}
+    for path, edit in {**PEER_EDITS, **PY_EDITS}.items():
+        edits[path] = _chain(edits[path], edit) if path in edits else edit
+    for path, edit in edits.items():
+        (copy / path).write_text(edit((copy / path).read_text()))
+    assert _changed(copy) == set(edits)
+
+    # The checkout's native builds count as fresh; the checks need the extension and the
+    # peers' -O2 library, which the build makes again from the edited sources.
+    bin_dir = copy / "labkit" / "bin"
+    for p in bin_dir.iterdir():
+        os.utime(p)
+    (bin_dir / "liblabkit_peers-O2.so").unlink(missing_ok=True)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    build = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=copy,
+                           env=env, capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0, build.stderr[-3000:]
+
+    env["PYTHONPATH"] = str(copy)
+    run = subprocess.run([sys.executable, "-c", CHECK], cwd=copy, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.splitlines()[-1])
+    assert Path(out["file"]).is_relative_to(copy)
+    assert out["system"] == {DUMMY_KERNEL: "labkit", DUMMY_PEER: "peer", DUMMY_PY: "python"}
+    kernel, peer = out["rows"][DUMMY_KERNEL], out["rows"][DUMMY_PEER]
+    assert kernel["kind"] == "stackful" and kernel["frame_bytes"] == 56
+    x86 = os.uname().machine == "x86_64"
+    assert kernel["available"] == x86
+    assert peer["kind"] == "baseline" and peer["saves"].startswith("the test's dummy")
+    if x86:
+        assert out["measured"][DUMMY_KERNEL] == [DUMMY_KERNEL] * 2
+    if peer["available"]:
+        assert out["measured"][DUMMY_PEER] == [DUMMY_PEER] * 2
+    assert out["rows"][DUMMY_PY]["kind"] == "stackless"
+    assert out["measured"][DUMMY_PY] == [DUMMY_PY] * 2
+
+    # The correctness tests are parametrised from the catalogue (tests/conftest.py): they
+    # take the dummies in, and pass for them.
+    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                            "tests/test_kernel_correctness.py", "-k", "test_dummy", "-rA"],
+                           cwd=copy, env=env, capture_output=True, text=True, timeout=600)
+    assert tests.returncode == 0, tests.stdout[-3000:]
+    passed = set(re.findall(r"PASSED \S+\[(\w+)\]", tests.stdout))
+    assert passed >= {DUMMY_PY} | ({DUMMY_KERNEL} if x86 else set()) | (
+        {DUMMY_PEER} if peer["available"] else set())
