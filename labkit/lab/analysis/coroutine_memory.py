@@ -276,6 +276,7 @@ def copy_runs(in_use, *, n: int, build: str, memory_budget: int):
 
 
 def copy_table(copies):
+    """The copy-stack runs as the notebook shows them."""
     return copies[["stack_in_use", "n_requested", "n", "saved_bytes_per_object",
                    "bytes_per_object", "bookkeeping_bytes", "per_million_mib",
                    "rss_total_mib"]].round(1)

@@ -210,6 +210,7 @@ def ratios(alloc):
 
 
 def shown_ratios(r):
+    """The ratios for display: two decimals, an infinite ratio named as such."""
     return r.round(2).replace([np.inf, -np.inf], "unbounded")
 
 
