@@ -13,7 +13,8 @@
 # %% [markdown]
 # # 08 · How often can a coroutine switch before switching eats the CPU?
 #
-# **Claim tested**: **C000.7** (source `000_dc0f0e0d023658f3.txt`, the author's case study):
+# **Claim tested** (its id from `data/claims.csv`, the article in `docs/sources.md`):
+# **C000.7** (`000_dc0f0e0d023658f3.txt`, the author's case study):
 # in a pool of coroutines doing compute tasks with 1 MB stacks, each coroutine yielded
 # after about 100 CPU cycles of work, and `jump_fcontext` took about 15% of the CPU time
 # (by `perf`). With 64 KB stacks, batches of 32 tasks per yield and per-worker local

@@ -36,7 +36,7 @@ def test_notebook_is_short(name):
 def test_notebook_cites_the_registry_not_claims_md(name):
     text = (NOTEBOOKS / f"{name}.py").read_text()
     assert "CLAIMS.md" not in text
-    assert "data/claims.csv" in text
+    assert "data/claims.csv" in text and "docs/sources.md" in text
 
 
 def test_figure_bounds_follow_the_rule_as_amended(monkeypatch):
