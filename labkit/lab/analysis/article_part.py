@@ -32,7 +32,7 @@ def judge(notebook: str, table):
     import pandas as pd
 
     rows = articles.save_article_verdicts(notebook)
-    return rows, pd.concat([table, rows], ignore_index=True)
+    return rows, pd.concat([t for t in (table, rows) if len(t)] or [table], ignore_index=True)
 
 
 def show(t: articles.ArticleTable, rows) -> None:
