@@ -55,30 +55,21 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
     "07b_coroutine_memory", quick=quick).values()
 
 # %%
-import matplotlib.pyplot as plt
-import pandas as pd
 from IPython.display import Markdown, display
 
 import labkit
+from labkit.core import native, plots, results
 from labkit.lab import claim_rules, verdicts
-from labkit.experiments import frames
-from labkit.core import native, plots, procfs, results
-from labkit.lab.sweep import sweep
+from labkit.lab.analysis import article_part
+from labkit.lab.analysis import coroutine_memory as cm
 
 missing = native.peers_missing_reason()
 if missing:
     raise RuntimeError("notebook 07b needs the C++ peers library (frames.cpp is built into "
                        f"it): {missing}")
-
-KiB, MiB = 1 << 10, 1 << 20
 info = labkit.machine_info()
-print(plots.machine_caption(info))
-print(f"page size {info['page_size']} B; transparent huge pages: "
-      f"{procfs.transparent_hugepages()}; vm.max_map_count {procfs.max_map_count()}; "
-      f"vm.overcommit_memory {procfs.sysctl('vm.overcommit_memory', 'unknown')}; "
-      f"memory {info['memory_bytes'] / 2**30:.1f} GiB")
-# This process is the Jupyter kernel: its VmRSS, not the worker's, which the runs fill.
-kernel_rss_start = procfs.status_kb("VmRSS") / 1024
+print(plots.machine_caption(info), cm.environment(info), sep="\n")
+kernel_rss = [cm.kernel_rss_mib()]   # this process is the Jupyter kernel, not the worker
 
 # %% [markdown]
 # ## 1. A million suspended coroutines
@@ -101,31 +92,11 @@ kernel_rss_start = procfs.status_kb("VmRSS") / 1024
 # there is) with the heap and a pool.
 
 # %%
-kernel_rss_before = procfs.status_kb("VmRSS") / 1024
-coro_kinds = [("conn256", "heap"), ("conn256", "tlpool"), ("conn256", "pool"),
-              ("conn192", "heap"), ("conn192", "pool"), ("empty", "heap"), ("empty", "pool")]
-coros = sweep(
-    lambda variant, allocator: frames.coroutines(
-        variant, allocator, n=n_coroutines, repeats=coroutine_repeats, build=build,
-        memory_budget=memory_budget),
-    [dict(variant=v, allocator=a) for v, a in coro_kinds],
-    desc="coroutines", checkpoint="07b_coroutine_memory_coroutines",
-)
-cs = (coros.groupby(["variant", "allocator"], sort=False)
-      .agg(n=("n", "first"), frame_bytes=("frame_bytes", "first"),
-           bytes_per_coroutine=("bytes_per_object", "median"),
-           page_tables_per_coroutine=("pte_bytes_per_object", "median"),
-           total_mib=("rss_total_mib", "median"),
-           create_ns=("ns_create_per_object", "median"),
-           destroy_ns=("ns_destroy_per_object", "median"),
-           left_after_destroy_mib=("rss_left_after_free_kb", lambda v: v.median() / 1024))
-      .reset_index())
-cs["per_million_mib"] = cs.bytes_per_coroutine * 1e6 / MiB
-cs["resident / frame"] = cs.bytes_per_coroutine / cs.frame_bytes
-pool_runs = coros[coros.allocator != "heap"]
-print("pools after destroying all their coroutines: in use",
-      sorted(set(pool_runs.pool_in_use.astype(int))), "| free blocks == carved:",
-      bool((pool_runs.pool_free_blocks == pool_runs.pool_carved).all()))
+kernel_rss.append(cm.kernel_rss_mib())
+coros = cm.coroutine_runs(n=n_coroutines, repeats=coroutine_repeats, build=build,
+                          memory_budget=memory_budget)
+cs = cm.per_coroutine(coros)
+print(cm.pool_check(coros))
 cs.round(2)
 
 # %% [markdown]
@@ -155,46 +126,14 @@ cs.round(2)
 # the pool size, and at P = n it is one frame per connection again.
 
 # %%
-judged_pool = frames.judged_pool_size(n_coroutines)  # the P the row claim C004.1d reads
-reuse = sweep(
-    lambda pool_size: frames.pool_reuse(pool_size, n=n_coroutines, repeats=coroutine_repeats,
-                                        build=build, memory_budget=memory_budget),
-    [dict(pool_size=p) for p in sorted({*reuse_pool_sizes, judged_pool}) if p <= n_coroutines],
-    desc="pool reuse", checkpoint="07b_coroutine_memory_pool_reuse",
-)
-reuse_ratios = pd.DataFrame([frames.pool_reuse_ratio(reuse, coros, pool_size=p)
-                             for p in sorted(set(reuse.pool_size))])
-rs = (reuse.groupby("pool_size")
-      .agg(n=("n", "first"), frame_bytes=("frame_bytes", "first"),
-           connection_bytes=("connection_bytes", "first"),
-           frames_allocated=("pool_allocs", "first"), served=("served", "first"),
-           mib_total=("bytes_total", lambda v: v.median() / MiB),
-           bytes_per_connection=("bytes_per_connection", "median"),
-           expected_mib=("records_bytes", lambda v: v.iloc[0] / MiB))
-      .reset_index())
-rs["expected_mib"] += rs.pool_size * rs.frame_bytes / MiB
-rs["per_million_mib"] = rs.bytes_per_connection * 1e6 / MiB
-rs = rs.merge(reuse_ratios[["pool_size", "ratio", "low", "high"]], on="pool_size")
-rs = rs.rename(columns={"ratio": "reuse / default", "low": "ratio low", "high": "ratio high"})
+reuse = cm.reuse_runs(reuse_pool_sizes, n=n_coroutines, repeats=coroutine_repeats, build=build,
+                      memory_budget=memory_budget)
 results.save_csv(reuse.assign(experiment="pool_reuse"), "07b_coroutine_memory_pool_reuse")
+rs = cm.per_pool(reuse, coros)
 rs.round(3)
 
 # %%
-fig, ax = plt.subplots(figsize=(7, 4.2))
-ax.plot(rs.pool_size, rs.per_million_mib, marker="o", label="measured (per million connections)")
-ax.plot(rs.pool_size, rs.expected_mib * 1e6 / rs.n, ls="--", color="grey",
-        label="records + P frames (expected)")
-default_mib = float(cs.set_index(["variant", "allocator"]).per_million_mib[("conn256", "heap")])
-ax.axhline(default_mib, color="tab:blue", ls=":", label=f"default new, one 256-B frame per "
-           f"connection ({default_mib:.0f} MiB)")
-ax.axhline(40e6 / MiB, color="k", ls="-.", lw=1, label="claimed ~40 MB (pooled reuse)")
-plots.log_axis(ax, "x")
-ax.set_yscale("log")
-ax.set_xlabel("P: reused coroutines in the pool")
-ax.set_ylabel("resident MiB per million connections")
-ax.set_title(f"{int(rs.n.iloc[0]):,} connections served by a pool of P coroutines")
-ax.legend(fontsize="small")
-plots.finish(fig, "07b_coroutine_memory-reuse");
+cm.reuse_figure(rs, cs);
 
 # %% [markdown]
 # ## 2. A million stackful contexts
@@ -210,24 +149,12 @@ plots.finish(fig, "07b_coroutine_memory-reuse");
 # `scaled`, `plan_note`): the per-context figures do not depend on n.
 
 # %%
-stack_points = [dict(stack_size=s, touched=t) for t in (False, True) for s in stack_sizes]
-stacks = sweep(
-    lambda stack_size, touched: frames.stackful(
-        stack_size, touched=touched, n=n_contexts, guard=False, build=build,
-        memory_budget=memory_budget),
-    stack_points, desc="stackful", checkpoint="07b_coroutine_memory_stackful",
-)
-guard_check = pd.concat([frames.stackful(64 * KiB, touched=False, n=guard_contexts,
-                                         guard=g, build=build) for g in (False, True)],
-                        ignore_index=True)
-kernel_rss_after = procfs.status_kb("VmRSS") / 1024
-stacks["stack"] = stacks.stack_size.map(plots.bytes_label)
-stacks["per_million_gib"] = (stacks.bytes_per_object + stacks.pte_bytes_per_object) * 1e6 / 2**30
-for note in sorted(set(stacks.plan_note) - {""}):
-    print("note:", note)
-stacks[["stack", "touched", "n_requested", "n", "scaled", "bytes_per_object",
-        "pte_bytes_per_object", "used_bytes", "rss_total_mib", "pte_total_mib",
-        "per_million_gib", "ns_create_per_object"]].round(1)
+stacks = cm.stackful_runs(stack_sizes, n=n_contexts, build=build, memory_budget=memory_budget)
+guard_check = cm.guard_runs(n=guard_contexts, build=build)
+kernel_rss.append(cm.kernel_rss_mib())
+notes, shown = cm.per_context(stacks)
+print(notes)
+shown
 
 # %%
 guard_check[["stack_size", "guard", "n", "bytes_per_object", "pte_bytes_per_object",
@@ -246,72 +173,10 @@ guard_check[["stack_size", "guard", "n", "bytes_per_object", "pte_bytes_per_obje
 # counted in VmPTE, not in VmRSS.
 
 # %%
-untouched = stacks[~stacks.touched].set_index("stack_size")
-touched = stacks[stacks.touched].set_index("stack_size")
-page = info["page_size"]
-lines = []
-for s in stack_sizes:
-    u, t = untouched.loc[s], touched.loc[s]
-    lines.append(
-        f"- **{plots.bytes_label(s)}** stacks: untouched {u.bytes_per_object:,.0f} B resident "
-        f"+ {u.pte_bytes_per_object:,.0f} B of page tables per context "
-        f"(the suspended context uses {u.used_bytes:.0f} B of its stack); touched "
-        f"{t.bytes_per_object:,.0f} B + {t.pte_bytes_per_object:,.0f} B. For a million: "
-        f"{(u.bytes_per_object + u.pte_bytes_per_object) * 1e6 / 2**30:.2f} GiB untouched, "
-        f"{(t.bytes_per_object + t.pte_bytes_per_object) * 1e6 / 2**30:.2f} GiB touched"
-        + (f" (measured on {int(t.n):,}, scaled to fit the budget)" if t.scaled else "") + ".")
-g = guard_check.set_index("guard")
-lines.append(
-    f"- Guard pages are `PROT_NONE` and never written: {int(g.n.iloc[0]):,} 64 KiB stacks cost "
-    f"{g.bytes_per_object[False]:,.0f} B each without a guard and "
-    f"{g.bytes_per_object[True]:,.0f} B "
-    f"with one. They cost VMAs instead (two per stack): a million of them would need "
-    f"vm.max_map_count above 2,000,000; it is {procfs.max_map_count():,} here.")
-display(Markdown("\n".join(lines)))
+display(Markdown(cm.stacks_text(stacks, guard_check)))
 
 # %%
-cxx = cs.assign(label=cs.variant + " / " + cs.allocator)
-fig, axes = plt.subplots(1, 2, figsize=(13, 4.6), gridspec_kw={"width_ratios": [1.1, 1]})
-ax = axes[0]
-ax.bar(range(len(cxx)), cxx.bytes_per_coroutine, color="tab:blue", label="measured")
-ax.scatter(range(len(cxx)), cxx.frame_bytes, marker="_", s=400, color="k", zorder=3,
-           label="frame bytes (operator new)")
-for i, v in enumerate(cxx.bytes_per_coroutine):
-    ax.text(i, v * 1.05, f"{v:.0f}", ha="center", fontsize=7)
-for claimed, style, label in ((256, ":", "claimed 256 B (default new, 256 MB / 1M)"),
-                              (192, "--", "claimed 192 B (fewer variables, 192 MB / 1M)"),
-                              (40, "-.", "claimed 40 B (pooled reuse, 40 MB / 1M)")):
-    ax.axhline(claimed, color="grey", ls=style, lw=1, label=label)
-ax.set_xticks(range(len(cxx)), cxx.label, rotation=30, ha="right")
-plots.log_axis(ax, "y")
-ax.set_ylim(20, 600)
-ax.set_ylabel("resident bytes per suspended coroutine")
-ax.set_title(f"C++20 coroutines (n = {int(cxx.n.iloc[0]):,})")
-ax.legend(fontsize=7, loc="upper right")
-ax.grid(True, axis="y", which="both", alpha=0.3)
-ax = axes[1]
-for is_touched, d in ((False, untouched), (True, touched)):
-    d = d.sort_index()
-    name = "touched" if is_touched else "untouched"
-    ax.plot(d.index, d.bytes_per_object, marker="o", label=f"{name}: VmRSS")
-    ax.plot(d.index, d.pte_bytes_per_object, marker="x" if is_touched else "+",
-            ms=9 if is_touched else 13, ls="--" if is_touched else ":",
-            label=f"{name}: page tables (VmPTE)")
-conn256_heap = float(cs.set_index(["variant", "allocator"])
-                     .bytes_per_coroutine[("conn256", "heap")])
-ax.axhline(conn256_heap, color="tab:blue", ls=":", lw=1,
-           label=f"C++20 conn256 / heap ({conn256_heap:.0f} B)")
-plots.log_axis(ax, "x", base=2)
-ax.set_yscale("log", base=2)
-ticks = [2 ** k for k in range(3, 24, 3)]
-ax.set_yticks(ticks, [plots.bytes_label(t) for t in ticks])
-ax.minorticks_off()
-ax.set_xticks(stack_sizes, [plots.bytes_label(s) for s in stack_sizes])
-ax.set_xlabel("stack size per context")
-ax.set_ylabel("bytes per suspended context")
-ax.set_title("stackful contexts (Boost.Context fcontext, mmaped stacks)")
-ax.legend(fontsize="small")
-plots.finish(fig, "07b_coroutine_memory-memory");
+cm.memory_figure(cs, stacks);
 
 # %% [markdown]
 # ## 2b. Copy stacks: a stackful coroutine that keeps only its used stack
@@ -326,27 +191,12 @@ plots.finish(fig, "07b_coroutine_memory-memory");
 # memory costs in time: every switch copies it.
 
 # %%
-copies = sweep(
-    lambda stack_in_use: frames.copy_stack(stack_in_use, n=n_copy, build=build,
-                                           memory_budget=memory_budget),
-    [dict(stack_in_use=u) for u in copy_in_use],
-    desc="copy stacks", checkpoint="07b_coroutine_memory_copy_stack",
-)
-copies["bookkeeping_bytes"] = copies.bytes_per_object - copies.saved_bytes_per_object
-copies["per_million_mib"] = copies.bytes_per_object * 1e6 / MiB
+copies = cm.copy_runs(copy_in_use, n=n_copy, build=build, memory_budget=memory_budget)
 results.save_csv(copies, "07b_coroutine_memory_copy_stack")
-copies[["stack_in_use", "n_requested", "n", "saved_bytes_per_object", "bytes_per_object",
-        "bookkeeping_bytes", "per_million_mib", "rss_total_mib"]].round(1)
+cm.copy_table(copies)
 
 # %%
-c0 = copies.set_index("stack_in_use").iloc[0]
-display(Markdown(
-    f"A suspended copy-stack coroutine with {int(c0.name)} B in use keeps "
-    f"{c0.saved_bytes_per_object:.0f} B of stack and {c0.bytes_per_object:.0f} B resident "
-    f"({c0.per_million_mib:.0f} MiB per million), against "
-    f"{untouched.loc[stack_sizes[0], 'bytes_per_object']:,.0f} B for the smallest "
-    f"untouched stack above and {conn256_heap:.0f} B for a 256-byte C++20 frame: "
-    "its memory is its used stack, not a reserved one."))
+display(Markdown(cm.copy_text(copies, stacks, cs)))
 
 # %% [markdown]
 # ## 3. The Jupyter kernel stayed small
@@ -355,11 +205,7 @@ display(Markdown(
 # and after the million-coroutine and million-context runs:
 
 # %%
-print(f"this kernel: VmRSS {kernel_rss_start:.0f} MiB at the start, {kernel_rss_before:.0f} "
-      f"MiB before the million runs, {kernel_rss_after:.0f} MiB after them "
-      f"(the worker held up to {coros.rss_total_mib.max():.0f} MiB of coroutines and "
-      f"{(stacks.rss_total_mib + stacks.pte_total_mib).max():.0f} MiB of stacks and "
-      "their page tables)")
+print(cm.kernel_text(kernel_rss, coros, stacks))
 
 # %% [markdown]
 # ## Verdicts
@@ -377,7 +223,7 @@ print(f"this kernel: VmRSS {kernel_rss_start:.0f} MiB at the start, {kernel_rss_
 # %%
 rows = []
 row = claim_rules.c004_1(coros.assign(experiment="coroutines"))
-row["note"] += "; the pooled-reuse row's 40 MB is checked in the closing note"
+row["note"] += f"; the pooled-reuse row's {cm.CLAIMED_MB[cm.REUSE]:g} MB is checked in the closing note"
 rows.append(row)
 
 # C004.2's memory half; the ledger adds 09's throughput half.
@@ -394,58 +240,20 @@ results.save_csv(table, "07b_coroutine_memory_verdicts")
 # The numbers below are this run's, written out from the tables above.
 
 # %%
-bpc = cs.set_index(["variant", "allocator"])
-n_c = int(cs.n.iloc[0])
-note = [
-    f"**Bytes per suspended coroutine** (n = {n_c:,}): "
-    + "; ".join(f"{v}/{a} {bpc.loc[(v, a), 'bytes_per_coroutine']:.0f} B "
-                f"({bpc.loc[(v, a), 'per_million_mib']:.0f} MiB per million)"
-                for v, a in coro_kinds)
-    + ". The article's rows: default new 256 B -> "
-      f"{bpc.loc[('conn256', 'heap'), 'per_million_mib']:.0f} MiB per million (claimed ~256 MB); "
-      f"thread-local pool -> {bpc.loc[('conn256', 'tlpool'), 'per_million_mib']:.0f} MiB (256 MB); "
-      f"192 B frames -> {bpc.loc[('conn192', 'heap'), 'per_million_mib']:.0f} MiB (192 MB); "
-      f"pooled 192 B -> {bpc.loc[('conn192', 'pool'), 'per_million_mib']:.0f} MiB against the "
-      "claimed ~40 MB, which is 40 B per coroutine: the size of an empty frame here. Pooled "
-      "192-byte frames can only take 40 MB if about 200,000 of them are alive, not a million.",
-    f"**Pooled reuse** ({int(rs.n.iloc[0]):,} connections, records of "
-    f"{int(rs.connection_bytes.iloc[0])} B, frames of {int(rs.frame_bytes.iloc[0])} B): "
-    + "; ".join(f"P = {int(r.pool_size):,}: {r.per_million_mib:.1f} MiB per million "
-                f"({r['reuse / default']:.3f} of default new, spread {r['ratio low']:.3f} .. "
-                f"{r['ratio high']:.3f})" for _, r in rs.iterrows())
-    + f". At the P judged for the article's row (n / {round(1 / frames.REUSE_POOL_SHARE)} = "
-      f"{judged_pool:,}): "
-      f"{rs.set_index('pool_size').loc[judged_pool, 'reuse / default']:.3f} of default new"
-    + f". Memory follows the pool: the claimed ~40 MB holds while P frames and the records "
-      f"fit in it, that is for P up to about "
-      f"{max(0, (40e6 - rs.connection_bytes.iloc[0] * 1e6) / rs.frame_bytes.iloc[0]):,.0f} "
-      "per million connections.",
-    "**Bytes per stackful context** (VmRSS + page tables): "
-    + "; ".join(f"{plots.bytes_label(s)} untouched {untouched.loc[s, 'bytes_per_object']:,.0f} + "
-                f"{untouched.loc[s, 'pte_bytes_per_object']:,.0f} B, touched "
-                f"{touched.loc[s, 'bytes_per_object']:,.0f} + "
-                f"{touched.loc[s, 'pte_bytes_per_object']:,.0f} B"
-                for s in stack_sizes)
-    + f". Untouched stacks commit one {page} B page each, whatever their size; a stackless "
-      f"frame of {bpc.loc[('conn256', 'heap'), 'bytes_per_coroutine']:.0f} B is "
-      f"{untouched.loc[stack_sizes[0], 'bytes_per_object'] / conn256_heap:.0f}x "
-      "smaller than the smallest stackful context.",
-]
-display(Markdown("\n\n".join(note)))
+display(Markdown(cm.closing_note(cs, rs, stacks, info["page_size"])))
 table
 
 # %% [markdown]
 # <a id="07b_coroutine_memory-article-table"></a>
 # ## The article's table beside ours
 #
-# Here: the five strategies of `004_dfc61b1060864bf1.txt`: frame bytes, memory for a
-# million coroutines and TPS (from notebook 09's data). The article's own rows and
-# columns, its number beside the median measured here with its spread, the relative
-# column it uses, and the claim that judges each row (`labkit.lab.articles`, built from the
-# data this notebook just saved). The memory row claims (C004.1a-d) are judged here by
-# their rules in `data/claims.csv`; the TPS rows (C004.1e-h) in notebook 09.
+# Here: the frame and memory columns of the five strategies of `004_dfc61b1060864bf1.txt`,
+# from the runs above. The article's own rows, its number beside the median measured here
+# with its spread, the relative column it uses, and the claim that judges each row
+# (`labkit.lab.articles`). The memory row claims (C004.1a-d) are judged here by their rules
+# in `data/claims.csv`. The table's TPS column (C004.1e-h) is measured by notebook 09's
+# echo servers, which run after this notebook: it is shown there, with the whole table.
 
 # %%
-from labkit.lab import articles
-
-articles.section("07b_coroutine_memory")
+row_claims, judged = article_part.judge("07b_coroutine_memory", table)
+article_part.show(cm.article_table(coros, reuse, judged), row_claims)

@@ -13,7 +13,8 @@
 # %% [markdown]
 # # 08 · How often can a coroutine switch before switching eats the CPU?
 #
-# **Claim tested**: **C000.7** (source `000_dc0f0e0d023658f3.txt`, the author's case study):
+# **Claim tested** (its id from `data/claims.csv`, the article in `docs/sources.md`):
+# **C000.7** (`000_dc0f0e0d023658f3.txt`, the author's case study):
 # in a pool of coroutines doing compute tasks with 1 MB stacks, each coroutine yielded
 # after about 100 CPU cycles of work, and `jump_fcontext` took about 15% of the CPU time
 # (by `perf`). With 64 KB stacks, batches of 32 tasks per yield and per-worker local
@@ -46,28 +47,17 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
     "08_switch_frequency", quick=quick).values()
 
 # %%
-import os
-
-import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
+from functools import partial
 
 import labkit
+from labkit.core import results
 from labkit.experiments import frequency
-from labkit.core import plots, results
-from labkit.lab import verdicts
-from labkit.lab.sweep import grid, sweep
+from labkit.lab import articles, judging, verdicts
+from labkit.lab.analysis import switch_frequency as sf
 
-KiB, MiB = 1 << 10, 1 << 20
-stacks, batches = [1 * MiB, 64 * KiB], [1, 32]
-before, after = (1 * MiB, 1), (64 * KiB, 32)   # the author's two set-ups
+before, after = sf.BEFORE, sf.AFTER   # the author's two set-ups: (stack size, batch)
 info = labkit.machine_info()
-print(plots.machine_caption(info))
-print(f"TSC: {info['tsc_ghz']:.3f} ticks per ns")
-# How much of a switch the core hides behind the work depends on what else runs on the
-# machine (see the W = 100 section): the load is printed before and after the sweep.
-print(f"load average (1 min) before the sweep: {os.getloadavg()[0]:.2f} "
-      f"on {os.cpu_count()} CPUs")
+print(sf.setting(info))
 
 # %% [markdown]
 # ## The sweep
@@ -89,36 +79,17 @@ print(f"load average (1 min) before the sweep: {os.getloadavg()[0]:.2f} "
 # row comes from). The spread of each point pools all its runs.
 
 # %%
-tasks = {w: frequency.tasks_for(w, seconds=loop_seconds, workers=workers, batch=32,
-                                tsc_ghz=info["tsc_ghz"]) for w in work_cycles}
-runs = sweep(
-    lambda rotation, work_cycles, stack_size, batch: frequency.measure(
-        work_cycles, stack_size=stack_size, batch=batch, workers=workers,
-        tasks=tasks[work_cycles], repeats=repeats, cpu=cpu),
-    grid(rotation=list(range(rounds)), work_cycles=work_cycles, stack_size=stacks,
-         batch=batches),
-    desc="frequency", checkpoint="08_switch_frequency",
-)
+tasks = sf.tasks(work_cycles, seconds=loop_seconds, workers=workers, tsc_ghz=info["tsc_ghz"])
+runs = sf.sweep_runs(work_cycles, rounds=rounds, tasks=tasks, workers=workers,
+                     repeats=repeats, cpu=cpu)
 # The same set-ups at W = 0 and at the claim's W with independent work, which fills the
 # core's issue width: beside it a switch has no idle slot to hide in (see the W = 100
 # section). Kept apart from `runs`, which the figures and the verdict read.
-indep = sweep(
-    lambda rotation, work_cycles, stack_size, batch: frequency.measure(
-        work_cycles, stack_size=stack_size, batch=batch, workers=workers,
-        tasks=tasks[work_cycles], repeats=repeats, cpu=cpu, work="independent"),
-    grid(rotation=list(range(rounds)), work_cycles=sorted({0, judge_work}), stack_size=stacks,
-         batch=batches),
-    desc="independent work", checkpoint="08_switch_frequency_independent",
-)
-print(f"load average (1 min) after the sweep: {os.getloadavg()[0]:.2f}")
-runs["point"] = runs.setup + ", W=" + runs.work_cycles.astype(str)
-by = ["setup", "stack_size", "batch", "work_cycles"]
-share = labkit.summarize(runs, by=by, value="share_switching")
-speed = labkit.summarize(runs, by=by, value="throughput_mtasks_s")
-for w in labkit.noise_warnings(labkit.summarize(runs, by=["point"], value="ns_per_task")):
-    print(w)
-shares = share[by[:1] + ["work_cycles", "median"]].rename(columns={"median": "share"})
-shares.pivot(index="work_cycles", columns="setup", values="share").mul(100).round(1)
+indep = sf.sweep_runs(sorted({0, judge_work}), rounds=rounds, tasks=tasks, workers=workers,
+                      repeats=repeats, cpu=cpu, work="independent")
+share, speed, warnings = sf.summaries(runs)
+print("\n".join([sf.load_text("after"), *warnings]))
+sf.share_table(share)
 
 # %% [markdown]
 # The table above is the median share of time switching, in percent. Below: what one
@@ -129,60 +100,15 @@ shares.pivot(index="work_cycles", columns="setup", values="share").mul(100).roun
 # the stacks' first touches).
 
 # %%
-checks = runs.groupby(["setup", "work_cycles"]).agg(
-    work_ticks_per_task=("work_ticks_per_task", "median"),
-    switches_per_task=("switches_per_task", "first"),
-    tasks=("tasks", "first"),
-    preempted_runs=("preemptions", lambda p: int((p > 0).sum())),
-    page_faults=("minor_faults", "sum"),
-).reset_index()
+checks = sf.checks(runs)
 checks.pivot(index="work_cycles", columns="setup",
              values=["work_ticks_per_task", "switches_per_task"]).round(3)
 
 # %%
 checks.pivot(index="work_cycles", columns="setup", values=["preempted_runs", "page_faults"])
 
-
 # %%
-from matplotlib.ticker import LogLocator
-
-
-def at_positive_w(summary):
-    """W = 0 has no place on a log axis: it is in the tables instead."""
-    return summary[summary.work_cycles > 0]
-
-
-def draw(ax, summary):
-    """One line per set-up: colour for the batch, solid/filled for 1 MiB, dashed/open for
-    64 KiB. The 64 KiB points are drawn 6% to the right so that equal results stay
-    visible side by side instead of one hiding the other."""
-    for (stack_size, batch), g in summary.groupby(["stack_size", "batch"], sort=False):
-        big = stack_size == 1 * MiB
-        g = g.assign(work_cycles=g.work_cycles * (1.0 if big else 1.06))
-        plots.errorbars(ax, g, x="work_cycles", hue="setup",
-                        color="C0" if batch == 1 else "C3", linestyle="-" if big else "--",
-                        markerfacecolor=None if big else "none")
-
-
-def decades(ax):
-    plots.log_axis(ax, "x")
-    ax.xaxis.set_major_locator(LogLocator(base=10))
-
-
-fig, ax = plt.subplots(figsize=(8, 4.5))
-pct = at_positive_w(share).assign(**{c: at_positive_w(share)[c] * 100
-                                     for c in ("median", "q1", "q3")})
-draw(ax, pct)
-ax.plot([judge_work], [15], "k*", markersize=11, label="author: 1 MB, 1 task/yield (15%)")
-ax.plot([judge_work], [3], "kP", markersize=9,
-        label="author: 64 KB, 32 tasks/yield, local queues (< 3%)")
-ax.legend(fontsize="small")
-decades(ax)
-ax.set_ylim(0, max(20, pct.q3.max() + 5))
-ax.set_xlabel("W: work per task (TSC ticks)")
-ax.set_ylabel("share of time switching, % (median, IQR bars)")
-ax.set_title(f"{workers} coroutines, asm_fpu: time switching vs work between switches")
-plots.finish(fig, "08_switch_frequency-share");
+sf.share_figure(share, judge_work=judge_work, workers=workers);
 
 # %% [markdown]
 # How to read it. The stack size should not matter here: a switch touches only the top
@@ -203,31 +129,7 @@ plots.finish(fig, "08_switch_frequency-share");
 # with the widest spread the quartiles allow.
 
 # %%
-base_label = frequency.setup_label(*before)
-gains = []
-for (label, w), g in runs.groupby(["setup", "work_cycles"]):
-    ref = runs[(runs.setup == base_label) & (runs.work_cycles == w)]
-    r, lo, hi = verdicts.ratio_with_spread(g.throughput_mtasks_s, ref.throughput_mtasks_s)
-    gains.append({"setup": label, "work_cycles": w, "median": r, "q1": lo, "q3": hi})
-gains = pd.DataFrame(gains).merge(runs[["setup", "stack_size", "batch"]].drop_duplicates(), on="setup")
-
-fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-draw(axes[0], at_positive_w(speed))
-plots.log_axis(axes[0], "y")
-axes[0].set_ylabel("throughput, million tasks/s (median, IQR bars)")
-axes[0].set_title("throughput")
-draw(axes[1], at_positive_w(gains))
-axes[1].plot([judge_work], [1.4], "k*", markersize=11, label="author: +40%")
-# The two bounds of C000.7's rule on the gain, for reading the verdict off the figure.
-axes[1].axhline(1.2, color="grey", ls=":", lw=1, label="rule: reproduced needs >= 1.2")
-axes[1].axhline(1.05, color="grey", ls="-.", lw=1, label="rule: contradicted if < 1.05")
-axes[1].legend(fontsize="small")
-axes[1].set_ylabel(f"throughput / throughput of {base_label}")
-axes[1].set_title("gain over 1 MiB stacks, one task per switch")
-for ax in axes:
-    decades(ax)
-    ax.set_xlabel("W: work per task (TSC ticks)")
-plots.finish(fig, "08_switch_frequency-throughput");
+sf.throughput_figure(runs, speed, judge_work=judge_work);
 
 # %% [markdown]
 # ## At W = 100: the author's numbers beside this machine's
@@ -258,53 +160,12 @@ plots.finish(fig, "08_switch_frequency-throughput");
 # second table: the median share of each pass over the sweep.
 
 # %%
-from labkit.core.stats import net_text
-
-
-def quartiles(s, scale=1.0, fmt="{:.1f}"):
-    m, q1, q3 = labkit.core.stats.quartiles(s * scale)
-    return f"{fmt.format(m)} [{fmt.format(q1)}, {fmt.format(q3)}]"
-
-
-both = pd.concat([runs, indep], ignore_index=True)
-rows = []
-for stack_size in stacks:
-    for batch in batches:
-        g = runs[(runs.work_cycles == judge_work) & (runs.stack_size == stack_size)
-                 & (runs.batch == batch)]
-        at = frequency.switch_cost(both, work_cycles=judge_work, stack_size=stack_size,
-                                   batch=batch)
-        at0 = frequency.switch_cost(both, work_cycles=0, stack_size=stack_size, batch=batch)
-        c0 = at0["dependent"]["ns_per_switch"]["median"] * g.switches_per_task.iloc[0]
-        work = np.median(g.work_ns_per_task)
-        dep, ind = at["dependent"], at.get("independent")
-        rows.append({
-            "setup": frequency.setup_label(stack_size, batch),
-            "share switching, dependent work": net_text(dep["share"], "%", scale=100),
-            "share switching, independent work": (net_text(ind["share"], "%", scale=100)
-                                                  if ind else "not measured"),
-            "throughput, Mtasks/s": quartiles(g.throughput_mtasks_s, fmt="{:.2f}"),
-            "switches per task": g.switches_per_task.iloc[0],
-            f"ns per switch at W={judge_work}, dependent": net_text(dep["ns_per_switch"]),
-            f"ns per switch at W={judge_work}, independent": (
-                net_text(ind["ns_per_switch"]) if ind else "not measured"),
-            "ns per switch at W=0": net_text(at0["dependent"]["ns_per_switch"]),
-            "share if nothing overlapped, %": (
-                round(100 * c0 / (work + c0), 1) if at0["dependent"]["ns_per_switch"]["resolved"]
-                else "switches below resolution at W=0"),
-            "out-of-order overlap": ("hidden by out-of-order overlap" if at["hidden"]
-                                     else "not seen" if at["hidden"] is False
-                                     else "not measured"),
-        })
-at_w = pd.DataFrame(rows)
 # The article's row claim C000.7a reads these beside the dependent-work runs.
 results.save_csv(indep, "08_switch_frequency_independent")
-at_w
+sf.at_w(runs, indep, judge_work=judge_work)
 
 # %%
-(runs[runs.work_cycles == judge_work]
- .groupby(["rotation", "setup"]).share_switching.median().mul(100).round(1)
- .unstack("setup"))
+sf.by_rotation(runs, judge_work=judge_work)
 
 # %% [markdown]
 # Two things to read the claim by. First, a share of time switching bounds the gain that
@@ -320,20 +181,10 @@ at_w
 # contention, no remote memory. It is left out, and the claim's rule does not name it.
 
 # %%
-value, low, high, noisy = frequency.before_after(runs, work_cycles=judge_work,
-                                                 before=before, after=after)
-implied = (1 - value["share_after"]) / (1 - value["share_before"])
-hidden_before = frequency.switch_cost(both, work_cycles=judge_work, stack_size=before[0],
-                                      batch=before[1])
-if hidden_before["hidden"]:
-    print(f"{frequency.setup_label(*before)}, W={judge_work}: {hidden_before['note']}")
-pd.DataFrame([
-    {"": "author", "share before": "15%", "share after": "< 3%",
-     "gain implied by the shares": f"{0.97 / 0.85:.2f} to {1 / 0.85:.2f}", "gain": "1.40"},
-    {"": "this machine", "share before": f"{100 * value['share_before']:.1f}%",
-     "share after": f"{100 * value['share_after']:.1f}%",
-     "gain implied by the shares": f"{implied:.2f}", "gain": f"{value['gain']:.2f}"},
-])
+author, hidden_note = sf.author_beside_here(runs, indep, judge_work=judge_work)
+if hidden_note:
+    print(hidden_note)
+author
 
 # %% [markdown]
 # ## Verdict
@@ -353,10 +204,6 @@ pd.DataFrame([
 # the direction of the gain, and the original verdict stays beside it.
 
 # %%
-from functools import partial
-
-from labkit.lab import judging
-
 setups = {"before": before, "after": after}
 verdict_runs, design_rows = judging.run("08_switch_frequency", {
     f"{name} {work}": partial(frequency.measure, judge_work, stack_size=size, batch=batch,
@@ -382,6 +229,4 @@ table
 # `data/claims.csv`.
 
 # %%
-from labkit.lab import articles
-
 articles.section("08_switch_frequency")

@@ -76,23 +76,15 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
     "09_echo_servers", quick=quick).values()
 
 # %%
-import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
-
-import labkit
-from labkit.experiments import echo
 from labkit.core import plots, results
-from labkit.lab import verdicts
-from labkit.lab.sweep import grid, sweep
+from labkit.experiments import echo
+from labkit.lab import articles, claim_rules, judging, verdicts
+from labkit.lab.analysis import echo_servers as es
 
-info = labkit.machine_info()
-print(plots.machine_caption(info))
-server_cpu, client_cpu, where = echo.placement()
-print(where)
-table_servers = echo.servers()
-names = list(table_servers[table_servers.available].server)
-table_servers[["server", "style", "frames", "transfer", "backend", "available", "why_not"]]
+where = echo.placement()[2]
+print(plots.machine_caption(), where, sep="\n")
+names = echo.available()
+es.servers()
 
 # %% [markdown]
 # ## Bad clients first
@@ -107,14 +99,9 @@ table_servers[["server", "style", "frames", "transfer", "backend", "available", 
 # counters, and no process of ours may be left.
 
 # %%
-robust = pd.concat([echo.robustness(n, rounds=robustness_rounds) for n in names],
-                   ignore_index=True)
-survived = robust.pivot(index="case", columns="server", values="ok").loc[
-    robust.case.unique(), names]
-failures = robust[~robust.ok]
-print("every server passed every case" if failures.empty else
-      f"FAILURES:\n{failures.to_string()}")
-survived
+robust = es.robustness(names, rounds=robustness_rounds)
+print(es.failures(robust))
+es.survived(robust)
 
 # %% [markdown]
 # ## The article's table: 1000 connections, small messages
@@ -130,25 +117,15 @@ survived
 # over that window.
 
 # %%
-from labkit.lab import judging
-
 main, echo_rows = judging.run_rounds(
     "09_echo_servers",
     lambda server, r: echo.run_load(
         server, connections=connections, requests=requests, duration=duration,
         message_bytes=message_bytes, read_mode="whole", seed=r + 1).assign(repeat=r),
     names, quick=quick)
-ms = echo.summary(main)
-for w in labkit.noise_warnings(ms):
-    print(w)
-print(f"load average before the runs: median {main.load_avg_1min.median():.2f}, "
-      f"max {main.load_avg_1min.max():.2f} (this notebook's own two processes make ~2); "
-      f"involuntary switches/s of the pinned sides, median: server "
-      f"{main.server_preempted_per_s.median():.0f}, client {main.client_preempted_per_s.median():.0f}")
-cols = ["server", "median", "q1", "q3", "noisy", "p99_us", "allocs_per_s", "allocs_per_msg",
-        "rss_kb", "server_cpu_us_per_msg", "server_cpu_util", "client_cpu_util",
-        "server_preempted_per_s", "client_preempted_per_s"]
-ms[cols].rename(columns={"median": "qps", "q1": "qps_q1", "q3": "qps_q3"}).round(2)
+ms = es.summary(main)
+print(es.conditions(main, ms))
+es.load_table(ms)
 
 # %% [markdown]
 # `server_cpu_util` and `client_cpu_util` are the share of the window each side spent on
@@ -159,25 +136,7 @@ ms[cols].rename(columns={"median": "qps", "q1": "qps_q1", "q3": "qps_q3"}).round
 # the two pinned processes (`*_preempted_per_s`) and the load average say how much.
 
 # %%
-fig, axes = plt.subplots(1, 4, figsize=(16, 4.2))
-order = ms.sort_values("median").server.tolist()
-msx = ms.set_index("server").loc[order]
-y = np.arange(len(order))
-xerr = [(msx["median"] - msx.q1).clip(lower=0), (msx.q3 - msx["median"]).clip(lower=0)]
-axes[0].barh(y, msx["median"] / 1e3, xerr=[e / 1e3 for e in xerr], capsize=3, color="tab:blue")
-axes[0].set_xlabel("thousand requests/s (median, IQR bars)")
-axes[1].barh(y, msx.p99_us / 1e3, color="tab:orange")
-axes[1].set_xlabel("p99 latency, ms (median of runs)")
-axes[2].barh(y, msx.allocs_per_s / 1e3, color="tab:red")
-axes[2].set_xlabel("thousand heap allocations/s in the server")
-axes[3].barh(y, msx.rss_kb / 1024, color="tab:green")
-axes[3].set_xlabel("server RSS, MiB, 1000 connections open")
-for ax in axes:
-    ax.set_yticks(y, order if ax is axes[0] else [""] * len(order))
-    ax.grid(True, axis="x", alpha=0.3)
-fig.suptitle(f"echo servers, {connections} connections, {message_bytes} B messages, "
-             f"closed loop on loopback ({where})", fontsize=10)
-plots.finish(fig, "09_echo_servers-table");
+es.table_figure(ms, connections=connections, message_bytes=message_bytes, where=where);
 
 # %% [markdown]
 # ## Throughput against the number of connections
@@ -187,32 +146,9 @@ plots.finish(fig, "09_echo_servers-table");
 # `io_uring_enter`) and the per-request cost drops until one side runs out of CPU.
 
 # %%
-conn_runs = sweep(
-    lambda repeat, connections, server: echo.run_load(
-        server, connections=connections, requests=requests, duration=sweep_duration,
-        message_bytes=message_bytes, seed=repeat + 1).assign(repeat=repeat),
-    grid(repeat=list(range(sweep_repeats)), connections=sweep_connections, server=names),
-    desc="connections", checkpoint="09_echo_servers_connections",
-)
-by_conns = echo.summary(pd.concat([conn_runs, main], ignore_index=True),
-                        by=["server", "connections"])
-fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
-plots.errorbars(axes[0], by_conns, x="connections", hue="server")
-plots.log_axis(axes[0], "x")
-axes[0].set_ylabel("requests/s (median, IQR bars)")
-axes[0].set_title("throughput")
-for name, g in by_conns.groupby("server", sort=False):
-    g = g.sort_values("connections")
-    axes[1].plot(g.connections, g.server_cpu_us_per_msg, marker="o", label=name)
-plots.log_axis(axes[1], "x")
-axes[1].set_ylabel("server CPU µs per message (median)")
-axes[1].set_title("what a message costs the server")
-axes[1].grid(True, which="both", alpha=0.3)
-axes[1].legend(fontsize="small")
-for ax in axes:
-    ax.set_xlabel("connections (one request in flight on each)")
-plots.finish(fig, "09_echo_servers-connections");
-by_conns.pivot(index="connections", columns="server", values="median").round(0)
+conn_runs = es.connection_sweep(names, sweep_connections, sweep_repeats, requests=requests,
+                                duration=sweep_duration, message_bytes=message_bytes)
+es.connections_figure(conn_runs, main)
 
 # %% [markdown]
 # ## Suspensions per message: one whole read or a read_some loop (C001.5)
@@ -226,42 +162,9 @@ by_conns.pivot(index="connections", columns="server", values="median").round(0)
 # asio, its read completions).
 
 # %%
-c15_points = [dict(repeat=r, mode=m, chunk=c, server=s)
-              for r in range(c15_repeats)
-              for m, c in [("whole", 4096)] + [("some", c) for c in c15_chunks]
-              for s in names]
-c15 = sweep(
-    lambda repeat, mode, chunk, server: echo.run_load(
-        server, connections=c15_connections, requests=requests, duration=c15_duration,
-        message_bytes=c15_message_bytes, read_mode=mode, chunk=chunk,
-        seed=repeat + 1).assign(repeat=repeat),
-    c15_points, desc="whole vs read_some", checkpoint="09_echo_servers_reads",
-)
-c15["how"] = np.where(c15.read_mode == "whole", "whole",
-                      "some " + (c15.chunk // 1024).astype(str) + " KiB")
-hows = ["whole"] + [f"some {c // 1024} KiB" for c in c15_chunks]
-susp = c15.groupby(["server", "how"]).agg(
-    read_waits_per_msg=("read_waits_per_msg", "median"),
-    reads_per_msg=("reads_per_msg", "median"),
-    dispatches_per_msg=("dispatches_per_msg", "median"),
-    qps=("qps", "median")).reset_index()
-panels = [("read_waits_per_msg", "suspensions: waits for input"),
-          ("reads_per_msg", "read calls (asio: completions)"),
-          ("dispatches_per_msg", "loop dispatches")]
-fig, axes = plt.subplots(1, 3, figsize=(15, 0.45 * len(names) + 1.8), sharey=True)
-for ax, (col, title) in zip(axes, panels):
-    grid_ = susp.pivot(index="server", columns="how", values=col).loc[names, hows]
-    ax.imshow(np.log2(grid_.to_numpy().astype(float) + 1 / 16), cmap="viridis", aspect="auto")
-    for (i, j), v in np.ndenumerate(grid_.to_numpy()):
-        ax.text(j, i, f"{v:.2f}" if v < 10 else f"{v:.0f}", ha="center", va="center",
-                color="white" if v < 2 else "black", fontsize=8)
-    ax.set_xticks(range(len(hows)), hows, rotation=30)
-    ax.set_yticks(range(len(names)), names)
-    ax.set_title(f"{title} per message", fontsize=10)
-fig.suptitle(f"reading a {c15_message_bytes // 1024} KiB frame whole or with a read_some "
-             f"loop ({c15_connections} connections; medians)", fontsize=10)
-plots.finish(fig, "09_echo_servers-reads");
-susp.pivot(index="server", columns="how", values="read_waits_per_msg").loc[names, hows].round(2)
+c15 = es.reads_sweep(names, chunks=c15_chunks, repeats=c15_repeats, connections=c15_connections,
+                     requests=requests, duration=c15_duration, message_bytes=c15_message_bytes)
+es.reads_figure(c15, message_bytes=c15_message_bytes, connections=c15_connections)
 
 # %% [markdown]
 # How to read the three panels. A server that tries the system call first and waits only
@@ -282,47 +185,12 @@ susp.pivot(index="server", columns="how", values="read_waits_per_msg").loc[names
 # runs can be larger than the differences the claims are about.
 
 # %%
-def qps_of(server):
-    return main.loc[main.server == server, "qps"]
-
-
-claimed_order = ["cxx20_pool_sym", "callback_epoll", "cxx20_new"]
-have_order = all(s in names for s in claimed_order)
-if have_order:
-    order_x, order_detail = echo.ordering(main, claimed_order)
-    print("C001.1 QPS:", order_detail, "->", order_x)
-    a_new = ms.set_index("server").loc["cxx20_new", "allocs_per_s"]
-    a_cb = ms.set_index("server").loc["callback_epoll", "allocs_per_s"]
-    a_opt = ms.set_index("server").loc["cxx20_pool_sym", "allocs_per_s"]
-    print(f"allocations/s: callback {a_cb:,.0f}, plain coroutines {a_new:,.0f}, "
-          f"optimised {a_opt:,.0f}")
-
-twin_rows = []
-for uring, epoll in echo.TWINS.items():
-    if uring in names and epoll in names:
-        r, lo, hi = verdicts.ratio_with_spread(qps_of(uring), qps_of(epoll))
-        twin_rows.append({"io_uring": uring, "epoll twin": epoll, "QPS ratio": r,
-                          "low": lo, "high": hi,
-                          "CPU us/msg ratio": ms.set_index("server").loc[uring, "server_cpu_us_per_msg"]
-                          / ms.set_index("server").loc[epoll, "server_cpu_us_per_msg"]})
-twins = pd.DataFrame(twin_rows)
-twins.round(3)
+have_order = all(s in names for s in es.CLAIMED_ORDER)
+print("C001.1:", es.c001_1_text(main, ms) if have_order else "not all its servers run here")
+es.twins(main, ms).round(3)
 
 # %%
-def waits(server, mode, chunk=None):
-    sel = (c15.server == server) & (c15.read_mode == mode)
-    if chunk is not None:
-        sel &= c15.chunk == chunk
-    return c15.loc[sel, "read_waits_per_msg"].astype(float)
-
-
-c15_rows = []
-for name in names:
-    w, s = waits(name, "whole"), waits(name, "some", c15_judge_chunk)
-    c15_rows.append({"server": name, "whole": w.median(),
-                     f"some ({c15_judge_chunk} B)": s.median(),
-                     "some/whole": s.median() / w.median()})
-pd.DataFrame(c15_rows).round(2)
+es.reads_table(c15, chunk=c15_judge_chunk).round(2)
 
 # %% [markdown]
 # ## Verdicts
@@ -338,46 +206,22 @@ pd.DataFrame(c15_rows).round(2)
 #   above and in the note.
 
 # %%
-from labkit.lab import claim_rules
-
-rows = []
 if have_order:
-    row = echo_rows["C001.1"]
-    row["note"] += (f"; interquartile check (echo.ordering): {order_detail} -> {order_x:g}"
-                    f"; allocations/s callback {a_cb:,.0f}, plain {a_new:,.0f}, optimised "
-                    f"{a_opt:,.0f}; p99 ms "
-                    + ", ".join(f"{s} {ms.set_index('server').loc[s, 'p99_us'] / 1e3:.1f}"
-                                for s in claimed_order)
-                    + f"; {connections} connections, {message_bytes} B, {where}")
-    rows.append(row)
+    c001_1 = echo_rows["C001.1"]
+    c001_1["note"] += es.c001_1_note(main, ms, connections, message_bytes, where)
 else:
-    rows.append(verdicts.cannot_measure(
-        "C001.1", "missing here: " + ", ".join(
-            f"{s} ({echo.availability(s)[1]})" for s in claimed_order if s not in names)))
-
-row = echo_rows["C001.3"]
-if row["measured_value"] != "not measured":
-    row["note"] += "".join(f"; {t['io_uring']} / {t['epoll twin']} = {t['QPS ratio']:.3f} "
-                           f"[{t['low']:.3f}, {t['high']:.3f}]" for t in twin_rows)
-    row["note"] += f"; {connections} connections"
+    c001_1 = verdicts.cannot_measure("C001.1", es.why_not("C001.1"))
+c001_3 = echo_rows["C001.3"]
+if c001_3["measured_value"] != "not measured":
+    c001_3["note"] += es.c001_3_note(main, ms, connections)
 else:
-    row = verdicts.cannot_measure("C001.3", "no io_uring server runs here: " + "; ".join(
-        f"{u}: {echo.availability(u)[1]}" for u in echo.TWINS))
-rows.append(row)
-
+    c001_3 = verdicts.cannot_measure("C001.3", es.why_not("C001.3"))
 if "asio_epoll" in names:
-    row = claim_rules.c001_5(c15.drop(columns="how").assign(experiment="reads"),
-                             chunk=c15_judge_chunk)
-    others = [r for r in c15_rows if r["server"] != "asio_epoll"]
-    row["note"] += ("; others, some/whole: " + ", ".join(
-        f"{r['server']} {r['some/whole']:.2f}" for r in others)
-        + f"; {c15_message_bytes // 1024} KiB messages, {c15_connections} connections")
-    rows.append(row)
+    c001_5 = claim_rules.c001_5(c15.assign(experiment="reads"), chunk=c15_judge_chunk)
+    c001_5["note"] += es.c001_5_note(c15, c15_judge_chunk, c15_message_bytes, c15_connections)
 else:
-    rows.append(verdicts.cannot_measure(
-        "C001.5", f"asio is missing here ({echo.availability('asio_epoll')[1]}); "
-                  "the lab's servers: " + ", ".join(
-                      f"{r['server']} some/whole {r['some/whole']:.2f}" for r in c15_rows)))
+    c001_5 = verdicts.cannot_measure("C001.5", es.why_not("C001.5", c15, c15_judge_chunk))
+rows = [c001_1, c001_3, c001_5]
 
 # %% [markdown]
 # ## C004.1's TPS column, beside the claim
@@ -390,24 +234,7 @@ else:
 # `cxx20_new`) is judged with 07b's memory half (`labkit.lab.claim_rules.c004_2`).
 
 # %%
-c004_claim = {"cxx20_new": ("default new", 100_000),
-              "cxx20_pool": ("thread-local pool", 350_000),
-              "cxx20_lean": ("fewer live locals", 360_000),
-              "cxx20_pool_sym": ("symmetric transfer", 420_000),
-              "cxx20_reuse": ("coroutine-pool reuse", 450_000)}
-c004_rows = []
-if "cxx20_new" in names:
-    for s, (step, tps) in c004_claim.items():
-        if s not in names:
-            continue
-        r, lo, hi = verdicts.ratio_with_spread(qps_of(s), qps_of("cxx20_new"))
-        c004_rows.append({"server": s, "article's step": step, "claimed TPS": tps,
-                          "claimed ratio": tps / 100_000, "measured QPS": qps_of(s).median(),
-                          "measured ratio": r, "low": lo, "high": hi,
-                          "allocs/msg": ms.set_index("server").loc[s, "allocs_per_msg"]})
-c004 = pd.DataFrame(c004_rows)
-results.save_csv(c004, "09_echo_servers_c004")
-c004.round(3)
+es.c004_table(main, ms)
 
 # %% [markdown]
 # ## The table per server
@@ -416,18 +243,10 @@ c004.round(3)
 # interquartile range.
 
 # %%
-closing = ms[["server", "median", "q1", "q3", "p99_us", "allocs_per_s", "allocs_per_msg",
-              "rss_kb", "server_cpu_us_per_msg", "noisy"]].rename(columns={
-    "median": "QPS", "q1": "QPS q1", "q3": "QPS q3", "p99_us": "p99 µs",
-    "allocs_per_s": "allocs/s", "allocs_per_msg": "allocs/msg", "rss_kb": "RSS KiB",
-    "server_cpu_us_per_msg": "server CPU µs/msg"}).set_index("server").loc[names]
-results.save_csv(closing.reset_index(), "09_echo_servers_table")
-closing.round(1)
+es.closing_table(ms)
 
 # %%
-results.save_experiments("09_echo_servers", {
-    "main": main, "connections": conn_runs, "reads": c15.drop(columns="how")})
-results.save_csv(robust, "09_echo_servers_robustness")
+es.save(main=main, connections=conn_runs, reads=c15, robust=robust)
 table = verdicts.table(rows)
 results.save_csv(table, "09_echo_servers_verdicts")
 table
@@ -444,6 +263,4 @@ table
 # without a verdict above are judged here by their rules in `data/claims.csv`.
 
 # %%
-from labkit.lab import articles
-
 articles.section("09_echo_servers")

@@ -1,12 +1,11 @@
-"""The echo servers of notebook 09: each server that runs here echoes every byte under a
-short bounded load, survives bad clients and still serves a good one, stops cleanly on
-SIGTERM, and leaves no process behind; a server that cannot run is reported with the
+"""The echo servers of notebook 09 (labkit.experiments.echo, and echo_hostile's clients):
+each server that runs here echoes every byte under a short bounded load, survives bad
+clients and still serves a good one, stops cleanly on SIGTERM, and leaves no process behind; a server that cannot run is reported with the
 reason; the load generator itself catches a server that corrupts, drops or swallows a
 message; bad arguments are refused naming the parameter. No timing thresholds: only
 counts, bytes and exit statuses are checked."""
 import json
 import socket
-import struct
 import subprocess
 import threading
 from pathlib import Path
@@ -14,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from conftest import assert_each_raises
-from labkit.experiments import echo
+from labkit.experiments import echo, echo_hostile
+from labkit.lab.analysis import echo_servers
 
 AVAILABLE = echo.available()
-HDR = struct.Struct(">II")
+HDR = echo.HEADER
 
 
 @pytest.fixture(autouse=True)
@@ -52,7 +52,7 @@ def test_read_some_in_tiny_pieces_and_a_thousand_connections(name):
 
 @pytest.mark.parametrize("name", AVAILABLE)
 def test_bad_clients_do_not_kill_it_and_nothing_leaks(name):
-    table = echo.robustness(name, rounds=3)
+    table = echo_hostile.robustness(name, rounds=3)
     assert table.ok.all(), table[~table.ok].to_string()
     assert {"huge length header", "garbage", "disconnect mid-message",
             "good client afterwards", "no descriptor leak", "no heap growth"} <= set(table.case)
@@ -74,7 +74,7 @@ def test_sigterm_with_connections_open(name):
         for s in socks:
             s.close()
         if srv.alive:  # a failure above must not leave the server running
-            srv._kill()
+            srv.kill()
     assert final["conns_open"] == 0
     assert final["server"] == name
     assert not Path(f"/proc/{pid}").exists()
@@ -255,8 +255,8 @@ def test_bad_arguments_name_the_parameter(kwargs, exc, word):
     (lambda: echo.echo("80", b"x"), TypeError, "port"),
     (lambda: echo.echo(1, "text"), TypeError, "payload"),
     (lambda: echo.echo(1, b"x", timeout=float("inf")), ValueError, "timeout"),
-    (lambda: echo.robustness("callback_epoll", timeout="5"), TypeError, "timeout"),
-    (lambda: echo.ordering(None, "cxx20_new"), TypeError, "order"),
+    (lambda: echo_hostile.robustness("callback_epoll", timeout="5"), TypeError, "timeout"),
+    (lambda: echo_servers.ordering(None, "cxx20_new"), TypeError, "order"),
 ], ids=["port-0", "port-big", "port-str", "payload-str", "timeout-inf", "robustness-timeout",
         "ordering-order"])
 def test_helpers_name_the_bad_parameter(call, exc, word):

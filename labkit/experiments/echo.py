@@ -1,12 +1,13 @@
 """Whole echo servers on loopback (notebook 09): a callback state machine, labkit's own
 stackful coroutines, C++20 coroutines with default or pooled frames, asio's co_spawn, on
-epoll and on io_uring; and the lab's own closed-loop load generator.
+epoll and on io_uring; and the lab's own closed-loop load generator. The clients a server
+must survive are in labkit.experiments.echo_hostile.
 
     from labkit.experiments import echo
     echo.servers()                                   # each server: what it is, here or why not
     echo.run_load("callback_epoll", connections=100, requests=50_000, duration=1.0)
-    with echo.start_server("cxx20_new") as srv:      # a running server, for the bad clients
-        echo.bad_clients(srv)
+    with echo.start_server("cxx20_new") as srv:      # a running server
+        echo.echo(srv.port, b"hello")
 
 Every server is a child of this process, started in a session of its own on 127.0.0.1 and
 an ephemeral port, pinned to one CPU with the load generator on another. It is stopped
@@ -22,7 +23,6 @@ import signal
 import socket
 import struct
 import subprocess
-import threading
 import time
 import weakref
 from dataclasses import dataclass
@@ -40,13 +40,9 @@ MAX_MAX_MESSAGE = 1 << 30      # the largest --max-message a server may be start
 MAX_REQUESTS = 10**9
 MAX_DURATION = 600.0
 HOST = "127.0.0.1"
-# Live heap blocks two leak-free snapshots may differ by: asio keeps a few freed blocks
-# per thread for reuse (full again once the server is idle, so in practice the growth is
-# 0). A leak on any one path, once per round, grows by rounds - 1 >= 2 with the default.
-CACHE_SLACK = 1
-
 MAGIC_ECHO, MAGIC_STATS, MAGIC_REPLY = 0x4C4B4531, 0x4C4B533F, 0x4C4B5321
-_HDR = struct.Struct(">II")
+# Every frame of the protocol starts with this header: a magic word and the payload's length.
+HEADER = struct.Struct(">II")
 
 
 @dataclass(frozen=True)
@@ -247,7 +243,7 @@ class EchoServer:
                 raise EchoError(f"{self.name} did not start: {line!r}")
             self.port = int(line.split()[1])
         except BaseException as exc:
-            err = self._kill()
+            err = self.kill()
             if isinstance(exc, EchoError) and self._proc.returncode not in (None, 0):
                 raise ServerUnavailableError(
                     f"server {self.name!r} could not start here (exit status "
@@ -270,7 +266,7 @@ class EchoServer:
             buf += ch
         return buf.decode(errors="replace").strip()
 
-    def _kill(self) -> str:
+    def kill(self) -> str:
         """Kill the process group, reap, and return what the server wrote to stderr."""
         _kill_group(self._proc)
         try:
@@ -290,11 +286,11 @@ class EchoServer:
         if not self.alive:
             raise EchoError(f"{self.name} is not running (exit status {self._proc.returncode})")
         with socket.create_connection((HOST, self.port), timeout=timeout) as s:
-            s.sendall(_HDR.pack(MAGIC_STATS, 0))
-            magic, n = _HDR.unpack(_recv_exactly(s, _HDR.size))
+            s.sendall(HEADER.pack(MAGIC_STATS, 0))
+            magic, n = HEADER.unpack(recv_exactly(s, HEADER.size))
             if magic != MAGIC_REPLY:
                 raise EchoError(f"{self.name} answered a stats request with magic {magic:#x}")
-            return json.loads(_recv_exactly(s, n))
+            return json.loads(recv_exactly(s, n))
 
     def open_fds(self) -> int:
         """How many descriptors the server holds open (from /proc)."""
@@ -308,9 +304,9 @@ class EchoServer:
         end = time.monotonic() + timeout
         with socket.create_connection((HOST, self.port), timeout=timeout) as s:
             while True:
-                s.sendall(_HDR.pack(MAGIC_STATS, 0))
-                magic, n = _HDR.unpack(_recv_exactly(s, _HDR.size))
-                st = json.loads(_recv_exactly(s, n))
+                s.sendall(HEADER.pack(MAGIC_STATS, 0))
+                magic, n = HEADER.unpack(recv_exactly(s, HEADER.size))
+                st = json.loads(recv_exactly(s, n))
                 if st["conns_open"] <= 1 or time.monotonic() > end:
                     st["open_fds"] = self.open_fds()
                     return st
@@ -332,16 +328,16 @@ class EchoServer:
         if self.final_stats is not None:
             return self.final_stats
         if not self.alive:
-            err = self._kill()
+            err = self.kill()
             raise EchoError(f"{self.name} died (exit status {self._proc.returncode}): {err.strip()}")
         os.kill(self.pid, signal.SIGTERM)
         try:
             out, err = self._proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            self._kill()
+            self.kill()
             raise EchoError(f"{self.name} did not stop within {timeout:g} s of SIGTERM; killed")
         except BaseException:
-            self._kill()
+            self.kill()
             raise
         self._finalizer.detach()
         if self._proc.returncode != 0:
@@ -360,7 +356,7 @@ class EchoServer:
         if exc[0] is None:
             self.stop()
         else:
-            self._kill()
+            self.kill()
         return False
 
     def __repr__(self):
@@ -387,7 +383,8 @@ def start_server(name: str, *, read_mode: str = "whole", chunk: int = 4096, cpu=
 
 # ---------------------------------------------------------------- load
 
-def _recv_exactly(s: socket.socket, n: int) -> bytes:
+def recv_exactly(s: socket.socket, n: int) -> bytes:
+    """Exactly n bytes from the socket (EchoError if the server closes first)."""
     parts, got = [], 0
     while got < n:
         b = s.recv(min(n - got, 1 << 20))
@@ -408,11 +405,11 @@ def echo(port: int, payload: bytes, timeout: float = 10.0) -> bytes:
         raise ValueError(f"payload must be at most {MAX_MAX_MESSAGE} bytes; got {len(payload)}")
     timeout = _v.seconds("timeout", timeout, MAX_DURATION)
     with socket.create_connection((HOST, port), timeout=timeout) as s:
-        s.sendall(_HDR.pack(MAGIC_ECHO, len(payload)) + payload)
-        magic, n = _HDR.unpack(_recv_exactly(s, _HDR.size))
+        s.sendall(HEADER.pack(MAGIC_ECHO, len(payload)) + payload)
+        magic, n = HEADER.unpack(recv_exactly(s, HEADER.size))
         if magic != MAGIC_ECHO or n != len(payload):
             raise EchoError(f"bad reply header: magic {magic:#x}, length {n} for {len(payload)}")
-        return _recv_exactly(s, n)
+        return recv_exactly(s, n)
 
 
 def run_load(server, *, connections: int = 100, requests: int = 100_000,
@@ -468,7 +465,7 @@ def run_load(server, *, connections: int = 100, requests: int = 100_000,
             srv.stop()
     except BaseException:
         if own:
-            srv._kill()
+            srv.kill()
         raise
 
     settings = {"read_mode": read_mode, "chunk": chunk, "connections": connections,
@@ -561,240 +558,3 @@ def _loadgen(srv: EchoServer, *, connections, requests, duration, message_bytes,
     if not srv.alive:
         raise EchoError(f"{srv.name} exited during the load (status {srv._proc.returncode})")
     return res, lines["STATS_BEGIN"], lines["STATS_END"]
-
-
-# ---------------------------------------------------------------- bad clients
-
-def _closed_by_peer(s: socket.socket, timeout: float) -> bool:
-    """True if the server closes this connection (EOF or reset) within the timeout,
-    without sending anything first."""
-    s.settimeout(timeout)
-    try:
-        data = s.recv(1 << 16)
-    except ConnectionResetError:
-        return True
-    except socket.timeout:
-        return False
-    return data == b""
-
-
-def _connect(server: EchoServer, timeout: float) -> socket.socket:
-    return socket.create_connection((HOST, server.port), timeout=timeout)
-
-
-def _reset_on_close(s: socket.socket) -> None:
-    """Make close() send a reset (RST) instead of an orderly FIN."""
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-
-
-def _mid_header(server: EchoServer, timeout: float):
-    with _connect(server, timeout) as s:
-        s.sendall(_HDR.pack(MAGIC_ECHO, 100)[:3])
-    return "sent 3 of 8 header bytes, closed", True
-
-
-def _mid_message(server: EchoServer, timeout: float):
-    with _connect(server, timeout) as s:
-        s.sendall(_HDR.pack(MAGIC_ECHO, 1000) + b"x" * 10)
-    return "sent 10 of 1000 payload bytes, closed", True
-
-
-def _reset_mid_message(server: EchoServer, timeout: float):
-    with _connect(server, timeout) as s:
-        s.sendall(_HDR.pack(MAGIC_ECHO, 5000) + b"y" * 100)
-        _reset_on_close(s)
-    return "sent 100 of 5000 payload bytes, reset the connection", True
-
-
-def _closes_after(data: bytes):
-    """A client that sends `data` and passes only if the server then closes on it."""
-    def client(server: EchoServer, timeout: float):
-        with _connect(server, timeout) as s:
-            s.sendall(data)
-            closed = _closed_by_peer(s, timeout)
-        return ("closed by the server" if closed else "left open"), closed
-    return client
-
-
-_huge_length = _closes_after(_HDR.pack(MAGIC_ECHO, 0xFFFFFFF0))
-_garbage = _closes_after(bytes(range(256)) * 4)
-
-
-def _leave_before_reply(server: EchoServer, timeout: float):
-    big = server.max_message
-    with _connect(server, timeout) as s:
-        s.sendall(_HDR.pack(MAGIC_ECHO, big) + os.urandom(big))
-        _reset_on_close(s)
-    return f"sent a {big}-byte message, reset before reading the echo", True
-
-
-def _pipelined(server: EchoServer, timeout: float):
-    msgs = [os.urandom(n) for n in (0, 1, 7, 8, 100, 4096, 70000, 3) * 4]
-    blob = b"".join(_HDR.pack(MAGIC_ECHO, len(m)) + m for m in msgs)
-    with _connect(server, timeout) as s:
-        # Sent from a thread: the echoes come back while we still send, and a
-        # client that only sends would block once both socket buffers are full.
-        sender = threading.Thread(target=s.sendall, args=(blob,), daemon=True)
-        sender.start()
-        back = _recv_exactly(s, len(blob))
-        sender.join(timeout)
-    same = back == blob
-    return (f"{len(msgs)} frames in one send: "
-            f"{'all echoed byte for byte' if same else 'ECHO DIFFERS'}"), same
-
-
-def _byte_by_byte(server: EchoServer, timeout: float):
-    payload = os.urandom(300)
-    frame = _HDR.pack(MAGIC_ECHO, len(payload)) + payload
-    with _connect(server, timeout) as s:
-        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        for i in range(0, len(frame), 7):
-            s.sendall(frame[i:i + 7])
-            time.sleep(0.0005)
-        back = _recv_exactly(s, len(frame))
-    same = back == frame
-    return f"a frame in 7-byte pieces: {'echoed' if same else 'ECHO DIFFERS'}", same
-
-
-def _good_client(server: EchoServer, timeout: float):
-    payloads = [b"", b"a", os.urandom(64), os.urandom(16384), os.urandom(server.max_message)]
-    bad = [len(p) for p in payloads if echo(server.port, p, timeout) != p]
-    return ("sizes 0, 1, 64, 16384, max all echoed" if not bad else f"sizes {bad} differ"), not bad
-
-
-# (case, what the server must do, the client), played in this order on one server.
-_BAD_CLIENTS = (
-    ("disconnect mid-header", "no crash", _mid_header),
-    ("disconnect mid-message", "no crash", _mid_message),
-    ("reset mid-message", "no crash", _reset_mid_message),
-    ("huge length header", "server closes the connection", _huge_length),
-    ("garbage", "server closes the connection", _garbage),
-    ("leave before the reply", "no crash (EPIPE, not SIGPIPE)", _leave_before_reply),
-    ("pipelined frames", "every frame echoed", _pipelined),
-    ("slow client", "echoed", _byte_by_byte),
-)
-# Played after every bad client: what they did must not have cost a good one its service.
-_GOOD_CLIENT = ("good client afterwards", "echoed", _good_client)
-
-
-def _play(server: EchoServer, timeout: float, case: str, expect: str, client) -> dict:
-    """One case's row; a server that died on it fails the case whatever the client saw."""
-    try:
-        outcome, ok = client(server, timeout)
-    except Exception as exc:  # any failure of one case is its row, not the end
-        outcome, ok = f"{type(exc).__name__}: {exc}", False
-    alive = server.alive
-    return {"server": server.name, "case": case, "expect": expect,
-            "outcome": outcome if alive else f"{outcome}; SERVER DIED",
-            "ok": bool(ok and alive)}
-
-
-def bad_clients(server: EchoServer, *, timeout: float = 5.0):
-    """Throw the clients a server must survive at it, then check that a good client is
-    still served. One row per case: what was done, what the server did, and ok."""
-    import pandas as pd
-
-    if not isinstance(server, EchoServer):
-        raise TypeError(f"server must be a running EchoServer, not {type(server).__name__}")
-    timeout = _v.seconds("timeout", timeout, MAX_DURATION)
-    return pd.DataFrame([_play(server, timeout, *case)
-                         for case in (*_BAD_CLIENTS, _GOOD_CLIENT)])
-
-
-def robustness(name: str, *, rounds: int = 3, timeout: float = 5.0):
-    """The bad clients, `rounds` times against one server, then SIGTERM. One row per case
-    (ok only if it was ok in every round), and rows for what must hold afterwards: the
-    descriptors and the heap allocations alive after the first round (pools and caches
-    warm) are still all there is after the last; SIGTERM ends the server with status 0
-    and its counters, no connection left open; no server or load generator process of
-    ours is left."""
-    import pandas as pd
-
-    rounds = _v.integer_in("rounds", rounds, 2, 100)
-    timeout = _v.seconds("timeout", timeout, MAX_DURATION)
-    srv = start_server(name)
-    try:
-        per_round = [bad_clients(srv, timeout=timeout)]
-        st1 = srv.snapshot()
-        for _ in range(rounds - 1):
-            per_round.append(bad_clients(srv, timeout=timeout))
-        st2 = srv.snapshot()
-        final = srv.stop()
-    except BaseException:
-        srv._kill()
-        raise
-    cases = pd.concat(per_round, ignore_index=True)
-    rows = []
-    for case, g in cases.groupby("case", sort=False):
-        bad = g[~g.ok]
-        rows.append({"server": name, "case": case, "expect": g.expect.iloc[0],
-                     "outcome": (bad.outcome.iloc[0] if len(bad) else g.outcome.iloc[0]),
-                     "ok": bool(g.ok.all())})
-    # Frames a pool keeps are not leaked: they wait for reuse, and a round that happens
-    # to overlap more connections needs a few more of them.
-    live1 = st1["live_allocs"] - st1["pool_blocks"]
-    live2 = st2["live_allocs"] - st2["pool_blocks"]
-    left = children()
-    rows += [
-        {"server": name, "case": "no descriptor leak", "expect": "same open fds",
-         "outcome": f"{st1['open_fds']} -> {st2['open_fds']} open descriptors",
-         "ok": st2["open_fds"] == st1["open_fds"]},
-        {"server": name, "case": "no heap growth",
-         "expect": f"live allocations (less pooled frames) grow by at most {CACHE_SLACK}",
-         "outcome": f"{live1} -> {live2} live allocations after {rounds - 1} more rounds "
-                    f"({st2['pool_blocks']} pooled frames)",
-         "ok": live2 - live1 <= CACHE_SLACK},
-        {"server": name, "case": "SIGTERM", "expect": "exit 0, counters, no connection open",
-         "outcome": f"exit 0, {final['conns_open']} connections open, "
-                    f"{final['closed_bad']} closed as bad, {final['closed_mid']} mid-frame",
-         "ok": final["conns_open"] == 0},
-        {"server": name, "case": "no process left", "expect": "no child of ours",
-         "outcome": "none" if not left else str(left), "ok": not left},
-    ]
-    return pd.DataFrame(rows)
-
-
-def summary(df, by=("server",), value: str = "qps"):
-    """Per group: the median and quartiles of `value` over repeats and pyperf's noise flag
-    (labkit.core.stats.summarize), with the medians of p99, allocations/s and per message,
-    waits and reads per message, RSS and the server's CPU beside it."""
-    from labkit.core import stats
-
-    s = stats.summarize(df, by=list(by), value=value)
-    extra = df.groupby(list(by), sort=False).agg(
-        p99_us=("p99_us", "median"), p999_us=("p999_us", "median"),
-        allocs_per_s=("allocs_per_s", "median"), allocs_per_msg=("allocs_per_msg", "median"),
-        read_waits_per_msg=("read_waits_per_msg", "median"),
-        reads_per_msg=("reads_per_msg", "median"),
-        dispatches_per_msg=("dispatches_per_msg", "median"),
-        rss_kb=("rss_kb", "median"), server_cpu_util=("server_cpu_util", "median"),
-        client_cpu_util=("client_cpu_util", "median"),
-        server_cpu_us_per_msg=("server_cpu_us_per_msg", "median"),
-        server_preempted_per_s=("server_preempted_per_s", "median"),
-        client_preempted_per_s=("client_preempted_per_s", "median")).reset_index()
-    return s.merge(extra, on=list(by))
-
-
-def ordering(df, order: list[str], value: str = "qps", by: str = "server") -> tuple[float, str]:
-    """C001.1's measured value for a claimed ordering order[0] > order[1] > ...:
-    1 if every neighbour pair holds with non-overlapping interquartile ranges, 0 if some
-    pair is reversed beyond them (the claimed-larger one's q3 below the other's q1), 0.5
-    otherwise (no verdict either way); and a line saying what was compared."""
-    if not isinstance(order, (list, tuple)) or len(order) < 2 \
-            or not all(isinstance(n, str) for n in order):
-        raise TypeError(f"order must be a list of two or more server names, claimed largest "
-                        f"first; got {order!r}")
-    q = {}
-    for name in order:
-        v = df.loc[df[by] == name, value].astype(float)
-        if v.empty:
-            raise ValueError(f"order names {name!r}, which has no rows in df")
-        q[name] = v.quantile([0.25, 0.5, 0.75]).to_numpy()
-    holds, reversed_ = [], []
-    for hi_name, lo_name in zip(order, order[1:]):
-        hi, lo = q[hi_name], q[lo_name]
-        holds.append(hi[0] > lo[2])
-        reversed_.append(hi[2] < lo[0])
-    x = 1.0 if all(holds) else 0.0 if any(reversed_) else 0.5
-    detail = " > ".join(f"{n} {q[n][1]:,.0f} [{q[n][0]:,.0f}, {q[n][2]:,.0f}]" for n in order)
-    return x, detail
