@@ -1,0 +1,1 @@
+"""Each notebook's analysis: the frames, tables and figures it shows."""
