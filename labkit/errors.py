@@ -31,6 +31,15 @@ class UnsupportedInstructionError(RuntimeError):
     which valgrind 3.19 does not know)."""
 
 
+class CountError(RuntimeError):
+    """A callgrind count failed: `reason` says why in one line, `log` holds valgrind's own
+    output (empty when there is none); the message is both."""
+
+    def __init__(self, reason: str, log: str = ""):
+        super().__init__(f"{reason}: {log}" if log else reason)
+        self.reason, self.log = reason, log
+
+
 class EchoError(RuntimeError):
     """A server dropped, corrupted or refused a message, died, or would not stop."""
 

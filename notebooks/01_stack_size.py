@@ -44,18 +44,14 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
     "01_stack_size", quick=quick).values()
 
 # %%
-import matplotlib.pyplot as plt
-import pandas as pd
-
 import labkit
 from labkit.core import plots, results
 from labkit.lab import verdicts
+from labkit.lab.analysis import stack_size as analysis
 from labkit.lab.sweep import grid, sweep
 
-KiB, MiB = 1 << 10, 1 << 20
-
-info = labkit.machine_info()
-print(plots.machine_caption(info))
+KiB, MiB = analysis.KiB, analysis.MiB
+print(plots.machine_caption())
 labkit.catalogue()[["kernel", "kind", "saves", "available", "why_not"]]
 
 # %% [markdown]
@@ -66,49 +62,29 @@ labkit.catalogue()[["kernel", "kind", "saves", "available", "why_not"]]
 # `fixedsize_stack` of that size, as in the article; labkit's kernels run beside it.
 # labkit's stacks are `mmap`ed and prefaulted (every page touched first) or left
 # untouched; Boost's `fixedsize_stack` takes its memory from `malloc` (small stacks from
-# the heap, large ones from `mmap`), so `prefault` does not apply to it.
+# the heap, large ones from `mmap`), so `prefault` does not apply to it. Where Boost is
+# missing, the catalogue above says why.
 
 # %%
-available = labkit.catalogue().set_index("kernel")
-kernels = [k for k in ("boost_fiber", "asm_fpu", "asm", "ucontext") if available.loc[k, "available"]]
-missing = available.loc[["boost_fiber"]].query("not available")[["why_not"]]
-missing  # an empty table when Boost.Context is here
-points = [p for p in grid(kernel=kernels, stack_size=sizes, prefault=[True, False])
-          if not (p["kernel"] == "boost_fiber" and not p["prefault"])]
-pingpong = sweep(
+kernels, missing = analysis.kernels_here()
+pingpong = analysis.label_stacks(sweep(
     lambda kernel, stack_size, prefault: labkit.measure(
         kernel, stack_size=stack_size, switches=switches, repeats=repeats, cpu=cpu,
         prefault=None if kernel == "boost_fiber" else prefault),
-    points, desc="ping-pong", checkpoint="01_stack_size_pingpong",
-)
-# Boost's rows have no prefault setting (its stacks are not labkit's): say what they are.
-pingpong["stacks"] = pingpong.prefault.map({True: "prefaulted", False: "untouched"})
-pingpong["stacks"] = pingpong["stacks"].fillna("malloc'd by Boost")
-pp = labkit.summarize(pingpong, by=["kernel", "stack_size", "stacks"])
-for w in labkit.noise_warnings(pp):
-    print(w)
-pp[["kernel", "stack_size", "stacks", "median", "q1", "q3", "median_ticks", "noisy"]]
+    analysis.pingpong_points(kernels, sizes), desc="ping-pong",
+    checkpoint="01_stack_size_pingpong"))
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-panels = [("prefaulted stacks (Boost: malloc'd)", ["prefaulted", "malloc'd by Boost"]),
-          ("untouched stacks", ["untouched"])]
-for ax, (title, kinds) in zip(axes, panels):
-    plots.errorbars(ax, pp[pp.stacks.isin(kinds)], x="stack_size", hue="kernel")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(sizes, [plots.bytes_label(s) for s in sizes], rotation=45)
-    ax.set_xlabel("stack size per context")
-    ax.set_ylabel("ns per switch (median, IQR bars)")
-    plots.log_axis(ax, "y")
-    ax.set_title(f"two-context ping-pong, {title}")
-plots.finish(fig, "01_stack_size-pingpong");
+pp = analysis.pingpong_summary(pingpong)
+plots.finish(analysis.pingpong_figure(pp, sizes), "01_stack_size-pingpong")
+pp
 
 # %% [markdown]
 # The page faults inside the timed loops, summed over all repeats: a ping-pong touches
 # the top page of each stack, once, and that happens when the context is made.
 
 # %%
-pingpong.groupby(["kernel", "stacks"]).minor_faults.sum().to_frame("page faults in timed loops")
+analysis.faults(pingpong)
 
 # %% [markdown]
 # ## N contexts in a ring: where stack tops collide
@@ -126,20 +102,9 @@ ring = sweep(
     grid(stack_size=ring_sizes, contexts=ring_counts, colour_step=[0, 64]),
     desc="ring", checkpoint="01_stack_size_ring",
 )
-rs = labkit.summarize(ring, by=["stack_size", "contexts", "colour_step"])
-rs["stack"] = rs.stack_size.map(plots.bytes_label)
-rs[["stack", "contexts", "colour_step", "median", "q1", "q3", "noisy"]]
-
-# %%
-fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-for ax, step in zip(axes, [0, 64]):
-    plots.errorbars(ax, rs[rs.colour_step == step], x="contexts", hue="stack")
-    plots.log_axis(ax, "x", base=2)
-    plots.log_axis(ax, "y")
-    ax.set_xlabel("contexts in the ring (N)")
-    ax.set_ylabel("ns per switch (median, IQR bars)")
-    ax.set_title("stack tops aligned" if step == 0 else "stack tops coloured (64 B steps)")
-plots.finish(fig, "01_stack_size-ring");
+rs = analysis.ring_summary(ring)
+plots.finish(analysis.ring_figure(rs), "01_stack_size-ring")
+rs
 
 # %% [markdown]
 # ## What the data says
@@ -157,49 +122,13 @@ plots.finish(fig, "01_stack_size-ring");
 #    thousands of 8 MiB contexts misses in the TLB and walks page tables on every switch.
 
 # %%
-def median_of(df, **where):
-    sel = df
-    for k, v in where.items():
-        sel = sel[sel[k] == v]
-    return sel.ns_per_switch
-
-
-flat = (pingpong.groupby(["kernel", "stacks", "stack_size"]).ns_per_switch.median()
-        .groupby(["kernel", "stacks"]).agg(["min", "max"]))
-flat["max / min over sizes"] = flat["max"] / flat["min"]
-print("1. ping-pong, median ns per switch, cheapest and dearest stack size:")
-print(flat.round(2).to_string(), "\n")
-
-n_mid = 64 if 64 in ring_counts else ring_counts[len(ring_counts) // 2]
-n_max = max(ring_counts)
-ring_rows = []
-for s in ring_sizes:
-    row = {"stack": plots.bytes_label(s)}
-    for n in (n_mid, n_max):
-        a = median_of(ring, stack_size=s, contexts=n, colour_step=0).median()
-        c = median_of(ring, stack_size=s, contexts=n, colour_step=64).median()
-        row.update({f"N={n} aligned ns": a, f"N={n} coloured ns": c,
-                    f"N={n} aligned/coloured": a / c})
-    ring_rows.append(row)
-rings = pd.DataFrame(ring_rows)
-print(f"2. and 3. rings of N contexts (asm_fpu), median ns per switch:")
-print(rings.round(2).to_string(index=False), "\n")
-small, large = rings.iloc[0], rings.iloc[-1]
-print(f"N={n_mid}: aligned tops cost {small[f'N={n_mid} aligned/coloured']:.2f}x "
-      f"({small['stack']}) to {large[f'N={n_mid} aligned/coloured']:.2f}x ({large['stack']}) "
-      "what coloured tops cost: above 1, cache-set conflicts cost time")
-print(f"N={n_max}: {large['stack']} stacks {large[f'N={n_max} coloured ns']:.1f} ns vs "
-      f"{small['stack']} stacks {small[f'N={n_max} coloured ns']:.1f} ns per switch: "
-      f"{large[f'N={n_max} coloured ns'] / small[f'N={n_max} coloured ns']:.1f}x, "
-      "the cost of far-apart stack tops (TLB and page walks), not of the size itself")
-
-# %%
-judge_kernel = "boost_fiber" if "boost_fiber" in kernels else "asm_fpu"
-judge_stacks = "malloc'd by Boost" if judge_kernel == "boost_fiber" else "prefaulted"
-small_pp = median_of(pingpong, kernel=judge_kernel, stack_size=4 * KiB, stacks=judge_stacks)
-big_pp = median_of(pingpong, kernel=judge_kernel, stack_size=8 * MiB, stacks=judge_stacks)
-print(f"ping-pong {judge_kernel}: 8 MiB / 4 KiB = {big_pp.median() / small_pp.median():.2f} "
-      "in this one-process sweep; the verdict below takes its interval over processes")
+rings = analysis.rings(ring, ring_sizes, ring_counts)
+print("1. ping-pong, median ns per switch, cheapest and dearest stack size:",
+      analysis.flatness(pingpong).round(2).to_string(), "",
+      "2. and 3. rings of N contexts (asm_fpu), median ns per switch:",
+      rings.round(2).to_string(index=False), "", analysis.ring_reading(rings, ring_counts),
+      analysis.pingpong_ratio_text(pingpong, kernels), sep="\n")
+judge_kernel = analysis.judged(kernels)[0]
 
 # %% [markdown]
 # ## Verdict
@@ -227,10 +156,7 @@ if judge_kernel == "boost_fiber":
     verdict_runs, rows = judging.run("01_stack_size", {
         label: partial(labkit.measure, "boost_fiber", stack_size=size, switches=switches,
                        cpu=cpu) for label, size in verdict_sizes.items()}, quick=quick)
-    rows["C000.2"]["note"] += (f"; asm_fpu ring of {n_max} contexts: "
-                               f"{large['stack']} {large[f'N={n_max} coloured ns']:.1f} ns vs "
-                               f"{small['stack']} {small[f'N={n_max} coloured ns']:.1f} ns "
-                               "per switch")
+    rows["C000.2"]["note"] += analysis.ring_note(rings, ring_counts)
 else:
     rows = {c: verdicts.cannot_measure(c, f"Boost.Context missing here "
                                           f"({missing.why_not.iloc[0]})")

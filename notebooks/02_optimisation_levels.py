@@ -13,7 +13,8 @@
 # %% [markdown]
 # # 02 · What does `-O2` change in a context switch?
 #
-# **Claim tested**: **C000.3** (source `000_dc0f0e0d023658f3.txt`): the same Boost.Context
+# **Claim tested** (the id from `data/claims.csv`, the article in `docs/sources.md`):
+# **C000.3** (source `000_dc0f0e0d023658f3.txt`): the same Boost.Context
 # `fiber` ping-pong took about 180 ns per switch at `-O0`, 25 ns at `-O2` and 22 ns at
 # `-O3` (GCC 11.3 on an i7-12700K at 5 GHz).
 #
@@ -40,22 +41,16 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
     "02_optimisation_levels", quick=quick).values()
 
 # %%
-import matplotlib.pyplot as plt
-import pandas as pd
-
 import labkit
-from labkit.experiments import callgrind
 from labkit.core import plots, results
 from labkit.lab import verdicts
+from labkit.lab.analysis import optimisation_levels as analysis
 from labkit.lab.sweep import grid, sweep
 
-info = labkit.machine_info()
-print(plots.machine_caption(info))
+print(plots.machine_caption())
 builds = labkit.builds()
-available = labkit.catalogue().set_index("kernel")
-candidates = ["boost_fiber", "boost_fcontext", "asm_fpu", "cxx20_generator"]
-kernels = [k for k in candidates if available.loc[k, "available"]]
-available.loc[candidates, ["system", "kind", "available", "why_not"]]
+kernels, available = analysis.kernels_here()
+available.loc[analysis.CANDIDATES, ["system", "kind", "available", "why_not"]]
 
 # %% [markdown]
 # ## Time per switch at each level
@@ -69,10 +64,8 @@ timed = sweep(
                                          cpu=cpu, build=build),
     grid(kernel=kernels, build=builds), desc="builds", checkpoint="02_optimisation_levels",
 )
-ts = labkit.summarize(timed, by=["kernel", "build"])
-for w in labkit.noise_warnings(ts):
-    print(w)
-ts.pivot(index="build", columns="kernel", values="median").loc[builds].round(2)
+ts = analysis.summary(timed, builds)
+analysis.pivot(ts, builds, "median").round(2)
 
 # %% [markdown]
 # ## Instructions per switch (callgrind)
@@ -81,41 +74,11 @@ ts.pivot(index="build", columns="kernel", values="median").loc[builds].round(2)
 # difference taken: what is left is one switch and the loop code around it.
 
 # %%
-ok, why = callgrind.available()
-if count_instructions and ok:
-    counts = callgrind.instructions_table(kernels, builds)
-    for why in sorted(set(counts.why) - {""}):
-        print("not counted:", why)
-    table = counts.pivot(index="build", columns="kernel", values="net").loc[builds]
-else:
-    counts = pd.DataFrame(columns=["kernel", "build", "loop", "base", "net", "why"])
-    table = pd.DataFrame()
-    print("instruction counts skipped:", why or "count_instructions=False")
-table
+counts = analysis.instruction_counts(kernels, builds, count_instructions)
+analysis.pivot(counts, builds, "net")
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
-x = {b: i for i, b in enumerate(builds)}
-ts["x"] = ts.build.map(x)
-plots.errorbars(axes[0], ts, x="x", hue="kernel")
-plots.log_axis(axes[0], "y")
-axes[0].set_xticks(range(len(builds)), [f"-{b}" for b in builds], rotation=30)
-axes[0].set_xlabel("build")
-axes[0].set_ylabel("ns per switch (median, IQR bars)")
-axes[0].set_title("time per switch")
-if not counts.empty:
-    width = 0.8 / len(kernels)
-    for i, k in enumerate(kernels):
-        c = counts[counts.kernel == k].set_index("build").loc[builds]
-        axes[1].bar([x[b] + i * width for b in builds], c.net, width, label=k)
-    axes[1].set_xticks([i + 0.4 - width / 2 for i in range(len(builds))],
-                       [f"-{b}" for b in builds], rotation=30)
-    plots.log_axis(axes[1], "y")
-    axes[1].set_ylabel("instructions per switch (callgrind, net)")
-    axes[1].set_title("instructions per switch")
-    axes[1].legend(fontsize="small")
-    axes[1].grid(True, axis="y", alpha=0.3)
-plots.finish(fig, "02_optimisation_levels-builds");
+plots.finish(analysis.figure(ts, counts, builds, kernels), "02_optimisation_levels-builds");
 
 # %% [markdown]
 # ## Reading it
@@ -126,19 +89,7 @@ plots.finish(fig, "02_optimisation_levels-builds");
 # abstraction around the switch, not the switch.
 
 # %%
-ratio_rows = []
-for k in kernels:
-    a = timed[(timed.kernel == k) & (timed.build == "O0")].ns_per_switch
-    b = timed[(timed.kernel == k) & (timed.build == "O2")].ns_per_switch
-    r, lo, hi = verdicts.ratio_with_spread(a, b)
-    row = {"kernel": k, "ns -O0": a.median(), "ns -O2": b.median(), "-O0 / -O2": r,
-           "spread": f"{lo:.2f} .. {hi:.2f}"}
-    if not counts.empty:
-        c = counts[counts.kernel == k].set_index("build").net
-        row.update({"instr -O0": c["O0"], "instr -O2": c["O2"],
-                    "instr -O0 / -O2": c["O0"] / c["O2"]})
-    ratio_rows.append(row)
-ratios = pd.DataFrame(ratio_rows)
+ratios = analysis.ratios(timed, counts, kernels)
 ratios.round(2)
 
 # %% [markdown]
@@ -160,16 +111,12 @@ if "boost_fiber" in kernels:
     verdict_runs, rows = judging.run("02_optimisation_levels", {
         b: partial(labkit.measure, "boost_fiber", switches=switches, cpu=cpu, build=b)
         for b in ("O0", "O2", "O3")}, quick=quick)
-    if "instr -O0 / -O2" in ratios:
-        r = ratios.set_index("kernel").loc["boost_fiber"]
-        rows["C000.3"]["note"] += (f"; instructions per switch -O0/-O2 = "
-                                   f"{r['instr -O0 / -O2']:.1f} (callgrind)")
+    rows["C000.3"]["note"] += analysis.instructions_note(ratios)
 else:
     rows = {c: verdicts.cannot_measure(c, "Boost.Context is missing here: "
                                        + available.loc["boost_fiber", "why_not"])
             for c in ("C000.3",)}
-results.save_csv(timed.merge(counts, on=["kernel", "build"], how="left"),
-                 "02_optimisation_levels")
+results.save_csv(analysis.saved(timed, counts), "02_optimisation_levels")
 table = verdicts.table(list(rows.values()))
 results.save_csv(table, "02_optimisation_levels_verdicts")
 table

@@ -13,7 +13,8 @@
 # %% [markdown]
 # # 03 · Symmetric or asymmetric: does the shape of the switching matter?
 #
-# **Claim tested**: **C000.4** (source `000_dc0f0e0d023658f3.txt`): a main fiber that resumes
+# **Claim tested** (the id from `data/claims.csv`, the article in `docs/sources.md`):
+# **C000.4** (source `000_dc0f0e0d023658f3.txt`): a main fiber that resumes
 # N workers in turn, each yielding back (asymmetric), costs about the same per switch as
 # two fibers ping-ponging (symmetric), about 25 ns, while N is below the core count; with
 # about 1000 workers switching often it is 10-20% dearer (about 30 ns).
@@ -43,49 +44,26 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
     "03_symmetric_vs_asymmetric", quick=quick).values()
 
 # %%
-import matplotlib.pyplot as plt
-import pandas as pd
-
 import labkit
 from labkit.core import plots, results
 from labkit.lab import verdicts
+from labkit.lab.analysis import symmetric as analysis
 from labkit.lab.sweep import grid, sweep
 
 print(plots.machine_caption())
 
-
 # %%
-def one_point(kernel, contexts, asymmetric):
-    per_lap = 2 * contexts if asymmetric else contexts + 1
-    return labkit.measure_ring(kernel, contexts=contexts, asymmetric=asymmetric,
-                               laps=max(1, switches_per_point // per_lap),
-                               stack_size=stack_size, repeats=repeats, cpu=cpu)
-
-
-shapes = sweep(one_point, grid(kernel=["asm_fpu", "ucontext"], contexts=counts,
-                               asymmetric=[False, True]),
-               desc="shapes", checkpoint="03_symmetric_vs_asymmetric")
-per_transfer = labkit.summarize(shapes, by=["kernel", "pattern", "contexts"])
-per_resume = labkit.summarize(shapes, by=["kernel", "pattern", "contexts"],
-                              value="ns_per_resumption")
-for w in labkit.noise_warnings(per_transfer):
-    print(w)
+shapes = sweep(
+    lambda kernel, contexts, asymmetric: labkit.measure_ring(
+        kernel, contexts=contexts, asymmetric=asymmetric, stack_size=stack_size,
+        laps=analysis.laps(contexts, asymmetric, switches_per_point), repeats=repeats, cpu=cpu),
+    grid(kernel=analysis.KERNELS, contexts=counts, asymmetric=[False, True]),
+    desc="shapes", checkpoint="03_symmetric_vs_asymmetric")
+per_transfer, per_resume = analysis.summaries(shapes)
 per_transfer.pivot(index="contexts", columns=["kernel", "pattern"], values="median").round(2)
 
 # %%
-fig, axes = plt.subplots(2, 2, figsize=(12, 8), sharex=True)
-for row, (summary, what) in enumerate([(per_transfer, "ns per transfer of control"),
-                                       (per_resume, "ns per useful resumption")]):
-    for col, kernel in enumerate(["asm_fpu", "ucontext"]):
-        ax = axes[row][col]
-        plots.errorbars(ax, summary[summary.kernel == kernel], x="contexts", hue="pattern")
-        plots.log_axis(ax, "x", base=2)
-        plots.log_axis(ax, "y")
-        ax.set_ylabel(f"{what} (median, IQR bars)")
-        ax.set_title(f"{kernel}: {what.split(' per ')[1]}")
-        if row == 1:
-            ax.set_xlabel("contexts N")
-plots.finish(fig, "03_symmetric_vs_asymmetric-shapes");
+plots.finish(analysis.figure(per_transfer, per_resume), "03_symmetric_vs_asymmetric-shapes");
 
 # %% [markdown]
 # ## Ratio asymmetric / symmetric, per transfer
@@ -96,16 +74,7 @@ plots.finish(fig, "03_symmetric_vs_asymmetric-shapes");
 # this machine.
 
 # %%
-def ratio_at(kernel, n):
-    a = shapes[(shapes.kernel == kernel) & (shapes.pattern == "scheduler") & (shapes.contexts == n)]
-    s = shapes[(shapes.kernel == kernel) & (shapes.pattern == "ring") & (shapes.contexts == n)]
-    return verdicts.ratio_with_spread(a.ns_per_switch, s.ns_per_switch)
-
-
-ratios = pd.DataFrame([
-    {"kernel": k, "contexts": n, **dict(zip(["asym / sym", "low", "high"], ratio_at(k, n)))}
-    for k in ["asm_fpu", "ucontext"] for n in counts
-])
+ratios = analysis.ratios(shapes, counts)
 ratios.pivot(index="contexts", columns="kernel", values="asym / sym").round(2)
 
 # %% [markdown]
@@ -138,8 +107,7 @@ verdict_runs, rows = judging.run("03_symmetric_vs_asymmetric", {
     "scheduler 1024": ring_entry(1024, True), "ring 1": ring_entry(1, False),
     "ring 1024": ring_entry(1024, False), "scheduler 2": ring_entry(2, True),
     "ring 2": ring_entry(2, False)}, quick=quick)
-rows["C000.4"]["note"] += (f"; ucontext scheduler 1024 / ring 1024 in the sweep: "
-                           f"{ratio_at('ucontext', 1024)[0]:.2f}")
+rows["C000.4"]["note"] += analysis.ucontext_note(shapes)
 results.save_csv(shapes, "03_symmetric_vs_asymmetric")
 table = verdicts.table(list(rows.values()))
 results.save_csv(table, "03_symmetric_vs_asymmetric_verdicts")

@@ -49,24 +49,15 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
     "04_latency_ladder", quick=quick).values()
 
 # %%
-import numpy as np
-import pandas as pd
-import matplotlib.pyplot as plt
-from matplotlib.lines import Line2D
-from matplotlib.ticker import LogLocator
-
 import labkit
-from labkit.experiments import callgrind
 from labkit.core import plots, results
 from labkit.lab import verdicts
+from labkit.lab.analysis import latency_ladder as analysis
 from labkit.lab.sweep import grid, sweep
 
 info = labkit.machine_info()
 print(plots.machine_caption(info))
-catalogue = labkit.catalogue()
-available = catalogue[catalogue.available]
-missing = catalogue.loc[~catalogue.available, ["kernel", "system", "kind", "why_not"]]
-judged = ["asm", "virtual_call", "boost_fiber", "syscall_getppid", "cxx20_generator"]
+catalogue, available, missing = analysis.catalogue_parts()
 catalogue[["kernel", "system", "kind", "saves", "available", "why_not"]]
 
 # %% [markdown]
@@ -84,27 +75,16 @@ catalogue[["kernel", "system", "kind", "saves", "available", "why_not"]]
 
 # %%
 system_of = dict(zip(catalogue.kernel, catalogue.system))
-runs = sweep(
+runs, missing = analysis.split_failed(sweep(
     lambda kernel: labkit.measure(
         kernel, switches=py_switches if system_of[kernel] == "python" else switches,
         repeats=repeats, cpu=cpu),
-    grid(kernel=list(available.kernel)),
-    desc="ladder", checkpoint="04_latency_ladder_runs", on_error="record",
-)
-if "error" in runs:
-    failed = runs.loc[runs.error.notna(), ["kernel", "error"]].rename(columns={"error": "why_not"})
-    failed = failed.merge(catalogue[["kernel", "system", "kind"]], on="kernel")
-    missing = pd.concat([missing, failed[missing.columns]], ignore_index=True)
-    runs = runs[runs.error.isna()].drop(columns="error")
-print(f"{runs.kernel.nunique()} of {len(catalogue)} entries measured; missing here:")
+    grid(kernel=available), desc="ladder", checkpoint="04_latency_ladder_runs",
+    on_error="record"), catalogue, missing)
 missing
 
 # %%
-ns = labkit.summarize(runs, by="kernel").sort_values("median", ignore_index=True)
-ticks = labkit.summarize(runs, by="kernel", value="ticks_per_switch").set_index("kernel")
-ns["system"] = ns.kernel.map(system_of)
-for w in labkit.noise_warnings(ns):
-    print(w)
+ns, ticks = analysis.summaries(runs, catalogue)
 ns[["kernel", "system", "kind", "repeats", "median", "q1", "q3", "median_ticks", "noisy"]]
 
 # %% [markdown]
@@ -119,46 +99,7 @@ ns[["kernel", "system", "kind", "repeats", "median", "q1", "q3", "median_ticks",
 # labelled.
 
 # %%
-COLOUR = {"baseline": "tab:gray", "stackless": "tab:blue", "stackful": "tab:red"}
-MARKER = {"labkit": "o", "peer": "s", "python": "^"}
-FLOOR = 0.05  # ns: the left edge, where a net cost <= 0 is drawn
-
-
-def short(v):
-    return f"{v:,.0f}" if v >= 100 else f"{v:.3g}" if v > 0 else "<= 0"
-
-
-def rungs(ax, summary, unit):
-    floor = FLOOR * (info["tsc_ghz"] if unit == "ticks" else 1)
-    for y, r in enumerate(summary.itertuples()):
-        m, lo, hi = (max(v, floor) for v in (r.median, r.q1, r.q3))
-        ax.errorbar(m, y, xerr=[[m - lo], [hi - m]], fmt=MARKER[system_of[r.kernel]],
-                    color=COLOUR[r.kind], ms=7, capsize=3)
-        ax.annotate(short(r.median), (hi, y), xytext=(5, 0), textcoords="offset points",
-                    va="center", fontsize=7)
-    plots.log_axis(ax, "x")
-    # Whole decades only: 1-2-5 ticks crowd each other over five decades.
-    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0,)))
-    ax.set_xlim(0.6 * summary.q1.clip(lower=floor).min(), 4 * summary.q3.max())
-    ax.grid(True, which="both", axis="x", alpha=0.3)
-    ax.set_xlabel(f"{unit} per switch (median, IQR bars, log scale)")
-
-
-fig, (left, right) = plt.subplots(1, 2, figsize=(12, 0.32 * len(ns) + 2), sharey=True)
-rungs(left, ns, "ns")
-rungs(right, ticks.loc[ns.kernel].reset_index(), "ticks")
-left.set_yticks(range(len(ns)), ns.kernel)
-for name in left.get_yticklabels():
-    name.set_fontweight("bold" if name.get_text() in judged else "normal")
-left.invert_yaxis()
-left.set_title("nanoseconds (CLOCK_MONOTONIC)")
-right.set_title(f"TSC ticks ({info['tsc_ghz']:.2f} GHz reference clock)")
-handles = [Line2D([], [], color=c, marker="o", ls="", label=k) for k, c in COLOUR.items()]
-handles += [Line2D([], [], color="k", marker=m, ls="", mfc="none", label=s)
-            for s, m in MARKER.items()]
-left.legend(handles=handles, loc="lower left", fontsize="small", title="kind / system")
-fig.suptitle(f"One switch, cheapest to dearest, all pinned to CPU {cpu}")
-plots.finish(fig, "04_latency_ladder-ladder");
+plots.finish(analysis.ladder_figure(ns, ticks, info["tsc_ghz"], cpu), "04_latency_ladder-ladder");
 
 # %% [markdown]
 # ## The ladder as a table
@@ -170,53 +111,10 @@ plots.finish(fig, "04_latency_ladder-ladder");
 # only the entries the verdicts use are counted.
 
 # %%
-def count(kernel):
-    # One entry the counting driver cannot run must not cost the others their counts.
-    try:
-        return callgrind.instructions_per_switch(kernel, build="O2")
-    except (RuntimeError, ValueError) as exc:
-        head, said = str(exc).split(":")[0], [ln for ln in str(exc).splitlines()
-                                              if ln.strip() and "==" not in ln]
-        return {"kernel": kernel, "net": np.nan, "error": f"{head}: {'; '.join(said)}"[:160]}
-
-
-can_count, why_not_count = callgrind.available()
-countable = [k for k in ns.kernel if system_of[k] != "python" and (not quick or k in judged)]
-if count_instructions and can_count:
-    instr = pd.DataFrame([count(k) for k in countable])
+instr = analysis.instruction_counts(ns, quick=quick, count_instructions=count_instructions)
+if len(instr):
     results.save_csv(instr, "04_latency_ladder_instructions")
-    for r in instr.dropna(subset=["error"]).itertuples() if "error" in instr else []:
-        print(f"{r.kernel}: not counted: {r.error}")
-else:
-    instr = pd.DataFrame(columns=["kernel", "net"])
-    print("instructions not counted:", why_not_count or "count_instructions is False")
-
-counted = dict(zip(instr.kernel, instr.net))
-
-
-def instructions(kernel):
-    """The instructions counted, or why there is no count (a blank would say nothing)."""
-    v = counted.get(kernel)
-    if v is not None and v == v:
-        return f"{v:,.1f}"
-    if system_of[kernel] == "python":
-        return "not counted: a CPython peer"
-    if not (count_instructions and can_count):
-        return "not counted (see the note)"
-    if kernel not in countable:
-        return "not counted in a quick run"
-    return "not counted (see the note)"
-
-
-asm_ns = ns.set_index("kernel")["median"].get("asm", np.nan)
-ladder = pd.DataFrame({
-    "kernel": ns.kernel, "system": ns.system, "kind": ns.kind,
-    "saves": ns.kernel.map(dict(zip(catalogue.kernel, catalogue.saves))),
-    "median ns": ns["median"], "IQR ns": ns.iqr, "median ticks": ns.median_ticks,
-    "ratio to asm": ns["median"] / asm_ns,
-    "instructions (O2)": ns.kernel.map(instructions),
-    "noisy": ns.noisy,
-})
+ladder = analysis.ladder_table(ns, catalogue, instr)
 ladder.round(2)
 
 # %% [markdown]
@@ -229,16 +127,7 @@ ladder.round(2)
 # stays in user space.
 
 # %%
-row = ladder.set_index("kernel")
-if "ucontext" in row.index:
-    u = row.loc["ucontext"]
-    print(f"ucontext here: {u['median ns']:.0f} ns a switch ({u['ratio to asm']:.0f}x asm), "
-          f"{814 / u['median ns']:.1f}x faster than the article's 814 ns on the Kunpeng VM")
-    if "syscall_getppid" in row.index:
-        print(f"ucontext / syscall_getppid = "
-              f"{u['median ns'] / row.loc['syscall_getppid', 'median ns']:.2f}")
-else:
-    print("ucontext is missing here:", missing.set_index("kernel").why_not.get("ucontext"))
+print(analysis.ucontext_text(ladder, missing))
 
 # %% [markdown]
 # ## Copy stacks: a switch that costs what the stack holds
@@ -253,43 +142,14 @@ else:
 # (another machine) reports about 33 ns at 8 B rising to about 1 µs at 8 KB.
 
 # %%
-copy_runs = sweep(
+copy_runs, copy = analysis.copy_summary(sweep(
     lambda stack_in_use: labkit.measure("copy_stack", switches=switches // 4, repeats=repeats,
                                         cpu=cpu, stack_in_use=stack_in_use),
     grid(stack_in_use=copy_in_use),
-    desc="copy stack", checkpoint="04_latency_ladder_copy_stack", on_error="record",
-)
-if "error" in copy_runs:
-    for r in copy_runs.dropna(subset=["error"]).itertuples():
-        print(f"copy_stack at {r.stack_in_use} B: {r.error}")
-    copy_runs = copy_runs[copy_runs.error.isna()].drop(columns="error")
+    desc="copy stack", checkpoint="04_latency_ladder_copy_stack", on_error="record"))
 results.save_csv(copy_runs, "04_latency_ladder_copy_stack")
-copy = labkit.summarize(copy_runs, by="stack_in_use")
-copy["copied_bytes_per_switch"] = copy.stack_in_use.map(
-    copy_runs.groupby("stack_in_use").copied_bytes_per_switch.median())
-copy["GB/s"] = copy.copied_bytes_per_switch / copy["median"]
-copy[["stack_in_use", "copied_bytes_per_switch", "repeats", "median", "q1", "q3", "GB/s",
-      "noisy"]].round(2)
-
-# %%
-fig, ax = plt.subplots(figsize=(7, 4.2))
-ax.errorbar(copy.copied_bytes_per_switch, copy["median"],
-            yerr=[copy["median"] - copy.q1, copy.q3 - copy["median"]], fmt="o-",
-            color="tab:red", capsize=3, label="copy_stack (median, IQR)")
-if "asm_fpu" in set(ns.kernel):
-    floor = ns.set_index("kernel").loc["asm_fpu"]
-    ax.axhline(floor["median"], color="grey", ls=":",
-               label=f"asm_fpu, no copy ({floor['median']:.3g} ns)")
-ax.scatter([8, 8192], [33, 1000], marker="x", color="k", zorder=3,
-           label="libaco's report (33 ns at 8 B, ~1 µs at 8 KB)")
-plots.log_axis(ax, "x", base=2)
-plots.log_axis(ax, "y")
-ax.set_xlabel("bytes copied per switch (the used stack: stack_in_use + frames)")
-ax.set_ylabel("ns per switch")
-ax.grid(True, which="both", alpha=0.3)
-ax.legend(fontsize="small")
-ax.set_title(f"Copy stacks: ns per switch against bytes in use, CPU {cpu}")
-plots.finish(fig, "04_latency_ladder-copy-stack");
+plots.finish(analysis.copy_figure(copy, ns, cpu), "04_latency_ladder-copy-stack")
+copy.round(2)
 
 # %% [markdown]
 # ## `cxx20_symmetric`: raw and net
@@ -309,23 +169,8 @@ plots.finish(fig, "04_latency_ladder-copy-stack");
 # with AMD's memory renaming) the two are close. Raw, baseline and net side by side:
 
 # %%
-pick = [k for k in ["asm", "cxx20_generator", "cxx20_symmetric"] if k in set(runs.kernel)]
-raw_net = (runs[runs.kernel.isin(pick)].groupby("kernel")
-           [["ns_per_switch_raw", "baseline_ns_per_switch", "ns_per_switch"]].median()
-           .loc[pick].rename(columns={"ns_per_switch_raw": "raw ns", "baseline_ns_per_switch":
-                                      "baseline ns", "ns_per_switch": "net ns"}))
-per = instr.set_index("kernel") if len(instr) else pd.DataFrame()
-for col in ("loop", "base", "net"):
-    raw_net[f"instructions {col}"] = [per[col].get(k, np.nan) if col in per else np.nan
-                                      for k in raw_net.index]
-if "cxx20_symmetric" in raw_net.index:
-    r = raw_net.loc["cxx20_symmetric"]
-    n = r["instructions loop"]
-    print(f"cxx20_symmetric: {r['raw ns']:.2f} ns per transfer raw, {r['baseline ns']:.2f} ns "
-          f"of baseline, {r['net ns']:.2f} ns net"
-          + (f"; {n:.1f} instructions per transfer (callgrind)" if n == n else "")
-          + ": every transfer happens (the counters prove it), and the net is the raw "
-          "time less an empty loop whose latency the transfer loop partly hides")
+raw_net = analysis.raw_net(runs, instr)
+print(analysis.raw_net_text(raw_net))
 raw_net.round(2)
 
 # %% [markdown]

@@ -68,20 +68,14 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
  yield_repeats) = params.resolve("05_kernel_switches", quick=quick).values()
 
 # %%
-import matplotlib.pyplot as plt
-import pandas as pd
-
 import labkit
-from labkit.core import handoff, plots, results
+from labkit.core import plots, results
 from labkit.lab import verdicts
+from labkit.lab.analysis import kernel_switches as analysis
 from labkit.lab.sweep import grid, sweep
 
-pair = tuple(cross_cpus) if cross_cpus else handoff.two_cpus()
-placements = {"same-cpu": (cpu, cpu)}
-if pair is not None:
-    placements["cross-cpu"] = pair
-info = labkit.machine_info()
-print(plots.machine_caption(info))
+placements, pair = analysis.placements(cpu, cross_cpus)
+print(plots.machine_caption())
 print(f"same CPU: {cpu}; two CPUs: {pair or 'not available (one usable CPU)'}")
 
 # %% [markdown]
@@ -98,18 +92,14 @@ def measure_one(task, placement):
     cpus = placements[placement]
     if task in labkit.HANDOFF_MODES:
         return labkit.measure_handoff(task, cpus=cpus, switches=switches,
-                                            repeats=repeats).assign(part="kernel hand-off")
+                                      repeats=repeats).assign(part="kernel hand-off")
     return labkit.measure(task, switches=coroutine_switches, repeats=repeats,
                           cpu=cpus[0]).assign(part="coroutine switch", placement=placement)
 
 
-points = (grid(task=["asm", "ucontext"], placement=["same-cpu"])
-          + grid(task=list(labkit.HANDOFF_MODES), placement=list(placements)))
-handoffs = sweep(measure_one, points, desc="hand-offs", checkpoint="05_kernel_switches_handoffs")
-handoffs["what"] = handoffs.placement.map({"same-cpu": "switch", "cross-cpu": "wake-up"})
-hs = labkit.summarize(handoffs, by=["task", "placement", "what"])
-for w in labkit.noise_warnings(hs.assign(task=hs.task + " " + hs.placement)):
-    print(w)
+handoffs = sweep(measure_one, analysis.points(placements), desc="hand-offs",
+                 checkpoint="05_kernel_switches_handoffs")
+hs = analysis.summary(handoffs)
 hs[["task", "placement", "what", "repeats", "median", "q1", "q3", "median_ticks", "cv", "noisy"]]
 
 # %% [markdown]
@@ -131,18 +121,9 @@ hs[["task", "placement", "what", "repeats", "median", "q1", "q3", "median_ticks"
 # hand-off was lost; the harness's own counters check that none was.
 
 # %%
-kernel_rows = handoffs[handoffs.part == "kernel hand-off"]
-counts = (kernel_rows.assign(counts_agree=handoff.os_counts_agree(kernel_rows))
-          .groupby(["task", "placement", "what"], sort=False)
-          .agg(handoffs=("switches", "median"), vol=("vol_ctxsw", "median"),
-               invol=("invol_ctxsw", "median"), kernel_per_handoff=("kernel_per_handoff", "median"),
-               counts_agree=("counts_agree", "all")))
-counts["invol_share"] = counts.invol / (counts.vol + counts.invol)
-for key, ok in counts.counts_agree.items():
-    if not ok:
-        print(f"WARNING: {key}: the kernel counted {counts.loc[key, 'kernel_per_handoff']:.2f} "
-              "switches per hand-off, outside what this placement allows: read this row's "
-              "timing with care")
+counts = analysis.os_counts(handoffs)
+for warning in analysis.count_warnings(counts):
+    print(warning)
 counts.round(3)
 
 # %% [markdown]
@@ -152,19 +133,7 @@ counts.round(3)
 # wake-ups sit one to two orders of magnitude apart.
 
 # %%
-order = ["asm", "ucontext", *labkit.HANDOFF_MODES]
-legend = {"same-cpu": f"same CPU ({cpu}): a context switch",
-          "cross-cpu": f"two CPUs {pair}: a cross-CPU wake-up"}
-fig, ax = plt.subplots(figsize=(9, 4.5))
-for (placement, g), dx in zip(hs.groupby("placement", sort=False), (-0.08, 0.08)):
-    plots.errorbars(ax, g.assign(pos=g.task.map(order.index) + dx), x="pos", hue="placement",
-                    label_fmt=legend[placement], linestyle="none")
-ax.set_xticks(range(len(order)), order)
-plots.log_axis(ax, "y")
-ax.set_xlabel("mechanism (asm, ucontext: coroutine switches; others: two kernel tasks)")
-ax.set_ylabel("one-way ns per switch or wake-up\n(median, IQR bars)")
-ax.set_title("What it costs to hand the CPU to another context")
-plots.finish(fig, "05_kernel_switches-oneway");
+plots.finish(analysis.oneway_figure(hs, cpu, pair), "05_kernel_switches-oneway");
 
 # %% [markdown]
 # How to read the two placements: on one CPU the cost is the kernel's switch itself
@@ -193,29 +162,9 @@ yields = sweep(
                                        repeats=yield_repeats),
     grid(every=yield_every), desc="yield", checkpoint="05_kernel_switches_yield",
 )
-yields["switches_per_unit"] = (yields.vol_ctxsw + yields.invol_ctxsw) / yields.units_done
-ys = labkit.summarize(yields, by="every", value="units_per_s")
-for col in ("switches_per_unit", "ns_per_unit"):
-    ys[col] = ys.every.map(yields.groupby("every")[col].median())
-for w in labkit.noise_warnings(ys):
-    print(w)
-ys[["every", "repeats", "median", "q1", "q3", "ns_per_unit", "switches_per_unit", "cv", "noisy"]]
-
-# %%
-labels = ["never" if k == 0 else str(k) for k in yield_every]
-fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-plots.errorbars(left, ys.assign(pos=ys.every.map(yield_every.index)), x="pos")
-left.set_ylim(bottom=0)
-left.set_ylabel("units of work per second, both threads\n(median, IQR bars)")
-right.plot(range(len(yield_every)), ys.switches_per_unit, marker="o")
-right.set_ylabel("kernel switches per unit of work (median)")
-right.grid(True, alpha=0.3)
-for ax in (left, right):
-    ax.set_xticks(range(len(yield_every)), labels)
-    ax.set_xlabel("sched_yield() every k units of ~1 µs (evenly spaced, not to scale)")
-left.set_title(f"throughput, two threads on CPU {cpu}")
-right.set_title("the yields the kernel counted")
-plots.finish(fig, "05_kernel_switches-yield");
+ys = analysis.yield_summary(yields)
+plots.finish(analysis.yield_figure(ys, yield_every, cpu), "05_kernel_switches-yield")
+ys
 
 # %% [markdown]
 # ## What the data says
@@ -227,27 +176,7 @@ plots.finish(fig, "05_kernel_switches-yield");
 # measurement of the same groups.
 
 # %%
-def sample(task, placement="same-cpu", col="ns_per_switch"):
-    return handoffs[(handoffs.task == task) & (handoffs.placement == placement)][col]
-
-
-asm, futex, condvar = sample("asm"), sample("thread_futex"), sample("thread_condvar")
-ucontext = sample("ucontext")
-ratios = {
-    "thread_futex / asm (C001.4)": verdicts.ratio_with_spread(futex, asm),
-    "process_pipe / thread_pipe (C002.1)": verdicts.ratio_with_spread(
-        sample("process_pipe"), sample("thread_pipe")),
-    "yield k=1 / k=0 throughput (C002.2)": verdicts.ratio_with_spread(
-        yields[yields.every == 1].units_per_s, yields[yields.every == 0].units_per_s),
-    "thread_condvar / ucontext (C003.1, C003.2)": verdicts.ratio_with_spread(condvar, ucontext),
-}
-if pair is not None:
-    ratios["condvar wake-up / condvar switch (C003.3)"] = verdicts.ratio_with_spread(
-        sample("thread_condvar", "cross-cpu"), condvar)
-tick_diff = verdicts.difference_with_spread(*(sample(m, col="ticks_per_switch")
-                                              for m in ("process_pipe", "thread_pipe")))
-spreads = {**ratios, "process - thread pipe, TSC ticks (C002.4)": tick_diff}
-pd.DataFrame(spreads, index=["median", "low", "high"]).T
+analysis.spreads(handoffs, yields, pair)
 
 # %% [markdown]
 # ## Verdicts
@@ -284,14 +213,10 @@ if pair is not None:
     entries["thread_condvar cross-cpu"] = partial(labkit.measure_handoff, "thread_condvar",
                                                   cpus=pair, switches=switches)
 verdict_runs, rows = judging.run("05_kernel_switches", entries, quick=quick)
-condvar_ms, ucontext_ms = (verdict_runs.loc[verdict_runs.entry == k, "ns_per_switch"].median()
-                           for k in ("thread_condvar same-cpu", "ucontext"))
-rows["C003.2"]["note"] += (f"; one-way on CPU {cpu}: a million would take {condvar_ms:.0f} ms "
-                    f"(condvar) and {ucontext_ms:.0f} ms (swapcontext)")
+rows["C003.2"]["note"] += analysis.million_note(verdict_runs, cpu)
 
 table = verdicts.table(list(rows.values()))
-results.save_csv(pd.concat([handoffs, yields.assign(part="yield")], ignore_index=True),
-                 "05_kernel_switches")
+results.save_csv(analysis.saved(handoffs, yields), "05_kernel_switches")
 results.save_csv(table, "05_kernel_switches_verdicts")
 table
 

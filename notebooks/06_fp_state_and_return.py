@@ -13,7 +13,7 @@
 # %% [markdown]
 # # 06 · Floating-point state, and how a switch returns
 #
-# **Claims tested**:
+# **Claims tested** (ids from `data/claims.csv`, the articles in `docs/sources.md`):
 #
 # - **C002.3** (source `002_8f5c488cea1f882d.txt`): a coroutine framework that saved the
 #   floating-point registers on every switch, which the ABI does not require, spent about
@@ -50,21 +50,15 @@ cpu, switches, repeats, xstate_pairs, xstate_repeats = params.resolve(
     "06_fp_state_and_return", quick=quick).values()
 
 # %%
-import matplotlib.pyplot as plt
-import pandas as pd
-
 import labkit
-from labkit.experiments import callgrind
 from labkit.core import plots, results
 from labkit.lab import verdicts
+from labkit.lab.analysis import fp_state as analysis
 from labkit.lab.sweep import grid, sweep
 
 print(plots.machine_caption())
-catalogue = labkit.catalogue().set_index("kernel")
-ladder = [k for k in ["asm", "asm_ret", "asm_fpu", "asm_fxsave", "asm_xsave", "boost_fcontext"]
-          if catalogue.loc[k, "available"]]
-catalogue.loc[["asm", "asm_ret", "asm_fpu", "asm_fxsave", "asm_xsave", "boost_fcontext"],
-              ["saves", "returns_by", "frame_bytes", "available", "why_not"]]
+ladder, catalogue = analysis.ladder_here()
+catalogue.loc[analysis.LADDER, ["saves", "returns_by", "frame_bytes", "available", "why_not"]]
 
 # %% [markdown]
 # ## What saving more costs
@@ -73,81 +67,31 @@ catalogue.loc[["asm", "asm_ret", "asm_fpu", "asm_fxsave", "asm_xsave", "boost_fc
 # contexts hold the default control words, so only the *saving* differs.
 
 # %%
-def one(kernel, fp_control):
-    # Boost's jump_fcontext can run with its two contexts' control words set apart too.
-    return labkit.measure(kernel, switches=switches, repeats=repeats, cpu=cpu,
-                          fp_control=fp_control)
-
-
-runs = sweep(one, grid(kernel=ladder, fp_control=["same", "differ"]), desc="kernels",
-             checkpoint="06_fp_state_and_return")
-runs["fp_control"] = runs["fp_control"].fillna("as-is")
-summary = labkit.summarize(runs, by=["kernel", "fp_control"])
-for w in labkit.noise_warnings(summary):
-    print(w)
-same = summary[summary.fp_control.isin(["same", "as-is"])].set_index("kernel")
-base = same.loc["asm_fpu", "median"]
-same.assign(ratio_to_asm_fpu=same["median"] / base)[
-    ["median", "q1", "q3", "median_ticks", "ratio_to_asm_fpu", "noisy"]].round(2)
+# Boost's jump_fcontext can run with its two contexts' control words set apart too.
+runs = analysis.label_fp_control(sweep(
+    lambda kernel, fp_control: labkit.measure(kernel, switches=switches, repeats=repeats,
+                                              cpu=cpu, fp_control=fp_control),
+    grid(kernel=ladder, fp_control=["same", "differ"]), desc="kernels",
+    checkpoint="06_fp_state_and_return"))
+summary = analysis.summary(runs)
+same = analysis.same_words(summary)
+same.round(2)
 
 # %% [markdown]
 # ## Instructions per switch (callgrind)
 
 # %%
-ok, why = callgrind.available()
-if ok:
-    counts = callgrind.instructions_table(ladder, ["O2"])
-else:
-    counts = pd.DataFrame(columns=["kernel", "build", "loop", "base", "net", "why"])
-    print("instruction counts skipped:", why)
+counts, why = analysis.instruction_counts(ladder)
 counts[["kernel", "loop", "base", "net"]].round(1)
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
-order = same.loc[ladder].sort_values("median")
-axes[0].barh(order.index, order["median"],
-             xerr=[order["median"] - order["q1"], order["q3"] - order["median"]], capsize=3)
-plots.log_axis(axes[0], "x")
-axes[0].set_xlabel("ns per switch (median, IQR bars)")
-axes[0].set_title("what saving more costs (same control words)")
-fpu_like = [k for k in ["asm", "asm_fpu", "boost_fcontext", "asm_fxsave", "asm_xsave"]
-            if k in ladder]
-piv = summary[summary.kernel.isin(fpu_like) & summary.fp_control.isin(["same", "differ"])]
-width = 0.4
-for i, mode in enumerate(["same", "differ"]):
-    g = piv[piv.fp_control == mode].set_index("kernel").loc[fpu_like]
-    axes[1].bar([j + i * width for j in range(len(fpu_like))], g["median"], width,
-                yerr=[g["median"] - g["q1"], g["q3"] - g["median"]], capsize=3,
-                label=f"control words {mode}")
-axes[1].set_xticks([j + width / 2 for j in range(len(fpu_like))], fpu_like)
-plots.log_axis(axes[1], "y")
-axes[1].set_ylabel("ns per switch (median, IQR bars)")
-axes[1].set_title("same vs different MXCSR in the two contexts")
-axes[1].legend(fontsize="small")
-plots.finish(fig, "06_fp_state_and_return-ladder");
+plots.finish(analysis.ladder_figure(same, summary, ladder), "06_fp_state_and_return-ladder");
 
 # %% [markdown]
 # ## The two effects, as ratios measured in this run
 
 # %%
-def ratio(a_kernel, a_mode, b_kernel, b_mode):
-    a = runs[(runs.kernel == a_kernel) & (runs.fp_control == a_mode)].ns_per_switch
-    b = runs[(runs.kernel == b_kernel) & (runs.fp_control == b_mode)].ns_per_switch
-    return verdicts.ratio_with_spread(a, b)
-
-
-effects = [("saving the x87/SSE state: asm_fxsave / asm_fpu", ratio("asm_fxsave", "same", "asm_fpu", "same")),
-           ("saving every XCR0 component: asm_xsave / asm_fpu", ratio("asm_xsave", "same", "asm_fpu", "same")),
-           ("MXCSR values differ / same, asm_fpu", ratio("asm_fpu", "differ", "asm_fpu", "same")),
-           ("MXCSR values differ / same, asm_xsave", ratio("asm_xsave", "differ", "asm_xsave", "same")),
-           *([("MXCSR values differ / same, Boost jump_fcontext",
-               ratio("boost_fcontext", "differ", "boost_fcontext", "same"))]
-             if "boost_fcontext" in ladder else []),
-           ("ret / pop+jmp: asm_ret / asm", ratio("asm_ret", "same", "asm", "same"))]
-if "boost_fcontext" in ladder:
-    effects.append(("Boost jump_fcontext / labkit asm_fpu",
-                    ratio("boost_fcontext", "same", "asm_fpu", "same")))
-pd.DataFrame([{"effect": e, "ratio": r, "low": lo, "high": hi} for e, (r, lo, hi) in effects]).round(3)
+analysis.effects(runs, ladder).round(3)
 
 # %% [markdown]
 # ## The FP and vector state, by component
@@ -168,46 +112,15 @@ from labkit.experiments import xstate
 why_no_xstate = xstate.available()
 if why_no_xstate:
     print("FP/vector state sweep skipped:", why_no_xstate)
-    xs_runs = pd.DataFrame()
 else:
     xs_cpu = xstate.cpu_state()
-    print(f"XCR0 0x{xs_cpu['xcr0']:x} ({xstate.names(xs_cpu['xcr0'])}), "
-          f"{xs_cpu['enabled_bytes']} bytes for all of it (CPUID 0xD.0 EBX); "
-          f"instructions: {', '.join(xs_cpu['instructions'])}")
+    print(analysis.xstate_text(xs_cpu))
     xs_runs = xstate.sweep(pairs=xstate_pairs, repeats=xstate_repeats, cpu=cpu)
     results.save_csv(xs_runs, "06_fp_state_and_return_xstate")
     xs_summary = xstate.summary(xs_runs)
+    plots.finish(analysis.xstate_figure(xs_summary), "06_fp_state_and_return-xstate")
+    print(analysis.xstate_reading(xs_summary, xs_cpu))
 xs_summary.round(1) if not why_no_xstate else None
-
-# %%
-if not why_no_xstate:
-    steps = list(dict.fromkeys(xs_summary.step))
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), sharey=True)
-    for ax, state in zip(axes, ["dirty", "clean"]):
-        for insn in dict.fromkeys(xs_summary.instruction):
-            g = xs_summary[(xs_summary.instruction == insn) & (xs_summary.state == state)]
-            x = [steps.index(s) for s in g.step]
-            ax.errorbar(x, g.median_ns, yerr=[g.median_ns - g.q1_ns, g.q3_ns - g.median_ns],
-                        marker="o", capsize=3, label=insn)
-        ax.set_xticks(range(len(steps)), [f"{s}\n{b} B" for s, b in zip(
-            steps, xs_summary.drop_duplicates("step").area_bytes)], fontsize="small")
-        ax.set_title(f"registers {state}")
-        ax.set_xlabel("component set (standard-form area bytes)")
-        ax.legend(fontsize="small")
-    axes[0].set_ylabel("ns per save + xrstor (net, median, IQR bars)")
-    plots.finish(fig, "06_fp_state_and_return-xstate")
-
-# %%
-if not why_no_xstate:
-    for insn in dict.fromkeys(xs_summary.instruction):
-        print(f"{insn}, dirty: {xstate.cost_text(xstate.component_costs(xs_summary, insn))}")
-    clean = xs_summary.set_index(["instruction", "mask", "state"]).median_ns
-    full = f"0x{xs_cpu['xcr0']:x}"
-    for insn in ("xsaveopt", "xsavec"):
-        if insn in xs_cpu["instructions"]:
-            print(f"{insn} on all of XCR0: clean {clean[insn, full, 'clean']:.1f} ns against "
-                  f"dirty {clean[insn, full, 'dirty']:.1f} ns, xsave dirty "
-                  f"{clean['xsave', full, 'dirty']:.1f} ns")
 
 # %% [markdown]
 # ## Verdicts
@@ -238,8 +151,7 @@ row = claim_rules.c000_6(counts)
 if row["measured_value"] == "not measured":
     row["note"] = why or catalogue.loc["boost_fcontext", "why_not"] or "not counted"
 rows.append(row)
-results.save_csv(runs.merge(counts, on="kernel", how="left", suffixes=("", "_cg")),
-                 "06_fp_state_and_return")
+results.save_csv(analysis.saved(runs, counts), "06_fp_state_and_return")
 table = verdicts.table(rows)
 results.save_csv(table, "06_fp_state_and_return_verdicts")
 table

@@ -16,7 +16,7 @@ from labkit.core import entries as _entries
 from labkit.core import native
 from labkit.core import systems as _systems
 from labkit.core import validate as _v
-from labkit.errors import ToolMissingError, UnsupportedInstructionError  # noqa: F401
+from labkit.errors import CountError, ToolMissingError, UnsupportedInstructionError  # noqa: F401
 
 DRIVER = native.BIN_DIR / "lk_count"
 
@@ -43,14 +43,14 @@ def _count(lib: Path, driver: str, index: int, rounds: int, only: int, stack: in
                 f"valgrind cannot decode an instruction of {lib.name} (built for this CPU's "
                 "newest extensions); count a build without -march=native")
         if res.returncode != 0:
-            raise RuntimeError(f"callgrind run failed ({res.returncode}): {stderr[-1500:]}")
+            raise CountError(f"callgrind run failed ({res.returncode})", stderr[-1500:])
         want = 2 * rounds if only == 1 else 0
         counted = int.from_bytes(res.stdout[-8:], sys.byteorder) if len(res.stdout) >= 8 else None
         if counted != want:
-            raise RuntimeError(f"the counted run did not make {want} switches: {counted}")
+            raise CountError(f"the counted run did not make {want} switches: {counted}")
         m = re.search(r"^(?:summary|totals):\s+(\d+)", out.read_text(), re.M)
         if not m:
-            raise RuntimeError("no instruction total in callgrind's output")
+            raise CountError("no instruction total in callgrind's output")
         return int(m.group(1))
 
 

@@ -1,0 +1,67 @@
+"""Notebook 03's analysis: the two shapes' summaries per transfer and per resumption,
+their figure, and the ratio asymmetric / symmetric at each ring size."""
+from __future__ import annotations
+
+import labkit
+from labkit.core import plots
+
+KERNELS = ["asm_fpu", "ucontext"]
+
+
+def laps(contexts: int, asymmetric: bool, switches: int) -> int:
+    """Laps that make about `switches` transfers: a scheduler's lap is 2N, a ring's N+1."""
+    return max(1, switches // (2 * contexts if asymmetric else contexts + 1))
+
+
+def summaries(shapes):
+    """(per transfer, per useful resumption): medians and quartiles per kernel, pattern and
+    ring size; the noise warnings of the first are printed."""
+    by = ["kernel", "pattern", "contexts"]
+    per_transfer = labkit.summarize(shapes, by=by)
+    for w in labkit.noise_warnings(per_transfer):
+        print(w)
+    return per_transfer, labkit.summarize(shapes, by=by, value="ns_per_resumption")
+
+
+def figure(per_transfer, per_resume):
+    """Four panels: per transfer (top) and per resumption (bottom), one column per kernel."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8), sharex=True)
+    for row, (summary, what) in enumerate([(per_transfer, "ns per transfer of control"),
+                                           (per_resume, "ns per useful resumption")]):
+        for col, kernel in enumerate(KERNELS):
+            ax = axes[row][col]
+            plots.errorbars(ax, summary[summary.kernel == kernel], x="contexts", hue="pattern")
+            plots.log_axis(ax, "x", base=2)
+            plots.log_axis(ax, "y")
+            ax.set_ylabel(f"{what} (median, IQR bars)")
+            ax.set_title(f"{kernel}: {what.split(' per ')[1]}")
+            if row == 1:
+                ax.set_xlabel("contexts N")
+    return fig
+
+
+def ratio_at(shapes, kernel: str, n: int):
+    """(ratio, low, high): the scheduler's ns per transfer over the ring's, N contexts."""
+    from labkit.lab import verdicts
+
+    mine = shapes[(shapes.kernel == kernel) & (shapes.contexts == n)]
+    return verdicts.ratio_with_spread(mine[mine.pattern == "scheduler"].ns_per_switch,
+                                      mine[mine.pattern == "ring"].ns_per_switch)
+
+
+def ratios(shapes, counts):
+    """asym / sym per kernel and ring size, with its spread."""
+    import pandas as pd
+
+    return pd.DataFrame([
+        {"kernel": k, "contexts": n,
+         **dict(zip(["asym / sym", "low", "high"], ratio_at(shapes, k, n)))}
+        for k in KERNELS for n in counts])
+
+
+def ucontext_note(shapes) -> str:
+    """The verdict note's addition: ucontext's ratio at 1024 contexts in the sweep."""
+    return (f"; ucontext scheduler 1024 / ring 1024 in the sweep: "
+            f"{ratio_at(shapes, 'ucontext', 1024)[0]:.2f}")
