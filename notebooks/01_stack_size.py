@@ -139,9 +139,9 @@ judge_kernel = analysis.judged(kernels)[0]
 # is shown above for reference).
 #
 # The stack sizes the rules name (C000.2 and the table's rows C000.2a-d) are measured
-# again for the verdict, over fresh worker processes: each process runs every size twice
-# in ABBA order, leading with a random one, and gives one ratio per size. The interval
-# is taken over processes, at looks of 8, 16, 24 and 32 processes, and the design stops
+# again for the verdict, over fresh worker processes: each process runs every size four
+# times (quick mode: twice) in ABBA order, leading with a random one, and gives one ratio per size. The interval
+# is taken over processes, at the looks of its schedule, and the design stops
 # at the first look where no interval straddles a bound (`labkit.core.sequential`, the
 # stopping rule written before measuring).
 

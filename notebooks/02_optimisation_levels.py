@@ -97,9 +97,9 @@ ratios.round(2)
 #
 # The rule names the author's test: Boost `fiber` ping-pong, `-O0` against `-O2`. The two
 # builds (and `-O3`, for the table's row C000.3a) are measured again for the verdict,
-# over fresh worker processes: each process runs every build twice in ABBA order,
+# over fresh worker processes: each process runs every build four times (quick mode: twice) in ABBA order,
 # leading with a random one, and gives one ratio per pair. The interval is taken over
-# processes, at looks of 8, 16, 24 and 32 processes; the design stops at the first look
+# processes, at the looks of its schedule; the design stops at the first look
 # where no interval straddles a bound (`labkit.core.sequential`, written before measuring).
 
 # %%

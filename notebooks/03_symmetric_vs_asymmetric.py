@@ -86,9 +86,9 @@ ratios.pivot(index="contexts", columns="kernel", values="asym / sym").round(2)
 # c0 -> main); the original rule's baseline, a ring of 1024, is judged beside it. The
 # three, and the scheduler of 2 against a ring of 2 (the table's row C000.4a), are
 # measured again for the verdict with `asm_fpu` (what `jump_fcontext` saves), over fresh
-# worker processes: each process runs every entry twice in ABBA order, leading with a
+# worker processes: each process runs every entry four times (quick mode: twice) in ABBA order, leading with a
 # random one, and gives one ratio per pair. The interval is taken over processes, at
-# looks of 8, 16, 24 and 32 processes; the design stops at the first look where no
+# the looks of its schedule; the design stops at the first look where no
 # interval straddles a bound (`labkit.core.sequential`, written before measuring).
 
 # %%

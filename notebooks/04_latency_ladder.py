@@ -177,9 +177,9 @@ raw_net.round(2)
 # ## Verdicts
 #
 # The kernels the two rules name are measured again for the verdicts over fresh worker
-# processes: each process runs every kernel twice in ABBA order, leading with a random
-# one, and gives one median per kernel. The intervals are taken over processes, at looks
-# of 8, 16, 24 and 32 processes; the design stops at the first look where no interval
+# processes: each process runs every kernel four times (quick mode: twice) in ABBA order, leading with a random
+# one, and gives one median per kernel. The intervals are taken over processes, at the
+# looks of its schedule; the design stops at the first look where no interval
 # straddles a bound (`labkit.core.sequential`, written before measuring).
 #
 # **C000.1** takes x = 1 when virtual_call < boost_fiber < syscall_getppid and

@@ -183,8 +183,8 @@ analysis.spreads(handoffs, yields, pair)
 #
 # The groups the rules compare are measured again for the verdicts over fresh worker
 # processes: each process runs every group twice in ABBA order, leading with a random
-# one, and gives one median per group. The intervals are taken over processes, at looks
-# of 8, 16, 24 and 32 processes; the design stops at the first look where no interval
+# one, and gives one median per group. The intervals are taken over processes, at the
+# looks of its schedule; the design stops at the first look where no interval
 # straddles a bound (`labkit.core.sequential`, written before measuring). Ratios are
 # judged on the log of the per-process ratio, C002.4 on the per-process difference in TSC
 # ticks. For C001.4 the two magnitudes get their own intervals, and the rule must hold at

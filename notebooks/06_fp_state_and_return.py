@@ -133,8 +133,8 @@ xs_summary.round(1) if not why_no_xstate else None
 # %% [markdown]
 # `asm_fxsave`, `asm_fpu` and `asm_xsave` are measured again for the verdict, with the
 # same control words in both contexts, over fresh worker processes: each process runs
-# every kernel twice in ABBA order, leading with a random one, and gives one ratio. The
-# interval is taken over processes, at looks of 8, 16, 24 and 32 processes; the design
+# every kernel four times (quick mode: twice) in ABBA order, leading with a random one, and gives one ratio. The
+# interval is taken over processes, at the looks of its schedule; the design
 # stops at the first look where no interval straddles a bound (`labkit.core.sequential`,
 # written before measuring). C000.6 is an instruction count, exact: it has no interval.
 

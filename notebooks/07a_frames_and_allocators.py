@@ -156,9 +156,9 @@ fa.cycle_table(cycles_df)
 #
 # - **C001.2** by its rule: ns per allocate+free pair of 256-byte blocks, heap /
 #   free-list `pool`, the one-block pattern (an allocation and its free), measured again
-#   over fresh worker processes: each process runs both allocators twice in ABBA order,
+#   over fresh worker processes: each process runs both allocators four times (quick mode: twice) in ABBA order,
 #   leading with a random one, and gives one ratio; the interval is taken over processes
-#   at looks of 8, 16, 24 and 32 (`labkit.core.sequential`). The many-live pattern and
+#   at the looks of its schedule (`labkit.core.sequential`). The many-live pattern and
 #   the lock-free pool are in the note.
 # - **C004.3** at `-O2`: frame of `array_alive` minus frame of `suspend` (the same body
 #   without the array).

@@ -192,9 +192,9 @@ author
 # The rule compares, at W = 100, 1 MB stacks with one task per switch (before) against
 # 64 KB stacks with batches of 32 (after): `share_after / share_before` and the
 # throughput gain. Both set-ups, with dependent and with independent work, are measured
-# again over fresh worker processes: each process runs the four twice in ABBA order,
+# again over fresh worker processes: each process runs the four four times (quick mode: twice) in ABBA order,
 # leading with a random one, and gives one share and one throughput per entry. The
-# intervals are taken over processes, at looks of 8, 16, 24 and 32
+# intervals are taken over processes, at the looks of its schedule
 # (`labkit.core.sequential`), and each spans both kinds of work: the work between two
 # switches lies somewhere between a dependent chain (in whose shadow the core can hide a
 # switch) and independent chains (which leave it no slot). C000.7a, the share before, is

@@ -109,8 +109,8 @@ es.survived(robust)
 # The runs come in rounds: each round runs every server once, a fresh server process per
 # run, in an order that starts at a random server and is mirrored every other round, so
 # that a slow minute of this machine falls on all of them alike. A round is the unit of
-# replication: the verdicts take their intervals over rounds, at looks of 6 and 12 rounds
-# (3 in quick mode), and the runs stop at the first look where no interval straddles a
+# replication: the verdicts take their intervals over rounds, at the looks of its
+# schedule, and the runs stop at the first look where no interval straddles a
 # bound (`labkit.core.sequential`, written before measuring). Each run: 1000
 # connections, two warm-up requests on each (connection set-up, buffers and pools grow
 # there), then the measured window. Allocations per second are the server's own count
