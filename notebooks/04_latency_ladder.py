@@ -45,7 +45,8 @@
 from labkit.lab import params
 
 quick = False  # True: small sweeps and few repeats (what CI runs)
-(cpu, switches, py_switches, repeats, count_instructions, copy_in_use) = params.resolve(
+(cpu, switches, py_switches, repeats, count_instructions, count_only_judged,
+ copy_in_use) = params.resolve(
     "04_latency_ladder", quick=quick).values()
 
 # %%
@@ -111,7 +112,8 @@ plots.finish(analysis.ladder_figure(ns, ticks, info["tsc_ghz"], cpu), "04_latenc
 # only the entries the verdicts use are counted.
 
 # %%
-instr = analysis.instruction_counts(ns, quick=quick, count_instructions=count_instructions)
+instr = analysis.instruction_counts(ns, only_judged=count_only_judged,
+                                    count_instructions=count_instructions)
 if len(instr):
     results.save_csv(instr, "04_latency_ladder_instructions")
 ladder = analysis.ladder_table(ns, catalogue, instr)
@@ -177,7 +179,8 @@ raw_net.round(2)
 # ## Verdicts
 #
 # The kernels the two rules name are measured again for the verdicts over fresh worker
-# processes: each process runs every kernel four times (quick mode: twice) in ABBA order, leading with a random
+# processes: each process runs every kernel four times (quick mode: twice) in ABBA
+# order, leading with a random
 # one, and gives one median per kernel. The intervals are taken over processes, at the
 # looks of its schedule; the design stops at the first look where no interval
 # straddles a bound (`labkit.core.sequential`, written before measuring).

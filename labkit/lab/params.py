@@ -194,6 +194,8 @@ TABLES: dict[str, tuple[Param, ...]] = {
                   "switches per repeat, Python peers (asyncio is ~2 us a switch)"),
         _repeats(9, 5),
         _instructions("count instructions with callgrind (about 1.5 s per kernel)"),
+        Param("count_only_judged", "bool", False, True,
+              "count only the rungs the verdicts use (the ladder's others are left out)"),
         _ints("copy_in_use", [8, 64, 256, 1024, 4096, 8192, 16384], [8, 1024, 8192],
               "copy_stack: bytes in use on the shared stack, swept", low=0, high=1 * MiB),
     ),

@@ -110,8 +110,8 @@ def count(kernel: str) -> dict:
     return {"kernel": kernel, "net": math.nan, "error": error}
 
 
-def instruction_counts(ns, *, quick: bool, count_instructions: bool):
-    """The counts of every rung but the CPython peers (in a quick run, only the verdicts'
+def instruction_counts(ns, *, only_judged: bool, count_instructions: bool):
+    """The counts of every rung but the CPython peers (only_judged: only the verdicts'
     rungs), with the reasons printed for those not counted; an empty frame, and the
     reason printed, where nothing is counted."""
     import pandas as pd
@@ -123,7 +123,7 @@ def instruction_counts(ns, *, quick: bool, count_instructions: bool):
         print("instructions not counted:", why or "count_instructions is False")
         return pd.DataFrame(columns=["kernel", "net"])
     countable = [k for k, s in zip(ns.kernel, ns.system)
-                 if s != "python" and (not quick or k in JUDGED)]
+                 if s != "python" and (not only_judged or k in JUDGED)]
     instr = pd.DataFrame([count(k) for k in countable])
     for r in instr.dropna(subset=["error"]).itertuples() if "error" in instr else []:
         print(f"{r.kernel}: not counted: {r.error}")
