@@ -31,11 +31,11 @@ LOOKS = (8, 16, 32, 64, 96)
 QUICK_LOOKS = (4, 8)
 # Designs whose processes are dear get their own schedule. A process of 05 runs the OS's
 # own hand-offs (about 4 s with every side); a replication of 09 is a round of fresh
-# server processes under load (about 2 s a server). A design also stops at its budget in
+# server processes under load (about 0.7 s a server). A design also stops at its budget in
 # seconds, at the first look after the budget is spent.
 DESIGNS = {
     "05_kernel_switches": {"looks": (8, 16, 32, 48, 64), "seconds": 300, "repeats": 2},
-    "09_echo_servers": {"looks": (6, 12, 24, 36), "quick_looks": (3,), "seconds": 360},
+    "09_echo_servers": {"looks": (8, 16, 32, 48), "quick_looks": (3,), "seconds": 240},
 }
 DEFAULT_SECONDS = 240
 # Repeats of each side inside one process, in whole ABBA passes. Kalibera and Jones's

@@ -268,12 +268,14 @@ TABLES: dict[str, tuple[Param, ...]] = {
         _int("connections", 1000, help="the article's wrk run: 1000 concurrent connections",
              high=10_000),
         _int("message_bytes", 64, help='"small requests"', high=1 * MiB),
-        _float("duration", 2.0, 0.5, "seconds per measured run (an upper bound)"),
+        _float("duration", 0.5, 0.3, "seconds per measured run (an upper bound; a run's "
+               "noise here comes from its round, not its length, so short runs and more "
+               "rounds)"),
         _int("requests", 2_000_000, 300_000, "requests per measured run (an upper bound)"),
         _ints("sweep_connections", [1, 10, 100], [1, 100],
               "connections of the sweep, plus `connections` from the main runs",
               low=1, high=10_000),
-        _float("sweep_duration", 1.0, 0.3, "seconds per run of the sweep"),
+        _float("sweep_duration", 0.5, 0.3, "seconds per run of the sweep"),
         _repeats(2, 1, "sweep_repeats", "runs per point of the sweep"),
         _int("c15_message_bytes", 16384, help="C001.5's rule: 16 KiB messages", high=1 * MiB),
         _ints("c15_chunks", [1024, 4096, 16384, 65536], [1024, 16384],
