@@ -6,7 +6,8 @@ its own results folder, and report each claim's agreement across the runs.
 Writes DIR/run-1 ... run-K (data/, figures/, executed/ of each run), DIR/stability.csv
 (one row per claim: its verdict in every run, whether they all agree, and whether two
 runs reached opposite verdicts) and prints the stability figure with every run's time.
-The aim: at least 21 of the 23 numbered claims keep their verdict over 3 full runs.
+The aim: over 3 full runs, no claim reaches opposite verdicts and at least 43 of the 45
+keep one verdict.
 """
 from __future__ import annotations
 
