@@ -100,14 +100,16 @@ def _legend(quick: bool) -> str:
 
     items = "".join(f"<li><b>{_e(v)}</b>: {_e(why)}</li>" for v, why in verdicts.LEGEND.items())
     def listed(nb):
-        return ", ".join(map(str, sequential.schedule(nb, quick=quick)["looks"]))
+        *most, last = sequential.schedule(nb, quick=quick)["looks"]
+        return f"{', '.join(map(str, most))} and {last}" if most else str(last)
 
-    own = "; ".join(f"{nb}: {listed(nb)}" for nb in sequential.DESIGNS
+    own = "; ".join(f"notebook {nb[:2]}: {listed(nb)}" for nb in sequential.DESIGNS
                     if sequential.schedule(nb, quick=quick)["looks"]
                     != sequential.schedule(None, quick=quick)["looks"])
-    looks = listed(None) + (f" ({own}; the echo servers' are rounds)" if own else "")
+    looks = listed(None) + " processes" + (f" ({own}; 09's are rounds of fresh servers)"
+                                           if own else "")
     return (f"<ul class='lk-legend'>{items}</ul><p class='lk-note'>Timings are judged over "
-            f"fresh processes, looked at after {looks} processes; each look's interval is a "
+            f"fresh processes, looked at after {looks}; each look's interval is a "
             f"{100 * (1 - sequential.ALPHA):.0f}% repeated confidence interval "
             "(Lan-DeMets O'Brien-Fleming spending), so a decided verdict is wrong with "
             f"probability at most {sequential.ALPHA:.0%} per claim, whatever look decided "
