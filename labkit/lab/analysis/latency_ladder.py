@@ -236,9 +236,11 @@ def raw_net(runs, instr):
              .loc[pick].rename(columns={"ns_per_switch_raw": "raw ns", "ns_per_switch": "net ns",
                                         "baseline_ns_per_switch": "baseline ns"}))
     per = instr.set_index("kernel") if len(instr) else pd.DataFrame()
-    for col in ("loop", "base", "net"):
-        table[f"instructions {col}"] = [per[col].get(k, math.nan) if col in per else math.nan
-                                        for k in table.index]
+    # Callgrind's columns only where every row was counted: a table shows no raw NaN.
+    if all(col in per for col in ("loop", "base", "net")) and \
+            per.reindex(table.index)[["loop", "base", "net"]].notna().all().all():
+        for col in ("loop", "base", "net"):
+            table[f"instructions {col}"] = [per[col][k] for k in table.index]
     return table
 
 
@@ -247,7 +249,7 @@ def raw_net_text(table) -> str:
     if "cxx20_symmetric" not in table.index:
         return ""
     r = table.loc["cxx20_symmetric"]
-    n = r["instructions loop"]
+    n = r.get("instructions loop", math.nan)
     return (f"cxx20_symmetric: {r['raw ns']:.2f} ns per transfer raw, {r['baseline ns']:.2f} "
             f"ns of baseline, {r['net ns']:.2f} ns net"
             + (f"; {n:.1f} instructions per transfer (callgrind)" if n == n else "")
