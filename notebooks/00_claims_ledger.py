@@ -72,8 +72,8 @@ pd.DataFrame({"amended rules": ledger.counts(table),
 fig, axes = plt.subplots(1, 2, figsize=(13, 5), gridspec_kw={"width_ratios": [2, 1]})
 try:
     runs = results.load_csv("04_latency_ladder")
-    s = labkit.summarize(runs, by=["kernel"]).sort_values("median")
-    axes[0].barh(s.kernel, s["median"].clip(lower=0.05),
+    s = labkit.summarize(runs, by=["entry"]).sort_values("median")
+    axes[0].barh(s.entry, s["median"].clip(lower=0.05),
                  xerr=[(s["median"] - s["q1"]).clip(lower=0), (s["q3"] - s["median"]).clip(lower=0)],
                  capsize=2)
     plots.log_axis(axes[0], "x")

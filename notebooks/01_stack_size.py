@@ -52,7 +52,7 @@ from labkit.lab.sweep import grid, sweep
 
 KiB, MiB = analysis.KiB, analysis.MiB
 print(plots.machine_caption())
-labkit.catalogue()[["kernel", "kind", "saves", "available", "why_not"]]
+labkit.catalogue()[["entry", "kind", "saves", "available", "why_not"]]
 
 # %% [markdown]
 # ## Two contexts, ping-pong: the author's test
@@ -68,9 +68,9 @@ labkit.catalogue()[["kernel", "kind", "saves", "available", "why_not"]]
 # %%
 kernels, missing = analysis.kernels_here()
 pingpong = analysis.label_stacks(sweep(
-    lambda kernel, stack_size, prefault: labkit.measure(
-        kernel, stack_size=stack_size, switches=switches, repeats=repeats, cpu=cpu,
-        prefault=None if kernel == "boost_fiber" else prefault),
+    lambda entry, stack_size, prefault: labkit.measure(
+        entry, stack_size=stack_size, switches=switches, repeats=repeats, cpu=cpu,
+        prefault=None if entry == "boost_fiber" else prefault),
     analysis.pingpong_points(kernels, sizes), desc="ping-pong",
     checkpoint="01_stack_size_pingpong"))
 
@@ -144,6 +144,9 @@ judge_kernel = analysis.judged(kernels)[0]
 # is taken over processes, at the looks of its schedule, and the design stops
 # at the first look where no interval straddles a bound (`labkit.core.sequential`, the
 # stopping rule written before measuring).
+# A verdict run has half the sweep's switches: the interval is over processes, and a
+# shorter run halves what a process costs for little loss of precision (notebook 00's
+# table of variance components).
 
 # %%
 from functools import partial
@@ -154,7 +157,7 @@ verdict_sizes = {"4 KiB": 4 * KiB, "16 KiB": 16 * KiB, "64 KiB": 64 * KiB,
                  "256 KiB": 256 * KiB, "1 MiB": 1 * MiB, "8 MiB": 8 * MiB}
 if judge_kernel == "boost_fiber":
     verdict_runs, rows = judging.run("01_stack_size", {
-        label: partial(labkit.measure, "boost_fiber", stack_size=size, switches=switches,
+        label: partial(labkit.measure, "boost_fiber", stack_size=size, switches=switches // 2,
                        cpu=cpu) for label, size in verdict_sizes.items()}, quick=quick)
     rows["C000.2"]["note"] += analysis.ring_note(rings, ring_counts)
 else:

@@ -37,7 +37,7 @@
 from labkit.lab import params
 
 quick = False  # True: small sweeps and few repeats (what CI runs)
-(cpu, switches, repeats, count_instructions) = params.resolve(
+(cpu, switches, repeats, count_instructions, count_builds) = params.resolve(
     "02_optimisation_levels", quick=quick).values()
 
 # %%
@@ -60,9 +60,9 @@ available.loc[analysis.CANDIDATES, ["system", "kind", "available", "why_not"]]
 
 # %%
 timed = sweep(
-    lambda kernel, build: labkit.measure(kernel, switches=switches, repeats=repeats,
+    lambda entry, build: labkit.measure(entry, switches=switches, repeats=repeats,
                                          cpu=cpu, build=build),
-    grid(kernel=kernels, build=builds), desc="builds", checkpoint="02_optimisation_levels",
+    grid(entry=kernels, build=builds), desc="builds", checkpoint="02_optimisation_levels",
 )
 ts = analysis.summary(timed, builds)
 analysis.pivot(ts, builds, "median").round(2)
@@ -74,7 +74,7 @@ analysis.pivot(ts, builds, "median").round(2)
 # difference taken: what is left is one switch and the loop code around it.
 
 # %%
-counts = analysis.instruction_counts(kernels, builds, count_instructions)
+counts = analysis.instruction_counts(kernels, builds, count_instructions, count_builds)
 analysis.pivot(counts, builds, "net")
 
 # %%
@@ -101,6 +101,9 @@ ratios.round(2)
 # leading with a random one, and gives one ratio per pair. The interval is taken over
 # processes, at the looks of its schedule; the design stops at the first look
 # where no interval straddles a bound (`labkit.core.sequential`, written before measuring).
+# A verdict run has half the sweep's switches: the interval is over processes, and a
+# shorter run halves what a process costs for little loss of precision (notebook 00's
+# table of variance components).
 
 # %%
 from functools import partial
@@ -109,7 +112,7 @@ from labkit.lab import judging
 
 if "boost_fiber" in kernels:
     verdict_runs, rows = judging.run("02_optimisation_levels", {
-        b: partial(labkit.measure, "boost_fiber", switches=switches, cpu=cpu, build=b)
+        b: partial(labkit.measure, "boost_fiber", switches=switches // 2, cpu=cpu, build=b)
         for b in ("O0", "O2", "O3")}, quick=quick)
     rows["C000.3"]["note"] += analysis.instructions_note(ratios)
 else:

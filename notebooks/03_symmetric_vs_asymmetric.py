@@ -54,13 +54,13 @@ print(plots.machine_caption())
 
 # %%
 shapes = sweep(
-    lambda kernel, contexts, asymmetric: labkit.measure_ring(
-        kernel, contexts=contexts, asymmetric=asymmetric, stack_size=stack_size,
+    lambda entry, contexts, asymmetric: labkit.measure_ring(
+        entry, contexts=contexts, asymmetric=asymmetric, stack_size=stack_size,
         laps=analysis.laps(contexts, asymmetric, switches_per_point), repeats=repeats, cpu=cpu),
-    grid(kernel=analysis.KERNELS, contexts=counts, asymmetric=[False, True]),
+    grid(entry=analysis.KERNELS, contexts=counts, asymmetric=[False, True]),
     desc="shapes", checkpoint="03_symmetric_vs_asymmetric")
 per_transfer, per_resume = analysis.summaries(shapes)
-per_transfer.pivot(index="contexts", columns=["kernel", "pattern"], values="median").round(2)
+per_transfer.pivot(index="contexts", columns=["entry", "pattern"], values="median").round(2)
 
 # %%
 plots.finish(analysis.figure(per_transfer, per_resume), "03_symmetric_vs_asymmetric-shapes");
@@ -75,7 +75,7 @@ plots.finish(analysis.figure(per_transfer, per_resume), "03_symmetric_vs_asymmet
 
 # %%
 ratios = analysis.ratios(shapes, counts)
-ratios.pivot(index="contexts", columns="kernel", values="asym / sym").round(2)
+ratios.pivot(index="contexts", columns="entry", values="asym / sym").round(2)
 
 # %% [markdown]
 # ## Verdict
@@ -90,6 +90,9 @@ ratios.pivot(index="contexts", columns="kernel", values="asym / sym").round(2)
 # random one, and gives one ratio per pair. The interval is taken over processes, at
 # the looks of its schedule; the design stops at the first look where no
 # interval straddles a bound (`labkit.core.sequential`, written before measuring).
+# A verdict run has half the sweep's switches: the interval is over processes, and a
+# shorter run halves what a process costs for little loss of precision (notebook 00's
+# table of variance components).
 
 # %%
 from functools import partial
@@ -100,7 +103,8 @@ from labkit.lab import judging
 def ring_entry(contexts, asymmetric):
     per_lap = 2 * contexts if asymmetric else contexts + 1
     return partial(labkit.measure_ring, "asm_fpu", contexts=contexts, asymmetric=asymmetric,
-                   laps=max(1, switches_per_point // per_lap), stack_size=stack_size, cpu=cpu)
+                   laps=max(1, switches_per_point // 2 // per_lap), stack_size=stack_size,
+                   cpu=cpu)
 
 
 verdict_runs, rows = judging.run("03_symmetric_vs_asymmetric", {

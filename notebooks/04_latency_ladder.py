@@ -59,7 +59,7 @@ from labkit.lab.sweep import grid, sweep
 info = labkit.machine_info()
 print(plots.machine_caption(info))
 catalogue, available, missing = analysis.catalogue_parts()
-catalogue[["kernel", "system", "kind", "saves", "available", "why_not"]]
+catalogue[["entry", "system", "kind", "saves", "available", "why_not"]]
 
 # %% [markdown]
 # ## One run, one CPU
@@ -75,18 +75,18 @@ catalogue[["kernel", "system", "kind", "saves", "available", "why_not"]]
 # the notebook.
 
 # %%
-system_of = dict(zip(catalogue.kernel, catalogue.system))
+system_of = dict(zip(catalogue.entry, catalogue.system))
 runs, missing = analysis.split_failed(sweep(
-    lambda kernel: labkit.measure(
-        kernel, switches=py_switches if system_of[kernel] == "python" else switches,
+    lambda entry: labkit.measure(
+        entry, switches=py_switches if system_of[entry] == "python" else switches,
         repeats=repeats, cpu=cpu),
-    grid(kernel=available), desc="ladder", checkpoint="04_latency_ladder_runs",
+    grid(entry=available), desc="ladder", checkpoint="04_latency_ladder_runs",
     on_error="record"), catalogue, missing)
 missing
 
 # %%
 ns, ticks = analysis.summaries(runs, catalogue)
-ns[["kernel", "system", "kind", "repeats", "median", "q1", "q3", "median_ticks", "noisy"]]
+ns[["entry", "system", "kind", "repeats", "median", "q1", "q3", "median_ticks", "noisy"]]
 
 # %% [markdown]
 # ## The ladder
@@ -206,7 +206,7 @@ from labkit.lab import judging
 named = ["virtual_call", "boost_fiber", "syscall_getppid", "cxx20_generator"]
 verdict_runs, rows = judging.run("04_latency_ladder", {
     k: partial(labkit.measure, k, switches=switches // 4, cpu=cpu)
-    for k in named if k in set(ns.kernel)}, quick=quick)
+    for k in named if k in set(ns.entry)}, quick=quick)
 
 # %%
 table = verdicts.table(list(rows.values()))

@@ -8,10 +8,10 @@ KERNELS = labkit.catalogue()
 AVAILABLE = KERNELS[KERNELS.available]
 OWN = AVAILABLE[AVAILABLE.system == "labkit"]
 # labkit's own stackful kernels: the ones whose registers and stacks the checks can probe.
-STACKFUL = list(OWN[OWN.kind == "stackful"].kernel)
+STACKFUL = list(OWN[OWN.kind == "stackful"].entry)
 # Everything that runs here, labkit's kernels and the real peers.
-ALL = list(AVAILABLE.kernel)
-PEERS = list(AVAILABLE[AVAILABLE.system == "peer"].kernel)
+ALL = list(AVAILABLE.entry)
+PEERS = list(AVAILABLE[AVAILABLE.system == "peer"].entry)
 # Kernels that keep the FP control state (MXCSR + x87 CW, or FPCR) by design: the C core's
 # kernel table says which.
 KEEPS_FP_CONTROL = {k for k in entries.KERNEL_NAMES if entries.keeps_fp_control(k)}

@@ -73,15 +73,15 @@ def test_latency_ladder_reads_the_kunpeng_figure_from_the_articles():
 
 
 def test_latency_ladder_says_why_a_rung_has_no_count():
-    ns = pd.DataFrame({"kernel": ["asm", "greenlet", "virtual_call"],
+    ns = pd.DataFrame({"entry": ["asm", "greenlet", "virtual_call"],
                        "system": ["labkit", "python", "peer"], "kind": ["stackful"] * 3,
                        "median": [2.0, 50.0, 1.0], "iqr": [0.1] * 3, "median_ticks": [5.0] * 3,
                        "noisy": [False] * 3})
-    catalogue = pd.DataFrame({"kernel": ns.kernel, "saves": ["regs"] * 3})
-    instr = pd.DataFrame({"kernel": ["asm"], "net": [12.0]})
+    catalogue = pd.DataFrame({"entry": ns.entry, "saves": ["regs"] * 3})
+    instr = pd.DataFrame({"entry": ["asm"], "net": [12.0]})
     cells = list(latency_ladder.ladder_table(ns, catalogue, instr)["instructions (O2)"])
     assert cells == ["12.0", "not counted: a CPython peer", "not counted in a quick run"]
-    none = latency_ladder.ladder_table(ns, catalogue, pd.DataFrame(columns=["kernel", "net"]))
+    none = latency_ladder.ladder_table(ns, catalogue, pd.DataFrame(columns=["entry", "net"]))
     assert none["instructions (O2)"].iloc[2] == "not counted (see the note)"
 
 
@@ -89,6 +89,6 @@ def test_fp_state_effects_from_the_committed_runs():
     d = committed("06_fp_state_and_return")
     runs = fp_state.label_fp_control(d)
     assert runs.fp_control.notna().all()
-    effects = fp_state.effects(runs, list(runs.kernel.unique()))
+    effects = fp_state.effects(runs, list(runs.entry.unique()))
     assert effects.effect.iloc[0].startswith("saving the x87/SSE state")
     assert (effects.dropna().ratio > 0).all()

@@ -13,45 +13,45 @@ NOT_MINE = max(range(os.cpu_count() + 64)) + 1  # beyond any CPU of this machine
 
 CASES = [
     # (kwargs, exception, words the message must contain)
-    (dict(kernel="nope"), ValueError, ["kernel", "asm_fpu"]),
-    (dict(kernel=3), TypeError, ["kernel"]),
-    (dict(kernel=None), TypeError, ["kernel"]),
-    (dict(kernel="asm", stack_size=-4096), ValueError, ["stack_size", "between"]),
-    (dict(kernel="asm", stack_size=0), ValueError, ["stack_size", "between"]),
-    (dict(kernel="asm", stack_size=100), ValueError, ["stack_size", "between"]),
-    (dict(kernel="asm", stack_size=HUGE), ValueError, ["stack_size", "memory"]),
-    (dict(kernel="asm", stack_size=65536.0), TypeError, ["stack_size", "integer"]),
-    (dict(kernel="asm", stack_size="64k"), TypeError, ["stack_size", "integer"]),
-    (dict(kernel="asm", stack_size=True), TypeError, ["stack_size", "integer"]),
-    (dict(kernel="stackless", stack_size=65536), ValueError, ["stack_size", "stackless"]),
-    (dict(kernel="direct_call", stack_size=65536), ValueError, ["stack_size", "baseline"]),
-    (dict(kernel="asm", switches=0), ValueError, ["switches", "even"]),
-    (dict(kernel="asm", switches=-10), ValueError, ["switches"]),
-    (dict(kernel="asm", switches=1001), ValueError, ["switches", "even"]),
-    (dict(kernel="asm", switches=10**20), ValueError, ["switches"]),
-    (dict(kernel="asm", switches=1e6), TypeError, ["switches", "integer"]),
-    (dict(kernel="asm", repeats=0), ValueError, ["repeats"]),
-    (dict(kernel="asm", repeats=-1), ValueError, ["repeats"]),
-    (dict(kernel="asm", repeats="3"), TypeError, ["repeats"]),
-    (dict(kernel="asm", warmup=-1), ValueError, ["warmup"]),
-    (dict(kernel="asm", cpu=NOT_MINE), ValueError, ["cpu", "one of"]),
-    (dict(kernel="asm", cpu=-1), ValueError, ["cpu"]),
-    (dict(kernel="asm", cpu="0"), TypeError, ["cpu"]),
-    (dict(kernel="asm", prefault=1), TypeError, ["prefault"]),
-    (dict(kernel="stackless", prefault=True), ValueError, ["prefault", "None"]),
-    (dict(kernel="asm", timeout=0), ValueError, ["timeout"]),
-    (dict(kernel="asm", timeout="1s"), TypeError, ["timeout"]),
-    (dict(kernel="asm", timeout=float("inf")), ValueError, ["timeout", "None"]),
-    (dict(kernel="asm", timeout=2**70), ValueError, ["timeout", "at most"]),
-    (dict(kernel="asm", timeout=float("nan")), ValueError, ["timeout"]),
-    (dict(kernel="asm_fpu", fp_control=[]), TypeError, ["fp_control"]),
+    (dict(entry="nope"), ValueError, ["entry", "asm_fpu"]),
+    (dict(entry=3), TypeError, ["entry"]),
+    (dict(entry=None), TypeError, ["entry"]),
+    (dict(entry="asm", stack_size=-4096), ValueError, ["stack_size", "between"]),
+    (dict(entry="asm", stack_size=0), ValueError, ["stack_size", "between"]),
+    (dict(entry="asm", stack_size=100), ValueError, ["stack_size", "between"]),
+    (dict(entry="asm", stack_size=HUGE), ValueError, ["stack_size", "memory"]),
+    (dict(entry="asm", stack_size=65536.0), TypeError, ["stack_size", "integer"]),
+    (dict(entry="asm", stack_size="64k"), TypeError, ["stack_size", "integer"]),
+    (dict(entry="asm", stack_size=True), TypeError, ["stack_size", "integer"]),
+    (dict(entry="stackless", stack_size=65536), ValueError, ["stack_size", "stackless"]),
+    (dict(entry="direct_call", stack_size=65536), ValueError, ["stack_size", "baseline"]),
+    (dict(entry="asm", switches=0), ValueError, ["switches", "even"]),
+    (dict(entry="asm", switches=-10), ValueError, ["switches"]),
+    (dict(entry="asm", switches=1001), ValueError, ["switches", "even"]),
+    (dict(entry="asm", switches=10**20), ValueError, ["switches"]),
+    (dict(entry="asm", switches=1e6), TypeError, ["switches", "integer"]),
+    (dict(entry="asm", repeats=0), ValueError, ["repeats"]),
+    (dict(entry="asm", repeats=-1), ValueError, ["repeats"]),
+    (dict(entry="asm", repeats="3"), TypeError, ["repeats"]),
+    (dict(entry="asm", warmup=-1), ValueError, ["warmup"]),
+    (dict(entry="asm", cpu=NOT_MINE), ValueError, ["cpu", "one of"]),
+    (dict(entry="asm", cpu=-1), ValueError, ["cpu"]),
+    (dict(entry="asm", cpu="0"), TypeError, ["cpu"]),
+    (dict(entry="asm", prefault=1), TypeError, ["prefault"]),
+    (dict(entry="stackless", prefault=True), ValueError, ["prefault", "None"]),
+    (dict(entry="asm", timeout=0), ValueError, ["timeout"]),
+    (dict(entry="asm", timeout="1s"), TypeError, ["timeout"]),
+    (dict(entry="asm", timeout=float("inf")), ValueError, ["timeout", "None"]),
+    (dict(entry="asm", timeout=2**70), ValueError, ["timeout", "at most"]),
+    (dict(entry="asm", timeout=float("nan")), ValueError, ["timeout"]),
+    (dict(entry="asm_fpu", fp_control=[]), TypeError, ["fp_control"]),
 ]
 
 
 @pytest.mark.parametrize("kwargs,exc,words", CASES, ids=[str(c[0]) for c in CASES])
 def test_measure_rejects_bad_input(kwargs, exc, words):
     kwargs = dict(kwargs)
-    kernel = kwargs.pop("kernel")
+    kernel = kwargs.pop("entry")
     with pytest.raises(exc) as err:
         labkit.measure(kernel, switches=kwargs.pop("switches", 100), **kwargs)
     for w in words:
@@ -68,7 +68,7 @@ def test_minimum_stack_is_accepted_and_rounded_up_to_pages():
     assert odd.stack_size_requested.iloc[0] == lo + 1
 
 
-@pytest.mark.parametrize("kernel", STACKFUL)
+@pytest.mark.parametrize("entry", STACKFUL)
 def test_one_byte_under_the_minimum_is_refused(kernel):
     lo = entries.min_stack_size(kernel)
     with pytest.raises(ValueError, match="stack_size"):
@@ -78,7 +78,7 @@ def test_one_byte_under_the_minimum_is_refused(kernel):
 def test_checks_reject_stackless_and_unknown():
     with pytest.raises(ValueError, match="stackless"):
         labkit.check_registers("stackless")
-    with pytest.raises(ValueError, match="kernel"):
+    with pytest.raises(ValueError, match="entry"):
         labkit.check_fp_control("fiber")
     with pytest.raises(ValueError, match="use_bytes"):
         labkit.probe_stack("asm", 65536, -1)

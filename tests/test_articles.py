@@ -16,10 +16,10 @@ def results_dir(tmp_path, monkeypatch):
     return tmp_path / "data"
 
 
-def _stack_rows(ns_by_size, repeats=5, kernel="boost_fiber"):
+def _stack_rows(ns_by_size, repeats=5, entry="boost_fiber"):
     rng = np.random.default_rng(1)
     return pd.DataFrame([
-        {"kernel": kernel, "pattern": "pingpong", "contexts": 2, "colour_step": 0,
+        {"entry": entry, "pattern": "pingpong", "contexts": 2, "colour_step": 0,
          "stack_size": size, "ns_per_switch": ns * (1 + 0.001 * rng.standard_normal())}
         for size, ns in ns_by_size.items() for _ in range(repeats)])
 
@@ -28,7 +28,7 @@ def _design_runs(ns_by_label, processes=8, repeats=2):
     """A verdict design's runs (labkit.lab.judging): each process measures every label."""
     rng = np.random.default_rng(2)
     return pd.DataFrame([
-        {"worker": w, "entry": label, "ns_per_switch": ns * (1 + 0.001 * rng.standard_normal())}
+        {"worker": w, "side": label, "ns_per_switch": ns * (1 + 0.001 * rng.standard_normal())}
         for w in range(processes) for label, ns in ns_by_label.items()
         for _ in range(repeats)]).assign(looks="8 16 24 32")
 

@@ -209,7 +209,7 @@ def test_merge_checks_mode_commit_and_format(here, FIXTURE, tmp_path):
         bundle.merge([here, variant("old", commit="0123456789ab")])
     assert bundle.merge([here, variant("old2", commit="0123456789ab")],
                         same_commit=False)["machines"]
-    with pytest.raises(ValueError, match="format 1"):
+    with pytest.raises(ValueError, match="format 1, this labkit reads formats 2, 3"):
         bundle.merge([here, variant("v1", format=1)])
 
 
@@ -240,3 +240,38 @@ def test_a_real_bundle_made_before_the_new_fields_still_merges(here, tmp_path):
     assert hw.loc["xcr0", mine] == info["xcr0"]
     for m in out["machines"]:
         assert out["ladder"].loc["asm", (m, "ratio to asm")] == pytest.approx(1.0)
+
+
+def test_a_format_2_bundle_reads_with_todays_column_names(here):
+    """Format 2 named the catalogue entry `kernel`; read back, it is `entry`, so merge and
+    compare see one name whatever the bundle's age."""
+    import pandas as pd
+
+    old = pd.read_parquet(REAL / "measurements.parquet")
+    assert "kernel" in old.columns and "entry" not in old.columns
+    b = bundle.read_bundle(REAL)
+    assert b["meta"]["format"] == 2
+    assert "kernel" not in b["measurements"].columns
+    assert list(b["measurements"].entry) == list(old.kernel)
+    mine = bundle.read_bundle(here)
+    assert mine["meta"]["format"] == bundle.FORMAT == 3
+    assert "entry" in mine["measurements"].columns and "kernel" not in mine["measurements"]
+
+
+def test_old_data_files_read_with_todays_column_names(tmp_path):
+    """An older data/ file: `kernel` is the entry; a design's runs called their side
+    `entry`. A file of today's names comes back as it was written."""
+    import pandas as pd
+
+    old_runs = pd.DataFrame({"kernel": ["asm", "asm"], "entry": ["4 KiB", "8 MiB"],
+                             "worker": [0, 0], "ns_per_switch": [2.0, 3.0]})
+    old_echo = pd.DataFrame({"server": ["a"], "entry": ["a"], "worker": [0], "qps": [1.0]})
+    new_runs = pd.DataFrame({"entry": ["asm"], "side": ["4 KiB"], "worker": [0]})
+    for name, df in (("old_runs", old_runs), ("old_echo", old_echo), ("new_runs", new_runs)):
+        df.to_csv(tmp_path / f"{name}.csv", index=False)
+    got = results.read_csv(tmp_path / "old_runs.csv")
+    assert list(got.columns) == ["entry", "side", "worker", "ns_per_switch"]
+    assert list(got.entry) == ["asm", "asm"] and list(got.side) == ["4 KiB", "8 MiB"]
+    assert list(results.read_csv(tmp_path / "old_echo.csv").columns) == [
+        "server", "side", "worker", "qps"]
+    pd.testing.assert_frame_equal(results.read_csv(tmp_path / "new_runs.csv"), new_runs)

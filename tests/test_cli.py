@@ -67,13 +67,13 @@ def test_measure_passes_build_and_fp_control(capsys):
 def test_kernels_json(capsys):
     assert cli.main(["kernels", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [r["kernel"] for r in rows] == list(labkit.catalogue().kernel)
+    assert [r["entry"] for r in rows] == list(labkit.catalogue().entry)
     assert all(r["why_not"] for r in rows if not r["available"])
 
 
 def test_usage_errors_exit_2(capsys):
     assert cli.main(["measure", "no_such_kernel"]) == 2
-    assert "kernel must be one of" in capsys.readouterr().err
+    assert "entry must be one of" in capsys.readouterr().err
     assert cli.main(["measure", "asm", "--switches", "3"]) == 2
     for argv in (["measure"], ["no-such-command"], ["measure", "asm", "--bogus"],
                  ["measure", "asm", "--json", "--csv"], ["reproduce", "--only", "nope"]):

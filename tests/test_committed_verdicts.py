@@ -53,7 +53,7 @@ def _runs(entries: dict, processes: int = 16, repeats: int = 2, seed: int = 0):
         effect = rng.normal(0, 0.02)
         for label, (centre, sd) in entries.items():
             for _ in range(repeats):
-                rows.append({"worker": w, "entry": label,
+                rows.append({"worker": w, "side": label,
                              "ns_per_switch": centre * np.exp(effect + rng.normal(0, sd))})
     return pd.DataFrame(rows).assign(looks="8 16 24 32")
 
@@ -113,7 +113,7 @@ def _frequency_runs(shares: dict, thr: dict, processes: int = 16, seed: int = 1)
         for label, share in shares.items():
             for _ in range(2):
                 work = 1000.0 * np.exp(rng.normal(0, 0.002))
-                rows.append({"worker": w, "entry": label, "work_only_ns": work,
+                rows.append({"worker": w, "side": label, "work_only_ns": work,
                              "total_ns": work / (1 - share),
                              "throughput_mtasks_s": thr[label] * np.exp(rng.normal(0, 0.01))})
     return pd.DataFrame(rows).assign(looks="8 16 24 32")

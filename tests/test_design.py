@@ -39,7 +39,7 @@ def test_every_process_is_a_fresh_worker():
                for k in ("asm", "asm_fpu")}
     a = design.run_process(entries, 0, repeats=2, seed=0)
     b = design.run_process(entries, 1, repeats=2, seed=0)
-    assert a.groupby("entry").size().to_dict() == {"asm": 2, "asm_fpu": 2}
+    assert a.groupby("side").size().to_dict() == {"asm": 2, "asm_fpu": 2}
     assert a.worker_pid.nunique() == 1 and b.worker_pid.nunique() == 1
     assert a.worker_pid.iloc[0] != b.worker_pid.iloc[0]
     assert list(a.order) == [0, 1, 2, 3]
@@ -49,7 +49,7 @@ def _fake(calls):
     def one(i, entries=None):
         calls.append(i)
         labels = ["a", "b"] if entries is None else list(entries)
-        return pd.DataFrame({"entry": labels, "ns_per_switch": [2.0] * len(labels)})
+        return pd.DataFrame({"side": labels, "ns_per_switch": [2.0] * len(labels)})
     return one
 
 
@@ -111,11 +111,11 @@ def test_after_a_look_only_the_entries_of_open_claims_are_measured():
     def one(i, entries=None):
         asked.append(entries)
         labels = ["a", "b", "c"] if entries is None else list(entries)
-        return pd.DataFrame({"entry": labels, "ns_per_switch": [1.0] * len(labels)})
+        return pd.DataFrame({"side": labels, "ns_per_switch": [1.0] * len(labels)})
 
     def reads(label, verdict):
         def rule(runs):
-            n = int((runs.entry == label).sum())
+            n = int((runs.side == label).sum())
             return {"claim_id": label, "verdict": verdict, "n": n,
                     "straddle": "x >= 2" if verdict == "inconclusive" else ""}
         return rule
@@ -124,6 +124,6 @@ def test_after_a_look_only_the_entries_of_open_claims_are_measured():
         one, [reads("a", "reproduced"), reads("b", "inconclusive")],
         schedule={"looks": (2, 4)})
     assert asked == [None, None, ["b"], ["b"]]
-    assert looks == 2 and runs[runs.worker >= 2].entry.tolist() == ["b", "b"]
+    assert looks == 2 and runs[runs.worker >= 2].side.tolist() == ["b", "b"]
     # what the decided claim read is kept as measured: its row is the same at every look
     assert rows[0]["n"] == 2 and rows[1]["n"] == 4

@@ -45,10 +45,10 @@ def test_each_widget_changes_the_measured_parameters_and_the_result_frame(tmp_pa
     ex = small_explorer(tmp_path)
     assert ex.results.empty
 
-    ex.kernel.value = "asm"
+    ex.entry.value = "asm"
     rows = last_rows(ex)
     assert ex.last_point == Point("asm", 64 * KiB, 2, EXTENSION, 0, 20_000, 3)
-    assert set(rows.kernel) == {"asm"} and set(rows.pattern) == {"pingpong"}
+    assert set(rows.entry) == {"asm"} and set(rows.pattern) == {"pingpong"}
     assert len(rows) == 3 and rows.ns_per_switch.notna().all()
 
     ex.stack_size.value = 1 * MiB
@@ -88,26 +88,26 @@ def test_each_widget_changes_the_measured_parameters_and_the_result_frame(tmp_pa
 
 def test_handlers_called_directly_measure_the_current_point(tmp_path):
     ex = small_explorer(tmp_path, auto=False)
-    ex.kernel.value = "asm_fpu"  # auto off: nothing measured
+    ex.entry.value = "asm_fpu"  # auto off: nothing measured
     assert ex.results.empty
     ex.on_measure_click(ex.measure_button)
-    assert set(ex.results.kernel) == {"asm_fpu"}
-    ex.kernel.value = "asm"
+    assert set(ex.results.entry) == {"asm_fpu"}
+    ex.entry.value = "asm"
     ex.on_change({"name": "value", "new": "asm"})
     assert ex.results.seq.max() == 1  # still auto off
     ex.on_measure_click(None)
-    assert set(last_rows(ex).kernel) == {"asm"}
+    assert set(last_rows(ex).entry) == {"asm"}
 
 
 def test_settings_that_do_not_apply_are_greyed_out_and_not_measured(tmp_path):
     ex = small_explorer(tmp_path)
-    ex.set(kernel="stackless", contexts=2)
+    ex.set(entry="stackless", contexts=2)
     assert ex.stack_size.disabled and ex.contexts.disabled
     assert ex.last_point.stack_size is None
     assert last_rows(ex).stack_size.isna().all()
     assert "no stack of its own" in ex.notes.value
 
-    ex.set(kernel="asm_fpu", contexts=64, build="O1")
+    ex.set(entry="asm_fpu", contexts=64, build="O1")
     assert ex.build.disabled and not ex.colour_step.disabled
     assert ex.last_point.build == EXTENSION  # rings run on the extension's build
     assert "build not used" in ex.notes.value
@@ -119,7 +119,7 @@ def test_settings_that_do_not_apply_are_greyed_out_and_not_measured(tmp_path):
 
 def test_a_change_that_leaves_the_point_as_it_was_does_not_measure_again(tmp_path):
     ex = small_explorer(tmp_path)
-    ex.kernel.value = "stackless"
+    ex.entry.value = "stackless"
     n = ex.results.seq.max()
     ex.stack_size.value = 8 * MiB  # a stackless kernel has no stack
     assert ex.results.seq.max() == n
@@ -127,7 +127,7 @@ def test_a_change_that_leaves_the_point_as_it_was_does_not_measure_again(tmp_pat
 
 def test_set_measures_once(tmp_path):
     ex = small_explorer(tmp_path)
-    ex.set(kernel="asm", stack_size=16 * KiB, contexts=4)
+    ex.set(entry="asm", stack_size=16 * KiB, contexts=4)
     assert ex.results.seq.max() == 1
     assert ex.last_point == Point("asm", 16 * KiB, 4, EXTENSION, 0, 20_000, 3)
     with pytest.raises(ValueError, match="set\\(\\) takes"):
@@ -136,16 +136,16 @@ def test_set_measures_once(tmp_path):
 
 def test_sweep_points_follow_the_other_settings():
     ex = Explorer(quick=True, background=False, auto=False, save_to=None, show_machine=False)
-    ex.set(kernel="asm", contexts=2)
+    ex.set(entry="asm", contexts=2)
     stack = ex.sweep_points("stack_size")
     assert [p.stack_size for p in stack] == list(explore.STACK_SIZES)
-    assert {p.kernel for p in stack} == {"asm"}
+    assert {p.entry for p in stack} == {"asm"}
     builds = ex.sweep_points("build")
     assert [p.build for p in builds] == [EXTENSION, *labkit.builds()]
     ex.set(contexts=256)
-    kernels = ex.sweep_points("kernel")
+    kernels = ex.sweep_points("entry")
     assert kernels and all(p.contexts == 256 for p in kernels)
-    assert {p.kernel for p in kernels} <= {"asm", "asm_ret", "asm_fpu", "asm_fxsave",
+    assert {p.entry for p in kernels} <= {"asm", "asm_ret", "asm_fpu", "asm_fxsave",
                                            "asm_xsave", "ucontext", "libco_design"}
     assert ex.sweep_points("build") == [ex.point()]  # rings: one build only
     with pytest.raises(ValueError, match="axis must be one of"):
@@ -164,7 +164,7 @@ def test_a_sweep_in_the_background_shows_progress_and_a_stop_keeps_every_point(t
         return df
 
     ex = small_explorer(tmp_path, background=True, auto=False, measure=measure_then_stop)
-    ex.set(kernel="asm_fpu", contexts=2)
+    ex.set(entry="asm_fpu", contexts=2)
     ex.sweep_axis.value = "stack_size"
     ex.on_sweep_click(ex.sweep_button)
     assert ex.wait(timeout=300), "the sweep did not finish within 300 s"
@@ -187,19 +187,19 @@ def test_requests_made_while_measuring_wait_their_turn_latest_wins(tmp_path):
     seen = []
 
     def slow(p):
-        seen.append(p.kernel)
+        seen.append(p.entry)
         if len(seen) == 1:
             assert release.wait(120)
         return explore.measure_point(p)
 
     ex = small_explorer(tmp_path, background=True, auto=True, measure=slow)
-    ex.kernel.value = "asm"        # starts, waits for release
-    ex.kernel.value = "asm_ret"    # queued
-    ex.kernel.value = "asm_fpu"    # replaces the queued request
+    ex.entry.value = "asm"        # starts, waits for release
+    ex.entry.value = "asm_ret"    # queued
+    ex.entry.value = "asm_fpu"    # replaces the queued request
     release.set()
     assert ex.wait(timeout=300)
     assert seen == ["asm", "asm_fpu"]
-    assert list(ex.results.groupby("seq").kernel.first()) == ["asm", "asm_fpu"]
+    assert list(ex.results.groupby("seq").entry.first()) == ["asm", "asm_fpu"]
 
 
 def test_a_failing_point_is_reported_and_the_sweep_goes_on(tmp_path):
@@ -209,7 +209,7 @@ def test_a_failing_point_is_reported_and_the_sweep_goes_on(tmp_path):
         return explore.measure_point(p)
 
     ex = small_explorer(tmp_path, auto=False, measure=flaky)
-    ex.set(kernel="asm")
+    ex.set(entry="asm")
     ex.sweep("stack_size")
     assert ex.results.seq.nunique() == len(explore.STACK_SIZES) - 1
     assert "KernelCrashError" in ex.last_error
@@ -222,8 +222,8 @@ def test_a_failing_point_is_reported_and_the_sweep_goes_on(tmp_path):
 
 
 def test_explorer_rejects_a_kernel_that_is_not_here():
-    with pytest.raises(ValueError, match="kernel must be one of"):
-        Explorer(kernel="no_such_kernel", background=False, save_to=None, show_machine=False)
+    with pytest.raises(ValueError, match="entry must be one of"):
+        Explorer(entry="no_such_kernel", background=False, save_to=None, show_machine=False)
 
 
 # ---- the workshop's checks ----
@@ -282,7 +282,7 @@ def test_check_choice():
 
 def test_workshop_ratio_measures_both_kernels_here():
     m = workshop.ratio("asm_ret", "asm", quick=True)
-    assert set(m.frame.kernel) == {"asm_ret", "asm"}
+    assert set(m.frame.entry) == {"asm_ret", "asm"}
     assert m.low <= m.value <= m.high and m.value > 0
     assert "asm_ret / asm" in str(m)
 

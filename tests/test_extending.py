@@ -76,9 +76,14 @@ KERNEL_EDITS = {
         f'    "{DUMMY_KERNEL}": ("same as asm", "pop + indirect jmp", "the test\'s dummy"),\n'),
 }
 
-# A peer that times what direct_call does.
+# A peer that times what direct_call does, from a library the peers did not link before
+# (libm, there on every machine).
 PEER_EDITS = {
-    "labkit/cxx/peers.h": _replace("    LKX_NPEERS\n", "    LKX_TEST_DUMMY,\n    LKX_NPEERS\n"),
+    "labkit/cxx/peers.h": _chain(
+        _replace("    LKX_NPEERS\n", "    LKX_TEST_DUMMY,\n    LKX_NPEERS\n"),
+        _replace('    L(boost_fiber, "boost/fiber/all.hpp", "libboost-fiber-dev")\n',
+                 '    L(boost_fiber, "boost/fiber/all.hpp", "libboost-fiber-dev") \\\n'
+                 '    L(m, "math.h", "libc6-dev")\n')),
     "labkit/cxx/peers.cpp": _chain(
         _replace("    case LKX_DIRECT_CALL:\n", "    case LKX_TEST_DUMMY:\n    case LKX_DIRECT_CALL:\n"),
         _replace('    "boost_coroutine2",\n};', f'    "boost_coroutine2", "{DUMMY_PEER}",\n}};'),
@@ -102,6 +107,7 @@ PY_EDITS = {
 }
 
 KERNEL_ROW, PEER_ROW, PY_ROW = "a switch kernel on x86-64", "a C++ peer", "a Python peer"
+LIBRARY_ROW = "a C++ peer from a library not yet linked"
 
 
 def test_every_row_counts_the_files_it_names():
@@ -117,7 +123,7 @@ def test_every_row_counts_the_files_it_names():
 def test_the_edits_are_the_docs_files():
     rows = doc_rows()
     assert sorted(KERNEL_EDITS) == sorted(rows[KERNEL_ROW][0])
-    assert sorted(PEER_EDITS) == sorted(rows[PEER_ROW][0])
+    assert sorted(PEER_EDITS) == sorted(rows[PEER_ROW][0]) == sorted(rows[LIBRARY_ROW][0])
     assert sorted(PY_EDITS) == sorted(rows[PY_ROW][0])
 
 
@@ -142,11 +148,13 @@ def _changed(copy: Path) -> set[str]:
 CHECK = f"""
 import json, labkit
 from labkit.core import systems
-cat = labkit.catalogue().set_index("kernel")
+cat = labkit.catalogue().set_index("entry")
 rows = {{n: cat.loc[n].to_dict() for n in ({DUMMY_KERNEL!r}, {DUMMY_PEER!r}, {DUMMY_PY!r})}}
-measured = {{n: labkit.measure(n, switches=2000, repeats=2, warmup=0).kernel.tolist()
+measured = {{n: labkit.measure(n, switches=2000, repeats=2, warmup=0).entry.tolist()
             for n, r in rows.items() if r["available"]}}
-print(json.dumps({{"file": labkit.__file__, "rows": rows, "measured": measured,
+from labkit.core import native_build
+libs = native_build.TARGETS["liblabkit_peers-O2.so"]["libs"]
+print(json.dumps({{"file": labkit.__file__, "rows": rows, "measured": measured, "libs": libs,
                   "system": {{n: systems.of(n).family for n in rows}}}}, default=str))
 """
 
@@ -182,6 +190,7 @@ def test_a_dummy_kernel_and_peer_in_the_docs_files_are_picked_up(tmp_path):
     out = json.loads(run.stdout.splitlines()[-1])
     assert Path(out["file"]).is_relative_to(copy)
     assert out["system"] == {DUMMY_KERNEL: "labkit", DUMMY_PEER: "peer", DUMMY_PY: "python"}
+    assert out["libs"][-1] == "-lm"  # the new library's line in peers.h is linked
     kernel, peer = out["rows"][DUMMY_KERNEL], out["rows"][DUMMY_PEER]
     assert kernel["kind"] == "stackful" and kernel["frame_bytes"] == 56
     x86 = os.uname().machine == "x86_64"

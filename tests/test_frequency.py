@@ -74,7 +74,7 @@ def test_rows_carry_metadata_and_set_up(one_and_32):
     df = one_and_32[32]
     assert {"machine_id", "cpu_model", "compiler", "cflags", "tsc_ghz"} <= set(df.columns)
     assert set(df.setup) == {"64 KiB, 32 tasks/switch"}
-    assert set(df.kernel) == {"asm_fpu"}
+    assert set(df.entry) == {"asm_fpu"}
     assert (df.stack_size == 64 * KiB).all()
 
 

@@ -62,7 +62,7 @@ def test_a_small_run_beside_a_sleeping_process():
     out = idle_cost.idle_process_cost(lambda: _sleeper(seen), blocks=2, repeats=3,
                                       cpu=sorted(os.sched_getaffinity(0))[0],
                                       switches=20_000, futex_switches=2_000)
-    assert sorted(out.kernel) == sorted(idle_cost.KERNELS)
+    assert sorted(out.entry) == sorted(idle_cost.KERNELS)
     assert ((out.ci95_low <= out.ratio_with_to_without)
             & (out.ratio_with_to_without <= out.ci95_high)).all()
     assert (out.idle_switches_per_s >= 0).all() and (out.idle_cpu_share >= 0).all()

@@ -60,7 +60,7 @@ def test_cxx20_symmetric_refuses_builds_without_tail_calls():
 def test_kernels_in_any_order_share_a_worker():
     # State left behind by one kernel (an xsave header on the stack, say) must not
     # break the next one in the same worker process: run them forwards and backwards.
-    order = [k for k in labkit.catalogue().query("available").kernel]
+    order = [k for k in labkit.catalogue().query("available").entry]
     for k in order + order[::-1]:
         df = labkit.measure(k, switches=1000, repeats=1, warmup=0)
         assert (df.counted_switches == 1000).all(), k
@@ -107,7 +107,7 @@ def test_libco_design_lets_mxcsr_leak_between_contexts():
     # is what main finds after switching back. Expected, documented (entries.py), and the
     # hazard of that design: a test that shows it, not a failure.
     if "libco_design" not in STACKFUL:
-        pytest.skip("libco_design is x86-64's: " + labkit.catalogue().set_index("kernel")
+        pytest.skip("libco_design is x86-64's: " + labkit.catalogue().set_index("entry")
                     .why_not.get("libco_design", ""))
     r = labkit.check_fp_control("libco_design")
     assert not r["kept"]
@@ -117,7 +117,7 @@ def test_libco_design_lets_mxcsr_leak_between_contexts():
 
 
 def test_libco_design_is_reported_where_it_cannot_run():
-    row = labkit.catalogue().set_index("kernel").loc["libco_design"]
+    row = labkit.catalogue().set_index("entry").loc["libco_design"]
     assert row.available == (platform.machine() in ("x86_64", "AMD64"))
     if not row.available:
         assert "x86-64" in row.why_not

@@ -40,7 +40,7 @@ def test_kernel_table_lists_every_kernel_with_a_reason_when_missing():
     from labkit.core.entries import ALL_NAMES
 
     k = labkit.catalogue()
-    assert list(k.kernel) == list(ALL_NAMES)
+    assert list(k.entry) == list(ALL_NAMES)
     assert set(k.kind) == {"stackful", "stackless", "baseline"}
     assert (k[~k.available].why_not.str.len() > 0).all()
     assert (k.saves.str.len() > 0).all()
@@ -164,10 +164,10 @@ def test_the_environment_check_reads_what_the_kernel_says(monkeypatch):
 
 def test_summarize_flags_noise_by_pyperf_rule():
     # Synthetic values: the rule is std >= 10% of the mean.
-    quiet = pd.DataFrame({"kernel": "a", "ns_per_switch": [10.0, 10.1, 9.9, 10.0]})
-    loud = pd.DataFrame({"kernel": "b", "ns_per_switch": [10.0, 20.0, 5.0, 12.0]})
+    quiet = pd.DataFrame({"entry": "a", "ns_per_switch": [10.0, 10.1, 9.9, 10.0]})
+    loud = pd.DataFrame({"entry": "b", "ns_per_switch": [10.0, 20.0, 5.0, 12.0]})
     s = labkit.summarize(pd.concat([quiet, loud]))
-    assert list(s.kernel) == ["a", "b"]
+    assert list(s.entry) == ["a", "b"]
     assert list(s.noisy) == [False, True]
     assert s.loc[0, "median"] == 10.0
     assert len(labkit.noise_warnings(s)) == 1
@@ -177,7 +177,7 @@ def test_a_missing_peer_is_a_row_that_says_why_not_a_crash(tmp_path, monkeypatch
     from labkit.core import native
 
     monkeypatch.setattr(native, "BIN_DIR", tmp_path)  # as if Boost had not been there
-    k = labkit.catalogue().set_index("kernel")
+    k = labkit.catalogue().set_index("entry")
     assert not k.loc["boost_fiber", "available"]
     assert "libboost-context-dev" in k.loc["boost_fiber", "why_not"]
     assert k.loc["asm", "available"]
@@ -190,7 +190,7 @@ def test_a_missing_peer_is_a_row_that_says_why_not_a_crash(tmp_path, monkeypatch
 def test_peer_rows_say_which_build_measured_them():
     import pytest
 
-    k = labkit.catalogue().set_index("kernel")
+    k = labkit.catalogue().set_index("entry")
     if not k.loc["boost_fiber", "available"]:
         pytest.skip(k.loc["boost_fiber", "why_not"])
     df = labkit.measure("boost_fiber", switches=1000, repeats=2)
@@ -199,5 +199,5 @@ def test_peer_rows_say_which_build_measured_them():
 
 
 def test_ucontext_counts_the_context_it_keeps_on_its_stack():
-    k = labkit.catalogue().set_index("kernel")
+    k = labkit.catalogue().set_index("entry")
     assert k.loc["ucontext", "frame_bytes"] > 900  # a glibc ucontext_t, at the stack's top

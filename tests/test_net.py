@@ -75,7 +75,7 @@ def test_bad_input_names_the_parameter(call, words):
 
 def test_noise_warnings_never_print_a_negative_percentage():
     # A net that hovers around zero has a negative mean: its std is still a size.
-    df = pd.DataFrame({"kernel": "pool", "ns_per_switch": [-3.0, 1.0, -2.0, 0.5]})
+    df = pd.DataFrame({"entry": "pool", "ns_per_switch": [-3.0, 1.0, -2.0, 0.5]})
     warnings = labkit.noise_warnings(labkit.summarize(df))
     assert len(warnings) == 1
     assert "is -" not in warnings[0] and "% of the mean" in warnings[0]

@@ -32,7 +32,7 @@ def test_noise_warnings_become_a_folded_note_and_long_tables_fold():
     rows = "".join(f"<tr><td>{i}</td></tr>" for i in range(49))
     cell = _cell(
         nbformat.v4.new_output("stream", name="stdout",
-                               text="WARNING: kernel=asm: std dev is 12% of the mean\n"),
+                               text="WARNING: entry=asm: std dev is 12% of the mean\n"),
         nbformat.v4.new_output("display_data", data={
             "text/html": f"<table><thead><tr><th>n</th></tr></thead><tbody>{rows}</tbody></table>"}),
         nbformat.v4.new_output("display_data", data={"text/html": "<table><tr></tr></table>"}))
@@ -106,7 +106,7 @@ def test_bad_cells_reads_pandas_two_row_headers():
     import pandas as pd
 
     df = pd.DataFrame({"ns_per_switch": [1.0, -2.0], "note": ["ok", "fine"]},
-                      index=pd.Index(["a", "b"], name="kernel"))
+                      index=pd.Index(["a", "b"], name="entry"))
     bad = report.bad_cells(df.to_html())
     assert bad == ["'ns_per_switch': '-2.0' (a negative time or share)"]
     assert report.bad_cells(df.assign(ns_per_switch=[1.0, 2.0]).to_html()) == []

@@ -47,7 +47,7 @@ def test_more_repeats_inside_a_process_do_not_narrow_a_process_effect():
         for w in range(16):
             for side, label in enumerate(("a", "b")):
                 for _ in range(repeats):
-                    rows.append({"worker": w, "entry": label, "ns_per_switch":
+                    rows.append({"worker": w, "side": label, "ns_per_switch":
                                  (2.0 if label == "a" else 1.0) * math.exp(effects[w, side])})
         return pd.DataFrame(rows)
 

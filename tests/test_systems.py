@@ -17,8 +17,8 @@ def test_every_entry_has_exactly_one_system_in_the_catalogue_order():
     assert len(names) == len(set(names))
     assert tuple(names) == entries.ALL_NAMES
     cat = labkit.catalogue()
-    assert list(cat.kernel) == names
-    assert all(cat.system == [systems.of(n).family for n in cat.kernel])
+    assert list(cat.entry) == names
+    assert all(cat.system == [systems.of(n).family for n in cat.entry])
 
 
 def test_the_kernels_are_the_c_kernel_table():
@@ -68,7 +68,7 @@ def test_callgrinds_driver_knows_each_systems_name():
 
 
 def test_unknown_names_and_rings_of_peers_are_refused():
-    with pytest.raises(ValueError, match="kernel must be one of"):
+    with pytest.raises(ValueError, match="entry must be one of"):
         systems.of("no_such_kernel")
     with pytest.raises(ValueError, match="kernel must be one of labkit's own kernels"):
         labkit.measure_ring("generator_send", contexts=4)
@@ -87,3 +87,11 @@ def test_a_parameter_that_does_not_apply_is_refused(family):
         args = {"prefault": None, "build": None, "fp_control": "as-is", **given}
         with pytest.raises(ValueError, match=param):
             s.job(name, size, args["prefault"], args["build"], args["fp_control"])
+
+
+def test_a_python_peer_takes_no_stack_size():
+    """greenlet is stackful, but its stacks are greenlet's: a stack_size would be recorded
+    for a stack labkit never made."""
+    with pytest.raises(ValueError, match="stack_size must be left unset.*greenlet_switch"):
+        entries.check_stack_size("greenlet_switch", 65536)
+    assert entries.check_stack_size("greenlet_switch", None) is None

@@ -61,7 +61,7 @@ def test_installed_wheel_measures_and_reproduces(wheel, tmp_path):
     res = _run([str(labkit), "measure", "asm", "--json", "--switches", "10000",
                 "--repeats", "2"], cwd=work, env=env, timeout=600)
     rows = json.loads(res.stdout)
-    assert len(rows) == 2 and rows[0]["kernel"] == "asm"
+    assert len(rows) == 2 and rows[0]["entry"] == "asm"
     assert all(r["counted_switches"] == r["switches"] for r in rows)
     # The commit it was built from, not whatever git repository the venv sits in.
     head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=12", "HEAD"],

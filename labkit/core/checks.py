@@ -27,7 +27,7 @@ def check_registers(kernel: str):
     out = []
     for r in rows:
         for side, a, b in (("main", "main_in", "main_out"), ("other", "other_in", "other_out")):
-            out.append({"kernel": kernel, "register": r["register"], "side": side,
+            out.append({"entry": kernel, "register": r["register"], "side": side,
                         "loaded": r[a], "found": r[b], "survived": r[a] == r[b]})
     return pd.DataFrame(out)
 
@@ -45,7 +45,7 @@ def check_fp_control(kernel: str) -> dict:
         return all((x ^ y) & m == 0 for x, y, m in zip(a, b, mask))
 
     r["kept"] = same(r["main_set"], r["main_after"]) and same(r["other_set"], r["other_after"])
-    r["kernel"] = kernel
+    r["entry"] = kernel
     return r
 
 

@@ -78,7 +78,7 @@ def catalogue(peers: bool = True):
         info = kernel_info(name)
         ok, why = availability(name)
         rows.append({
-            "kernel": name,
+            "entry": name,
             "system": system(name),
             "kind": info.kind,
             "saves": info.saves,
@@ -94,16 +94,16 @@ def catalogue(peers: bool = True):
 # ---- argument checks that need the catalogue ----
 
 def check_name(name) -> str:
-    """A known kernel name that runs here."""
+    """A known catalogue entry (kernel or peer) that runs here."""
     if not isinstance(name, str):
-        raise TypeError(f"kernel must be a str naming a kernel, not {type(name).__name__}")
+        raise TypeError(f"entry must be a str naming a kernel or peer, not {type(name).__name__}")
     if name not in ALL_NAMES:
         raise ValueError(
-            f"kernel must be one of {', '.join(ALL_NAMES)}; got {name!r}"
+            f"entry must be one of {', '.join(ALL_NAMES)}; got {name!r}"
         )
     ok, why = availability(name)
     if not ok:
-        raise _errors.KernelUnavailableError(f"kernel {name!r} is not available on this machine: {why}")
+        raise _errors.KernelUnavailableError(f"entry {name!r} is not available on this machine: {why}")
     return name
 
 
@@ -113,13 +113,17 @@ def min_stack_size(kernel_name: str) -> int:
 
 
 def check_stack_size(kernel_name: str, value) -> int | None:
-    """The stack size in bytes, rounded up to whole pages (None: 64 KiB); None for a stackless kernel."""
+    """The stack size in bytes, rounded up to whole pages (None: 64 KiB); None for an
+    entry without a stack of its own, or whose stacks labkit does not make (Python peers)."""
     kind = kernel_info(kernel_name).kind
-    if kind != "stackful":
+    system = _systems.of(kernel_name)
+    if kind != "stackful" or "stack_size" not in system.applies:
+        why = ("it has no stack of its own" if kind != "stackful"
+               else f"a {system.what}'s stacks are made by its own library, not by labkit")
         if value is not None:
             raise ValueError(
-                f"stack_size must be left unset (None) for the {kind} kernel "
-                f"{kernel_name!r}: it has no stack of its own; got {value!r}"
+                f"stack_size must be left unset (None) for the {kind} entry "
+                f"{kernel_name!r}: {why}; got {value!r}"
             )
         return None
     if value is None:

@@ -182,9 +182,9 @@ def peers_missing_reason() -> str:
         return text.splitlines()[0]
     lines = [ln for ln in text.splitlines() if "error" in ln]
     detail = f" (compiler said: {lines[0].strip()[:200]})" if lines else ""
-    return ("the C++ peers are not built: install Boost and a C++20 compiler "
-            "(apt-get install g++ libboost-context-dev libboost-fiber-dev), then run "
-            "`make setup`" + detail)
+    packages = " ".join(["g++", *(pkg for _, _, pkg in native_build.peer_libraries())])
+    return ("the C++ peers are not built: install their libraries and a C++20 compiler "
+            f"(apt-get install {packages}), then run `make setup`" + detail)
 
 
 @functools.lru_cache(maxsize=None)

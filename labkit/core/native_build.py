@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -49,11 +50,17 @@ OPT_LEVELS = {
 WARN = ["-Wall"]
 SERVER_CFLAGS = ["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"]
 
-BOOST_HINT = "apt-get install libboost-context-dev libboost-fiber-dev"
 URING_HINT = "apt-get install liburing-dev"
 ASIO_HINT = "apt-get install libasio-dev"
 SERVER_C = ["servers/lk_srv.c", "servers/lk_alloc.c"]  # in every echo server
 SERVER_H = ["servers/lk_srv.h"]
+
+
+def peer_libraries() -> list[tuple[str, str, str]]:
+    """(library, header, Debian package) of each line of LKX_LIBRARIES in cxx/peers.h."""
+    text = (PACKAGE / "cxx" / "peers.h").read_text()
+    block = re.search(r"#define LKX_LIBRARIES\(L\)((?:.*\\\n)*.*)", text)
+    return re.findall(r'L\((\w+),\s*"([^"]+)",\s*"([^"]+)"\)', block.group(1)) if block else []
 
 
 def _targets() -> dict[str, dict]:
@@ -74,8 +81,9 @@ def _targets() -> dict[str, dict]:
             group="peers", lang="c++", sources=["cxx/peers.cpp", "cxx/frames.cpp"],
             headers=["cxx/peers.h", "cxx/frames.h", *CORE_HEADERS],
             flags=["-std=c++20", *opt, *WARN], shared=True,
-            libs=["-lboost_context", "-lboost_fiber"],
-            needs=[("boost/context/fiber.hpp", BOOST_HINT)],
+            libs=[f"-l{lib}" for lib, _, _ in peer_libraries()],
+            needs=[(header, f"apt-get install {package}")
+                   for _, header, package in peer_libraries()],
             record=("LKX_CFLAGS", " ".join(["-std=c++20", *opt])))
     server = dict(group="servers", headers=SERVER_H, flags=SERVER_CFLAGS)
     t["lk_echo_load"] = dict(server, lang="c", sources=["servers/loadgen.c"], headers=[])

@@ -128,15 +128,33 @@ def save_experiments(name: str, parts: dict) -> Path:
                               ignore_index=True), name)
 
 
-def load_csv(name: str):
-    """Read data/<name>.csv back (FileNotFoundError says which run makes it)."""
+def current_columns(df):
+    """A frame written by an older labkit under today's column names. Before bundle
+    format 3 the catalogue entry's column was `kernel`, and a design's runs called the
+    side of a comparison `entry`; a frame with neither old name is returned as it is."""
+    renames = {}
+    if "entry" in df.columns and "side" not in df.columns and (
+            "kernel" in df.columns or "worker" in df.columns):
+        renames["entry"] = "side"
+    if "kernel" in df.columns:
+        renames["kernel"] = "entry"
+    return df.rename(columns=renames) if renames else df
+
+
+def read_csv(path, **kw):
+    """pandas.read_csv of a file labkit wrote, in today's column names (current_columns)."""
     import pandas as pd
 
+    return current_columns(pd.read_csv(path, **kw))
+
+
+def load_csv(name: str):
+    """Read data/<name>.csv back (FileNotFoundError says which run makes it)."""
     path = data_dir() / f"{name}.csv"
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist yet: run `make reproduce` (or the "
                                 f"notebook {name}) first")
-    return pd.read_csv(path)
+    return read_csv(path)
 
 
 def save_figure(fig, name: str) -> list[Path]:

@@ -8,7 +8,7 @@ NOISY_CV = 0.10
 _KEPT = ("kind", "stack_size", "machine_id", "cpu_model", "tsc_ghz", "compiler", "opt_level")
 
 
-def summarize(df, by=("kernel",), value: str = "ns_per_switch"):
+def summarize(df, by=("entry",), value: str = "ns_per_switch"):
     """One row per group: repeats, median, quartiles, IQR, min, max, mean, std, coefficient
     of variation, the median of ticks per switch if present, and a `noisy` flag (std >= 10%
     of the mean, pyperf's rule). The metadata columns that are constant in a group are kept."""

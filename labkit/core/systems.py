@@ -263,7 +263,7 @@ def of(name: str) -> System:
     for s in SYSTEMS.values():
         if name in s:
             return s
-    raise ValueError(f"kernel must be one of {', '.join(all_names())}; got {name!r}")
+    raise ValueError(f"entry must be one of {', '.join(all_names())}; got {name!r}")
 
 
 # ---- the argument checks the job builders share ----

@@ -16,11 +16,12 @@ def _default_timeout(switches: int, runs: int) -> float:
     return 60.0 + runs * switches * 5e-6
 
 
-def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000_000,
+def measure(entry: str, *, stack_size: int | None = None, switches: int = 1_000_000,
             repeats: int = 10, warmup: int = 1, cpu: int | None = None,
             prefault: bool | None = None, build: str | None = None, fp_control: str = "as-is",
             stack_in_use: int | None = None, timeout: float | None = None):
-    """Time `switches` switches between two contexts with `kernel`, `repeats` times after
+    """Time `switches` switches between two contexts with `entry` (a kernel or a peer, as
+    labkit.catalogue() names them), `repeats` times after
     `warmup` dropped runs, in a worker process. Returns a DataFrame with one row per repeat:
     ns and cycle-counter ticks per switch with the empty loop's cost subtracted
     (`ns_per_switch`, `ticks_per_switch`; floored at 0, with `below_resolution` True where
@@ -39,7 +40,7 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
     stack_in_use (copy_stack only; None: 0): bytes each coroutine holds on its stack, beyond
     its frames, when it switches; the `copied_bytes_per_switch` column says what the
     switches really copied."""
-    kernel = _entries.check_name(kernel)
+    kernel = _entries.check_name(entry)
     size = _entries.check_stack_size(kernel, stack_size)
     in_use = _stack_in_use(kernel, size, stack_in_use)
     switches = _v.switches(switches)
@@ -57,7 +58,7 @@ def measure(kernel: str, *, stack_size: int | None = None, switches: int = 1_000
     out = _worker.call("labkit.core.systems", job.function, pin=cpu, describe=describe,
                        timeout=timeout, stack_size=size or 0, rounds=switches // 2,
                        warmup=warmup, repeats=repeats, **args)
-    common = {"kernel": kernel, "kind": _entries.kernel_info(kernel).kind,
+    common = {"entry": kernel, "kind": _entries.kernel_info(kernel).kind,
               "pattern": "pingpong", "contexts": 2, "stack_size_requested": stack_size,
               "stack_size": size, "colour_step": 0, "prefault": job.prefault, "cpu": cpu,
               "build": job.build_column, "fp_control": job.fp_control,
@@ -179,7 +180,7 @@ def measure_ring(kernel: str, *, contexts: int, asymmetric: bool = False, laps: 
         "labkit.core.timing", "worker_ring", pin=cpu, kernel=_entries.kernel_index(kernel), n=n,
         asymmetric=asymmetric, stack_size=size, colour_step=step, prefault=prefault,
         laps=laps, warmup=warmup, repeats=repeats, describe=describe, timeout=timeout)
-    common = {"kernel": kernel, "kind": "stackful", "pattern": pattern, "contexts": n,
+    common = {"entry": kernel, "kind": "stackful", "pattern": pattern, "contexts": n,
               "stack_size_requested": stack_size, "stack_size": size, "colour_step": step,
               "prefault": prefault, "cpu": cpu, "laps": laps}
     return _frame(out["samples"], switches, describe, common, resumptions=laps * n, meta=meta,

@@ -32,6 +32,13 @@ enum lkx_peer {
     LKX_NPEERS
 };
 
+/* The libraries the peers link: the -l name, a header that shows it is installed, and
+ * the Debian package that installs it. labkit/core/native_build.py reads these lines
+ * (it runs before labkit can be imported), so a peer from a new library adds one here. */
+#define LKX_LIBRARIES(L)                                                       \
+    L(boost_context, "boost/context/fiber.hpp", "libboost-context-dev")       \
+    L(boost_fiber, "boost/fiber/all.hpp", "libboost-fiber-dev")
+
 /* 1 if the peer runs the other side on a stack of its own (stack_size applies). */
 int lkx_peer_stackful(int peer);
 

@@ -85,7 +85,7 @@ def instructions_per_switch(kernel: str, *, build: str = "O2", stack_size: int |
             lambda run: _count(lib, system.count_driver, index, run[1], run[0], size), runs)))
     per = {name: (got[(only, r2)] - got[(only, r1)]) / (2 * (r2 - r1))
            for name, only in (("loop", 1), ("base", 2))}
-    return {"kernel": kernel, "build": build, "loop": per["loop"], "base": per["base"],
+    return {"entry": kernel, "build": build, "loop": per["loop"], "base": per["base"],
             "net": per["loop"] - per["base"]}
 
 
@@ -100,6 +100,6 @@ def instructions_table(kernels, builds, **kw):
             try:
                 rows.append({**instructions_per_switch(k, build=b, **kw), "why": ""})
             except UnsupportedInstructionError as exc:
-                rows.append({"kernel": k, "build": b, "loop": float("nan"),
+                rows.append({"entry": k, "build": b, "loop": float("nan"),
                              "base": float("nan"), "net": float("nan"), "why": str(exc)})
     return pd.DataFrame(rows)

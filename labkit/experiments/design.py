@@ -94,7 +94,7 @@ def run_process(entries: dict, index: int, *, repeats: int, seed: int):
         for pos, label in enumerate(order):
             t0 = time.perf_counter()
             df = entries[label](repeats=1)
-            frames.append(df.assign(entry=label, worker=index, worker_pid=proc.pid, order=pos,
+            frames.append(df.assign(side=label, worker=index, worker_pid=proc.pid, order=pos,
                                     call_s=time.perf_counter() - t0))
     # What a process costs beyond its calls (start, imports, exit): Kalibera and Jones's
     # cost of one more process, against call_s, the cost of one more repeat.
@@ -117,7 +117,7 @@ def still_needed(rules: list, rows: list, runs) -> list:
     needs nothing more, and later processes measure only what the open claims read."""
     import warnings
 
-    labels = sorted(set(runs.entry))
+    labels = sorted(set(runs.side))
     keep = set()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -128,7 +128,7 @@ def still_needed(rules: list, rows: list, runs) -> list:
                 if label in keep:
                     continue
                 try:
-                    changed = not _same(rule(runs[runs.entry != label]), row)
+                    changed = not _same(rule(runs[runs.side != label]), row)
                 except Exception:  # noqa: BLE001 - a rule that needs the entry may fail without it
                     changed = True
                 if changed:
@@ -172,12 +172,14 @@ def sequential(run_one, rules: list, *, schedule: dict, progress=None, finished=
     return runs, rows, taken
 
 
-def measure_for_verdicts(entries: dict, rules: list, *, schedule: dict, repeats: int = 2,
-                         seed: int = 0, progress=None, finished=None):
-    """`sequential` over fresh worker processes, each measuring every entry `repeats`
-    times in ABBA order (run_process). entries maps a label to a measuring function that
-    takes `repeats=` and returns a tidy frame."""
+def measure_for_verdicts(entries: dict, rules: list, *, schedule: dict, seed: int = 0,
+                         progress=None, finished=None):
+    """`sequential` over fresh worker processes, each measuring every entry the schedule's
+    `repeats` times (labkit.core.sequential's REPEATS where it names none) in ABBA order
+    (run_process). entries maps a label to a measuring function that takes `repeats=` and
+    returns a tidy frame."""
     _check_entries(entries)
+    repeats = schedule.get("repeats", schedules.REPEATS)
 
     def one(i, labels):
         some = entries if labels is None else {k: entries[k] for k in labels}

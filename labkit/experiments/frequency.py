@@ -144,7 +144,7 @@ def measure(work_cycles: int, *, stack_size: int, batch: int = 1, workers: int =
     got = _worker.call("labkit.experiments.frequency", "worker_run", describe=describe, timeout=timeout,
                        build=build, work_cycles=w, stack_size=size, workers=n, batch=b,
                        tasks=t, warmup=warmup, repeats=repeats, cpu=cpu, work=work)
-    common = {"kernel": KERNEL, "build": build, "workers": n, "stack_size_requested": stack_size,
+    common = {"entry": KERNEL, "build": build, "workers": n, "stack_size_requested": stack_size,
               "stack_size": size, "batch": b, "setup": setup_label(size, b),
               "work": work, "work_cycles": w, "work_units": got["units"],
               "ticks_per_unit": got["ticks_per_unit"], "tasks": t, "resumptions": t // b,

@@ -110,7 +110,7 @@ def idle_process_cost(start, *, blocks: int = 10, repeats: int = 5, cpu: int = 0
                     idle.append(((after[0] - before[0]) / (t1 - t0),
                                  (after[1] - before[1]) / (t1 - t0)))
                 for kernel, df in zip(KERNELS, (a, f)):
-                    rows.append(pd.DataFrame({"kernel": kernel, "condition": cond,
+                    rows.append(pd.DataFrame({"entry": kernel, "condition": cond,
                                               "block": i // 2,
                                               "ns_per_switch": df["ns_per_switch"].to_numpy()}))
         finally:
@@ -118,12 +118,12 @@ def idle_process_cost(start, *, blocks: int = 10, repeats: int = 5, cpu: int = 0
     raw = pd.concat(rows, ignore_index=True)
     info = machine_info()
     load_after = os.getloadavg()
-    med = raw.groupby(["kernel", "block", "condition"]).ns_per_switch.median().unstack()
+    med = raw.groupby(["entry", "block", "condition"]).ns_per_switch.median().unstack()
     out = []
-    for kernel, g in med.groupby(level="kernel"):
+    for kernel, g in med.groupby(level="entry"):
         ratio, lo, hi = paired_ratio(g[WITH] / g[WITHOUT])
-        k = raw[raw.kernel == kernel]
-        out.append({"kernel": kernel, "ratio_with_to_without": ratio, "ci95_low": lo,
+        k = raw[raw.entry == kernel]
+        out.append({"entry": kernel, "ratio_with_to_without": ratio, "ci95_low": lo,
                     "ci95_high": hi, "within_2pct": lo >= 0.98 and hi <= 1.02,
                     "median_ns_without": float(k[k.condition == WITHOUT].ns_per_switch.median()),
                     "median_ns_with": float(k[k.condition == WITH].ns_per_switch.median()),

@@ -29,7 +29,8 @@ from labkit.core import envcheck, results
 from labkit.lab import ledger, notebook_index
 
 SUFFIX = ".labkit"
-FORMAT = 2  # 2: machine_id checked, no host or paths by default, commit and mode compared
+FORMAT = 3  # 3: the catalogue entry's column is `entry` (2: `kernel`)
+READS = (2, 3)  # the formats merge and compare read; older frames get today's column names
 HOST_COLUMNS = ("hostname",)
 # What to do with a damaged bundle.
 REMAKE = "make the bundle again with `labkit bundle -o NAME` on the machine that measured it"
@@ -93,7 +94,7 @@ def make_bundle(out: str | Path, *, quick: bool = False, include_host: bool = Fa
         path = results.data_dir() / f"{nb}.csv"
         # A notebook that failed in the last run has no fresh measurements to travel.
         if path.exists() and nb not in failed:
-            df = pd.read_csv(path)
+            df = results.read_csv(path)
             if "machine_id" in df.columns:
                 ids = set(df.machine_id.dropna().astype(str)) - {info["machine_id"]}
                 if ids:
@@ -153,7 +154,8 @@ def read_bundle(path: str | Path) -> dict:
         raise ValueError(f"path {path}: the bundle's machine.json has no machine."
                          f"{', machine.'.join(lacking)}; {REMAKE}")
     return {"meta": meta, "machine": machine,
-            "measurements": _parse(path, "measurements.parquet", pd.read_parquet),
+            "measurements": results.current_columns(
+                _parse(path, "measurements.parquet", pd.read_parquet)),
             "verdicts": _parse(path, "verdicts.parquet", pd.read_parquet)}
 
 
@@ -186,10 +188,10 @@ def merge(paths, *, same_commit: bool = True) -> dict:
     if len(bundles) < 2:
         raise ValueError(f"paths must name at least two bundles; got {len(bundles)}")
     for p, b in zip(paths, bundles):
-        if b["meta"].get("format") != FORMAT:
+        if b["meta"].get("format") not in READS:
             raise ValueError(f"paths: {p} is a bundle of format {b['meta'].get('format')}, "
-                             f"this labkit reads format {FORMAT}: remake it with "
-                             "`labkit bundle` from this labkit")
+                             f"this labkit reads formats {', '.join(map(str, READS))}: remake "
+                             "it with `labkit bundle` from this labkit")
     modes = {("quick" if b["meta"].get("quick") else "full") for b in bundles}
     if len(modes) > 1:
         raise ValueError("paths mix quick and full runs: " + ", ".join(
@@ -219,7 +221,7 @@ def merge(paths, *, same_commit: bool = True) -> dict:
             if "ns_per_switch" in m else m.iloc[0:0]
         if m.empty:
             continue
-        med = m.groupby("kernel").ns_per_switch.median()
+        med = m.groupby("entry").ns_per_switch.median()
         ratio = med / med.get("asm", float("nan"))
         ladders.append(pd.DataFrame({(lab, "median ns"): med, (lab, "ratio to asm"): ratio}))
     ladder = pd.concat(ladders, axis=1) if ladders else pd.DataFrame()

@@ -24,13 +24,13 @@ RUNS = "{}_verdict_runs"
 
 
 def _entry(df, label, col="ns_per_switch"):
-    sel = df.loc[df.entry == label, col].astype(float) if "entry" in df else df.iloc[0:0][col]
+    sel = df.loc[df.side == label, col].astype(float) if "side" in df else df.iloc[0:0][col]
     return sel.dropna()
 
 
 def _have(df, *labels, col="ns_per_switch"):
     """The labels with no measured value in `col` (empty: all present)."""
-    present = set(df.entry) if "entry" in df else set()
+    present = set(df.side) if "side" in df else set()
     if col not in df:
         return list(labels)
     return [lab for lab in labels if lab not in present or _entry(df, lab, col).empty]
@@ -49,7 +49,7 @@ def _missing_row(claim_id, runs, *labels, col="ns_per_switch"):
 
 def _per_side(runs, label) -> int:
     """Repeats of `label` in each process (the design's `repeats`)."""
-    return int(runs[runs.entry == label].groupby("worker").size().median())
+    return int(runs[runs.side == label].groupby("worker").size().median())
 
 
 def _ratio_row(claim_id, runs, num, den, note="", col="ns_per_switch", **kw):
@@ -480,7 +480,7 @@ c004_1e, c004_1f, c004_1g, c004_1h = (_tps_rule(c) for c in TPS_ROWS)
 
 def c000_6(frames06):
     """C000.6: instructions per switch of Boost's jump_fcontext (callgrind, net)."""
-    sel = frames06.loc[frames06.kernel == "boost_fcontext"] if "kernel" in frames06 else frames06.iloc[0:0]
+    sel = frames06.loc[frames06.entry == "boost_fcontext"] if "entry" in frames06 else frames06.iloc[0:0]
     net = sel["net"].dropna() if "net" in sel else sel.iloc[0:0]
     if net.empty:
         return verdicts.cannot_measure("C000.6", "Boost's jump_fcontext was not counted here")
@@ -604,8 +604,6 @@ RULES = {
 def recompute(claim_id: str, data_dir=None) -> dict | None:
     """Recompute one claim's verdict row from the CSVs in data_dir (default: the results
     folder); None when a file it needs is missing (C004.2 needs only one of its two)."""
-    import pandas as pd
-
     from labkit.core import results
 
     if claim_id not in RULES:
@@ -615,7 +613,7 @@ def recompute(claim_id: str, data_dir=None) -> dict | None:
     frames = []
     for name in names:
         path = data_dir / f"{name}.csv"
-        frames.append(pd.read_csv(path, low_memory=False, float_precision="round_trip")
+        frames.append(results.read_csv(path, low_memory=False, float_precision="round_trip")
                       if path.exists() else None)
     if claim_id == "C004.2":
         return fn(*frames) if any(f is not None for f in frames) else None

@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     m = _command(sub, "measure", "measure one kernel and print its summary",
                  "Time switches between two contexts with one kernel, in a worker process, "
                  "with the empty loop subtracted.")
-    m.add_argument("kernel", help="a kernel or peer name (see `labkit catalogue`)")
+    m.add_argument("entry", help="a kernel or peer name (see `labkit catalogue`)")
     m.add_argument("--switches", type=int, default=1_000_000,
                    help="switches per repeat (default 1000000)")
     m.add_argument("--repeats", type=int, default=10, help="timed repeats (default 10)")
@@ -150,12 +150,12 @@ def _run(args, parser) -> int:
         import labkit
 
         table = labkit.catalogue()
-        _print_frame(table, args, lambda: table[["kernel", "system", "kind", "available",
+        _print_frame(table, args, lambda: table[["entry", "system", "kind", "available",
                                                   "why_not"]].to_string(index=False))
     elif args.command == "measure":
         import labkit
 
-        df = labkit.measure(args.kernel, switches=args.switches, repeats=args.repeats,
+        df = labkit.measure(args.entry, switches=args.switches, repeats=args.repeats,
                             stack_size=args.stack_size, cpu=args.cpu, build=args.build,
                             fp_control=args.fp_control, stack_in_use=args.stack_in_use)
 

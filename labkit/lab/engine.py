@@ -30,12 +30,12 @@ def looks_of(runs) -> tuple[int, ...]:
 
 
 def per_process(runs, col: str = "ns_per_switch"):
-    """A frame with one row per process (`worker`) and one column per entry: the median
-    of that process's repeats of the entry, in process order."""
-    if "worker" not in runs or "entry" not in runs:
-        raise ValueError("runs must have `worker` and `entry` columns (a design's runs)")
-    return (runs.assign(_v=runs[col].astype(float)).groupby(["worker", "entry"])._v.median()
-            .unstack("entry").sort_index())
+    """A frame with one row per process (`worker`) and one column per side: the median
+    of that process's repeats of that side, in process order."""
+    if "worker" not in runs or "side" not in runs:
+        raise ValueError("runs must have `worker` and `side` columns (a design's runs)")
+    return (runs.assign(_v=runs[col].astype(float)).groupby(["worker", "side"])._v.median()
+            .unstack("side").sort_index())
 
 
 def ratio_stats(table, num: str, den: str):
@@ -144,7 +144,7 @@ VALUE_COLUMNS = ("ns_per_switch", "ns_per_pair", "units_per_s", "qps")
 
 
 def variance_components(runs):
-    """Kalibera and Jones's two levels, per entry of a design's runs, on the log of its
+    """Kalibera and Jones's two levels, per side of a design's runs, on the log of its
     measured value (the first of VALUE_COLUMNS it has): the variance between processes
     and within one, the costs of one more process and one more repeat (seconds), and the
     repeats per process that give the narrowest interval for the time,
@@ -158,7 +158,7 @@ def variance_components(runs):
         per = runs.groupby("worker").agg(p=("process_s", "first"), c=("call_s", "sum"))
         c_proc = float((per.p - per.c).median())
     rows = []
-    for entry, g in runs.groupby("entry", sort=False):
+    for side, g in runs.groupby("side", sort=False):
         col = next((c for c in VALUE_COLUMNS if c in g and g[c].notna().any()), None)
         if col is None:
             continue
@@ -183,7 +183,7 @@ def variance_components(runs):
         def text(v, why):
             return why if math.isnan(v) else f"{v:.2g}"
 
-        rows.append({"entry": entry, "value": col, "processes": str(by.ngroups),
+        rows.append({"side": side, "value": col, "processes": str(by.ngroups),
                      "repeats per process": f"{r:g}",
                      "between processes (log var)": text(between, "too few processes"),
                      "within a process (log var)": text(

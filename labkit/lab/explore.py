@@ -3,7 +3,7 @@ size, a number of contexts, an optimisation level, and show the measurement and 
 
     from labkit.lab.explore import Explorer
     ex = Explorer()          # display it in a notebook: ex
-    ex.set(kernel="asm", contexts=1024)
+    ex.set(entry="asm", contexts=1024)
     ex.sweep("stack_size")   # progress bar, Stop button, every point kept
     ex.results               # every row measured so far, one per repeat
 
@@ -29,12 +29,12 @@ CONTEXTS = (2, 4, 16, 64, 256, 1024, 4096)
 COLOUR_STEPS = (0, 64)
 SWITCHES = (20_000, 100_000, 1_000_000)
 EXTENSION = "extension"  # the build menu's name for the extension's own -O2 code
-AXES = ("kernel", "stack_size", "contexts", "build", "colour_step")
+AXES = ("entry", "stack_size", "contexts", "build", "colour_step")
 # Columns that name a point in the explorer's frames and tables.
-POINT_COLUMNS = ("kernel", "stack_size", "contexts", "build", "colour_step", "switches",
+POINT_COLUMNS = ("entry", "stack_size", "contexts", "build", "colour_step", "switches",
                  "repeats")
 # What a summary row is grouped by: one row per measured point, in the order measured.
-SUMMARY_KEYS = ("seq", "point", "kernel", "stack_size", "contexts", "build", "colour_step")
+SUMMARY_KEYS = ("seq", "point", "entry", "stack_size", "contexts", "build", "colour_step")
 
 
 def _bytes_label(n) -> str:
@@ -48,7 +48,7 @@ class Point:
     """One measurement the explorer can make. contexts == 2 is labkit.measure's ping-pong;
     more is labkit.measure_ring's symmetric ring. stack_size is None for kernels without
     a stack of their own; build is EXTENSION or one of labkit.builds()."""
-    kernel: str
+    entry: str
     stack_size: int | None
     contexts: int
     build: str
@@ -61,7 +61,7 @@ class Point:
         return self.contexts > 2
 
     def label(self) -> str:
-        parts = [self.kernel]
+        parts = [self.entry]
         if self.stack_size is not None:
             parts.append(_bytes_label(self.stack_size))
         parts.append(f"ring of {self.contexts}" if self.ring else "ping-pong")
@@ -75,7 +75,7 @@ class Point:
 def _catalogue():
     import labkit
 
-    return labkit.catalogue().set_index("kernel")
+    return labkit.catalogue().set_index("entry")
 
 
 def applicable(kernel: str, catalogue=None) -> dict[str, bool]:
@@ -132,9 +132,9 @@ def measure_point(p: Point):
     if p.ring:
         # About `switches` switches a repeat, whatever the ring's size: N + 1 a lap.
         laps = max(1, p.switches // (p.contexts + 1))
-        return labkit.measure_ring(p.kernel, contexts=p.contexts, stack_size=p.stack_size,
+        return labkit.measure_ring(p.entry, contexts=p.contexts, stack_size=p.stack_size,
                                    colour_step=p.colour_step, laps=laps, repeats=p.repeats)
-    return labkit.measure(p.kernel, stack_size=p.stack_size, switches=p.switches,
+    return labkit.measure(p.entry, stack_size=p.stack_size, switches=p.switches,
                           repeats=p.repeats, build=None if p.build == EXTENSION else p.build)
 
 
@@ -174,7 +174,7 @@ class Explorer:
 
     def __init__(self, *, quick: bool = False, background: bool = True, auto: bool = True,
                  measure: Callable | None = None, save_to: str | Path | None | bool = True,
-                 kernel: str = "asm_fpu", show_machine: bool = True):
+                 entry: str = "asm_fpu", show_machine: bool = True):
         self.background = background
         self._measure = measure or measure_point
         self.save_to = (_default_save_path() if save_to is True
@@ -182,10 +182,10 @@ class Explorer:
         self.catalogue = _catalogue()
         cat = self.catalogue
         names = [k for k in cat.index if cat.loc[k, "available"]]
-        if kernel not in names:
-            raise ValueError(f"kernel must be one of the kernels available here {names}; "
-                             f"got {kernel!r}")
-        self._make_widgets(names, kernel, quick, auto)
+        if entry not in names:
+            raise ValueError(f"entry must be one of the entries available here {names}; "
+                             f"got {entry!r}")
+        self._make_widgets(names, entry, quick, auto)
         self._wire()
         self._reset_state()
         self.ui = self._layout(show_machine)
@@ -193,7 +193,7 @@ class Explorer:
 
     # ---- building the widgets ----
 
-    def _make_widgets(self, names: list[str], kernel: str, quick: bool, auto: bool):
+    def _make_widgets(self, names: list[str], entry: str, quick: bool, auto: bool):
         import ipywidgets as w
 
         import labkit
@@ -201,9 +201,9 @@ class Explorer:
         cat = self.catalogue
         style = {"description_width": "110px"}
         wide = w.Layout(width="420px")
-        self.kernel = w.Dropdown(
+        self.entry = w.Dropdown(
             options=[(f"{k} ({cat.loc[k, 'system']}, {cat.loc[k, 'kind']})", k) for k in names],
-            value=kernel, description="kernel", style=style, layout=wide)
+            value=entry, description="entry", style=style, layout=wide)
         self.stack_size = w.SelectionSlider(
             options=[(_bytes_label(s), s) for s in STACK_SIZES], value=64 * KiB,
             description="stack size", continuous_update=False, style=style, layout=wide)
@@ -226,7 +226,7 @@ class Explorer:
         self.measure_button = w.Button(description="Measure", button_style="primary",
                                        icon="play")
         self.sweep_axis = w.Dropdown(
-            options=[("kernels", "kernel"), ("stack sizes", "stack_size"),
+            options=[("entries", "entry"), ("stack sizes", "stack_size"),
                      ("contexts", "contexts"), ("optimisation levels", "build"),
                      ("stack colouring", "colour_step")],
             value="stack_size", description="sweep over", layout=w.Layout(width="230px"))
@@ -241,7 +241,7 @@ class Explorer:
         self.table = w.HTML()
 
     def _wire(self):
-        self._params = (self.kernel, self.stack_size, self.contexts, self.build,
+        self._params = (self.entry, self.stack_size, self.contexts, self.build,
                         self.colour_step, self.switches, self.repeats)
         for widget in self._params:
             widget.observe(self.on_change, names="value")
@@ -272,7 +272,7 @@ class Explorer:
             caption = f"<small>{html.escape(machine_caption())}</small>"
         return w.VBox([
             w.HTML(f"<b>labkit explorer</b><br>{caption}"),
-            w.HBox([w.VBox([self.kernel, self.stack_size, self.contexts, self.colour_step]),
+            w.HBox([w.VBox([self.entry, self.stack_size, self.contexts, self.colour_step]),
                     w.VBox([self.build, self.switches, self.repeats, self.auto])]),
             w.HBox([self.measure_button, self.sweep_axis, self.sweep_button, self.stop_button]),
             self.progress, self.notes, self.status,
@@ -313,12 +313,12 @@ class Explorer:
         return self._plan()[0]
 
     def _plan(self):
-        return plan(self.kernel.value, self.stack_size.value, self.contexts.value,
+        return plan(self.entry.value, self.stack_size.value, self.contexts.value,
                     self.build.value, self.colour_step.value, self.switches.value,
                     self.repeats.value, catalogue=self.catalogue)
 
     def _refresh_applicable(self):
-        ok = applicable(self.kernel.value, self.catalogue)
+        ok = applicable(self.entry.value, self.catalogue)
         ring = self.contexts.value > 2 and ok["ring"]
         self.stack_size.disabled = not ok["stack_size"]
         self.contexts.disabled = not ok["ring"]
@@ -329,7 +329,7 @@ class Explorer:
                                    for n in notes)
 
     def set(self, **values):
-        """Set several widgets at once (kernel=..., stack_size=..., contexts=..., build=...,
+        """Set several widgets at once (entry=..., stack_size=..., contexts=..., build=...,
         colour_step=..., switches=..., repeats=...); measures once after, if auto."""
         unknown = set(values) - set(POINT_COLUMNS)
         if unknown:
@@ -374,13 +374,13 @@ class Explorer:
         if axis not in AXES:
             raise ValueError(f"axis must be one of {AXES}; got {axis!r}")
         values = {
-            "kernel": [v for _, v in self.kernel.options],
+            "entry": [v for _, v in self.entry.options],
             "stack_size": list(STACK_SIZES),
             "contexts": list(CONTEXTS),
             "build": [v for _, v in self.build.options],
             "colour_step": list(COLOUR_STEPS),
         }[axis]
-        base = {"kernel": self.kernel.value, "stack_size": self.stack_size.value,
+        base = {"entry": self.entry.value, "stack_size": self.stack_size.value,
                 "contexts": self.contexts.value, "build": self.build.value,
                 "colour_step": self.colour_step.value, "switches": self.switches.value,
                 "repeats": self.repeats.value}
@@ -391,7 +391,7 @@ class Explorer:
             # A value this kernel cannot use (a stack size for a stackless kernel) would
             # only measure the same point again; a kernel that cannot make a ring would
             # put a ping-pong among the rings.
-            if axis == "kernel":
+            if axis == "entry":
                 keep = p.contexts == here.contexts
             else:
                 keep = getattr(p, axis) == v
@@ -406,7 +406,7 @@ class Explorer:
         points = self.sweep_points(axis)
         if len(points) < 2:
             self.status.value = (f"<b style='color:#b00'>nothing to sweep:</b> "
-                                 f"{html.escape(self.kernel.value)} takes only one value of "
+                                 f"{html.escape(self.entry.value)} takes only one value of "
                                  f"{html.escape(axis)} here")
             return
         self._submit(_Job("sweep", points, axis))
@@ -656,7 +656,7 @@ def render_sweep(summary, axis: str) -> bytes:
                    "build": "optimisation level"}.get(axis, axis))
     ax.set_ylabel("ns per switch")
     first = s.iloc[0]
-    fixed = [c for c in ("kernel", "stack_size", "contexts", "build") if c != axis]
+    fixed = [c for c in ("entry", "stack_size", "contexts", "build") if c != axis]
     ax.set_title("sweep: " + ", ".join(
         f"{c}={_bytes_label(first[c]) if c == 'stack_size' else first[c]}" for c in fixed),
         fontsize=9)

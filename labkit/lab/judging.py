@@ -37,10 +37,8 @@ def _hooks(notebook: str, labels, total: int):
     finished = None
     path = results.data_dir() / "checkpoints" / f"{name}.csv"
     if os.environ.get(sweep.RESUME_ENV) == "1" and path.exists():
-        import pandas as pd
-
-        done = pd.read_csv(path, low_memory=False)
-        if "entry" in done and set(done.entry) == set(labels):
+        done = results.read_csv(path, low_memory=False)
+        if "side" in done and set(done.side) == set(labels):
             finished = done
     sweep._report_progress("verdict processes", 0 if finished is None else
                            finished.worker.nunique(), total, started)
@@ -60,7 +58,7 @@ def run(notebook: str, entries: dict, *, quick: bool, seed: int = 0):
     schedule = sequential.schedule(notebook, quick=quick)
     progress, finished = _hooks(notebook, entries, schedule["looks"][-1])
     runs, rows, _ = design.measure_for_verdicts(
-        entries, rules_for(notebook), schedule=schedule, repeats=schedule["repeats"], seed=seed,
+        entries, rules_for(notebook), schedule=schedule, seed=seed,
         progress=progress, finished=finished)
     results.save_csv(runs, claim_rules.RUNS.format(notebook))
     return runs, _headline(rows)
@@ -81,7 +79,7 @@ def run_rounds(notebook: str, measure, labels, *, quick: bool, seed: int = 0):
                                      rng=random.Random(seed * 100_003 + i))
         if i % 2:
             order = order[::-1]
-        return pd.concat([measure(lab, i).assign(entry=lab, order=pos)
+        return pd.concat([measure(lab, i).assign(side=lab, order=pos)
                           for pos, lab in enumerate(order)], ignore_index=True)
 
     rules = rules_for(notebook)
@@ -105,7 +103,7 @@ def variance_table():
         nb = name[:-len(claim_rules.RUNS.format(""))]
         path = results.data_dir() / f"{name}.csv"
         if path.exists():
-            runs = pd.read_csv(path, low_memory=False)
+            runs = results.read_csv(path, low_memory=False)
             if "worker" in runs:
                 parts.append(engine.variance_components(runs).assign(notebook=nb))
     if not parts:

@@ -177,6 +177,9 @@ TABLES: dict[str, tuple[Param, ...]] = {
         _switches(1_000_000, 100_000),
         _repeats(7, 5),
         _instructions("count instructions with callgrind (about 2 s per kernel and build)"),
+        Param("count_builds", "str", "every", "O0 and O2", "the builds callgrind counts "
+              "(the counts are exact, so fewer builds lose only rows of the table)",
+              choices=("every", "O0 and O2")),
     ),
     "03_symmetric_vs_asymmetric": (
         _cpu(0, "pin the worker to this CPU"),
@@ -234,7 +237,7 @@ TABLES: dict[str, tuple[Param, ...]] = {
         _build("the peers build the memory runs use"),
         _int("n_coroutines", 1_000_000, 100_000, "suspended C++20 coroutines at once"),
         _repeats(3, 2, "coroutine_repeats", "runs of the coroutine measurement"),
-        _int("n_contexts", 1_000_000, 100_000,
+        _int("n_contexts", 1_000_000, 50_000,
              "stackful contexts asked for (scaled to memory_budget)"),
         _ints("stack_sizes", [4 * KiB, 16 * KiB, 64 * KiB, 256 * KiB, 1 * MiB],
               [4 * KiB, 64 * KiB, 1 * MiB], "stack sizes of the contexts, bytes",
@@ -253,7 +256,7 @@ TABLES: dict[str, tuple[Param, ...]] = {
     "08_switch_frequency": (
         _cpu(None),
         _int("workers", 64, help="coroutines in the pool", high=1 << 16),
-        _int("rounds", 2, help="the whole sweep is run this many times, one after the other",
+        _int("rounds", 2, 1, "the whole sweep is run this many times, one after the other",
              high=100),
         _repeats(11, 3, help="per point and round: rounds * repeats runs per point in all"),
         _float("loop_seconds", 0.0005, help="about this long per timed loop (short: fewer "
@@ -275,7 +278,7 @@ TABLES: dict[str, tuple[Param, ...]] = {
         _ints("sweep_connections", [1, 10, 100], [1, 100],
               "connections of the sweep, plus `connections` from the main runs",
               low=1, high=10_000),
-        _float("sweep_duration", 0.5, 0.3, "seconds per run of the sweep"),
+        _float("sweep_duration", 0.5, 0.2, "seconds per run of the sweep"),
         _repeats(2, 1, "sweep_repeats", "runs per point of the sweep"),
         _int("c15_message_bytes", 16384, help="C001.5's rule: 16 KiB messages", high=1 * MiB),
         _ints("c15_chunks", [1024, 4096, 16384, 65536], [1024, 16384],
@@ -283,9 +286,9 @@ TABLES: dict[str, tuple[Param, ...]] = {
         _int("c15_judge_chunk", 1024, help="the buffer C001.5 is judged at (one of "
              "c15_chunks)", high=1 * MiB),
         _int("c15_connections", 100, 50, "connections of the C001.5 runs", high=10_000),
-        _float("c15_duration", 0.3, help="seconds per C001.5 run (suspensions are counted, "
+        _float("c15_duration", 0.3, 0.2, "seconds per C001.5 run (suspensions are counted, "
                "not timed)"),
-        _repeats(2, help="runs per C001.5 point", name="c15_repeats"),
+        _repeats(2, 1, help="runs per C001.5 point", name="c15_repeats"),
         _repeats(3, help="rounds of the robustness check", name="robustness_rounds"),
     ),
 }

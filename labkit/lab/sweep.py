@@ -45,8 +45,8 @@ def _finished(checkpoint: str | None, points: list[dict]):
     path = results.data_dir() / "checkpoints" / f"{checkpoint}.csv"
     if not path.exists():
         return {}
-    typed = pd.read_csv(path)
-    text = pd.read_csv(path, dtype=str, keep_default_na=False)
+    typed = results.read_csv(path)
+    text = results.read_csv(path, dtype=str, keep_default_na=False)
     done = {}
     for i, p in enumerate(points):
         if not all(k in text.columns for k in p):

@@ -100,9 +100,9 @@ def ratio(a: str, b: str, *, quick: bool = False, **kwargs) -> Measured:
     from labkit.lab import verdicts
 
     df = measure_kernels([a, b], quick=quick, **kwargs)
-    r, lo, hi = verdicts.ratio_with_spread(df[df.kernel == a].ns_per_switch,
-                                           df[df.kernel == b].ns_per_switch)
-    s = _summary(df, "kernel").rename(columns={"median": "median ns"})
+    r, lo, hi = verdicts.ratio_with_spread(df[df.entry == a].ns_per_switch,
+                                           df[df.entry == b].ns_per_switch)
+    s = _summary(df, "entry").rename(columns={"median": "median ns"})
     m = Measured(f"{a} / {b}", r, lo, hi, s)
     m.frame = df
     if s.noisy.any():
@@ -125,14 +125,14 @@ def thread_vs_coroutine(*, quick: bool = False, kernel: str = "asm_fpu",
     for r in range(rounds):
         frames.append(labkit.measure_handoff(mode, cpus=(cpu, cpu),
                                                    switches=switches // 25, repeats=repeats)
-                      .assign(kernel=mode, round=r))
+                      .assign(entry=mode, round=r))
         frames.append(labkit.measure(kernel, switches=switches, repeats=repeats, cpu=cpu)
                       .assign(round=r))
     df = pd.concat(frames, ignore_index=True)
-    r, lo, hi = verdicts.ratio_with_spread(df[df.kernel == mode].ns_per_switch,
-                                           df[df.kernel == kernel].ns_per_switch)
+    r, lo, hi = verdicts.ratio_with_spread(df[df.entry == mode].ns_per_switch,
+                                           df[df.entry == kernel].ns_per_switch)
     m = Measured(f"{mode} (one CPU) / {kernel}", r, lo, hi,
-                 _summary(df, "kernel").rename(columns={"median": "median ns"}))
+                 _summary(df, "entry").rename(columns={"median": "median ns"}))
     m.frame = df
     return m
 
@@ -318,7 +318,7 @@ def ready():
     missing = cat[~cat.available]
     add("kernels and peers available", missing.empty,
         f"{int(cat.available.sum())} of {len(cat)}" + ("" if missing.empty else
-                                                         f"; missing: {', '.join(missing.kernel)}"),
+                                                         f"; missing: {', '.join(missing.entry)}"),
         "`sudo make system-deps` installs Boost and the other peers' packages; the "
         "exercises run without them", optional=True)
     try:

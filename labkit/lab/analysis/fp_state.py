@@ -13,7 +13,7 @@ FPU_LIKE = ["asm", "asm_fpu", "boost_fcontext", "asm_fxsave", "asm_xsave"]
 
 def ladder_here():
     """(the LADDER kernels that run here, the catalogue indexed by kernel)."""
-    catalogue = labkit.catalogue().set_index("kernel")
+    catalogue = labkit.catalogue().set_index("entry")
     return [k for k in LADDER if catalogue.loc[k, "available"]], catalogue
 
 
@@ -25,7 +25,7 @@ def label_fp_control(runs):
 
 def summary(runs):
     """Median and quartiles per kernel and fp_control (noise warnings printed)."""
-    s = labkit.summarize(runs, by=["kernel", "fp_control"])
+    s = labkit.summarize(runs, by=["entry", "fp_control"])
     for w in labkit.noise_warnings(s):
         print(w)
     return s
@@ -33,7 +33,7 @@ def summary(runs):
 
 def same_words(summary):
     """The same-control-words rows by kernel, with the ratio to asm_fpu."""
-    same = summary[summary.fp_control.isin(["same", "as-is"])].set_index("kernel")
+    same = summary[summary.fp_control.isin(["same", "as-is"])].set_index("entry")
     return same.assign(ratio_to_asm_fpu=same["median"] / same.loc["asm_fpu", "median"])[
         ["median", "q1", "q3", "median_ticks", "ratio_to_asm_fpu", "noisy"]]
 
@@ -48,7 +48,7 @@ def instruction_counts(ladder):
     if ok:
         return callgrind.instructions_table(ladder, ["O2"]), why
     print("instruction counts skipped:", why)
-    return pd.DataFrame(columns=["kernel", "build", "loop", "base", "net", "why"]), why
+    return pd.DataFrame(columns=["entry", "build", "loop", "base", "net", "why"]), why
 
 
 def ladder_figure(same, summary, ladder):
@@ -65,7 +65,7 @@ def ladder_figure(same, summary, ladder):
     fpu_like = [k for k in FPU_LIKE if k in ladder]
     width = 0.4
     for i, mode in enumerate(["same", "differ"]):
-        g = summary[summary.fp_control == mode].set_index("kernel").loc[fpu_like]
+        g = summary[summary.fp_control == mode].set_index("entry").loc[fpu_like]
         axes[1].bar([j + i * width for j in range(len(fpu_like))], g["median"], width,
                     yerr=[g["median"] - g["q1"], g["q3"] - g["median"]], capsize=3,
                     label=f"control words {mode}")
@@ -84,8 +84,8 @@ def effects(runs, ladder):
     from labkit.lab import verdicts
 
     def ratio(a_kernel, a_mode, b_kernel, b_mode):
-        a = runs[(runs.kernel == a_kernel) & (runs.fp_control == a_mode)].ns_per_switch
-        b = runs[(runs.kernel == b_kernel) & (runs.fp_control == b_mode)].ns_per_switch
+        a = runs[(runs.entry == a_kernel) & (runs.fp_control == a_mode)].ns_per_switch
+        b = runs[(runs.entry == b_kernel) & (runs.fp_control == b_mode)].ns_per_switch
         return verdicts.ratio_with_spread(a, b)
 
     boost = "boost_fcontext" in ladder
@@ -155,4 +155,4 @@ def xstate_reading(xs_summary, cpu_state) -> str:
 
 def saved(runs, counts):
     """The rows the notebook saves: every timed run with its kernel's counts beside it."""
-    return runs.merge(counts, on="kernel", how="left", suffixes=("", "_cg"))
+    return runs.merge(counts, on="entry", how="left", suffixes=("", "_cg"))

@@ -148,7 +148,7 @@ def million_note(verdict_runs, cpu: int) -> str:
     """The verdict note's addition for C003.2: what a million one-way hand-offs would take
     here, condvar and swapcontext (ns per switch reads as ms per million)."""
     condvar_ms, ucontext_ms = (
-        verdict_runs.loc[verdict_runs.entry == k, "ns_per_switch"].median()
+        verdict_runs.loc[verdict_runs.side == k, "ns_per_switch"].median()
         for k in ("thread_condvar same-cpu", "ucontext"))
     return (f"; one-way on CPU {cpu}: a million would take {condvar_ms:.0f} ms "
             f"(condvar) and {ucontext_ms:.0f} ms (swapcontext)")

@@ -21,8 +21,8 @@ LIBACO_REPORT = ((8, 33), (8192, 1000))
 def catalogue_parts():
     """(the catalogue, the kernels available here, the table of those missing and why)."""
     catalogue = labkit.catalogue()
-    missing = catalogue.loc[~catalogue.available, ["kernel", "system", "kind", "why_not"]]
-    return catalogue, list(catalogue.kernel[catalogue.available]), missing
+    missing = catalogue.loc[~catalogue.available, ["entry", "system", "kind", "why_not"]]
+    return catalogue, list(catalogue.entry[catalogue.available]), missing
 
 
 def split_failed(runs, catalogue, missing):
@@ -31,23 +31,23 @@ def split_failed(runs, catalogue, missing):
     import pandas as pd
 
     if "error" in runs:
-        failed = runs.loc[runs.error.notna(), ["kernel", "error"]].rename(
-            columns={"error": "why_not"}).merge(catalogue[["kernel", "system", "kind"]],
-                                                on="kernel")
+        failed = runs.loc[runs.error.notna(), ["entry", "error"]].rename(
+            columns={"error": "why_not"}).merge(catalogue[["entry", "system", "kind"]],
+                                                on="entry")
         missing = pd.concat([missing, failed[missing.columns]], ignore_index=True)
         runs = runs[runs.error.isna()].drop(columns="error")
-    print(f"{runs.kernel.nunique()} of {len(catalogue)} entries measured; missing here:")
+    print(f"{runs.entry.nunique()} of {len(catalogue)} entries measured; missing here:")
     return runs, missing
 
 
 def summaries(runs, catalogue):
     """(ns, ticks): per kernel, cheapest first, with its system; noise warnings printed."""
-    ns = labkit.summarize(runs, by="kernel").sort_values("median", ignore_index=True)
-    ns["system"] = ns.kernel.map(dict(zip(catalogue.kernel, catalogue.system)))
+    ns = labkit.summarize(runs, by="entry").sort_values("median", ignore_index=True)
+    ns["system"] = ns.entry.map(dict(zip(catalogue.entry, catalogue.system)))
     for w in labkit.noise_warnings(ns):
         print(w)
-    ticks = labkit.summarize(runs, by="kernel", value="ticks_per_switch").set_index("kernel")
-    return ns, ticks.loc[ns.kernel].reset_index().assign(system=ns.system)
+    ticks = labkit.summarize(runs, by="entry", value="ticks_per_switch").set_index("entry")
+    return ns, ticks.loc[ns.entry].reset_index().assign(system=ns.system)
 
 
 def _short(v):
@@ -81,7 +81,7 @@ def ladder_figure(ns, ticks, tsc_ghz: float, cpu: int):
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 0.32 * len(ns) + 2), sharey=True)
     _rungs(left, ns, "ns", FLOOR)
     _rungs(right, ticks, "ticks", FLOOR * tsc_ghz)
-    left.set_yticks(range(len(ns)), ns.kernel)
+    left.set_yticks(range(len(ns)), ns.entry)
     for name in left.get_yticklabels():
         name.set_fontweight("bold" if name.get_text() in JUDGED else "normal")
     left.invert_yaxis()
@@ -107,7 +107,7 @@ def count(kernel: str) -> dict:
         error = exc.reason
     except (RuntimeError, ValueError) as exc:
         error = str(exc)
-    return {"kernel": kernel, "net": math.nan, "error": error}
+    return {"entry": kernel, "net": math.nan, "error": error}
 
 
 def instruction_counts(ns, *, only_judged: bool, count_instructions: bool):
@@ -121,12 +121,12 @@ def instruction_counts(ns, *, only_judged: bool, count_instructions: bool):
     can, why = callgrind.available()
     if not (count_instructions and can):
         print("instructions not counted:", why or "count_instructions is False")
-        return pd.DataFrame(columns=["kernel", "net"])
-    countable = [k for k, s in zip(ns.kernel, ns.system)
+        return pd.DataFrame(columns=["entry", "net"])
+    countable = [k for k, s in zip(ns.entry, ns.system)
                  if s != "python" and (not only_judged or k in JUDGED)]
     instr = pd.DataFrame([count(k) for k in countable])
     for r in instr.dropna(subset=["error"]).itertuples() if "error" in instr else []:
-        print(f"{r.kernel}: not counted: {r.error}")
+        print(f"{r.entry}: not counted: {r.error}")
     return instr
 
 
@@ -146,15 +146,15 @@ def ladder_table(ns, catalogue, instr):
     """One row per rung: ns with its IQR, ticks, the ratio to asm, the -O2 instructions."""
     import pandas as pd
 
-    counted = dict(zip(instr.kernel, instr.net))
-    asm_ns = ns.set_index("kernel")["median"].get("asm", math.nan)
+    counted = dict(zip(instr.entry, instr.net))
+    asm_ns = ns.set_index("entry")["median"].get("asm", math.nan)
     return pd.DataFrame({
-        "kernel": ns.kernel, "system": ns.system, "kind": ns.kind,
-        "saves": ns.kernel.map(dict(zip(catalogue.kernel, catalogue.saves))),
+        "entry": ns.entry, "system": ns.system, "kind": ns.kind,
+        "saves": ns.entry.map(dict(zip(catalogue.entry, catalogue.saves))),
         "median ns": ns["median"], "IQR ns": ns.iqr, "median ticks": ns.median_ticks,
         "ratio to asm": ns["median"] / asm_ns,
         "instructions (O2)": [_instructions(k, s, counted, len(instr) > 0)
-                              for k, s in zip(ns.kernel, ns.system)],
+                              for k, s in zip(ns.entry, ns.system)],
         "noisy": ns.noisy,
     })
 
@@ -171,9 +171,9 @@ def kunpeng_swapcontext_ns() -> float:
 
 def ucontext_text(ladder, missing) -> str:
     """ucontext's cost here against the Kunpeng figure and the system call's rung."""
-    row = ladder.set_index("kernel")
+    row = ladder.set_index("entry")
     if "ucontext" not in row.index:
-        return f"ucontext is missing here: {missing.set_index('kernel').why_not.get('ucontext')}"
+        return f"ucontext is missing here: {missing.set_index('entry').why_not.get('ucontext')}"
     u, article = row.loc["ucontext"], kunpeng_swapcontext_ns()
     text = (f"ucontext here: {u['median ns']:.0f} ns a switch ({u['ratio to asm']:.0f}x asm), "
             f"{article / u['median ns']:.1f}x faster than the article's {article:.0f} ns on "
@@ -208,8 +208,8 @@ def copy_figure(copy, ns, cpu: int):
     ax.errorbar(copy.copied_bytes_per_switch, copy["median"],
                 yerr=[copy["median"] - copy.q1, copy.q3 - copy["median"]], fmt="o-",
                 color="tab:red", capsize=3, label="copy_stack (median, IQR)")
-    if "asm_fpu" in set(ns.kernel):
-        floor = ns.set_index("kernel").loc["asm_fpu", "median"]
+    if "asm_fpu" in set(ns.entry):
+        floor = ns.set_index("entry").loc["asm_fpu", "median"]
         ax.axhline(floor, color="grey", ls=":", label=f"asm_fpu, no copy ({floor:.3g} ns)")
     (b0, t0), (b1, t1) = LIBACO_REPORT
     ax.scatter([b0, b1], [t0, t1], marker="x", color="k", zorder=3,
@@ -230,12 +230,12 @@ def raw_net(runs, instr):
     and callgrind's loop, base and net instructions where counted."""
     import pandas as pd
 
-    pick = [k for k in ["asm", "cxx20_generator", "cxx20_symmetric"] if k in set(runs.kernel)]
-    table = (runs[runs.kernel.isin(pick)].groupby("kernel")
+    pick = [k for k in ["asm", "cxx20_generator", "cxx20_symmetric"] if k in set(runs.entry)]
+    table = (runs[runs.entry.isin(pick)].groupby("entry")
              [["ns_per_switch_raw", "baseline_ns_per_switch", "ns_per_switch"]].median()
              .loc[pick].rename(columns={"ns_per_switch_raw": "raw ns", "ns_per_switch": "net ns",
                                         "baseline_ns_per_switch": "baseline ns"}))
-    per = instr.set_index("kernel") if len(instr) else pd.DataFrame()
+    per = instr.set_index("entry") if len(instr) else pd.DataFrame()
     # Callgrind's columns only where every row was counted: a table shows no raw NaN.
     if all(col in per for col in ("loop", "base", "net")) and \
             per.reindex(table.index)[["loop", "base", "net"]].notna().all().all():

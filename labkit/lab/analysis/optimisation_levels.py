@@ -8,24 +8,29 @@ from labkit.core import plots
 # Boost's fiber and raw fcontext, labkit's kernel that saves what jump_fcontext saves, and
 # a C++20 generator: the switch alone, and the switch under an abstraction.
 CANDIDATES = ["boost_fiber", "boost_fcontext", "asm_fpu", "cxx20_generator"]
-COUNT_COLUMNS = ["kernel", "build", "loop", "base", "net", "why"]
+COUNT_COLUMNS = ["entry", "build", "loop", "base", "net", "why"]
 
 
 def kernels_here():
     """(the CANDIDATES that run here, the catalogue indexed by kernel)."""
-    available = labkit.catalogue().set_index("kernel")
+    available = labkit.catalogue().set_index("entry")
     return [k for k in CANDIDATES if available.loc[k, "available"]], available
 
 
 def summary(timed, builds):
     """Median and quartiles per kernel and build (noise warnings printed), in build order."""
-    ts = labkit.summarize(timed, by=["kernel", "build"])
+    ts = labkit.summarize(timed, by=["entry", "build"])
     for w in labkit.noise_warnings(ts):
         print(w)
     return ts.assign(x=ts.build.map({b: i for i, b in enumerate(builds)}))
 
 
-def instruction_counts(kernels, builds, count_instructions: bool):
+def counted_builds(builds, count_builds: str = "every") -> list:
+    """The builds callgrind counts: every one, or only C000.3's two ("O0 and O2")."""
+    return list(builds) if count_builds == "every" else [b for b in builds if b in ("O0", "O2")]
+
+
+def instruction_counts(kernels, builds, count_instructions: bool, count_builds: str = "every"):
     """callgrind's counts per kernel and build (an empty frame, with the reason printed,
     where they are not counted); the builds valgrind cannot decode are printed."""
     import pandas as pd
@@ -36,19 +41,21 @@ def instruction_counts(kernels, builds, count_instructions: bool):
     if not (count_instructions and ok):
         print("instruction counts skipped:", why or "count_instructions=False")
         return pd.DataFrame(columns=COUNT_COLUMNS)
-    counts = callgrind.instructions_table(kernels, builds)
+    counts = callgrind.instructions_table(kernels, counted_builds(builds, count_builds))
     for why in sorted(set(counts.why) - {""}):
         print("not counted:", why)
     return counts
 
 
 def pivot(frame, builds, value):
-    """One row per build, one column per kernel (empty when nothing was counted)."""
+    """One row per build, one column per kernel (empty when nothing was counted); only
+    the builds the frame has, in the order of `builds`."""
     import pandas as pd
 
     if frame.empty:
         return pd.DataFrame()
-    return frame.pivot(index="build", columns="kernel", values=value).loc[builds]
+    return frame.pivot(index="build", columns="entry", values=value).loc[
+        [b for b in builds if b in set(frame.build)]]
 
 
 def figure(ts, counts, builds, kernels):
@@ -57,7 +64,7 @@ def figure(ts, counts, builds, kernels):
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
     labels = [f"-{b}" for b in builds]
-    plots.errorbars(axes[0], ts, x="x", hue="kernel")
+    plots.errorbars(axes[0], ts, x="x", hue="entry")
     plots.log_axis(axes[0], "y")
     axes[0].set_xticks(range(len(builds)), labels, rotation=30)
     axes[0].set_xlabel("build")
@@ -66,10 +73,12 @@ def figure(ts, counts, builds, kernels):
     if counts.empty:
         return fig
     width = 0.8 / len(kernels)
+    shown = [b for b in builds if b in set(counts.build)]
     for i, k in enumerate(kernels):
-        c = counts[counts.kernel == k].set_index("build").loc[builds]
-        axes[1].bar([j + i * width for j in range(len(builds))], c.net, width, label=k)
-    axes[1].set_xticks([j + 0.4 - width / 2 for j in range(len(builds))], labels, rotation=30)
+        c = counts[counts.entry == k].set_index("build").loc[shown]
+        axes[1].bar([j + i * width for j in range(len(shown))], c.net, width, label=k)
+    axes[1].set_xticks([j + 0.4 - width / 2 for j in range(len(shown))],
+                       [f"-{b}" for b in shown], rotation=30)
     plots.log_axis(axes[1], "y")
     axes[1].set_ylabel("instructions per switch (callgrind, net)")
     axes[1].set_title("instructions per switch")
@@ -87,13 +96,13 @@ def ratios(timed, counts, kernels):
 
     rows = []
     for k in kernels:
-        a = timed[(timed.kernel == k) & (timed.build == "O0")].ns_per_switch
-        b = timed[(timed.kernel == k) & (timed.build == "O2")].ns_per_switch
+        a = timed[(timed.entry == k) & (timed.build == "O0")].ns_per_switch
+        b = timed[(timed.entry == k) & (timed.build == "O2")].ns_per_switch
         r, lo, hi = verdicts.ratio_with_spread(a, b)
-        row = {"kernel": k, "ns -O0": a.median(), "ns -O2": b.median(), "-O0 / -O2": r,
+        row = {"entry": k, "ns -O0": a.median(), "ns -O2": b.median(), "-O0 / -O2": r,
                "spread": f"{lo:.2f} .. {hi:.2f}"}
         if not counts.empty:
-            c = counts[counts.kernel == k].set_index("build").net
+            c = counts[counts.entry == k].set_index("build").net
             row.update({"instr -O0": c["O0"], "instr -O2": c["O2"],
                         "instr -O0 / -O2": c["O0"] / c["O2"]})
         rows.append(row)
@@ -104,10 +113,10 @@ def instructions_note(ratios) -> str:
     """The verdict note's addition: Boost fiber's -O0/-O2 instruction ratio, if counted."""
     if "instr -O0 / -O2" not in ratios:
         return ""
-    r = ratios.set_index("kernel").loc["boost_fiber"]
+    r = ratios.set_index("entry").loc["boost_fiber"]
     return f"; instructions per switch -O0/-O2 = {r['instr -O0 / -O2']:.1f} (callgrind)"
 
 
 def saved(timed, counts):
     """The rows the notebook saves: every timed run with its build's counts beside it."""
-    return timed.merge(counts, on=["kernel", "build"], how="left")
+    return timed.merge(counts, on=["entry", "build"], how="left")

@@ -13,7 +13,7 @@ BOOST_STACKS = "malloc'd by Boost"
 
 def kernels_here():
     """(the KERNELS that run here, a table of why Boost's fiber does not: empty when it does)."""
-    available = labkit.catalogue().set_index("kernel")
+    available = labkit.catalogue().set_index("entry")
     kernels = [k for k in KERNELS if available.loc[k, "available"]]
     return kernels, available.loc[["boost_fiber"]].query("not available")[["why_not"]]
 
@@ -23,8 +23,8 @@ def pingpong_points(kernels, sizes):
     so it has one point per size, not a prefaulted and an untouched one."""
     from labkit.lab.sweep import grid
 
-    return [p for p in grid(kernel=kernels, stack_size=sizes, prefault=[True, False])
-            if not (p["kernel"] == "boost_fiber" and not p["prefault"])]
+    return [p for p in grid(entry=kernels, stack_size=sizes, prefault=[True, False])
+            if not (p["entry"] == "boost_fiber" and not p["prefault"])]
 
 
 def _warned(summary):
@@ -41,8 +41,8 @@ def label_stacks(pingpong):
 
 def pingpong_summary(pingpong):
     """Median and quartiles per kernel, stack size and kind of stack (noise warnings printed)."""
-    pp = _warned(labkit.summarize(pingpong, by=["kernel", "stack_size", "stacks"]))
-    return pp[["kernel", "stack_size", "stacks", "median", "q1", "q3", "median_ticks", "noisy"]]
+    pp = _warned(labkit.summarize(pingpong, by=["entry", "stack_size", "stacks"]))
+    return pp[["entry", "stack_size", "stacks", "median", "q1", "q3", "median_ticks", "noisy"]]
 
 
 def pingpong_figure(pp, sizes):
@@ -53,7 +53,7 @@ def pingpong_figure(pp, sizes):
     panels = [("prefaulted stacks (Boost: malloc'd)", ["prefaulted", BOOST_STACKS]),
               ("untouched stacks", ["untouched"])]
     for ax, (title, kinds) in zip(axes, panels):
-        plots.errorbars(ax, pp[pp.stacks.isin(kinds)], x="stack_size", hue="kernel")
+        plots.errorbars(ax, pp[pp.stacks.isin(kinds)], x="stack_size", hue="entry")
         ax.set_xscale("log", base=2)
         ax.set_xticks(sizes, [plots.bytes_label(s) for s in sizes], rotation=45)
         ax.set_xlabel("stack size per context")
@@ -65,7 +65,7 @@ def pingpong_figure(pp, sizes):
 
 def faults(pingpong):
     """Page faults inside the timed loops, summed over all repeats, per kernel and stacks."""
-    return pingpong.groupby(["kernel", "stacks"]).minor_faults.sum().to_frame(
+    return pingpong.groupby(["entry", "stacks"]).minor_faults.sum().to_frame(
         "page faults in timed loops")
 
 
@@ -100,8 +100,8 @@ def _median(df, **where):
 
 def flatness(pingpong):
     """Per kernel and stacks: the cheapest and dearest stack size's median, and their ratio."""
-    flat = (pingpong.groupby(["kernel", "stacks", "stack_size"]).ns_per_switch.median()
-            .groupby(["kernel", "stacks"]).agg(["min", "max"]))
+    flat = (pingpong.groupby(["entry", "stacks", "stack_size"]).ns_per_switch.median()
+            .groupby(["entry", "stacks"]).agg(["min", "max"]))
     flat["max / min over sizes"] = flat["max"] / flat["min"]
     return flat
 
@@ -157,7 +157,7 @@ def judged(kernels):
 def pingpong_ratio_text(pingpong, kernels) -> str:
     """The sweep's 8 MiB / 4 KiB ratio for the judged kernel, one line."""
     kernel, stacks = judged(kernels)
-    big, small = (_median(pingpong, kernel=kernel, stack_size=s, stacks=stacks)
+    big, small = (_median(pingpong, entry=kernel, stack_size=s, stacks=stacks)
                   for s in (8 * MiB, 4 * KiB))
     return (f"ping-pong {kernel}: 8 MiB / 4 KiB = {big / small:.2f} in this one-process "
             "sweep; the verdict below takes its interval over processes")

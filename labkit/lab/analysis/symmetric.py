@@ -16,7 +16,7 @@ def laps(contexts: int, asymmetric: bool, switches: int) -> int:
 def summaries(shapes):
     """(per transfer, per useful resumption): medians and quartiles per kernel, pattern and
     ring size; the noise warnings of the first are printed."""
-    by = ["kernel", "pattern", "contexts"]
+    by = ["entry", "pattern", "contexts"]
     per_transfer = labkit.summarize(shapes, by=by)
     for w in labkit.noise_warnings(per_transfer):
         print(w)
@@ -32,7 +32,7 @@ def figure(per_transfer, per_resume):
                                            (per_resume, "ns per useful resumption")]):
         for col, kernel in enumerate(KERNELS):
             ax = axes[row][col]
-            plots.errorbars(ax, summary[summary.kernel == kernel], x="contexts", hue="pattern")
+            plots.errorbars(ax, summary[summary.entry == kernel], x="contexts", hue="pattern")
             plots.log_axis(ax, "x", base=2)
             plots.log_axis(ax, "y")
             ax.set_ylabel(f"{what} (median, IQR bars)")
@@ -46,7 +46,7 @@ def ratio_at(shapes, kernel: str, n: int):
     """(ratio, low, high): the scheduler's ns per transfer over the ring's, N contexts."""
     from labkit.lab import verdicts
 
-    mine = shapes[(shapes.kernel == kernel) & (shapes.contexts == n)]
+    mine = shapes[(shapes.entry == kernel) & (shapes.contexts == n)]
     return verdicts.ratio_with_spread(mine[mine.pattern == "scheduler"].ns_per_switch,
                                       mine[mine.pattern == "ring"].ns_per_switch)
 
@@ -56,7 +56,7 @@ def ratios(shapes, counts):
     import pandas as pd
 
     return pd.DataFrame([
-        {"kernel": k, "contexts": n,
+        {"entry": k, "contexts": n,
          **dict(zip(["asym / sym", "low", "high"], ratio_at(shapes, k, n)))}
         for k in KERNELS for n in counts])
 

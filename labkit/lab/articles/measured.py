@@ -15,10 +15,8 @@ S000, S001, S002, S003, S004 = (
 
 
 def _csv(name: str):
-    import pandas as pd
-
     path = results.data_dir() / f"{name}.csv"
-    return pd.read_csv(path, low_memory=False) if path.exists() else None
+    return results.read_csv(path, low_memory=False) if path.exists() else None
 
 
 def _q(v):
@@ -81,7 +79,7 @@ def _stack(df, kernel: str, size: int, pattern: str = "pingpong", contexts: int 
            colour: int = 0):
     if df is None:
         return None
-    sel = df[(df.kernel == kernel) & (df.pattern == pattern) & (df.stack_size == size)
+    sel = df[(df.entry == kernel) & (df.pattern == pattern) & (df.stack_size == size)
              & (df.contexts == contexts) & (df.colour_step.fillna(0) == colour)]
     return sel.ns_per_switch.to_numpy()
 
@@ -89,7 +87,7 @@ def _stack(df, kernel: str, size: int, pattern: str = "pingpong", contexts: int 
 def _kernel(df, kernel: str, **eq):
     if df is None:
         return None
-    sel = df[df.kernel == kernel]
+    sel = df[df.entry == kernel]
     for k, v in eq.items():
         if k in sel:
             sel = sel[sel[k] == v]
@@ -110,7 +108,7 @@ STACK_CLAIMS = {16 * KB: "C000.2a", 64 * KB: "C000.2b", 256 * KB: "C000.2c",
 def _sym(d, asym: bool, n: int):
     if d is None:
         return None
-    sel = d[(d.kernel == "asm_fpu") & (d.asymmetric == asym) & (d.contexts == n)]
+    sel = d[(d.entry == "asm_fpu") & (d.asymmetric == asym) & (d.contexts == n)]
     return sel.ns_per_switch.to_numpy()
 
 
@@ -162,7 +160,7 @@ def _qps(d, server):
 def _ucontext_and_condvar(d):
     if d is None:
         return None, None, None
-    uc = d[(d.get("part") == "coroutine switch") & (d.kernel == "ucontext")].ns_per_switch
+    uc = d[(d.get("part") == "coroutine switch") & (d.entry == "ucontext")].ns_per_switch
     same = d[(d.get("part") == "kernel hand-off") & (d.task == "thread_condvar")
              & (d.placement == "same-cpu")].ns_per_switch
     cross = d[(d.get("part") == "kernel hand-off") & (d.task == "thread_condvar")

@@ -65,7 +65,7 @@ def _t01() -> ArticleTable:
     d = _csv("01_stack_size")
     base = _stack(d, "boost_fiber", 4 * KB)
     # The largest ring measured (4096 contexts in a full run): where stack size shows.
-    rings = d[(d.kernel == "asm_fpu") & (d.pattern == "ring")] if d is not None else None
+    rings = d[(d.entry == "asm_fpu") & (d.pattern == "ring")] if d is not None else None
     n_ring = int(rings.contexts.max()) if rings is not None and len(rings) else 4096
     ring_base = _stack(d, "asm_fpu", 4 * KB, "ring", n_ring)
     rows = []
@@ -110,7 +110,7 @@ def _t02() -> ArticleTable:
         r = _ratio(a, base)
         instr = "-"
         if d is not None and "net" in d:
-            s = d[(d.kernel == "boost_fiber") & (d.build == build)].net.dropna()
+            s = d[(d.entry == "boost_fiber") & (d.build == build)].net.dropna()
             instr = _g(s.iloc[0]) if len(s) else "-"
         rows.append([f"-{build}", ns, _span(*_q(a)), _g(ns / 25), _span(*r), instr,
                      _verdict_cell(t, cid) if cid else "C000.3 (reference row)"])
@@ -169,7 +169,7 @@ def _t05() -> ArticleTable:
     d = _csv("06_fp_state_and_return")
     instr = math.nan
     if d is not None and "net" in d:
-        s = d[(d.kernel == "boost_fcontext")].net.dropna()
+        s = d[(d.entry == "boost_fcontext")].net.dropna()
         instr = float(s.iloc[0]) if len(s) else math.nan
     rows = [["stores", "about 8", _g(a.get("stores", math.nan)), "objdump count",
              _verdict_cell(t, "C000.6a")],
