@@ -65,7 +65,7 @@ timed = sweep(
     grid(entry=kernels, build=builds), desc="builds", checkpoint="02_optimisation_levels",
 )
 ts = analysis.summary(timed, builds)
-analysis.pivot(ts, builds, "median").round(2)
+analysis.pivot(ts, builds, "median")
 
 # %% [markdown]
 # ## Instructions per switch (callgrind)

@@ -15,7 +15,7 @@ def committed(name):
     path = results.REPO / "data" / f"{name}.csv"
     if not path.exists():
         pytest.skip(f"no committed {path.name}")
-    return pd.read_csv(path, low_memory=False)
+    return results.read_csv(path, low_memory=False)
 
 
 def test_stack_size_labels_and_rings():

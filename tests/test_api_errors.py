@@ -68,7 +68,7 @@ def test_minimum_stack_is_accepted_and_rounded_up_to_pages():
     assert odd.stack_size_requested.iloc[0] == lo + 1
 
 
-@pytest.mark.parametrize("entry", STACKFUL)
+@pytest.mark.parametrize("kernel", STACKFUL)
 def test_one_byte_under_the_minimum_is_refused(kernel):
     lo = entries.min_stack_size(kernel)
     with pytest.raises(ValueError, match="stack_size"):

@@ -97,30 +97,30 @@ def applicable(kernel: str, catalogue=None) -> dict[str, bool]:
     }
 
 
-def plan(kernel: str, stack_size: int, contexts: int, build: str, colour_step: int,
+def plan(entry: str, stack_size: int, contexts: int, build: str, colour_step: int,
          switches: int, repeats: int, catalogue=None) -> tuple[Point, list[str]]:
     """The point that will be measured for these widget values, and notes on the values
-    that do not apply to this kernel (and what is measured instead)."""
-    ok = applicable(kernel, catalogue)
+    that do not apply to this entry (and what is measured instead)."""
+    ok = applicable(entry, catalogue)
     notes = []
     if not ok["stack_size"]:
-        notes.append(f"{kernel} has no stack of its own in labkit: stack size not used")
+        notes.append(f"{entry} has no stack of its own in labkit: stack size not used")
         stack_size = None
     if contexts > 2 and not ok["ring"]:
-        notes.append(f"{kernel} runs only the two-context ping-pong (rings are made of "
+        notes.append(f"{entry} runs only the two-context ping-pong (rings are made of "
                      "labkit's stackful kernels): measuring 2 contexts")
         contexts = 2
     if contexts > 2 and build != EXTENSION:
         notes.append("rings run on the extension's own -O2 build: build not used")
         build = EXTENSION
     if not ok["build"] and build != EXTENSION:
-        notes.append(f"{kernel} runs in CPython: build not used")
+        notes.append(f"{entry} runs in CPython: build not used")
         build = EXTENSION
     if contexts == 2 and colour_step:
         notes.append("stack colouring moves the tops of a ring's stacks: not used in a "
                      "ping-pong")
         colour_step = 0
-    return Point(kernel, stack_size, int(contexts), build, int(colour_step), int(switches),
+    return Point(entry, stack_size, int(contexts), build, int(colour_step), int(switches),
                  int(repeats)), notes
 
 

@@ -49,13 +49,15 @@ def instruction_counts(kernels, builds, count_instructions: bool, count_builds: 
 
 def pivot(frame, builds, value):
     """One row per build, one column per kernel (empty when nothing was counted); only
-    the builds the frame has, in the order of `builds`."""
+    the builds the frame has, in the order of `builds`. A build valgrind could not count
+    says so (the reason is printed above the table)."""
     import pandas as pd
 
     if frame.empty:
         return pd.DataFrame()
-    return frame.pivot(index="build", columns="entry", values=value).loc[
+    table = frame.pivot(index="build", columns="entry", values=value).loc[
         [b for b in builds if b in set(frame.build)]]
+    return table.round(2).astype(object).where(table.notna(), "not counted")
 
 
 def figure(ts, counts, builds, kernels):
