@@ -69,6 +69,7 @@ def _targets() -> dict[str, dict]:
     shared, libs, needs [(header, how to install)], record (the macro that carries the
     recorded flags into the binary)."""
     t: dict[str, dict] = {}
+    libraries = peer_libraries()
     for tag, opt in OPT_LEVELS.items():
         t[f"liblabkit_c-{tag}.so"] = dict(
             group="core", lang="c", sources=[*CORE_SOURCES, "csrc/frequency.c"],
@@ -81,9 +82,8 @@ def _targets() -> dict[str, dict]:
             group="peers", lang="c++", sources=["cxx/peers.cpp", "cxx/frames.cpp"],
             headers=["cxx/peers.h", "cxx/frames.h", *CORE_HEADERS],
             flags=["-std=c++20", *opt, *WARN], shared=True,
-            libs=[f"-l{lib}" for lib, _, _ in peer_libraries()],
-            needs=[(header, f"apt-get install {package}")
-                   for _, header, package in peer_libraries()],
+            libs=[f"-l{lib}" for lib, _, _ in libraries],
+            needs=[(header, f"apt-get install {package}") for _, header, package in libraries],
             record=("LKX_CFLAGS", " ".join(["-std=c++20", *opt])))
     server = dict(group="servers", headers=SERVER_H, flags=SERVER_CFLAGS)
     t["lk_echo_load"] = dict(server, lang="c", sources=["servers/loadgen.c"], headers=[])

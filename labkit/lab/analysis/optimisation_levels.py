@@ -47,6 +47,12 @@ def instruction_counts(kernels, builds, count_instructions: bool, count_builds: 
     return counts
 
 
+def _builds_in(frame, builds) -> list:
+    """The builds the frame has rows for, in the order of `builds`."""
+    present = set(frame.build)
+    return [b for b in builds if b in present]
+
+
 def pivot(frame, builds, value):
     """One row per build, one column per kernel (empty when nothing was counted); only
     the builds the frame has, in the order of `builds`. A build valgrind could not count
@@ -56,7 +62,7 @@ def pivot(frame, builds, value):
     if frame.empty:
         return pd.DataFrame()
     table = frame.pivot(index="build", columns="entry", values=value).loc[
-        [b for b in builds if b in set(frame.build)]]
+        _builds_in(frame, builds)]
     return table.round(2).astype(object).where(table.notna(), "not counted")
 
 
@@ -75,7 +81,7 @@ def figure(ts, counts, builds, kernels):
     if counts.empty:
         return fig
     width = 0.8 / len(kernels)
-    shown = [b for b in builds if b in set(counts.build)]
+    shown = _builds_in(counts, builds)
     for i, k in enumerate(kernels):
         c = counts[counts.entry == k].set_index("build").loc[shown]
         axes[1].bar([j + i * width for j in range(len(shown))], c.net, width, label=k)
