@@ -8,28 +8,42 @@
 
 Every kernel runs in a worker process: a crash comes back as KernelCrashError.
 """
-from labkit.core.checks import check_fp_control, check_registers, probe_stack
-from labkit.core.handoff import HANDOFF_MODES, measure_handoff, measure_yield
-from labkit.core.entries import KERNEL_NAMES, catalogue
-from labkit.core.machine import machine_info
-from labkit.core.native import builds
-from labkit.core.timing import measure, measure_ring
-from labkit.core.stats import noise_warnings, summarize
-from labkit.errors import (KernelCrashError, KernelUnavailableError, MeasurementTimeout,
-                           SwitchCountError, WorkerError)
+import importlib
 
 __version__ = "0.1.0"
 
-__all__ = [
+# The public API and the module that defines each name. They load on first use: a worker
+# process imports this package before its job's module, and a fresh process must be cheap
+# to start, because processes are what the verdicts replicate.
+_API = {
     # measuring
-    "measure", "measure_ring", "summarize", "noise_warnings",
+    "measure": "labkit.core.timing", "measure_ring": "labkit.core.timing",
+    "summarize": "labkit.core.stats", "noise_warnings": "labkit.core.stats",
     # hand-offs between kernel threads and processes
-    "measure_handoff", "measure_yield", "HANDOFF_MODES",
+    "measure_handoff": "labkit.core.handoff", "measure_yield": "labkit.core.handoff",
+    "HANDOFF_MODES": "labkit.core.handoff",
     # what there is
-    "catalogue", "KERNEL_NAMES", "builds", "machine_info",
+    "catalogue": "labkit.core.entries", "KERNEL_NAMES": "labkit.core.entries",
+    "builds": "labkit.core.native", "machine_info": "labkit.core.machine",
     # correctness checks
-    "check_registers", "check_fp_control", "probe_stack",
+    "check_registers": "labkit.core.checks", "check_fp_control": "labkit.core.checks",
+    "probe_stack": "labkit.core.checks",
     # errors
-    "KernelCrashError", "KernelUnavailableError", "MeasurementTimeout", "SwitchCountError",
-    "WorkerError",
-]
+    "KernelCrashError": "labkit.errors", "KernelUnavailableError": "labkit.errors",
+    "MeasurementTimeout": "labkit.errors", "SwitchCountError": "labkit.errors",
+    "WorkerError": "labkit.errors",
+}
+
+__all__ = list(_API)
+
+
+def __getattr__(name: str):
+    if name in _API:
+        value = getattr(importlib.import_module(_API[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'labkit' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_API))

@@ -8,7 +8,8 @@ import pytest
 
 from labkit.core import results
 from labkit.errors import CountError
-from labkit.lab.analysis import fp_state, kernel_switches, latency_ladder, stack_size, symmetric
+from labkit.lab.analysis import (fp_state, kernel_switches, latency_ladder, optimisation_levels,
+                                 stack_size, symmetric)
 
 
 def committed(name):
@@ -31,6 +32,19 @@ def test_stack_size_labels_and_rings():
     assert (table[f"N={n_max} aligned ns"] > 0).all()
     assert f"N={n_max}:" in stack_size.ring_reading(table, counts)
     assert stack_size.ring_note(table, counts).startswith(f"; asm_fpu ring of {n_max}")
+
+
+def test_optimisation_ratios_say_why_a_spread_is_unbounded():
+    """A -O2 net within the loop's jitter (medians near 0) leaves the -O0/-O2 ratio without
+    a bound: the table says so in words, never '-inf .. inf'."""
+    timed = pd.DataFrame({"entry": ["k"] * 8, "build": ["O0"] * 4 + ["O2"] * 4,
+                          "ns_per_switch": [8.0, 8.5, 9.0, 8.7, 0.0, 0.2, 0.0, 0.3]})
+    r = optimisation_levels.ratios(timed, pd.DataFrame(), ["k"])
+    assert r.spread.iloc[0].startswith("unbounded")
+    d = committed("02_optimisation_levels")
+    r = optimisation_levels.ratios(d, pd.DataFrame(), ["boost_fiber"])
+    lo, hi = (float(x) for x in r.spread.iloc[0].split(" .. "))
+    assert lo <= r["-O0 / -O2"].iloc[0] <= hi
 
 
 def test_symmetric_ratio_and_laps():

@@ -105,8 +105,13 @@ def _defined(path: Path) -> set[str]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
                 names |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+            # labkit's lazy API table: {name: module}, each name bound on first use.
+            if isinstance(node.value, ast.Dict) and any(
+                    isinstance(t, ast.Name) and t.id == "_API" for t in targets):
+                names |= {k.value for k in node.value.keys if isinstance(k, ast.Constant)}
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names |= {(a.asname or a.name).split(".")[0] for a in node.names}
     return names
@@ -208,3 +213,16 @@ def test_no_import_circle():
     graph = {name: _imports(path) - {name} for name, path in _modules()}
     circle = _cycle(graph)
     assert not circle, "an import circle: " + " -> ".join(circle)
+
+
+def test_every_public_name_loads():
+    """Each name of labkit's lazy API table is defined by the module it names."""
+    import labkit
+
+    assert sorted(labkit.__all__) == sorted(labkit._API)
+    missing = [n for n in labkit.__all__ if getattr(labkit, n, None) is None]
+    assert not missing
+    assert set(labkit.__all__) <= set(dir(labkit))
+    with pytest.raises(AttributeError, match="no_such_name"):
+        getattr(labkit, "no_such_name")
+

@@ -4,11 +4,11 @@ its arguments (labkit.core.worker.job); the module that owns a measurement owns 
 
 A kernel that crashes (a stack overflow into the guard page, say) kills only this
 process; labkit.core.worker turns that into a Python exception in the caller.
-Starting it imports the labkit package first (Python imports a module's parents): the
-public API and the core modules behind it, which import nothing beyond the standard
-library, ctypes and the extension labkit.core._core at their top (pandas and numpy
-only inside the functions that use them). Each job then imports the module that owns
-its function.
+Starting it imports the labkit package first (Python imports a module's parents), whose
+public API loads only on first use, so a fresh worker starts on the standard library
+alone. Each job then imports the module that owns its function, and that module's core
+imports (the extension labkit.core._core, ctypes; pandas and numpy only inside the
+functions that use them).
 """
 import json
 import os

@@ -50,10 +50,39 @@ def bytes_label(n: int) -> str:
 
 
 def finish(fig, name: str, caption: str | None = None):
-    """Add the machine caption under the figure and save it as figures/<name>.png/.svg."""
+    """Add the machine caption under the figure, save it as figures/<name>.png/.svg and,
+    in a notebook, show the saved PNG."""
     from labkit.core import results
 
     fig.text(0.01, -0.02, caption or machine_caption(), fontsize=7, ha="left", va="top",
              wrap=True)
     fig.tight_layout()
-    return results.save_figure(fig, name)
+    paths = results.save_figure(fig, name)
+    show_saved(fig, paths[0])
+    return paths
+
+
+_SHOWN_DPI = 100   # the inline backend's resolution, kept for the figure's shown size
+
+
+def show_saved(fig, png) -> bool:
+    """In a Jupyter kernel, show the PNG already saved for `fig` and close the figure, so
+    that the inline backend does not draw it once more (a second full render of every
+    figure on each run). Outside a kernel, do nothing. True when shown."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "kernel"):
+        return False
+    import matplotlib.pyplot as plt
+    from IPython.display import Image, display
+
+    from labkit.core.results import FIGURE_DPI
+
+    data = open(png, "rb").read()
+    width = int.from_bytes(data[16:20], "big")  # the PNG header's IHDR width
+    display(Image(data=data, format="png", width=width * _SHOWN_DPI // FIGURE_DPI))
+    plt.close(fig)
+    return True

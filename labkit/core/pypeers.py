@@ -4,7 +4,6 @@ switch (stackless, through the event loop). Each side counts its own transfers; 
 Python loop without the switch is timed right before as the baseline."""
 from __future__ import annotations
 
-import asyncio
 
 PY_PEERS = {
     "greenlet_switch": ("stackful", "greenlet.switch(): copies the C stack slice and the "
@@ -62,6 +61,8 @@ def _generator(c: _Counts, rounds: int) -> None:
 
 
 def _asyncio(c: _Counts, rounds: int) -> None:
+    import asyncio
+
     async def side(bump):
         for _ in range(rounds):
             bump()

@@ -157,6 +157,9 @@ def load_csv(name: str):
     return read_csv(path)
 
 
+FIGURE_DPI = 150   # the saved PNGs' resolution
+
+
 def save_figure(fig, name: str) -> list[Path]:
     """Save a matplotlib figure as figures/<name>.png and .svg, each atomically."""
     import matplotlib
@@ -168,7 +171,7 @@ def save_figure(fig, name: str) -> list[Path]:
         # unchanged figure does not show up as changed in git.
         meta = {"Date": None} if ext == "svg" else {"Software": None}
         with atomic_path(path) as tmp, matplotlib.rc_context({"svg.hashsalt": "labkit"}):
-            fig.savefig(tmp, format=ext, dpi=150 if ext == "png" else None,
+            fig.savefig(tmp, format=ext, dpi=FIGURE_DPI if ext == "png" else None,
                         bbox_inches="tight", metadata=meta)
         out.append(path)
     return out

@@ -2,6 +2,8 @@
 the figure of both, and the -O0 / -O2 ratios."""
 from __future__ import annotations
 
+import math
+
 import labkit
 from labkit.core import plots
 
@@ -107,8 +109,10 @@ def ratios(timed, counts, kernels):
         a = timed[(timed.entry == k) & (timed.build == "O0")].ns_per_switch
         b = timed[(timed.entry == k) & (timed.build == "O2")].ns_per_switch
         r, lo, hi = verdicts.ratio_with_spread(a, b)
+        spread = (f"{lo:.2f} .. {hi:.2f}" if math.isfinite(lo) and math.isfinite(hi)
+                  else "unbounded (the -O2 net is within the loop's jitter)")
         row = {"entry": k, "ns -O0": a.median(), "ns -O2": b.median(), "-O0 / -O2": r,
-               "spread": f"{lo:.2f} .. {hi:.2f}"}
+               "spread": spread}
         if not counts.empty:
             c = counts[counts.entry == k].set_index("build").net
             row.update({"instr -O0": c["O0"], "instr -O2": c["O2"],

@@ -84,14 +84,18 @@ def _stack(df, kernel: str, size: int, pattern: str = "pingpong", contexts: int 
     return sel.ns_per_switch.to_numpy()
 
 
-def _kernel(df, kernel: str, **eq):
+def _kernel(df, kernel: str, col: str = "ns_per_switch", **eq):
     if df is None:
         return None
     sel = df[df.entry == kernel]
     for k, v in eq.items():
         if k in sel:
             sel = sel[sel[k] == v]
-    return sel.ns_per_switch.to_numpy()
+    if col not in sel:  # data measured before the column existed
+        import numpy as np
+
+        return np.array([])
+    return sel[col].to_numpy()
 
 
 KB, MB = 1 << 10, 1 << 20

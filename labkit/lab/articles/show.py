@@ -81,9 +81,10 @@ def section(notebook: str) -> None:
     for key in BY_NOTEBOOK[notebook]:
         t = table(key)
         display(HTML(to_html(t)))
-        fig = figure(t)
-        display(fig)
-        plt.close(fig)
+        fig = figure(t)   # saved, and shown when this runs in a notebook
+        if plt.fignum_exists(fig.number):
+            display(fig)
+            plt.close(fig)
     v = save_article_verdicts(notebook)
     if len(v):
         display(HTML("<p>The row claims judged from this notebook's data:</p>"
