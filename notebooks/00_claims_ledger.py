@@ -144,3 +144,19 @@ calibrated = pd.concat([
 print(f"allowed wrong rate: {calibration.tolerance(calibration_runs) + 0.05:.3f} at "
       f"{calibration_runs} runs (5% plus 2.58 Monte-Carlo standard errors)")
 calibrated.round(3)
+
+# %% [markdown]
+# ## Do the verdicts hold from run to run?
+#
+# The committed full run beside full reruns of the same code on the same machine
+# (`python -m labkit.lab.stability --runs 2 --with-committed`, which saves
+# `data/stability.csv`). A claim whose true value lies near one of its rule's bounds can
+# be decided in one run and inconclusive in the next; two runs reaching opposite verdicts
+# would mean the engine is wrong. Below: the claims that did not keep one verdict.
+
+# %%
+from labkit.lab import stability
+
+checked, text = stability.on_record(table)
+print(text)
+stability.moved(checked) if checked is not None else None

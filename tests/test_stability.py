@@ -51,3 +51,31 @@ def test_a_tiny_quick_stability_run(tmp_path, capsys, monkeypatch):
         again = claim_rules.recompute(claim_id, tmp_path / "run-1" / "data")
         assert (again["verdict"], again["original_verdict"], again["measured_value"]) == \
             tuple(saved.loc[claim_id, ["verdict", "original_verdict", "measured_value"]])
+
+
+def test_the_check_on_record_is_shown_only_beside_its_own_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path))
+    now = _ledger(["reproduced", "inconclusive", "contradicted"])
+    table, text = stability.on_record(now)
+    assert table is None and "no stability check" in text
+    checked = stability.agreement([now, _ledger(["reproduced", "contradicted", "contradicted"]),
+                                   now]).rename(columns={"run 1": stability.COMMITTED})
+    (tmp_path / "data").mkdir(exist_ok=True)
+    checked.to_csv(tmp_path / "data" / "stability.csv", index=False)
+    table, text = stability.on_record(now)
+    assert text == "2 of 3 claims keep the same verdict over 3 runs; 0 reach opposite verdicts"
+    assert list(stability.moved(table).claim_id) == ["B"]
+    table, text = stability.on_record(_ledger(["reproduced", "reproduced", "contradicted"]))
+    assert table is None and "earlier run" in text
+
+
+def test_with_committed_needs_a_full_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path))
+    with pytest.raises(ValueError, match="quick"):
+        stability.run(1, quick=True, with_committed=True, out=tmp_path / "s")
+    with pytest.raises(ValueError, match="make reproduce"):
+        stability.run(1, with_committed=True, only=["06_fp_state_and_return"],
+                      out=tmp_path / "s")
+    with pytest.raises(SystemExit) as exc:
+        stability.main(["--runs", "1", "--quick", "--with-committed"])
+    assert exc.value.code == 2

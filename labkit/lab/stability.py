@@ -2,10 +2,13 @@
 its own results folder, and report each claim's agreement across the runs.
 
     python -m labkit.lab.stability --runs 3 [--quick] [--only 05_kernel_switches ...] [--out DIR]
+    python -m labkit.lab.stability --runs 2 --with-committed     # after a full make reproduce
 
 Writes DIR/run-1 ... run-K (data/, figures/, executed/ of each run), DIR/stability.csv
 (one row per claim: its verdict in every run, whether they all agree, and whether two
 runs reached opposite verdicts) and prints the stability figure with every run's time.
+With --with-committed the committed full run (data/00_claims_ledger.csv) is run 1 and
+the table is also saved as data/stability.csv, which notebook 00 shows in the report.
 The aim: over 3 full runs, no claim reaches opposite verdicts and at least 43 of the 45
 keep one verdict.
 """
@@ -66,10 +69,37 @@ def _ledger_of(folder: Path):
             os.environ["LABKIT_RESULTS_DIR"] = before
 
 
+COMMITTED = "run 1 (committed)"
+
+
+def on_record(ledger_table):
+    """(table, text): data/stability.csv and its stability figure when its run 1 is the
+    run `ledger_table` comes from (the same verdict for every claim); else (None, why)."""
+    from labkit.core import results
+
+    path = results.data_dir() / "stability.csv"
+    if not path.exists():
+        return None, f"no stability check is on record for these results ({path.name})"
+    table = results.read_csv(path)
+    first = table.set_index("claim_id")[COMMITTED] if COMMITTED in table else None
+    now = ledger_table.set_index("claim_id").verdict
+    if first is None or not first.reindex(now.index).equals(now):
+        return None, (f"the stability check on record ({path.name}) is of an earlier run: "
+                      "its run 1 is not these results")
+    return table, figure(table)
+
+
+def moved(table):
+    """The claims whose verdict is not the same in every run, with each run's verdict."""
+    runs = [c for c in table.columns if c.startswith("run ")]
+    return table.loc[~table.agree, ["claim_id", *runs, "opposite"]]
+
+
 def run(runs: int = 3, *, quick: bool = False, only: list[str] | None = None,
-        out: Path | None = None, echo=print):
+        out: Path | None = None, with_committed: bool = False, echo=print):
     """Run the verdict-bearing notebooks `runs` times into out/run-k; returns
-    (agreement table, seconds per run)."""
+    (agreement table, seconds per run). with_committed: the committed full run's ledger
+    is run 1 and the table is saved as data/stability.csv too."""
     from labkit.lab import notebook_index, notebook_run
     from labkit.core.results import REPO
 
@@ -80,7 +110,18 @@ def run(runs: int = 3, *, quick: bool = False, only: list[str] | None = None,
         raise ValueError("only must name at least one experiment notebook (not the ledger)")
     out = Path(out).resolve() if out is not None else REPO / "reports" / (
         "stability-quick" if quick else "stability")
+    if with_committed and quick:
+        raise ValueError("with_committed compares full runs with the committed full run; "
+                         "it cannot be used with quick")
     tables, seconds = [], []
+    if with_committed:
+        from labkit.core import results
+
+        ledger_csv = results.data_dir() / "00_claims_ledger.csv"
+        if not ledger_csv.exists():
+            raise ValueError(f"with_committed needs a full run's ledger; {ledger_csv} is "
+                             "missing: run `make reproduce` first")
+        tables.append(results.read_csv(ledger_csv))
     for k in range(1, runs + 1):
         folder = out / f"run-{k}"
         start = time.monotonic()
@@ -92,8 +133,14 @@ def run(runs: int = 3, *, quick: bool = False, only: list[str] | None = None,
         seconds.append(time.monotonic() - start)
         tables.append(_ledger_of(folder))
     table = agreement(tables)
+    if with_committed:
+        table = table.rename(columns={"run 1": COMMITTED})
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "stability.csv", index=False)
+    if with_committed:
+        from labkit.core import results
+
+        results.save_csv(table, "stability")
     return table, seconds
 
 
@@ -103,9 +150,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="the notebooks' quick mode")
     parser.add_argument("--only", nargs="+", metavar="NOTEBOOK", help="only these notebooks")
     parser.add_argument("--out", type=Path, help="folder for the runs (default reports/stability[-quick])")
+    parser.add_argument("--with-committed", action="store_true",
+                        help="count the committed full run as run 1 and save data/stability.csv")
     args = parser.parse_args(argv)
     try:
-        table, seconds = run(args.runs, quick=args.quick, only=args.only, out=args.out)
+        table, seconds = run(args.runs, quick=args.quick, only=args.only, out=args.out,
+                             with_committed=args.with_committed)
     except ValueError as exc:
         parser.error(str(exc))
     print(table.to_string(index=False))
