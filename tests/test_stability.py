@@ -55,17 +55,23 @@ def test_a_tiny_quick_stability_run(tmp_path, capsys, monkeypatch):
 
 def test_the_check_on_record_is_shown_only_beside_its_own_run(tmp_path, monkeypatch):
     monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path))
-    now = _ledger(["reproduced", "inconclusive", "contradicted"])
+    now = _ledger(["reproduced", "inconclusive", "contradicted"]).assign(
+        measured_value=["2.0 [1.8, 2.2]", "1.2 [1.0, 1.4]", "0.9 [0.8, 1.0]"])
     table, text = stability.on_record(now)
     assert table is None and "no stability check" in text
     checked = stability.agreement([now, _ledger(["reproduced", "contradicted", "contradicted"]),
                                    now]).rename(columns={"run 1": stability.COMMITTED})
+    checked[stability.MEASURED] = list(now.measured_value)
     (tmp_path / "data").mkdir(exist_ok=True)
     checked.to_csv(tmp_path / "data" / "stability.csv", index=False)
     table, text = stability.on_record(now)
     assert text == "2 of 3 claims keep the same verdict over 3 runs; 0 reach opposite verdicts"
     assert list(stability.moved(table).claim_id) == ["B"]
-    table, text = stability.on_record(_ledger(["reproduced", "reproduced", "contradicted"]))
+    other = now.assign(verdict=["reproduced", "reproduced", "contradicted"])
+    table, text = stability.on_record(other)
+    assert table is None and "earlier run" in text
+    # The same verdicts from another run (other values) are not the run it checked.
+    table, text = stability.on_record(now.assign(measured_value=["2.1 [1.9, 2.3]"] * 3))
     assert table is None and "earlier run" in text
 
 

@@ -70,20 +70,23 @@ def _ledger_of(folder: Path):
 
 
 COMMITTED = "run 1 (committed)"
+MEASURED = "measured value, run 1"   # ties a check to the very run it was made beside
 
 
 def on_record(ledger_table):
     """(table, text): data/stability.csv and its stability figure when its run 1 is the
-    run `ledger_table` comes from (the same verdict for every claim); else (None, why)."""
+    run `ledger_table` comes from (the same verdict and measured value for every claim);
+    else (None, why)."""
     from labkit.core import results
 
     path = results.data_dir() / "stability.csv"
     if not path.exists():
         return None, f"no stability check is on record for these results ({path.name})"
     table = results.read_csv(path)
-    first = table.set_index("claim_id")[COMMITTED] if COMMITTED in table else None
-    now = ledger_table.set_index("claim_id").verdict
-    if first is None or not first.reindex(now.index).equals(now):
+    now = ledger_table.set_index("claim_id")[["verdict", "measured_value"]].astype(str)
+    first = (table.set_index("claim_id")[[COMMITTED, MEASURED]].astype(str)
+             if {COMMITTED, MEASURED} <= set(table.columns) else None)
+    if first is None or not first.reindex(now.index).set_axis(now.columns, axis=1).equals(now):
         return None, (f"the stability check on record ({path.name}) is of an earlier run: "
                       "its run 1 is not these results")
     return table, figure(table)
@@ -121,7 +124,8 @@ def run(runs: int = 3, *, quick: bool = False, only: list[str] | None = None,
         if not ledger_csv.exists():
             raise ValueError(f"with_committed needs a full run's ledger; {ledger_csv} is "
                              "missing: run `make reproduce` first")
-        tables.append(results.read_csv(ledger_csv))
+        committed = results.read_csv(ledger_csv)
+        tables.append(committed)
     for k in range(1, runs + 1):
         folder = out / f"run-{k}"
         start = time.monotonic()
@@ -135,6 +139,7 @@ def run(runs: int = 3, *, quick: bool = False, only: list[str] | None = None,
     table = agreement(tables)
     if with_committed:
         table = table.rename(columns={"run 1": COMMITTED})
+        table[MEASURED] = table.claim_id.map(committed.set_index("claim_id").measured_value)
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "stability.csv", index=False)
     if with_committed:
