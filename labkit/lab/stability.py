@@ -69,6 +69,7 @@ def _ledger_of(folder: Path):
             os.environ["LABKIT_RESULTS_DIR"] = before
 
 
+RECORD = "stability"   # data/stability.csv: the check of the committed full run
 COMMITTED = "run 1 (committed)"
 MEASURED = "measured value, run 1"   # ties a check to the very run it was made beside
 
@@ -79,7 +80,7 @@ def on_record(ledger_table):
     else (None, why)."""
     from labkit.core import results
 
-    path = results.data_dir() / "stability.csv"
+    path = results.data_dir() / f"{RECORD}.csv"
     if not path.exists():
         return None, f"no stability check is on record for these results ({path.name})"
     table = results.read_csv(path)
@@ -103,28 +104,25 @@ def run(runs: int = 3, *, quick: bool = False, only: list[str] | None = None,
     """Run the verdict-bearing notebooks `runs` times into out/run-k; returns
     (agreement table, seconds per run). with_committed: the committed full run's ledger
     is run 1 and the table is saved as data/stability.csv too."""
+    from labkit.core import results
     from labkit.lab import notebook_index, notebook_run
-    from labkit.core.results import REPO
 
     if not isinstance(runs, int) or isinstance(runs, bool) or not 1 <= runs <= 50:
         raise ValueError(f"runs must be an int in [1, 50]; got {runs!r}")
     sources = [s for s in notebook_index.notebook_sources(only) if s.stem != notebook_index.LEDGER]
     if not sources:
         raise ValueError("only must name at least one experiment notebook (not the ledger)")
-    out = Path(out).resolve() if out is not None else REPO / "reports" / (
+    out = Path(out).resolve() if out is not None else results.REPO / "reports" / (
         "stability-quick" if quick else "stability")
     if with_committed and quick:
         raise ValueError("with_committed compares full runs with the committed full run; "
                          "it cannot be used with quick")
     tables, seconds = [], []
     if with_committed:
-        from labkit.core import results
-
-        ledger_csv = results.data_dir() / "00_claims_ledger.csv"
-        if not ledger_csv.exists():
-            raise ValueError(f"with_committed needs a full run's ledger; {ledger_csv} is "
-                             "missing: run `make reproduce` first")
-        committed = results.read_csv(ledger_csv)
+        try:
+            committed = results.load_csv(notebook_index.LEDGER)
+        except FileNotFoundError as exc:
+            raise ValueError(f"with_committed needs a full run's ledger: {exc}") from None
         tables.append(committed)
     for k in range(1, runs + 1):
         folder = out / f"run-{k}"
@@ -140,12 +138,9 @@ def run(runs: int = 3, *, quick: bool = False, only: list[str] | None = None,
     if with_committed:
         table = table.rename(columns={"run 1": COMMITTED})
         table[MEASURED] = table.claim_id.map(committed.set_index("claim_id").measured_value)
+        results.save_csv(table, RECORD)
     out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out / "stability.csv", index=False)
-    if with_committed:
-        from labkit.core import results
-
-        results.save_csv(table, "stability")
+    table.to_csv(out / f"{RECORD}.csv", index=False)
     return table, seconds
 
 
