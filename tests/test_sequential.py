@@ -53,8 +53,7 @@ def test_more_repeats_inside_a_process_do_not_narrow_a_process_effect():
 
     widths = []
     for repeats in (2, 20):
-        t = engine.per_process(runs(repeats))
-        _, lo, hi, _ = sequential.interval(engine.ratio_stats(t, "a", "b"), (8, 16))
+        _, lo, hi, _ = sequential.interval(engine.log_ratios(runs(repeats), "a", "b"), (8, 16))
         widths.append(hi - lo)
     assert widths[0] == pytest.approx(widths[1])
 
@@ -80,3 +79,46 @@ def test_the_engine_decides_at_the_first_look_that_decides():
     near = {"x": np.log(2.0) + rng.normal(0, 0.05, 32)}  # on the bound: never decided
     row = engine.judge("C002.3", near, looks=(8, 16, 24, 32))
     assert row["verdict"] == "inconclusive" and row["processes"] == 32 and row["lean"]
+
+
+def _abba_runs(rng, processes, passes, ratio, switch=0.1):
+    """Two sides measured ABBA in a VM whose slow mode (twice the time, on both sides)
+    comes and goes: before each call it flips with probability `switch`."""
+    rows = []
+    for w in range(processes):
+        mode, pos = rng.choice([1.0, 2.0]), 0
+        for k in range(passes):
+            for label in (("a", "b") if k % 2 == 0 else ("b", "a")):
+                if rng.random() < switch:
+                    mode = 3.0 - mode
+                base = ratio if label == "a" else 1.0
+                rows.append({"worker": w, "side": label, "order": pos, "ns_per_switch":
+                             base * mode * math.exp(rng.normal(0, 0.02))})
+                pos += 1
+    return pd.DataFrame(rows)
+
+
+def test_paired_repeats_cancel_a_mode_that_comes_and_goes_inside_a_process():
+    rng = np.random.default_rng(5)
+    runs = _abba_runs(rng, 32, 8, 1.5)
+    paired = engine.log_ratios(runs, "a", "b")
+    t = engine.per_process(runs)
+    of_medians = np.log(t["a"] / t["b"]).to_numpy()
+    assert np.std(paired) < 0.5 * np.std(of_medians)
+    assert np.median(paired) == pytest.approx(math.log(1.5), abs=0.02)
+
+
+def test_pairs_follow_the_order_of_calls_not_of_rows():
+    rng = np.random.default_rng(6)
+    runs = _abba_runs(rng, 8, 4, 1.2, switch=0.3)
+    shuffled = runs.sample(frac=1.0, random_state=1)
+    assert np.allclose(engine.log_ratios(shuffled, "a", "b"), engine.log_ratios(runs, "a", "b"))
+
+
+def test_a_pair_without_a_logarithm_is_left_out_and_a_missing_side_gives_nan():
+    runs = pd.DataFrame({"worker": [0, 0, 0, 0, 1, 1], "side": ["a", "b", "b", "a", "a", "b"],
+                         "order": [0, 1, 2, 3, 0, 1],
+                         "ns_per_switch": [2.0, 1.0, -1.0, 4.0, -2.0, 1.0]})
+    out = engine.log_ratios(runs, "a", "b")
+    assert out[0] == pytest.approx(math.log(2.0)) and math.isnan(out[1])
+    assert np.isnan(engine.log_ratios(runs, "a", "c")).all()

@@ -55,12 +55,13 @@ def _decide(v, lo, hi):
 
 def new_design(rng, ratio: float, *, looks=sequential.LOOKS,
                repeats: int = sequential.REPEATS) -> dict:
-    """The engine: per-process log ratio of medians, repeated confidence intervals at
-    the looks, stop at the first look that decides."""
+    """The engine: per process, the median of the passes' log ratios (the k-th repeat
+    of each side, as labkit.lab.engine.log_ratios pairs them), repeated confidence
+    intervals at the looks, stop at the first look that decides."""
     import numpy as np
 
-    m = np.median(simulate(rng, ratio, looks[-1], repeats), axis=2)
-    stats = np.log(m[:, 0] / m[:, 1])
+    x = simulate(rng, ratio, looks[-1], repeats)
+    stats = np.median(np.log(x[:, 0] / x[:, 1]), axis=1)
     d, _, n, _ = engine.first_decided_look({"x": stats}, looks, _decide)
     return {"verdict": d["verdict"], "processes": n}
 

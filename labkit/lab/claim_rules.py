@@ -53,17 +53,17 @@ def _per_side(runs, label) -> int:
 
 
 def _ratio_row(claim_id, runs, num, den, note="", col="ns_per_switch", **kw):
-    """A ratio of two entries' medians, one per process, judged by the engine."""
+    """A ratio of two entries, one per process (the median of its passes' ratios), judged
+    by the engine."""
     missing = _missing_row(claim_id, runs, num, den, col=col)
     if missing:
         return missing
-    t = engine.per_process(runs, col)
     a, b = _entry(runs, num, col), _entry(runs, den, col)
     return engine.judge(
-        claim_id, {"x": engine.ratio_stats(t, num, den)}, looks=engine.looks_of(runs),
+        claim_id, {"x": engine.log_ratios(runs, num, den, col)}, looks=engine.looks_of(runs),
         noisy=_noisy(a, b),
-        note=f"{num} / {den}, median of {_per_side(runs, num)} ABBA repeats per side in each "
-             f"process" + (f"; {note}" if note else ""), **kw)
+        note=f"{num} / {den}, median of the {_per_side(runs, num)} ABBA passes' ratios in "
+             f"each process" + (f"; {note}" if note else ""), **kw)
 
 
 def _positive_indicator(value, low, high):
@@ -84,9 +84,8 @@ def c000_1(runs):
     missing = _missing_row("C000.1", runs, *need)
     if missing:
         return missing
-    t = engine.per_process(runs)
-    call_fiber = engine.ratio_stats(t, "boost_fiber", "virtual_call")
-    fiber_sys = engine.ratio_stats(t, "syscall_getppid", "boost_fiber")
+    call_fiber = engine.log_ratios(runs, "boost_fiber", "virtual_call")
+    fiber_sys = engine.log_ratios(runs, "syscall_getppid", "boost_fiber")
     distances = {"fiber/call": call_fiber, "syscall/fiber": fiber_sys,
                  "nearer the call": fiber_sys - call_fiber}
     c, f, s = (float(_entry(runs, k).median()) for k in need)
@@ -112,16 +111,16 @@ def c000_5(runs):
     missing = _missing_row("C000.5", runs, *pair, col="ns_per_switch_raw")
     if missing:
         return missing
-    raw, net = engine.per_process(runs, "ns_per_switch_raw"), engine.per_process(runs)
     (f, g), (fn, gn) = ([_entry(runs, k, col).median() for k in pair]
                         for col in ("ns_per_switch_raw", "ns_per_switch"))
     return engine.judge(
-        "C000.5", {"x": engine.ratio_stats(raw, *pair)}, looks=engine.looks_of(runs),
+        "C000.5", {"x": engine.log_ratios(runs, *pair, "ns_per_switch_raw")},
+        looks=engine.looks_of(runs),
         noisy=_noisy(*(_entry(runs, k, "ns_per_switch_raw") for k in pair)),
-        original={"stats": {"x": engine.ratio_stats(net, *pair)},
+        original={"stats": {"x": engine.log_ratios(runs, *pair)},
                   "measured": lambda v, lo, hi, n: f"net ratio {v:.3g} [{lo:.3g}, {hi:.3g}]"},
-        note=(f"boost_fiber / cxx20_generator, raw ns per transfer, median of "
-              f"{_per_side(runs, pair[0])} ABBA repeats per side in each process; per round "
+        note=(f"boost_fiber / cxx20_generator, raw ns per transfer, median of the "
+              f"{_per_side(runs, pair[0])} ABBA passes' ratios in each process; per round "
               f"trip (a resume and a suspend, the article's unit), raw: boost_fiber "
               f"{2 * f:.3g} ns, cxx20_generator {2 * g:.3g} ns (article: 20-30 ns and 2-5 ns); "
               f"net of the empty loop: {2 * fn:.3g} and {2 * gn:.3g} ns"))
@@ -159,12 +158,11 @@ def c000_4(runs):
     missing = _missing_row("C000.4", runs, "scheduler 1024", "ring 1", "ring 1024")
     if missing:
         return missing
-    t = engine.per_process(runs)
     sched, pp, ring = (_entry(runs, k) for k in ("scheduler 1024", "ring 1", "ring 1024"))
     return engine.judge(
-        "C000.4", {"x": engine.ratio_stats(t, "scheduler 1024", "ring 1")},
+        "C000.4", {"x": engine.log_ratios(runs, "scheduler 1024", "ring 1")},
         looks=engine.looks_of(runs), noisy=_noisy(sched, pp, ring),
-        original={"stats": {"x": engine.ratio_stats(t, "scheduler 1024", "ring 1024")},
+        original={"stats": {"x": engine.log_ratios(runs, "scheduler 1024", "ring 1024")},
                   "measured": lambda v, lo, hi, n: (f"scheduler 1024 / ring 1024 = {v:.3g} "
                                                    f"[{lo:.3g}, {hi:.3g}]")},
         note=(f"asm_fpu per transfer: scheduler of 1024 {sched.median():.3g} ns, two-context "
@@ -192,7 +190,7 @@ def c001_4(runs):
         return missing
     t = engine.per_process(runs)
     futex, asm = _entry(runs, "thread_futex same-cpu"), _entry(runs, "asm")
-    named = {"x": engine.ratio_stats(t, "thread_futex same-cpu", "asm"),
+    named = {"x": engine.log_ratios(runs, "thread_futex same-cpu", "asm"),
              "coroutine_ns": np.log(t["asm"].to_numpy(float)),
              "thread_ns": np.log(t["thread_futex same-cpu"].to_numpy(float))}
 
@@ -303,13 +301,13 @@ def c004_2(frames07b, runs09):
         return verdicts.judge("C004.2", value, low={"mem": mem[1], "tps": float("nan")},
                               high={"mem": mem[2], "tps": float("nan")},
                               note="throughput not measured (09); " + note)
-    t = engine.per_process(runs09, "qps")
 
     def with_mem(v, lo, hi):
         return ({"mem": mem[0], "tps": v["tps"]}, {"mem": mem[1], "tps": lo["tps"]},
                 {"mem": mem[2], "tps": hi["tps"]})
 
-    return engine.judge("C004.2", {"tps": engine.ratio_stats(t, "cxx20_pool_sym", "cxx20_new")},
+    tps = engine.log_ratios(runs09, "cxx20_pool_sym", "cxx20_new", "qps")
+    return engine.judge("C004.2", {"tps": tps},
                         looks=engine.looks_of(runs09), combine=with_mem,
                         note=("memory not measured (07b); " if math.isnan(mem[0]) else "")
                         + note)
@@ -355,10 +353,10 @@ def c000_7(runs, *, work_cycles=100):
     if missing:
         return missing
     sb, sa = _share_stats(runs, "before"), _share_stats(runs, "after")
-    thr = engine.per_process(runs, "throughput_mtasks_s")
     stats_ = {**{f"share_before {w}": sb[w] for w in WORKS},
               **{f"share_after {w}": sa[w] for w in WORKS},
-              **{f"gain {w}": engine.ratio_stats(thr, f"after {w}", f"before {w}") for w in WORKS}}
+              **{f"gain {w}": engine.log_ratios(runs, f"after {w}", f"before {w}",
+                                                 "throughput_mtasks_s") for w in WORKS}}
     scales = {k: "linear" if k.startswith("share") else "log" for k in stats_}
     seen = {}
 
@@ -431,9 +429,8 @@ def _ordering(claim_id, runs, order, col, *, faster_first: bool, unit: str):
     missing = _missing_row(claim_id, runs, *order, col=col)
     if missing:
         return missing
-    t = engine.per_process(runs, col)
-    pairs = {f"{a}/{b}": (engine.ratio_stats(t, a, b) if faster_first
-                          else engine.ratio_stats(t, b, a)) for a, b in zip(order, order[1:])}
+    pairs = {f"{a}/{b}": engine.log_ratios(runs, *((a, b) if faster_first else (b, a)), col)
+             for a, b in zip(order, order[1:])}
     meds = {s: float(_entry(runs, s, col).median()) for s in order}
     ranked = sorted(meds, key=meds.get, reverse=faster_first)
 

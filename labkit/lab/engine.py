@@ -4,8 +4,9 @@ claim's written rule applied at the first look that decides.
 
 A design (labkit.experiments.design) saves its runs with a `worker` column (the process)
 and a `looks` column (its schedule). Repeats inside one process are not independent of
-each other, so each process is reduced to one number per entry, the median of its
-repeats, and only those numbers enter the interval (Kalibera and Jones 2013).
+each other, so each process is reduced to one number per comparison (log_ratios: the
+median of its passes' log ratios) or per entry (per_process: the median of its repeats),
+and only those numbers enter the interval (Kalibera and Jones 2013).
 """
 from __future__ import annotations
 
@@ -38,12 +39,34 @@ def per_process(runs, col: str = "ns_per_switch"):
             .unstack("side").sort_index())
 
 
-def ratio_stats(table, num: str, den: str):
-    """log(num / den) per process, from `per_process`'s table."""
-    import numpy as np
+def log_ratios(runs, num: str, den: str, col: str = "ns_per_switch"):
+    """log(num / den) per process, in process order (the rows of `per_process`): the
+    median over the process's ABBA passes of log(num's k-th repeat / den's k-th repeat).
 
+    ABBA puts the k-th repeat of every side in the same pass, a few calls apart, and a
+    shared VM's slow mode comes and goes within a process over tens of milliseconds: a
+    pair shares the state of its moment, which the ratio of the two sides' medians does
+    not. With one repeat per side (a round of servers) it is the plain log ratio. A pair
+    with a value at or below zero has no logarithm and is left out; a process with no
+    pair gives NaN."""
+    import numpy as np
+    import pandas as pd
+
+    workers = per_process(runs, col).index
+    sub = runs[runs.side.isin([num, den])]
+    if "order" in sub:
+        sub = sub.sort_values(["worker", "order"], kind="stable")
+    v = sub[col].astype(float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.log(table[num].to_numpy(float) / table[den].to_numpy(float))
+        logs = np.log(v.where(v > 0))
+    k = sub.groupby(["worker", "side"]).cumcount()
+    wide = (pd.DataFrame({"worker": sub.worker, "side": sub.side, "k": k, "l": logs})
+            .pivot_table(index=["worker", "k"], columns="side", values="l", aggfunc="first",
+                         dropna=False))
+    if num not in wide or den not in wide:
+        return np.full(len(workers), np.nan)
+    per = (wide[num] - wide[den]).groupby(level="worker").median()
+    return per.reindex(workers).to_numpy(float)
 
 
 def _intervals(stats: dict, scales: dict, n: int, looks, alpha: float):

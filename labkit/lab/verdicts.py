@@ -50,9 +50,11 @@ AMENDMENTS_CSV = claims_csv("claims_amendments.csv")
 COLUMNS = ["claim_id", "source", "claimed_value", "measured_value", "verdict", "rule", "note",
            "noisy", "original_verdict", "original_rule", "method", "straddle", "lean",
            "processes", "look"]
-# What produced the interval. An exact count (bytes, instructions) has none.
+# What produced the interval. An exact count (bytes, instructions) has none. METHOD: a
+# 95% repeated confidence interval (O'Brien-Fleming spending) over fresh processes, each
+# giving one statistic that pairs the sides' repeats of the same ABBA pass.
 EXACT = "exact"
-METHOD = "rci-obf95-processes"
+METHOD = "rci-obf95-paired-processes"
 CONFIDENCE = 0.95
 N_RESAMPLES = 4000
 # Fixed seed: the interval of the same data is the same interval on every recomputation.
