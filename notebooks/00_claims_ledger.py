@@ -114,9 +114,9 @@ table[["claim_id", "source", "claim", "claimed_value", "measured_value", "verdic
 # Kalibera and Jones's two levels for every verdict design of this run: the variance of
 # the log of each entry's value between processes and within one, what one more process
 # and one more repeat cost here, and the repeats per process that would give the
-# narrowest interval for the time. The designs run 4 repeats per side in each process
-# (05: 2), in ABBA passes; a comparison's statistic pairs the two sides' repeats of the
-# same pass, so a slow mode that comes and goes inside a process falls on both.
+# narrowest interval for the time; "repeats per process" is what each design ran, in ABBA
+# passes. A comparison's statistic pairs the two sides' repeats of the same pass, so a
+# slow mode that comes and goes inside a process falls on both.
 
 # %%
 from labkit.lab import judging

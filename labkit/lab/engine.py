@@ -30,11 +30,15 @@ def looks_of(runs) -> tuple[int, ...]:
     return sequential.LOOKS
 
 
+def _check_runs(runs):
+    if "worker" not in runs or "side" not in runs:
+        raise ValueError("runs must have `worker` and `side` columns (a design's runs)")
+
+
 def per_process(runs, col: str = "ns_per_switch"):
     """A frame with one row per process (`worker`) and one column per side: the median
     of that process's repeats of that side, in process order."""
-    if "worker" not in runs or "side" not in runs:
-        raise ValueError("runs must have `worker` and `side` columns (a design's runs)")
+    _check_runs(runs)
     return (runs.assign(_v=runs[col].astype(float)).groupby(["worker", "side"])._v.median()
             .unstack("side").sort_index())
 
@@ -50,9 +54,9 @@ def log_ratios(runs, num: str, den: str, col: str = "ns_per_switch"):
     with a value at or below zero has no logarithm and is left out; a process with no
     pair gives NaN."""
     import numpy as np
-    import pandas as pd
 
-    workers = per_process(runs, col).index
+    _check_runs(runs)
+    workers = np.sort(runs.worker.unique())
     sub = runs[runs.side.isin([num, den])]
     if "order" in sub:
         sub = sub.sort_values(["worker", "order"], kind="stable")
@@ -60,12 +64,10 @@ def log_ratios(runs, num: str, den: str, col: str = "ns_per_switch"):
     with np.errstate(divide="ignore", invalid="ignore"):
         logs = np.log(v.where(v > 0))
     k = sub.groupby(["worker", "side"]).cumcount()
-    wide = (pd.DataFrame({"worker": sub.worker, "side": sub.side, "k": k, "l": logs})
-            .pivot_table(index=["worker", "k"], columns="side", values="l", aggfunc="first",
-                         dropna=False))
+    wide = logs.set_axis([sub.worker, k, sub.side]).unstack()
     if num not in wide or den not in wide:
         return np.full(len(workers), np.nan)
-    per = (wide[num] - wide[den]).groupby(level="worker").median()
+    per = (wide[num] - wide[den]).groupby(level=0).median()
     return per.reindex(workers).to_numpy(float)
 
 
