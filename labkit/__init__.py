@@ -6,9 +6,12 @@
     labkit.summarize(df)                      # median, spread, noise flag
     labkit.machine_info()                     # where the numbers came from
 
-Every kernel runs in a worker process: a crash comes back as KernelCrashError.
+Every kernel runs in a worker process: a crash comes back as KernelCrashError. The
+subpackages are reachable from here too: `labkit.experiments.callgrind`, `labkit.lab.params`.
 """
-import importlib
+import importlib as _importlib
+import sys as _sys
+from types import ModuleType as _ModuleType
 
 __version__ = "0.1.0"
 
@@ -35,15 +38,46 @@ _API = {
 }
 
 __all__ = list(_API)
+# Loaded on first use as well, each giving its modules on first use
+# (`labkit.experiments.callgrind` after a bare `import labkit`).
+_SUBPACKAGES = ("core", "lab", "experiments", "errors")
 
 
 def __getattr__(name: str):
     if name in _API:
-        value = getattr(importlib.import_module(_API[name]), name)
+        value = getattr(_importlib.import_module(_API[name]), name)
         globals()[name] = value
         return value
+    if name in _SUBPACKAGES:
+        return _importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'labkit' has no attribute {name!r}")
 
 
+class _Package(_ModuleType):
+    """labkit's module type. Python binds every subpackage to labkit once its __init__ has
+    run, whoever imports it first; that moment gives the subpackage its lazy submodules."""
+
+    def __setattr__(self, name, value):
+        if name in _SUBPACKAGES and hasattr(value, "__path__"):
+            vars(value).setdefault("__getattr__", _submodules_of(value.__name__))
+        super().__setattr__(name, value)
+
+
+def _submodules_of(package: str):
+    """A package's module-level __getattr__ that imports its submodule of that name."""
+    def submodule(name: str):
+        if not name.startswith("__"):
+            try:
+                return _importlib.import_module(f"{package}.{name}")
+            except ModuleNotFoundError as exc:
+                if exc.name != f"{package}.{name}":  # the module is there but needs a package
+                    raise
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    return submodule
+
+
 def __dir__():
-    return sorted(set(globals()) | set(_API))
+    return sorted(set(globals()) | set(_API) | set(_SUBPACKAGES))
+
+
+_sys.modules[__name__].__class__ = _Package

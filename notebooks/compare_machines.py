@@ -61,4 +61,4 @@ cmp["verdicts"]
 # ## The ladder, in each machine's own `asm` units
 
 # %%
-cmp["ladder"].round(2)
+bundle.shown(cmp["ladder"])  # "not measured" where a machine has no such rung

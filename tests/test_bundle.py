@@ -275,3 +275,37 @@ def test_old_data_files_read_with_todays_column_names(tmp_path):
     assert list(results.read_csv(tmp_path / "old_echo.csv").columns) == [
         "server", "side", "worker", "qps"]
     pd.testing.assert_frame_equal(results.read_csv(tmp_path / "new_runs.csv"), new_runs)
+
+
+def test_command_line_merge_says_not_measured_and_gives_json(here, FIXTURE, capsys):
+    import json
+
+    from labkit.__main__ import main
+
+    assert main(["merge", str(here), str(FIXTURE)]) == 0
+    text = capsys.readouterr().out
+    # This machine's ladder has asm and asm_fpu only; the fixture's has more rungs.
+    assert "NaN" not in text and "nan" not in text.lower().split()
+    assert bundle.NOT_MEASURED in text
+    assert main(["merge", str(here), str(FIXTURE), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    machines = data["machines"]
+    assert len(machines) == 2 and set(data["hardware"]) == set(machines)
+    assert len(data["verdicts"]) == len(labkit.lab.verdicts.claims())
+    c = next(r for r in data["verdicts"] if r["claim_id"] == "C002.3")
+    assert c["machines"][machines[1]]["verdict"] == "reproduced" and c["same_verdict"] is False
+    rungs = {r["entry"]: r["machines"] for r in data["ladder"]}
+    assert rungs["asm"][machines[0]]["ratio_to_asm"] == 1.0
+    missing = [e for e, m in rungs.items() if m[machines[0]]["median_ns"] is None]
+    assert missing and all(rungs[e][machines[1]]["median_ns"] > 0 for e in missing)
+
+
+def test_the_readme_names_the_formats_merge_reads():
+    import re
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme[readme.index("## Comparing machines"):readme.index("**A room")]
+    said = re.search(r"`merge` reads\s+bundles of format ([\d, or]+?) \(", section)
+    assert said, "the README must say which bundle formats merge reads"
+    assert [int(n) for n in re.findall(r"\d+", said.group(1))] == list(bundle.READS)
+    assert f"`labkit bundle` writes {bundle.FORMAT}" in section

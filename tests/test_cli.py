@@ -162,21 +162,225 @@ def test_python_m_forms_still_work():
         assert "--quick" in res.stdout or "reproduce" in res.stdout
 
 
-def test_requirements_txt_agrees_with_pyproject():
+def test_pyproject_is_the_one_list_of_requirements():
     import tomllib
 
-    meta = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    declared = [*meta["dependencies"], *sum(meta["optional-dependencies"].values(), [])]
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    meta = project["project"]
+    extras = meta["optional-dependencies"]
 
-    def name(req):
-        return re.split(r"[<>=!~\[ ;]", req.strip(), 1)[0].lower().replace("_", "-")
+    def names(reqs):
+        return {re.split(r"[<>=!~\[ ;]", r.strip(), 1)[0].lower().replace("_", "-")
+                for r in reqs}
 
-    pyproject = {name(r) for r in declared}
-    build = {"cython", "setuptools", "wheel"}
-    wanted = {name(line) for line in (REPO / "requirements.txt").read_text().splitlines()
-              if line.strip() and not line.startswith("#")}
-    assert wanted - build <= pyproject, f"in requirements.txt only: {wanted - build - pyproject}"
-    assert not {"pytest", "playwright"} & wanted, "test-only tools belong to the test extra"
-    locked = {name(line) for line in (REPO / "requirements.lock").read_text().splitlines()
-              if "==" in line}
-    assert pyproject | wanted <= locked, f"not in requirements.lock: {(pyproject | wanted) - locked}"
+    assert not (REPO / "requirements.txt").exists(), "a second list drifts from pyproject.toml"
+    declared = names([*meta["dependencies"], *sum(extras.values(), []),
+                      *project["build-system"]["requires"]])
+    learners = names([*meta["dependencies"], *sum((v for k, v in extras.items()
+                                                   if k != "test"), [])])
+    assert not {"pytest", "playwright"} & learners, "test-only tools belong to the test extra"
+    locked = {line.split("==")[0].strip().lower().replace("_", "-")
+              for line in (REPO / "requirements.lock").read_text().splitlines() if "==" in line}
+    assert declared <= locked, f"not in requirements.lock: {declared - locked}"
+
+
+# ---- labkit check ----
+
+def test_check_json_has_the_rows_reproduce_records(tmp_path, monkeypatch, capsys):
+    from labkit.core import envcheck
+
+    assert cli.main(["check", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path))
+    envcheck.announce(io.StringIO())  # what `labkit reproduce` does before its first notebook
+    recorded = json.loads((tmp_path / "data" / envcheck.FILE).read_text())
+    assert set(shown) == set(recorded) == {"taken", "rows"}
+    assert [r["key"] for r in shown["rows"]] == [r["key"] for r in recorded["rows"]] \
+        == list(envcheck.KEYS)
+    assert [set(r) for r in shown["rows"]] == [set(r) for r in recorded["rows"]]
+    assert not (tmp_path / "data" / "other").exists()
+
+
+def test_check_says_what_each_warning_does_and_what_to_do(monkeypatch, capsys):
+    from labkit.core import envcheck
+
+    rows = envcheck.check()
+    for r in rows:
+        assert bool(r["remedy"]) == (r["status"] == envcheck.WARN), r
+    # Every condition made to warn: each says its effect and its remedy, naming root when
+    # the remedy needs it.
+    warned = [{**r, "status": envcheck.WARN, "remedy": r["remedy"] or f"do {r['key']}"}
+              for r in rows]
+    monkeypatch.setattr(envcheck, "check", lambda: warned)
+    assert cli.main(["check"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"environment check ({len(rows)} of {len(rows)} conditions warn)")
+    for r in warned:
+        assert f"{r['condition']}: {r['value']}\n  effect: {r['effect']}.\n  to do:  " \
+               f"{r['remedy']}." in out
+    for r in rows:
+        if "sudo" in r["remedy"]:
+            assert "needs root" in r["remedy"], r
+
+
+def test_check_records_nothing(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path))
+    assert cli.main(["check"]) == 0
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---- labkit stability ----
+
+def test_stability_is_a_subcommand_with_the_module_s_options(monkeypatch, capsys):
+    from labkit.lab import stability
+
+    with pytest.raises(SystemExit) as done:
+        cli.main(["stability", "--runs", "0", "--quick", "--only", "06_fp_state_and_return"])
+    assert done.value.code == 2
+    assert "runs must be an int in [1, 50]" in capsys.readouterr().err
+    seen = {}
+
+    def run(runs, **kw):
+        seen.update(runs=runs, **kw)
+        ledger = pd.DataFrame({"claim_id": ["C002.3"], "verdict": ["reproduced"]})
+        return stability.agreement([ledger, ledger]), [60.0, 120.0]
+
+    monkeypatch.setattr(stability, "run", run)
+    assert cli.main(["stability", "--runs", "2", "--quick", "--only", "06_fp_state_and_return",
+                     "--out", "somewhere"]) == 0
+    assert seen == {"runs": 2, "quick": True, "only": ["06_fp_state_and_return"],
+                    "out": Path("somewhere"), "with_committed": False}
+    out = capsys.readouterr().out
+    assert "1 of 1 claims keep the same verdict over 2 runs" in out and "run 2 2.0 min" in out
+    module = argparse.ArgumentParser()
+    stability.add_arguments(module)  # what `python -m labkit.lab.stability` takes
+    assert {a.dest for a in module._actions} == \
+        {a.dest for a in _subparsers(cli.build_parser())["stability"]._actions}
+
+
+# ---- reproduce --json ----
+
+def test_reproduce_json_is_the_only_thing_on_stdout(tmp_path, monkeypatch, capsys):
+    from labkit.lab import report
+
+    monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path))
+    row = {"claim_id": "C000.2", "verdict": "contradicted",
+           "measured_value": "0.997 [0.966, 1.03]", "processes": "16",
+           "method": "rci-obf95-paired-processes", "note": "n", "source": "s",
+           "claimed_value": "5.45", "rule": "r"}
+
+    def run_notebook(src, *, quick, out_dir, results_dir, timeout, parameters):
+        # What a notebook leaves: its verdicts in data/.
+        pd.DataFrame([row]).to_csv(Path(results_dir) / "data" / f"{src.stem}_verdicts.csv",
+                                   index=False)
+        return notebook_run.Outcome(src.stem, True, 2.5, None)
+
+    monkeypatch.setattr(reproduce, "run_notebook", run_notebook)
+    monkeypatch.setattr(reproduce, "ensure_kernel", lambda: None)
+    monkeypatch.setattr(report, "build", lambda outcomes, out_dir, quick: out_dir / "r.html")
+    try:
+        status = cli.main(["--results", str(tmp_path), "reproduce", "--only", "01_stack_size",
+                           "--json", "--no-progress"])
+    finally:
+        results.set_home(None)
+    assert status == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)  # stdout holds the JSON and nothing else
+    assert "environment check" in captured.err and "1 notebooks ok" in captured.err
+    assert summary["notebooks"] == [{"name": "01_stack_size", "ok": True, "seconds": 2.5,
+                                     "earlier": False, "error": None}]
+    from labkit.lab import verdicts
+
+    counts = summary["verdict_counts"]
+    assert list(counts) == list(verdicts.VERDICTS)
+    assert counts["contradicted"] == 1 and sum(counts.values()) == len(summary["claims"]) \
+        == len(verdicts.claims())
+    claim = next(c for c in summary["claims"] if c["claim_id"] == "C000.2")
+    assert claim["verdict"] == "contradicted" and claim["processes"] == 16
+    assert claim["interval"] == {"value": 0.997, "low": 0.966, "high": 1.03}
+    assert claim["notebook"] == "01_stack_size"
+    other = next(c for c in summary["claims"] if c["claim_id"] == "C002.3")
+    assert other["verdict"] == "not-measured" and other["interval"] is None
+    assert summary["mode"] == "full" and summary["status"] == 0
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("1.17 [1.13, 1.21]", {"value": 1.17, "low": 1.13, "high": 1.21}),
+    ("x = 425 [309, 586]; asm 1.98 ns", {"value": 425, "low": 309, "high": 586}),
+    ("5.03 [4.95, -inf]", {"value": 5.03, "low": 4.95, "high": None}),
+    ("29", None),  # an exact count: no interval
+    ("mem=0.706 [0.706, 0.706], tps=0.873 [0.753, 1.01]", None),  # two: the text says them
+    ("", None),
+])
+def test_a_claim_s_interval_is_read_from_its_measured_value(text, expected):
+    assert reproduce.interval(text) == expected
+
+
+def test_the_committed_ledger_s_intervals_read(capsys):
+    table = results.load_csv(notebook_index.LEDGER)
+    summary = reproduce.summary([], table, quick=False, results_dir="r", report="h", status=0)
+    by_id = {c["claim_id"]: c for c in summary["claims"]}
+    for _, row in table.iterrows():
+        c = by_id[row.claim_id]
+        assert c["verdict"] == row.verdict
+        if row.method == "rci-obf95-paired-processes" and row.measured_value.count("[") == 1:
+            assert c["interval"] is not None and c["processes"] == int(row.processes), c
+            assert c["interval"]["low"] <= c["interval"]["high"]
+    if "measured_quantity" in table.columns:
+        assert all("measured_quantity" in c for c in summary["claims"])
+
+
+# ---- README statements the code backs ----
+
+def test_every_command_is_in_the_readme_s_table():
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("## The `labkit` command"):readme.index("### Installing")]
+    table = "\n".join(line for line in section.splitlines() if line.startswith("| `labkit "))
+    for name in _subparsers(cli.build_parser()):
+        if name != "kernels":  # catalogue's other name, said in its row
+            assert f"`labkit {name}" in table, name
+
+
+def test_start_page_names_every_verdict():
+    from labkit.lab import verdicts
+
+    nb = json.loads((notebook_index.NOTEBOOKS / "start_here.ipynb").read_text())
+    text = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    named = set(re.findall(r"`([a-z-]+)`", text)) & set(verdicts.VERDICTS)
+    assert named == set(verdicts.VERDICTS), set(verdicts.VERDICTS) - named
+    assert f"of {['no', 'one', 'two', 'three', 'four', 'five', 'six'][len(verdicts.VERDICTS)]} " \
+           "verdicts" in text
+
+
+def test_documented_module_paths_work_after_import_labkit():
+    readme = (REPO / "README.md").read_text()
+    paths = sorted(set(re.findall(r"`(labkit\.(?:core|lab|experiments)\.\w+)", readme)))
+    assert "labkit.experiments.callgrind" in paths
+    # A fresh process: only `import labkit`, then each path as an attribute; and again
+    # after a subpackage was imported first by its own name.
+    code = ("import labkit, sys\n"
+            f"for p in {paths!r}:\n"
+            "    obj = labkit\n"
+            "    for part in p.split('.')[1:]:\n"
+            "        obj = getattr(obj, part)\n"
+            "    assert obj.__name__ == p, p\n"
+            "import labkit.lab.params\n"
+            "assert labkit.experiments.frames.__name__ == 'labkit.experiments.frames'\n"
+            "assert labkit.core.timing.__name__ == 'labkit.core.timing'\n"
+            "try:\n"
+            "    labkit.experiments.no_such_module\n"
+            "except AttributeError as e:\n"
+            "    print('AttributeError', e)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "AttributeError module 'labkit.experiments' has no attribute 'no_such_module'" \
+        in done.stdout
+
+
+def test_the_public_namespace_is_the_api_and_the_subpackages():
+    public = {n for n in dir(labkit) if not n.startswith("_")}
+    assert public == set(labkit.__all__) | {"core", "lab", "experiments", "errors"}
+    assert not hasattr(labkit, "importlib")
+    with pytest.raises(AttributeError, match="no attribute 'importlib'"):
+        getattr(labkit, "importlib")

@@ -169,3 +169,70 @@ def test_papermill_s_guesses_about_the_parameters_line_are_silenced():
     assert not quiet.filter(record("Passed unknown parameter: repeats"))
     assert quiet.filter(record("Passed unknown parameter: nosuch"))
     assert "papermill.translators" in quiet.LOGGERS
+
+
+# ---- a parameters file (-f params.yaml), as papermill's ----
+
+def _file(tmp_path, text, name="params.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_a_parameters_file_gives_typed_values_and_p_beats_it(tmp_path):
+    path = _file(tmp_path, "repeats: 5\nsizes: [4096, 65536]\ncpu: null\n")
+    values = params.read_file(path)
+    assert values == {"repeats": 5, "sizes": [4096, 65536], "cpu": None}
+    got = params.parse(["01_stack_size"], [("repeats", "9")], file_values=values, file=path)
+    assert got == {"repeats": 9, "sizes": [4096, 65536], "cpu": None}
+    assert params.parse(["01_stack_size"], [], file_values=values, file=path)["repeats"] == 5
+    assert params.read_file(_file(tmp_path, "# nothing set\n", "empty.yaml")) == {}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("repeats: [5\n", "-f {f}: not valid YAML: "),
+    ("repeats: 5\n  sizes: 4\n", "-f {f}: not valid YAML: mapping values are not allowed "
+                                 "here (line 2, column 8)"),
+    ("- repeats\n- 5\n", "-f {f}: must be a YAML mapping of NAME: VALUE; got a list"),
+    ("5: repeats\n", "-f {f}: every name must be a parameter's name (text); got 5"),
+])
+def test_a_malformed_parameters_file_is_named(tmp_path, text, message):
+    path = _file(tmp_path, text)
+    with pytest.raises(ValueError) as bad:
+        params.read_file(path)
+    assert message.format(f=path) in str(bad.value)
+    with pytest.raises(ValueError, match="cannot read it"):
+        params.read_file(tmp_path / "missing.yaml")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("nosuch: 3\n", "-f {f}: nosuch: no notebook run here has that parameter; known: "),
+    ("quick: true\n", "-f {f}: quick: use --quick"),
+    ("repeats: '5'\n", "-f {f}: repeats must be an int in [1, 1000]; got '5'"),
+    ("repeats: 2.5\n", "-f {f}: repeats must be an int in [1, 1000]; got 2.5"),
+    ("repeats: 0\n", "-f {f}: repeats must be an int in [1, 1000]; got 0"),
+    ("sizes: 4096\n", "-f {f}: sizes must be a list of ints"),
+    ("cpu: -1\n", "-f {f}: cpu must be None or an int in [0, 4095]; got -1"),
+])
+def test_an_unknown_name_or_a_value_that_does_not_fit_names_file_and_parameter(
+        tmp_path, text, message):
+    path = _file(tmp_path, text)
+    with pytest.raises(ValueError) as bad:
+        params.parse(["01_stack_size"], [], file_values=params.read_file(path), file=path)
+    assert message.format(f=path) in str(bad.value)
+
+
+@pytest.mark.parametrize("text, naming", [
+    ("repeats: [5\n", "not valid YAML"),
+    ("nosuch: 3\n", "nosuch: no notebook run here has that parameter"),
+    ("repeats: abc\n", "repeats must be an int in [1, 1000]; got 'abc'"),
+])
+def test_a_bad_parameters_file_exits_2_with_one_line_before_anything_runs(tmp_path, text,
+                                                                            naming):
+    path = _file(tmp_path, text)
+    done = _labkit("--results", str(tmp_path / "out"), "reproduce", "--quick", "-f",
+                   str(path), "--only", "01_stack_size")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"labkit reproduce: error: -f {path}: ") and naming in done.stderr
+    assert not done.stdout and not (tmp_path / "out" / "reports").exists()

@@ -1,11 +1,14 @@
 """The environment check that pyperf and Google Benchmark print before their results:
 the conditions of this machine that move timings (ASLR, SMT, the frequency governor and
 turbo, isolated CPUs, the load), one row each with its value, what it does to the
-figures and whether it is as a benchmark wants it (ok) or not (warn).
+figures, whether it is as a benchmark wants it (ok) or not (warn), and for a warning what
+to do about it (the setting or command, and whether it needs root).
 
     from labkit.core import envcheck
-    rows = envcheck.check()       # [{"key", "condition", "value", "status", "effect"}, ...]
+    rows = envcheck.check()       # [{"key", "condition", "value", "status", "effect",
+                                  #   "remedy"}, ...]
     print(envcheck.text(rows))    # the short block `labkit reproduce` prints on stderr
+    print(envcheck.explain(rows)) # each warning with its effect and remedy (`labkit check`)
     envcheck.save(rows)           # data/environment.json, which the report shows
 """
 from __future__ import annotations
@@ -88,14 +91,31 @@ def _counters(kind: str) -> str:
     return c.result()[f"{kind}_counters"] + "".join(f" ({h})" for h in hints)
 
 
-def _row(key, condition, value, ok: bool, effect: str) -> dict:
+def _row(key, condition, value, ok: bool, effect: str, remedy: str) -> dict:
     return {"key": key, "condition": condition, "value": str(value),
-            "status": OK if ok else WARN, "effect": effect}
+            "status": OK if ok else WARN, "effect": effect, "remedy": remedy if not ok else ""}
+
+
+# What only the host can change in a VM: the guest has nothing to set.
+HOST_ONLY = "nothing to set in this machine: the host (or the hypervisor's admin) controls it"
+
+
+def _counter_remedy(value: str, kind: str) -> str:
+    """What to do about counters perf_event_open refuses, from why it refused."""
+    if "perf_event_paranoid" in value and "no such event" not in value:
+        return ("allow counting: `sudo sysctl kernel.perf_event_paranoid=1` (needs root; "
+                "until reboot), or give the process CAP_PERFMON; in a container, its seccomp "
+                "profile must allow perf_event_open (docker: --cap-add PERFMON)")
+    if kind == "hw":
+        return ("a VM's hypervisor must expose a virtual PMU (KVM: -cpu host,pmu=on); "
+                f"{HOST_ONLY}")
+    return "the kernel must have perf events (CONFIG_PERF_EVENTS): a kernel that has them"
 
 
 def check() -> list[dict]:
-    """One row per condition, in KEYS order: key, condition, value, status (ok / warn)
-    and effect (what the condition does to the figures, one sentence)."""
+    """One row per condition, in KEYS order: key, condition, value, status (ok / warn),
+    effect (what the condition does to the figures, one sentence) and remedy (for a
+    warning, what to do about it and whether that needs root; '' when ok)."""
     rows = []
     a = aslr()
     rows.append(_row("aslr", "ASLR (kernel.randomize_va_space)", a, a != "unknown",
@@ -103,7 +123,9 @@ def check() -> list[dict]:
                      "entries differ from run to run: a spread between runs that repeated "
                      "runs average over" if a != "0" else
                      "Every run has the same address layout: runs agree with each other "
-                     "but all share one layout's luck with cache sets"))
+                     "but all share one layout's luck with cache sets",
+                     "make /proc/sys/kernel/randomize_va_space readable (a container may "
+                     "hide it; no root needed to read it)"))
     s = smt()
     control = procfs.read_text(f"{CPU}/smt/control")
     rows.append(_row("smt", "SMT (hyperthreads)", s + (f" (control: {control})" if control else ""),
@@ -111,54 +133,75 @@ def check() -> list[dict]:
                      "A sibling hyperthread shares the core's caches and ports: when it "
                      "runs, the switch loops slow down" if s != "0" else
                      "No sibling shares the measured core (in a VM, the host's siblings "
-                     "stay invisible and may still run other guests)"))
+                     "stay invisible and may still run other guests)",
+                     "turn SMT off: `echo off | sudo tee /sys/devices/system/cpu/smt/control` "
+                     "(needs root; until reboot) or boot with `nosmt`" if control in ("on", "off")
+                     else f"SMT cannot be switched from here (control: {control}): {HOST_ONLY}"))
     g = governor()
     rows.append(_row("governor", "CPU frequency governor", g, g == "performance",
                      "The clock follows the load: a short run may finish before it ramps "
                      "up, and ns per switch depend on what ran before" if g != "not exposed"
                      else "The host sets the clock and the guest cannot see it: ns figures "
                           "drift with the host's load and only ratios measured side by side "
-                          "travel"))
+                          "travel",
+                     "`sudo cpupower frequency-set -g performance` (needs root; package "
+                     "linux-cpupower; until reboot)" if g != "not exposed" else
+                     f"{HOST_ONLY}; compare ratios measured side by side, not ns"))
     t = turbo()
     rows.append(_row("turbo", "Turbo / boost", t, t == "off",
                      "The clock rises when few cores are busy and falls as they heat, so ns "
                      "per switch move with the rest of the machine" if t != "off" else
                      "The clock stays at nominal: ns figures are steadier, and lower than a "
-                     "user with turbo would see"))
+                     "user with turbo would see",
+                     _turbo_remedy()))
     iso = isolated_cpus()
     rows.append(_row("isolated_cpus", "Isolated CPUs (isolcpus)", iso, iso != "none",
                      "The measured CPU also runs other tasks: their preemptions add "
                      "outliers to the spread, although the worker is pinned" if iso == "none"
                      else "The scheduler keeps other tasks off these CPUs: pinned "
-                          "measurements there see fewer preemptions"))
+                          "measurements there see fewer preemptions",
+                     "optional: boot with `isolcpus=1 nohz_full=1` on the kernel command line "
+                     "(needs root and a reboot: GRUB_CMDLINE_LINUX in /etc/default/grub, then "
+                     "update-grub), then pin the measurements there (`-p cpu 1`)"))
     nohz = nohz_full()
     rows.append(_row("nohz_full", "Tickless CPUs (nohz_full)", nohz, True,
                      "The scheduler tick interrupts a running loop about every "
                      "millisecond: a few hundred ns of noise per tick, averaged into the "
                      "per-switch figures" if nohz == "none" else
-                     "A lone task on these CPUs runs without the scheduler tick"))
+                     "A lone task on these CPUs runs without the scheduler tick", ""))
     load, cpus = os.getloadavg()[0], os.cpu_count() or 1
     rows.append(_row("load_average", "Load average (1 min)", f"{load:.2f} on {cpus} CPUs",
                      load < LOAD_PER_CPU * cpus,
                      "Other work is running: the worker is preempted more often and shares "
                      "caches, so the spread widens and medians rise"
                      if load >= LOAD_PER_CPU * cpus else
-                     "Little else is running: the worker has its CPU mostly to itself"))
+                     "Little else is running: the worker has its CPU mostly to itself",
+                     "stop other work before measuring (`top` shows what runs; no root "
+                     "needed), or measure later"))
     sw = _counters("sw")
     rows.append(_row("sw_counters", "Software counters (perf_event_open)", sw,
                      sw == "counted",
                      "Context switches, migrations and page faults are counted per "
                      "measurement, beside the lab's own switch counts" if sw == "counted" else
                      "Some rows lack the kernel's own counts (the row says why); the lab's own switch "
-                     "counts and timings remain"))
+                     "counts and timings remain", _counter_remedy(sw, "sw")))
     hw = _counters("hw")
     rows.append(_row("hw_counters", "Hardware counters (perf_event_open)", hw,
                      hw == "counted",
                      "Cycles, instructions and misses are counted per measurement"
                      if hw == "counted" else
                      "Rows have no cycle, instruction or miss counts (the row says why), only the "
-                     "software counters and the timings"))
+                     "software counters and the timings", _counter_remedy(hw, "hw")))
     return rows
+
+
+def _turbo_remedy() -> str:
+    if procfs.read_text(f"{CPU}/intel_pstate/no_turbo") is not None:
+        return ("`echo 1 | sudo tee /sys/devices/system/cpu/intel_pstate/no_turbo` (needs "
+                "root; until reboot)")
+    if procfs.read_text(f"{CPU}/cpufreq/boost") is not None:
+        return "`echo 0 | sudo tee /sys/devices/system/cpu/cpufreq/boost` (needs root; until reboot)"
+    return f"{HOST_ONLY}; compare ratios measured side by side, not ns"
 
 
 def warnings(rows: list[dict] | None = None) -> list[str]:
@@ -177,15 +220,32 @@ def text(rows: list[dict] | None = None) -> str:
     return "\n".join(lines)
 
 
+def explain(rows: list[dict] | None = None) -> str:
+    """The check as `labkit check` prints it: the block, then every warning with what it
+    does to the figures and what to do about it."""
+    rows = check() if rows is None else rows
+    lines = [text(rows)]
+    for r in rows:
+        if r["status"] == WARN:
+            lines += ["", f"{r['condition']}: {r['value']}", f"  effect: {r['effect']}.",
+                      f"  to do:  {r['remedy']}."]
+    return "\n".join(lines)
+
+
 def save(rows: list[dict] | None = None) -> "os.PathLike":
     """Write the check to data/environment.json (atomically), with when it was taken;
     returns the path."""
-    rows = check() if rows is None else rows
     path = results.data_dir() / FILE
     with results.atomic_path(path) as tmp:
-        tmp.write_text(json.dumps({"taken": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                                   "rows": rows}, indent=1))
+        tmp.write_text(json.dumps(record(rows), indent=1))
     return path
+
+
+def record(rows: list[dict] | None = None) -> dict:
+    """The check as data/environment.json holds it: {"taken": UTC time, "rows": rows}
+    (also what `labkit check --json` prints)."""
+    return {"taken": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "rows": check() if rows is None else rows}
 
 
 def recorded() -> dict | None:

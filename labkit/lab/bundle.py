@@ -13,9 +13,10 @@ Parquet keeps the columns typed and compact; any Arrow/pandas reader opens it.
 
 A bundle carries only what was measured on the machine that packs it: rows with another
 machine_id (say, the development VM's results committed in a fresh clone) are refused.
-`merge` puts side by side only bundles of the same format, mode (quick or full) and
-labkit commit. Bundles made before a machine field existed still merge: the field shows as
-not recorded.
+`merge` puts side by side only bundles of a format it reads (READS: 2 and 3), of one mode
+(quick or full) and of one labkit commit; `shown` and `merged_records` give its tables as
+a person reads them ('not measured', not NaN) and as JSON. Bundles made before a machine
+field existed still merge: the field shows as not recorded.
 """
 from __future__ import annotations
 
@@ -228,3 +229,44 @@ def merge(paths, *, same_commit: bool = True) -> dict:
     hardware = pd.DataFrame({lab: [str(b["machine"].get(f, NOT_RECORDED)) for f in MACHINE_FIELDS]
                              for lab, b in zip(labels, bundles)}, index=list(MACHINE_FIELDS))
     return {"machines": labels, "verdicts": v, "ladder": ladder, "hardware": hardware}
+
+
+NOT_MEASURED = "not measured"  # how a merge shows a value a machine has no measurement of
+
+
+def shown(frame, digits: int = 2):
+    """A merge's frame as a person reads it: numbers rounded, a value a machine did not
+    measure (NaN) shown as 'not measured'."""
+    frame = frame.round(digits) if not frame.empty else frame
+    return frame.astype(object).where(frame.notna(), NOT_MEASURED)
+
+
+def merged_records(out: dict) -> dict:
+    """A merge (merge()'s dict) as plain data for JSON: the machines; each claim's verdict
+    and measured value per machine and whether they all agree; each entry's median ns per
+    switch and ratio to `asm` per machine (null where a machine did not measure it); and
+    the machines' hardware fields."""
+    import math
+
+    def value(x):
+        if isinstance(x, float) and not math.isfinite(x):
+            return None
+        return x.item() if hasattr(x, "item") else x
+
+    machines = out["machines"]
+    v = out["verdicts"]
+    verdict_rows = [{"claim_id": claim,
+                     "same_verdict": bool(row[("all machines", "same verdict")]),
+                     "machines": {m: {"verdict": row[(m, "verdict")],
+                                      "measured_value": value(row[(m, "measured_value")])}
+                                  for m in machines}}
+                    for claim, row in v.iterrows()]
+    lad = out["ladder"]
+    ladder_rows = [{"entry": entry,
+                    "machines": {m: {"median_ns": value(row.get((m, "median ns"), math.nan)),
+                                     "ratio_to_asm": value(row.get((m, "ratio to asm"),
+                                                                   math.nan))}
+                                 for m in machines}}
+                   for entry, row in lad.iterrows()]
+    return {"machines": machines, "verdicts": verdict_rows, "ladder": ladder_rows,
+            "hardware": {m: out["hardware"][m].to_dict() for m in machines}}

@@ -1,10 +1,11 @@
 """The `labkit` command (also `python -m labkit`).
 
-    labkit reproduce [--quick] [--only NB ...] [-p NAME VALUE] [--resume]
+    labkit reproduce [--quick] [--only NB ...] [-f params.yaml] [-p NAME VALUE] [--resume] [--json]
     labkit measure asm_fpu [--build O0] [--fp-control differ] [--json | --csv]
     labkit catalogue [--json | --csv]   (or: labkit kernels)
-    labkit bundle -o mylaptop          labkit merge a.labkit b.labkit
-    labkit report                      labkit lab
+    labkit check [--json]              labkit stability --runs 3 [--quick]
+    labkit bundle -o mylaptop          labkit merge a.labkit b.labkit [--json]
+    labkit report                      labkit lab          labkit room ...
 
 Exit status: 0 ok; 1 a measurement or a notebook failed (one line; --debug shows the
 traceback); 2 a usage error (a bad option or value); 130 interrupted.
@@ -31,7 +32,7 @@ def _version() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line: global options and one subparser per command."""
-    from labkit.lab import reproduce
+    from labkit.lab import reproduce, stability
 
     parser = argparse.ArgumentParser(
         prog="labkit", description="labkit: measure what a context switch costs, and check "
@@ -76,6 +77,18 @@ def build_parser() -> argparse.ArgumentParser:
                  aliases=["kernels"])
     _add_format(k, "the whole table")
 
+    c = _command(sub, "check", "the environment check alone: what here moves timings",
+                 "The conditions of this machine that move timings (ASLR, SMT, governor, "
+                 "turbo, isolated and tickless CPUs, load, counters), as `labkit reproduce` "
+                 "checks them first; each warning with what it does to the figures and what "
+                 "to do about it. Records nothing.")
+    _flag(c, "--json", "print the check as data/environment.json records it")
+
+    s = _command(sub, "stability", "rerun the verdict notebooks K times: do verdicts hold?",
+                 stability.DESCRIPTION)
+    stability.add_arguments(s)
+    parser.set_defaults(stability_parser=s)
+
     b = _command(sub, "bundle", "pack this machine's results into a bundle folder",
                  "Pack the results measured on THIS machine into <out>.labkit/ to compare "
                  "with other machines. Rows measured elsewhere are refused.")
@@ -84,10 +97,14 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(b, "--include-host", "also record the hostname and the results' absolute path")
 
     g = _command(sub, "merge", "merge bundles from several machines into one comparison",
-                 "Put several machines' bundles side by side. The bundles must share the "
-                 "format, the mode (quick/full) and the labkit commit.")
+                 "Put several machines' bundles side by side. Each bundle must be of a "
+                 "format this labkit reads ("
+                 + " or ".join(map(str, _bundle_formats())) + "), and all of one mode "
+                 "(quick/full) and one labkit commit.")
     g.add_argument("bundles", nargs="+", help="bundle folders (<name>.labkit)")
-    g.add_argument("-o", "--out", help="also write <out>-verdicts.csv and <out>-ladder.csv")
+    g.add_argument("-o", "--out", help="also write <out>-verdicts.csv, <out>-ladder.csv and "
+                                       "<out>-hardware.csv")
+    _flag(g, "--json", "print the comparison as JSON (null where a machine measured nothing)")
     _flag(g, "--allow-other-commits", "merge bundles made from different labkit commits")
 
     rp = _command(sub, "report", "rebuild the HTML report from the last executed notebooks",
@@ -104,6 +121,12 @@ def build_parser() -> argparse.ArgumentParser:
     _command(sub, "room", "a workshop room (forwards to labkit.lab.room)",
              "Everything after `room` goes to labkit.lab.room.", add_help=False)
     return parser
+
+
+def _bundle_formats() -> tuple:
+    from labkit.lab.bundle import READS
+
+    return READS
 
 
 def build_reproduce_description() -> str:
@@ -146,6 +169,18 @@ def _run(args, parser) -> int:
         from labkit.lab import reproduce
 
         return reproduce.run(args, args.reproduce_parser)
+    if args.command == "stability":
+        from labkit.lab import stability
+
+        return stability.run_parsed(args, args.stability_parser)
+    if args.command == "check":
+        import json
+
+        from labkit.core import envcheck
+
+        rows = envcheck.check()
+        print(json.dumps(envcheck.record(rows), indent=1) if args.json else envcheck.explain(rows))
+        return 0
     if args.command in ("catalogue", "kernels"):
         import labkit
 
@@ -175,11 +210,16 @@ def _run(args, parser) -> int:
         from labkit.lab import bundle
 
         out = bundle.merge(args.bundles, same_commit=not args.allow_other_commits)
-        print("machines:", *out["machines"], sep="\n  ")
-        print(out["hardware"].to_string())
-        print(out["verdicts"].to_string())
-        if not out["ladder"].empty:
-            print(out["ladder"].round(2).to_string())
+        if args.json:
+            import json
+
+            print(json.dumps(bundle.merged_records(out), indent=1, default=str))
+        else:
+            print("machines:", *out["machines"], sep="\n  ")
+            print(out["hardware"].to_string())
+            print(bundle.shown(out["verdicts"]).to_string())
+            if not out["ladder"].empty:
+                print(bundle.shown(out["ladder"]).to_string())
         if args.out:
             out["verdicts"].to_csv(f"{args.out}-verdicts.csv")
             out["ladder"].to_csv(f"{args.out}-ladder.csv")

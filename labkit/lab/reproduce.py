@@ -1,25 +1,30 @@
 """`labkit reproduce`: execute every notebook (or some), then build one HTML report.
 
-    labkit reproduce [--quick] [--only 01_stack_size ...] [-p NAME VALUE] [--resume]
+    labkit reproduce [--quick] [--only 01_stack_size ...] [-f params.yaml] [-p NAME VALUE]
+                     [--resume] [--json]
     python -m labkit.lab.reproduce ...   (the same)
 
-Every parameter's value for this run (labkit.lab.params: full or quick, any -p NAME VALUE
-beating both) is checked before anything runs. Each notebook is then executed by
-labkit.lab.notebook_run into reports/[quick/]executed/. A notebook that fails is reported
-at the end with its error; the others still run, and results already written stay
-(labkit.core.results writes atomically). Quick runs write their data and figures under
+Every parameter's value for this run (labkit.lab.params: full or quick; a parameters
+file's beats both, and -p NAME VALUE beats the file) is checked before anything runs. Each
+notebook is then executed by labkit.lab.notebook_run into reports/[quick/]executed/. A
+notebook that fails is reported at the end with its error; the others still run, and
+results already written stay (labkit.core.results writes atomically). Quick runs write their data and figures under
 reports/quick/, so they never replace a full run's data/ and figures/.
 
 The terminal shows one status line on stderr (labkit.lab.status_line). Ctrl-C ends every
 process the run started (labkit.lab.children), keeps every finished notebook and sweep
-point, and says how to resume (--resume).
+point, and says how to resume (--resume). With --json, stdout carries only the run's
+summary as JSON (`summary`) and everything else goes to stderr.
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
+import math
 import os
+import re
 import sys
 import tempfile
 import time
@@ -85,6 +90,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "its declared type and range (labkit.lab.params) before anything "
                              "runs; beats --quick's value; recorded in the executed notebook "
                              "and the report")
+    parser.add_argument("-f", "--parameters-file", metavar="FILE",
+                        help="notebook parameters from a YAML file of NAME: VALUE lines, "
+                             "checked like -p (which beats it)")
     parser.add_argument("--resume", action="store_true",
                         help="continue an interrupted run: skip the notebooks it finished and "
                              "the sweep points already in data/checkpoints/")
@@ -92,6 +100,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="no status line on stderr")
     parser.add_argument("--timeout", type=int, default=3600, metavar="SECONDS",
                         help="longest a notebook cell may run (default 3600)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the run's summary as JSON on stdout (verdict counts, each "
+                             "claim's verdict, interval and processes, each notebook's time); "
+                             "everything else goes to stderr")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,7 +118,8 @@ def run(args, parser: argparse.ArgumentParser) -> int:
     except ValueError as exc:
         parser.error(str(exc))  # a usage error: the message and exit status 2, no traceback
     given = dict(args.parameter)  # -p NAME VALUE as typed: a resumed run reads them again
-    parameters = _checked(parser, sources, given)
+    from_file = _read_file(parser, args.parameters_file)
+    parameters = _checked(parser, sources, given, from_file, args.parameters_file)
     if args.timeout <= 0:
         parser.error(f"--timeout must be a positive number of seconds, got {args.timeout}")
 
@@ -126,14 +139,17 @@ def run(args, parser: argparse.ArgumentParser) -> int:
         state = json.loads(resume_path.read_text())
         finished_before = state.get("finished", [])
         given = {**state.get("parameters", {}), **given}
-        parameters = _checked(parser, sources, given)
+        from_file = {**state.get("file_parameters", {}), **from_file}
+        parameters = _checked(parser, sources, given, from_file,
+                              args.parameters_file or "(the interrupted run's)")
         sources = [s for s in sources if s.stem not in finished_before]
         os.environ[RESUME_ENV] = "1"
     else:
         os.environ.pop(RESUME_ENV, None)
     mode = "quick" if args.quick else "full"
-    print(f"labkit reproduce ({mode}{', resumed' if args.resume else ''}): {len(sources)} "
-          f"notebooks; results in {results_dir}", flush=True)
+    say = functools.partial(print, file=sys.stderr if args.json else sys.stdout, flush=True)
+    say(f"labkit reproduce ({mode}{', resumed' if args.resume else ''}): {len(sources)} "
+        f"notebooks; results in {results_dir}")
     from labkit.core import envcheck
 
     envcheck.announce(sys.stderr)  # once a run, before the status line; data/environment.json
@@ -147,7 +163,7 @@ def run(args, parser: argparse.ArgumentParser) -> int:
     outcomes: list[Outcome] = []
     finished = list(finished_before)
     current = ""
-    _save_resume(resume_path, finished, given, args.quick)  # resumable from the start
+    _save_resume(resume_path, finished, given, from_file, args.quick)  # resumable from the start
     try:
         for k, src in enumerate(sources, 1):
             current = src.stem
@@ -156,7 +172,7 @@ def run(args, parser: argparse.ArgumentParser) -> int:
                              results_dir=results_dir, timeout=args.timeout,
                              parameters=parameters)
             status.clear()
-            print(f"  {'ok    ' if o.ok else 'FAILED'} {o.name} ({o.seconds:.0f} s)", flush=True)
+            say(f"  {'ok    ' if o.ok else 'FAILED'} {o.name} ({o.seconds:.0f} s)")
             outcomes.append(o)
             finished.append(o.name)
             # The ledger reads this: a notebook that failed now has no fresh verdicts, and
@@ -166,7 +182,7 @@ def run(args, parser: argparse.ArgumentParser) -> int:
                                 "finished": time.time(), "parameters": o.parameters,
                                 "given": o.given}
             ledger.write_manifest(manifest)
-            _save_resume(resume_path, finished, given, args.quick)
+            _save_resume(resume_path, finished, given, from_file, args.quick)
     except KeyboardInterrupt:
         status.stop()
         # The interrupted notebook's kernel dies with it; its pending asyncio tasks would
@@ -199,35 +215,114 @@ def run(args, parser: argparse.ArgumentParser) -> int:
         if src.stem not in ran and earlier.exists() and manifest.get(src.stem, {}).get("ok", True):
             outcomes.append(earlier_outcome(src.stem, earlier, manifest))
     html = report.build(outcomes, out_dir=out, quick=args.quick)
-    print(f"report: {html}")
+    say(f"report: {html}")
     failed = [o for o in outcomes if not o.ok]
     for o in failed:
         print(f"\nFAILED {o.name}:\n{o.error}\n", file=sys.stderr)
     fresh = [o for o in outcomes if not o.earlier]
-    print(f"{len(fresh) - len(failed)} notebooks ok, {len(failed)} failed")
+    say(f"{len(fresh) - len(failed)} notebooks ok, {len(failed)} failed")
     try:
-        counts = ledger.counts(ledger.ledger())
-        print("verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items()))
+        table = ledger.ledger()
+        say("verdicts: " + ", ".join(f"{n} {v}" for v, n in ledger.counts(table).items()))
     except Exception as exc:  # the counts are a summary; the report above has it all
-        print(f"verdicts: not available ({exc})")
-    return 1 if failed else 0
+        table = None
+        say(f"verdicts: not available ({exc})")
+    exit_status = 1 if failed else 0
+    if args.json:
+        print(json.dumps(summary(outcomes, table, quick=args.quick, results_dir=results_dir,
+                                 report=html, status=exit_status), indent=1))
+    return exit_status
 
 
-def _checked(parser, sources: list[Path], given: dict[str, str]) -> dict:
-    """The -p values, each read by its declared type and checked against every notebook
-    of this run that has it; a bad one is a usage error (status 2) before anything runs."""
+# A measured value with its interval as the verdict files write it: "1.17 [1.13, 1.21]".
+_NUMBER = r"-?(?:\d+\.?\d*(?:e[-+]?\d+)?|inf)"
+_INTERVAL = re.compile(rf"({_NUMBER}) \[({_NUMBER}), ({_NUMBER})\]")
+
+
+def interval(measured_value: str) -> dict | None:
+    """{value, low, high} of a measured value that names one interval ("1.17 [1.13, 1.21]",
+    "x = 425 [309, 586]; ..."); None for an exact count or a value naming several (the
+    text itself says them). An unbounded end is None."""
+    found = _INTERVAL.findall(measured_value or "")
+    if len(found) != 1:
+        return None
+    value, low, high = (float(x) for x in found[0])
+    return {k: v if math.isfinite(v) else None
+            for k, v in (("value", value), ("low", low), ("high", high))}
+
+
+def summary(outcomes: list[Outcome], table, *, quick: bool, results_dir, report,
+            status: int) -> dict:
+    """What `reproduce --json` prints: the run (mode, exit status, where), each notebook's
+    outcome and time, the verdict counts and each claim's verdict with its interval and
+    the processes it stands on (`table`: the ledger, or None when it could not be read)."""
+    from labkit.lab import ledger
+
+    def claim(row) -> dict:
+        processes = str(row.get("processes", "")).strip()
+        out = {"claim_id": row["claim_id"], "verdict": row["verdict"],
+               "measured_value": row["measured_value"] or None,
+               "interval": interval(row["measured_value"]),
+               "processes": int(float(processes)) if processes else None,
+               "method": row.get("method") or None,
+               "notebook": Path(row["notebook"]).stem}
+        if "measured_quantity" in row:
+            out["measured_quantity"] = row["measured_quantity"] or None
+        return out
+
+    rows = [] if table is None else table.fillna("").to_dict("records")
+    return {
+        "mode": "quick" if quick else "full",
+        "status": status,
+        "results": str(results_dir),
+        "report": str(report),
+        "notebooks": [{"name": o.name, "ok": o.ok, "seconds": round(o.seconds, 1),
+                       "earlier": o.earlier,
+                       "error": (o.error.strip().splitlines() or [""])[-1] if not o.ok else None}
+                      for o in outcomes],
+        "verdict_counts": (None if table is None else
+                           {v: int(n) for v, n in ledger.counts(table).items()}),
+        "claims": [claim(r) for r in rows],
+    }
+
+
+def _read_file(parser, path: str | None) -> dict:
+    """The parameters file's NAME: VALUE mapping ({} without one); a file that cannot be
+    read is a usage error (status 2)."""
+    if path is None:
+        return {}
+    try:
+        return params.read_file(path)
+    except ValueError as exc:
+        _bad_parameter(parser, exc)
+
+
+def _checked(parser, sources: list[Path], given: dict[str, str], from_file: dict,
+             file: str | None) -> dict:
+    """The parameters file's values and the -p values (which beat them), each checked
+    against every notebook of this run that has it; a bad one is a usage error (status 2)
+    before anything runs."""
     others = {s.stem: notebook_parameters(s) for s in sources if s.stem not in params.TABLES}
     try:
-        return params.parse([s.stem for s in sources], list(given.items()), others)
+        return params.parse([s.stem for s in sources], list(given.items()), others,
+                            file_values=from_file, file=file)
     except ValueError as exc:
-        parser.error(str(exc))
+        _bad_parameter(parser, exc)
 
 
-def _save_resume(path: Path, finished: list[str], given: dict[str, str], quick: bool) -> None:
+def _bad_parameter(parser, exc) -> None:
+    """A bad parameter or parameters file: one line naming it, and exit status 2 (the
+    usage block would only bury it)."""
+    parser.exit(2, f"{parser.prog}: error: {exc}\n")
+
+
+def _save_resume(path: Path, finished: list[str], given: dict[str, str], from_file: dict,
+                 quick: bool) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps({"finished": finished, "parameters": given,
-                                   "quick": quick}, indent=1))
+                                   "file_parameters": from_file, "quick": quick},
+                                  indent=1, default=str))
 
 
 if __name__ == "__main__":

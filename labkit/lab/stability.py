@@ -1,8 +1,9 @@
 """How stable is the ledger? Rerun the verdict-bearing notebooks K times, each run into
 its own results folder, and report each claim's agreement across the runs.
 
-    python -m labkit.lab.stability --runs 3 [--quick] [--only 05_kernel_switches ...] [--out DIR]
-    python -m labkit.lab.stability --runs 2 --with-committed     # after a full make reproduce
+    labkit stability --runs 3 [--quick] [--only 05_kernel_switches ...] [--out DIR]
+    labkit stability --runs 2 --with-committed     # after a full make reproduce
+    (python -m labkit.lab.stability ... does the same)
 
 Writes DIR/run-1 ... run-K (data/, figures/, executed/ of each run), DIR/stability.csv
 (one row per claim: its verdict in every run, whether they all agree, and whether two
@@ -20,6 +21,9 @@ import sys
 import time
 from pathlib import Path
 
+DESCRIPTION = ("Rerun the verdict-bearing notebooks K times, each run into its own results "
+               "folder, and report how many claims keep their verdict and whether two runs "
+               "ever reached opposite verdicts.")
 OPPOSITE = {("reproduced", "contradicted"), ("contradicted", "reproduced")}
 
 
@@ -112,7 +116,7 @@ def run(runs: int = 3, *, quick: bool = False, only: list[str] | None = None,
     sources = [s for s in notebook_index.notebook_sources(only) if s.stem != notebook_index.LEDGER]
     if not sources:
         raise ValueError("only must name at least one experiment notebook (not the ledger)")
-    out = Path(out).resolve() if out is not None else results.REPO / "reports" / (
+    out = Path(out).resolve() if out is not None else results.home() / "reports" / (
         "stability-quick" if quick else "stability")
     if with_committed and quick:
         raise ValueError("with_committed compares full runs with the committed full run; "
@@ -144,15 +148,27 @@ def run(runs: int = 3, *, quick: bool = False, only: list[str] | None = None,
     return table, seconds
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m labkit.lab.stability", description=__doc__.split("\n\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """stability's options (shared by `labkit stability` and `python -m labkit.lab.stability`)."""
     parser.add_argument("--runs", type=int, default=3, help="how many runs (default 3)")
     parser.add_argument("--quick", action="store_true", help="the notebooks' quick mode")
     parser.add_argument("--only", nargs="+", metavar="NOTEBOOK", help="only these notebooks")
-    parser.add_argument("--out", type=Path, help="folder for the runs (default reports/stability[-quick])")
+    parser.add_argument("--out", type=Path,
+                        help="folder for the runs (default reports/stability[-quick])")
     parser.add_argument("--with-committed", action="store_true",
                         help="count the committed full run as run 1 and save data/stability.csv")
-    args = parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m labkit.lab.stability",
+                                     description=DESCRIPTION)
+    add_arguments(parser)
+    return run_parsed(parser.parse_args(argv), parser)
+
+
+def run_parsed(args, parser: argparse.ArgumentParser) -> int:
+    """Run what the parsed options ask for and print the table, its figure and the run
+    times; a bad option is a usage error (status 2)."""
     try:
         table, seconds = run(args.runs, quick=args.quick, only=args.only, out=args.out,
                              with_committed=args.with_committed)
