@@ -1,8 +1,9 @@
 # labkit: `make reproduce` and `make test` set everything up themselves.
 # On a fresh machine with Python 3.11 and gcc/g++ they create .venv, install labkit
 # (pip install -e ".[lab,bundle]", pinned by requirements.lock), which builds the
-# extension and every native target, and register the Jupyter kernel. Everything else
-# goes through the `labkit` command (labkit --help).
+# extension and every native target, and register the Jupyter kernel. pyproject.toml is
+# the one list of requirements, the build tools included. Everything else goes through
+# the `labkit` command (labkit --help).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -10,15 +11,21 @@ PY := $(VENV)/bin/python
 LABKIT := $(VENV)/bin/labkit
 QUICK ?= 0
 RESUME ?= 0
-# Debian packages for the real peer systems and the tools (installed when run as root).
-DEB_PACKAGES := g++ python3-venv libboost-context-dev libboost-fiber-dev libasio-dev liburing-dev \
-	valgrind gcc-aarch64-linux-gnu qemu-user
-# The learners' install: the lab and bundles, no test-only packages (pytest, Playwright).
+ROOM ?= 0
+# Debian packages: the Python headers the extension compiles against, and the real peer
+# systems and the tools (installed when run as root).
+DEB_PACKAGES := g++ python3-dev python3-venv libboost-context-dev libboost-fiber-dev libasio-dev \
+	liburing-dev valgrind gcc-aarch64-linux-gnu qemu-user
+# The learners' install: the lab and bundles; no room (Dask distributed) unless ROOM=1,
+# no test-only packages (pytest, Playwright). `make test` adds both.
 EXTRAS := lab,bundle
 PIP := $(PY) -m pip install --quiet -c requirements.lock
+# pyproject.toml's [build-system] requires: pip builds labkit with --no-build-isolation.
+BUILD_REQUIRES = $$($(PYTHON) -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"])')
 
 DEPS_STAMP := $(VENV)/.deps-stamp
 BUILD_STAMP := $(VENV)/.build-stamp
+ROOM_STAMP := $(VENV)/.room-stamp
 TEST_STAMP := $(VENV)/.test-stamp
 # Boost's version header is an input: installing Boost later rebuilds the peers.
 BUILD_INPUTS := setup.py pyproject.toml $(wildcard labkit/core/*.pyx labkit/core/*.pxd \
@@ -26,7 +33,7 @@ BUILD_INPUTS := setup.py pyproject.toml $(wildcard labkit/core/*.pyx labkit/core
 	labkit/servers/*.c labkit/servers/*.cpp labkit/servers/*.h labkit/core/native_build.py \
 	/usr/include/boost/version.hpp)
 
-.PHONY: setup system-deps test reproduce lab clean help
+.PHONY: setup system-deps test reproduce lab wheelhouse clean help
 
 help:
 	@echo "make reproduce [QUICK=1]  run every notebook, write data/ figures/ and the HTML report"
@@ -34,19 +41,24 @@ help:
 	@echo "   [RESUME=1]                      continue an interrupted run"
 	@echo "   [PARAMS='repeats 5']            notebook parameters (NAME VALUE pairs)"
 	@echo "make test                 run the test suite"
-	@echo "make setup                make .venv, install labkit and its build (no test tools)"
+	@echo "make setup [ROOM=1]       make .venv, install labkit and its build (no test tools;"
+	@echo "                          ROOM=1: and the room's packages, for labkit room)"
 	@echo "make system-deps          install the Debian packages the peers need (root)"
+	@echo "make wheelhouse           download what make setup ROOM=1 installs into wheelhouse/"
+	@echo "                          (then: PIP_NO_INDEX=1 PIP_FIND_LINKS=wheelhouse make setup ROOM=1)"
 	@echo "make lab                  start JupyterLab on the lab's kernel"
 	@echo "everything else:          $(LABKIT) --help"
 
-setup: $(BUILD_STAMP)
+setup: $(BUILD_STAMP) $(if $(filter 1 yes true,$(ROOM)),$(ROOM_STAMP))
 
-$(DEPS_STAMP): requirements.txt requirements.lock
+$(DEPS_STAMP): pyproject.toml requirements.lock
 	@test -n "$(PYTHON)" || { echo "error: no python3 found: install Python 3.11" >&2; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+		|| { echo "error: $(PYTHON) is older than 3.11: install Python 3.11 (or make PYTHON=python3.11)" >&2; exit 1; }
 	@$(MAKE) --no-print-directory system-deps
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PIP) -r requirements.txt
+	$(PIP) $(BUILD_REQUIRES)
 	touch $@
 
 # One build path: pip builds the extension and the table of labkit/core/native_build.py.
@@ -55,9 +67,19 @@ $(BUILD_STAMP): $(DEPS_STAMP) $(BUILD_INPUTS)
 	$(PY) -m ipykernel install --sys-prefix --name labkit --display-name "labkit (Python 3)" > /dev/null
 	touch $@
 
-$(TEST_STAMP): $(BUILD_STAMP)
-	$(PIP) --no-build-isolation -e ".[$(EXTRAS),test]"
+$(ROOM_STAMP): $(BUILD_STAMP)
+	$(PIP) --no-build-isolation -e ".[$(EXTRAS),room]"
 	touch $@
+
+# The tests cover the room too.
+$(TEST_STAMP): $(BUILD_STAMP)
+	$(PIP) --no-build-isolation -e ".[$(EXTRAS),room,test]"
+	touch $@
+
+# Every wheel `make setup ROOM=1` installs, for a room without internet (docs/workshop.md):
+# for laptops of this machine's Linux, architecture and Python version.
+wheelhouse:
+	$(PYTHON) -m pip download --quiet -c requirements.lock -d wheelhouse pip $(BUILD_REQUIRES) ".[$(EXTRAS),room]"
 
 # Root with apt-get: install what is missing. Otherwise: say what to install; the lab
 # still builds and runs, and every missing peer shows as a row that says why.
@@ -73,7 +95,8 @@ system-deps:
 	else \
 		echo "note: these Debian packages are missing:$$missing"; \
 		echo "      as root run: apt-get install$$missing"; \
-		echo "      (labkit builds without them; the peers that need them are reported as missing)"; \
+		echo "      (labkit builds without the peers' packages, which are then reported as missing;"; \
+		echo "      not without python3-dev, unless this Python has its own headers)"; \
 	fi
 
 test: $(TEST_STAMP)

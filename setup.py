@@ -12,6 +12,7 @@ import json
 import os
 import shlex
 import shutil
+import sys
 import sysconfig
 from pathlib import Path
 
@@ -44,12 +45,26 @@ core = Extension(
 )
 
 
+def missing_python_headers(include_dir: str | os.PathLike | None) -> str | None:
+    """One line saying which package to install when the running interpreter's headers
+    (Python.h in sysconfig's include dir) are missing; None when they are there."""
+    if include_dir is not None and (Path(include_dir) / "Python.h").is_file():
+        return None
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    return (f"error: Python.h not found in {include_dir}: the extension needs {sys.executable}'s "
+            f"development headers; install python3-dev (Debian/Ubuntu: apt-get install "
+            f"python3-dev, or python{version}-dev for this Python {version}) and build again")
+
+
 class BuildEverything(build_ext):
     """build_ext, then every target of labkit/core/native_build.py's table into labkit/bin/.
     A target whose library is missing is skipped with its reason, never failing the
-    install."""
+    install; missing Python headers stop the build with the package to install."""
 
     def run(self):
+        hint = missing_python_headers(sysconfig.get_path("include"))
+        if hint:
+            raise SystemExit(hint)  # one line, not the compiler's "Python.h: No such file"
         super().run()
         # An editable install builds in place: not into a temporary build_lib that would
         # be thrown away.
@@ -79,7 +94,8 @@ class BuildPyWithShipped(build_py):
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
 
 
-setup(
-    ext_modules=cythonize([core], language_level=3),
-    cmdclass={"build_ext": BuildEverything, "build_py": BuildPyWithShipped},
-)
+if __name__ == "__main__":  # as pip's build backend runs it; a test imports the helpers
+    setup(
+        ext_modules=cythonize([core], language_level=3),
+        cmdclass={"build_ext": BuildEverything, "build_py": BuildPyWithShipped},
+    )
