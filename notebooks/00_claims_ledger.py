@@ -30,8 +30,10 @@
 #
 # Timings are judged over fresh processes (`processes`: how many the interval stands on)
 # with repeated confidence intervals at the looks of `labkit.core.sequential`: a decided
-# verdict is wrong with probability at most 5% per claim, so among 45 claims at most
-# 2.25 wrong decided verdicts are expected. Exact counts have no interval.
+# verdict is wrong with probability at most 5% per claim, so the expected number of
+# wrong decided verdicts is at most 5% of the claims (the report's summary gives it for
+# this ledger's count). Exact counts have no interval. `measured_quantity` says what
+# the rule's `x` is; `measured_value` is x with the interval the verdict stands on.
 #
 # Where a rule was misread when first written, the amendment is recorded beside it in
 # `data/claims_amendments.csv` (date, reason, misreading) and the original rule is never
@@ -105,8 +107,9 @@ amended[["claim_id", "original_verdict", "verdict", "original_rule", "rule", "am
 
 # %%
 results.save_csv(table, "00_claims_ledger")
-table[["claim_id", "source", "claim", "claimed_value", "measured_value", "verdict",
-       "lean", "processes", "original_verdict", "noisy", "note", "notebook", "figures"]]
+table[["claim_id", "source", "claim", "claimed_value", "measured_quantity", "measured_value",
+       "verdict", "lean", "processes", "original_verdict", "noisy", "note", "notebook",
+       "figures"]]
 
 # %% [markdown]
 # ## Where the variance lies

@@ -141,3 +141,81 @@ def test_figure_overlays_the_article_on_ours_with_the_machine(results_dir):
     assert {t.get_text() for t in ax.get_legend().get_texts()} >= {"article",
                                                                    "here: median, spread"}
     assert any("CPUs" in t.get_text() for t in fig.texts)  # the machine caption
+
+
+def _committed_verdicts() -> dict:
+    """Every committed verdict row (data/*_verdicts.csv, the article rows' too), by claim,
+    with the ledger's row for a claim the ledger judges itself from two notebooks."""
+    from labkit.core.results import REPO
+    from labkit.lab import ledger
+
+    out = {}
+    for path in sorted((REPO / "data").glob("*_verdicts.csv")):
+        for _, r in pd.read_csv(path, dtype=str).fillna("").iterrows():
+            out[r.claim_id] = r.to_dict()
+    led = pd.read_csv(REPO / "data" / "00_claims_ledger.csv", dtype=str).fillna("")
+    for _, r in led[led.claim_id.isin(ledger.JUDGED_HERE)].iterrows():
+        out[r.claim_id] = r.to_dict()
+    return out
+
+
+def test_every_row_with_a_verdict_shows_that_verdicts_own_interval_and_processes(monkeypatch):
+    """From the committed data: a row's verdict stands beside the value, interval and
+    processes its rule was applied to, as the verdict files have them, never a sweep's."""
+    import re
+
+    monkeypatch.delenv("LABKIT_RESULTS_DIR", raising=False)
+    committed = _committed_verdicts()
+    quantity = verdicts.measured_quantities()
+    shown = 0
+    for t in articles.tables():
+        assert articles.VERDICT_COLUMN in t.frame, t.key
+        for _, row in t.frame.iterrows():
+            cell = row[articles.VERDICT_COLUMN]
+            for cid, verdict in re.findall(r"\b(C\d{3}\.\d+[a-z]?): ([a-z-]+)", cell):
+                want = committed[cid]
+                assert verdict == want["verdict"], (t.key, cid, cell)
+                part = cell.split(f"{cid}: ", 1)[1]
+                if want["measured_value"] not in ("", "not measured") and \
+                        verdict not in ("not-measured", "not-applicable-here"):
+                    assert part.startswith(f"{verdict} on {want['measured_value']}"), \
+                        (t.key, cid, cell)
+                    n = want["processes"]
+                    assert (f"over {n} processes" in part) if n else ("exact" in part), \
+                        (t.key, cid, cell)
+                # What x is stands beside it.
+                assert f"{cid}: {quantity[cid]}" in row[articles.QUANTITY_COLUMN], (t.key, cid)
+                shown += 1
+    assert shown >= 40
+
+
+def test_table_02s_o3_row_shows_the_interval_its_verdict_stands_on(results_dir):
+    """A sweep that says ~1 and a verdict design that says 0.85: the row shows both,
+    the verdict beside its own interval and processes, the sweep's column labelled."""
+    rng = np.random.default_rng(3)
+    pd.DataFrame([{"entry": "boost_fiber", "build": b, "ns_per_switch": ns * (1 + 0.001 * rng.standard_normal())}
+                  for b, ns in (("O0", 40.0), ("O2", 10.0), ("O3", 10.0)) for _ in range(5)]
+                 ).to_csv(results_dir / "02_optimisation_levels.csv", index=False)
+    _design_runs({"O0": 40.0, "O2": 10.0, "O3": 8.5}).to_csv(
+        results_dir / "02_optimisation_levels_verdict_runs.csv", index=False)
+    judged = articles.verdict_of("C000.3a")
+    row = articles.table("t02").frame.set_index("build").loc["-O3"]
+    assert row["ratio to -O2, here (sweep)"].startswith("1 [")
+    assert row[articles.VERDICT_COLUMN] == (
+        f"C000.3a: {judged['verdict']} on {judged['measured_value']} over "
+        f"{judged['processes']} processes")
+    assert judged["measured_value"].startswith("0.85")
+    assert "-O3 / at -O2" in row[articles.QUANTITY_COLUMN]
+
+
+def test_verdict_rows_say_what_x_is_and_old_files_get_it_joined():
+    row = verdicts.judge("C000.3a", 0.9, low=0.85, high=0.93)
+    assert row["measured_quantity"] == verdicts.claim("C000.3a")["measured_quantity"]
+    assert list(verdicts.table([row]).columns) == verdicts.COLUMNS
+    old = pd.DataFrame([{k: v for k, v in row.items() if k != "measured_quantity"}])
+    joined = verdicts.with_measured_quantity(old)
+    assert joined.measured_quantity.iloc[0] == row["measured_quantity"]
+    assert list(joined.columns).index("measured_quantity") == \
+        list(joined.columns).index("claimed_value") + 1
+    with pytest.raises(ValueError, match="claim_id"):
+        verdicts.with_measured_quantity(pd.DataFrame({"x": [1]}))

@@ -140,3 +140,78 @@ def test_machine_section_shows_the_cpu_and_the_runs_environment_check(tmp_path, 
     warns = report.machine_warnings(info)
     assert sum(w.startswith(r["condition"]) for w in warns for r in rows
                if r["status"] == "warn") == len(envcheck.warnings(rows))
+
+
+def _fixture_run(root):
+    """A results folder as a run leaves it, small: a ledger of three claims, one data file
+    whose rows name a machine that is not this one, and an executed notebook that wrote
+    Markdown, beside a notebook that failed with a coloured traceback."""
+    import pandas as pd
+
+    from labkit.core.machine import ROW_METADATA, machine_info
+    from labkit.lab.notebook_run import Outcome
+
+    data = root / "data"
+    data.mkdir(parents=True)
+    pd.DataFrame({"claim_id": ["C000.2", "C000.3", "C002.3"],
+                  "verdict": ["reproduced", "contradicted", "inconclusive"]}).to_csv(
+        data / "00_claims_ledger.csv", index=False)
+    info = machine_info()
+    row = {k: info[k] for k in ROW_METADATA}
+    row.update(machine_id="feedfacecafe", cpu_model="Fixture CPU 9000", cpu_count=64,
+               virtualization="none", labkit_commit="0123456789ab")
+    pd.DataFrame([{"entry": "asm", "ns_per_switch": 2.0, **row}] * 3).to_csv(
+        data / "fixture_rows.csv", index=False)
+    nb = nbformat.v4.new_notebook()
+    nb.cells.append(nbformat.v4.new_markdown_cell("# 07b · Memory"))
+    nb.cells.append(_cell(nbformat.v4.new_output("display_data", data={
+        "text/markdown": "**Bytes per suspended coroutine** (n = 1,000,000): conn256/heap 272 B",
+        "text/plain": "<IPython.core.display.Markdown object>"}),
+        nbformat.v4.new_output("stream", name="stdout",
+                               text="\x1b[1;33mWARNING\x1b[0m: noisy group\n")))
+    executed = root / "07b_coroutine_memory.ipynb"
+    nbformat.write(nb, executed)
+    ok = Outcome("07b_coroutine_memory", True, 1.0, executed)
+    failed = Outcome("05_kernel_switches", False, 2.0, None, error=(
+        "\x1b[0;31m---------\x1b[0m\n\x1b[0;31mValueError\x1b[0m: entry must be one of ..."))
+    return [ok, failed]
+
+
+def test_report_keeps_markdown_drops_ansi_and_describes_the_measuring_machine(
+        tmp_path, monkeypatch):
+    from labkit.core.machine import machine_info
+
+    monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path))
+    outcomes = _fixture_run(tmp_path)
+    text = report.build(outcomes, out_dir=tmp_path / "out", quick=True).read_text()
+    # The notebook's Markdown output, rendered as Markdown.
+    assert ("<strong>Bytes per suspended coroutine</strong> (n = 1,000,000): "
+            "conn256/heap 272 B") in text
+    # No terminal escape anywhere; the traceback's words stay.
+    assert "\x1b" not in text and "[0;31m" not in text and "[1;33m" not in text
+    assert "ValueError</span>" not in text and "ValueError: entry must be one of" in text
+    # The claim count is the ledger's (3), not the registry's.
+    assert "among 3 claims" in text and "<td><b>3</b></td>" in text
+    # The machine is the one the rows name, and the report says so.
+    assert "Measured on <code>Fixture CPU 9000</code> (64 CPUs" in text
+    assert "metadata columns of its 3 measured rows" in text
+    machine = text[text.index("id='machine'") if "id='machine'" in text
+                   else text.index('id="machine"'):]
+    assert "Fixture CPU 9000" in machine and "0123456789ab" in machine
+    here = machine_info()["cpu_model"]
+    if here != "Fixture CPU 9000":
+        assert f"on another machine (<code>{report._e(here)}</code>" in text
+    # The method is explained in words.
+    assert "rci-obf95-paired-processes: every fresh worker process" in text
+
+
+def test_strip_ansi_removes_every_escape_and_keeps_the_text():
+    coloured = ("\x1b[0;31mValueError\x1b[0m: bad \x1b]0;title\x07\x1b[2K\x1bMend "
+                "[not an escape]")
+    assert report.strip_ansi(coloured) == "ValueError: bad end [not an escape]"
+    cell = _cell(nbformat.v4.new_output("error", ename="E", evalue="v",
+                                        traceback=["\x1b[0;31mE\x1b[0m: v"]),
+                 nbformat.v4.new_output("display_data", data={"text/markdown": "*kept*"}))
+    report.clean_outputs(cell)
+    assert cell.outputs[0]["traceback"] == ["E: v"]
+    assert cell.outputs[1]["data"]["text/markdown"] == "*kept*"

@@ -32,15 +32,17 @@ def _figures_of(notebook: str) -> list[str]:
 
 
 def ledger():
-    """One row per claim of data/claims.csv: id, source, claim, claimed value, measured
-    value, verdict, rule, note, the notebook that decides it and its figures. A claim whose
-    notebook has no verdict file, or failed in the last run, is `not-measured`."""
+    """One row per claim of data/claims.csv: id, source, claim, claimed value, what is
+    measured (the rule's x), measured value, verdict, rule, note, the notebook that
+    decides it and its figures. A claim whose notebook has no verdict file, or failed in
+    the last run, is `not-measured`."""
     import pandas as pd
 
     claims = verdicts.claims()
     amendments = verdicts.amendments().drop_duplicates("claim_id", keep="last") \
         .set_index("claim_id")
     manifest = read_manifest()
+    quantity = verdicts.measured_quantities()
     found = {}
     for nb in sorted(set(claims.notebook)):
         status = manifest.get(nb, {})
@@ -73,6 +75,9 @@ def ledger():
             "source": c.source,
             "claim": c.claim,
             "claimed_value": f"{c.claimed_value} ({c.claimed_unit})",
+            # What the rule's x is; a verdict file from before the column has none.
+            "measured_quantity": (v.get("measured_quantity") if v else "")
+            or quantity.get(c.claim_id, ""),
             "measured_value": v["measured_value"] if v else "",
             "verdict": v["verdict"] if v else "not-measured",
             # Under the rule as first written; a verdict file from before amendments were

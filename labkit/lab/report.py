@@ -1,8 +1,9 @@
 """One self-contained HTML report from the executed notebooks: a one-screen summary (the
 verdicts counted), a table of contents, the articles' eleven tables beside ours with their
-figures, then each notebook's narrative, figures and verdicts (code hidden), and the
-machine last. Offline: no script or style is fetched from anywhere, and nothing raw is
-shown (no stderr, no progress bars, no object reprs; long tables folded)."""
+figures, then each notebook's narrative, figures, texts and verdicts (code hidden), and the
+machine that measured last. Offline: no script or style is fetched from anywhere, and
+nothing raw is shown (no stderr, no progress bars, no object reprs, no terminal colour
+codes; long tables folded)."""
 from __future__ import annotations
 
 import base64
@@ -21,6 +22,38 @@ REPORT_NAME = "labkit-report.html"
 FOLD_ROWS = 20
 # Progress-bar text (tqdm's '42%|'), which belongs in a terminal.
 _PROGRESS = re.compile(r"\d+%\|")
+# Terminal escape sequences (colours in a traceback, cursor moves): CSI, OSC and the
+# two-byte ones.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+# What a notebook's output may carry for a reader: HTML, images, and Markdown text
+# (display(Markdown(...)), rendered as the Markdown cells are).
+_SHOWN = ("text/html", "image/png", "image/svg+xml", "text/markdown")
+
+
+def strip_ansi(text: str) -> str:
+    """`text` without terminal escape sequences (a traceback's colours)."""
+    return _ANSI.sub("", text)
+
+
+def measured_machine() -> tuple[dict, str]:
+    """The machine whose rows are in data/ (their metadata columns, the one with most
+    rows when several machines' rows are there), and a phrase saying where that came
+    from. Without measured rows, the machine building the report, and that said."""
+    from labkit.core.machine import machine_info
+    from labkit.lab import articles
+
+    machines = articles.measured_machines()
+    if not machines:
+        return machine_info(), ("no measured row in data/ names its machine: this is the "
+                                "machine that builds the report")
+    m = machines[0]
+    where = (f"as the metadata columns of its {m['rows']:,} measured rows in "
+             f"{len(m['files'])} data files record it")
+    if len(machines) > 1:
+        where += ("; data/ holds rows of other machines too: " + "; ".join(
+            f"{o.get('cpu_model')} ({o['rows']:,} rows, machine {o['machine_id']})"
+            for o in machines[1:]))
+    return m, where
 
 
 def machine_warnings(info: dict, env: list[dict] | None = None) -> list[str]:
@@ -55,12 +88,15 @@ def _summary(outcomes, info: dict, quick: bool, tables) -> str:
     from labkit.lab import ledger
 
     from labkit.core import results
+    from labkit.core.machine import machine_info
 
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     led_path = results.data_dir() / f"{LEDGER}.csv"
     counts = ""
+    n_claims = None
     if led_path.exists():
         led = pd.read_csv(led_path, dtype=str).fillna("")
+        n_claims = len(led)
         counts = "".join(f"<tr><td>{_e(v)}</td><td>{int(n)}</td></tr>"
                          for v, n in ledger.counts(led).items())
         counts = (f"<table class='lk-counts'><tr><th>verdict</th><th>claims</th></tr>{counts}"
@@ -74,30 +110,39 @@ def _summary(outcomes, info: dict, quick: bool, tables) -> str:
     status = (f"<p><b>Failed notebooks:</b> {_e(', '.join(failed))} (their claims show "
               "not-measured).</p>" if failed else "")
     warns = machine_warnings(info)
+    here = machine_info()
+    built = (f"Report built {when}" + (
+        f" on another machine (<code>{_e(here.get('cpu_model'))}</code>, machine "
+        f"{_e(here.get('machine_id'))})" if here.get("machine_id") != info.get("machine_id")
+        else "") + ".")
     return (
         f"<h1 id='summary'>labkit report{' (quick mode)' if quick else ''}</h1>"
-        f"<p>Built {when} on <code>{_e(info.get('cpu_model'))}</code> "
+        f"<p>Measured on <code>{_e(info.get('cpu_model'))}</code> "
         f"({_e(info.get('cpu_count'))} CPUs, {_e(info.get('virtualization'))}), labkit "
-        f"<code>{_e(info.get('labkit_commit'))}</code>. Five articles' claims, judged by "
+        f"<code>{_e(info.get('labkit_commit'))}</code>, as the data's rows record it "
+        f"(<a href='#machine'>Machine</a>). {built} Five articles' claims, judged by "
         "rules written before measuring (<code>data/claims.csv</code>); absolute times are "
-        "this machine's, ratios are what travel.</p>"
+        "that machine's, ratios are what travel.</p>"
         + ("<p><b>Quick mode:</b> small sweeps and few repeats, for CI. Spreads are wide; "
            "do not quote these figures.</p>" if quick else "")
         + status
         + "<div class='lk-row'><div>" + counts + "</div><div><table class='lk-counts'>"
         "<tr><th>the article's table</th><th>its rows' verdicts</th></tr>" + per_table
         + "</table></div></div>"
-        + _legend(quick)
+        + _legend(quick, n_claims)
         + (f"<p class='lk-note'>Noise: {len(warns)} condition(s) make timings less stable "
            f"here (see <a href='#machine'>Machine</a>).</p>" if warns else "")
     )
 
 
-def _legend(quick: bool) -> str:
-    """One line per outcome, and what the stopping rule promises about them."""
+def _legend(quick: bool, n_claims: int | None = None) -> str:
+    """One line per outcome, what the stopping rule promises about them (over the
+    ledger's `n_claims`; the registry's count where there is no ledger), and the method
+    in words."""
     from labkit.core import sequential
     from labkit.lab import verdicts
 
+    n = len(verdicts.claims()) if n_claims is None else n_claims
     items = "".join(f"<li><b>{_e(v)}</b>: {_e(why)}</li>" for v, why in verdicts.LEGEND.items())
     def listed(nb):
         *most, last = sequential.schedule(nb, quick=quick)["looks"]
@@ -113,9 +158,14 @@ def _legend(quick: bool) -> str:
             f"{100 * (1 - sequential.ALPHA):.0f}% repeated confidence interval "
             "(Lan-DeMets O'Brien-Fleming spending), so a decided verdict is wrong with "
             f"probability at most {sequential.ALPHA:.0%} per claim, whatever look decided "
-            f"it: among 45 claims, at most {45 * sequential.ALPHA:.2f} wrong decided "
+            f"it: among {n} claims, at most {n * sequential.ALPHA:.2f} wrong decided "
             "verdicts are expected. Exact counts (bytes, instructions) have no "
-            "interval.</p>")
+            "interval.</p>"
+            f"<p class='lk-note' id='method'><b>How a verdict is reached.</b> Each claim's "
+            "rule (<code>data/claims.csv</code>) names a measured quantity "
+            "(<code>measured_quantity</code>, the rule's <i>x</i>) and two regions for it; "
+            "a verdict row shows x with the interval its rule was applied to, and how many "
+            f"fresh processes stand behind it. The method {_e(verdicts.METHOD_TEXT)}</p>")
 
 
 def _tally(t) -> dict:
@@ -158,10 +208,17 @@ def _figure_html(t) -> str:
 def _articles_html(tables, names: set) -> str:
     parts = ["<h2 id='articles'>The articles' tables</h2>",
              "<p>Each table keeps the article's rows and columns: the article's number, "
-             "then the median measured here with its spread [low, high], the relative "
-             "column the article uses, and the claim id and verdict that judge the row. "
-             "Figures show the article's points (open diamonds) over the measured ones, "
-             "both normalised to the article's reference row.</p>"]
+             "then the median of the notebook's sweep with its spread [low, high] (the "
+             "columns marked <i>sweep</i>: its quartiles, or for a ratio a 95% bootstrap "
+             "interval over the sweep's repeats), the relative column the article uses, and "
+             "the claim that judges the row with its verdict <i>on the interval it stands "
+             "on</i>: the value and 95% repeated confidence interval its rule was applied "
+             "to (the verdict files in <code>data/</code>) and the fresh processes behind "
+             "it, or the exact count; beside it, what the claim's <i>x</i> is. The sweep "
+             "and the verdict are separate measurements: where they differ, the verdict "
+             "stands on its own interval (<a href='#method'>how</a>). Figures show the "
+             "article's points (open diamonds) over the sweep's, both normalised to the "
+             "article's reference row.</p>"]
     for t in tables:
         link = (f"<a href='#{t.notebook}-article-table'>measured in {_e(t.notebook)}</a>"
                 if t.notebook in names else f"measured in {_e(t.notebook)} (not in this report)")
@@ -184,13 +241,17 @@ def _closing_html(tables) -> str:
 
 
 def _cpu_html(info: dict) -> str:
-    """The CPU as CPUID reports it, and the layers it runs under, in one paragraph."""
-    return (f"<p><code>{_e(info.get('cpu_model'))}</code>: {_e(info.get('cpu_vendor'))} family "
+    """The CPU as CPUID reports it, and the layers it runs under, in one paragraph (the
+    fields a row's metadata does not carry, such as the vendor, left out)."""
+    vendor = f"{_e(info['cpu_vendor'])} " if info.get("cpu_vendor") else ""
+    parts = f" ({_e(info['xstate_components'])})" if info.get("xstate_components") else ""
+    return (f"<p><code>{_e(info.get('cpu_model'))}</code>: {vendor}family "
             f"{_e(info.get('cpu_family'))}, model {_e(info.get('cpu_model_id'))}, stepping "
             f"{_e(info.get('cpu_stepping'))}, microcode {_e(info.get('microcode'))}; vector ISA "
-            f"<code>{_e(info.get('vector_isa'))}</code>; XCR0 {_e(info.get('xcr0'))} "
-            f"({_e(info.get('xstate_components'))}), an xsave area of "
-            f"{_e(info.get('xsave_bytes'))} bytes; {_e(info.get('virtualization'))}.</p>")
+            f"<code>{_e(info.get('vector_isa'))}</code>; XCR0 {_e(info.get('xcr0'))}{parts}, "
+            f"an xsave area of {_e(info.get('xsave_bytes'))} bytes; "
+            f"{_e(info.get('virtualization'))}; Linux {_e(info.get('kernel_release'))}, "
+            f"labkit {_e(info.get('labkit_commit'))}.</p>")
 
 
 def _environment_html(env: dict) -> str:
@@ -203,8 +264,11 @@ def _environment_html(env: dict) -> str:
             f"<th>what it does to the figures</th></tr>{rows}</table>")
 
 
-def _machine_html(outcomes, info: dict) -> str:
-    rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in info.items())
+def _machine_html(outcomes, info: dict, where: str = "") -> str:
+    """The machine that measured (`info`, and `where` that description came from), its
+    environment check, and each notebook's outcome."""
+    rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(', '.join(v) if isinstance(v, list) else v)}"
+                   "</td></tr>" for k, v in info.items())
     env = envcheck.latest()
     # The check's own warnings are its table's rows, right below.
     warns = machine_warnings(info, [])
@@ -218,9 +282,11 @@ def _machine_html(outcomes, info: dict) -> str:
         + ("ok, from an earlier run" if getattr(o, "earlier", False)
            else f"{'ok' if o.ok else 'FAILED'} ({o.seconds:.0f} s)")
         + _parameters_html(o)
-        + (f"<pre>{_e(o.error[-1500:])}</pre>" if not o.ok else "") + "</li>"
+        + (f"<pre>{_e(strip_ansi(o.error)[-1500:])}</pre>" if not o.ok else "") + "</li>"
         for o in _order(outcomes))
-    return (f"<h2 id='machine'>Machine</h2>{_cpu_html(info)}"
+    return (f"<h2 id='machine'>Machine</h2><p>The machine that measured, {_e(where)}; "
+            "its environment check is the one the run took before measuring "
+            "(<code>data/environment.json</code>).</p>" + _cpu_html(info) +
             f"<h3>Results may be unstable</h3><ul>{warn_html}</ul>"
             f"{_environment_html(env)}"
             f"<h3>Notebooks run</h3><ul>{status}</ul>"
@@ -249,8 +315,9 @@ def _html_cell(nbformat, body: str):
 
 
 def clean_outputs(cell) -> None:
-    """Drop what a reader should not see: stderr, progress bars, object reprs; turn
-    stdout text (noise warnings, notes) into a folded note; fold long tables."""
+    """Drop what a reader should not see: stderr, progress bars, object reprs, terminal
+    colour codes; keep HTML, images and Markdown text; turn stdout text (noise warnings,
+    notes) into a folded note; fold long tables."""
     if cell.get("cell_type") != "code":
         return
     kept = []
@@ -259,7 +326,7 @@ def clean_outputs(cell) -> None:
         if kind == "stream":
             if out.get("name") == "stderr":
                 continue
-            text = "".join(ln for ln in out.get("text", "").splitlines(True)
+            text = "".join(ln for ln in strip_ansi(out.get("text", "")).splitlines(True)
                            if not _PROGRESS.search(ln) and "\r" not in ln).strip()
             if not text:
                 continue
@@ -270,7 +337,7 @@ def clean_outputs(cell) -> None:
                 f"{'s' if lines > 1 else ''})</summary><pre>{_e(text)}</pre></details>")}}
         elif kind in ("execute_result", "display_data"):
             data = out.get("data", {})
-            if "text/html" not in data and "image/png" not in data and "image/svg+xml" not in data:
+            if not any(k in data for k in _SHOWN):
                 # A bare repr ([PosixPath(...)], <Figure ...>, a number echoed): not a result.
                 continue
             if "text/html" in data:
@@ -285,6 +352,8 @@ def clean_outputs(cell) -> None:
                     data["text/html"] = (f"<details><summary>table of {rows} rows "
                                          f"(the CSV in data/ has them all)</summary>{h}</details>")
                     out = {**out, "data": data}
+        elif kind == "error":
+            out = {**out, "traceback": [strip_ansi(t) for t in out.get("traceback", [])]}
         kept.append(out)
     cell["outputs"] = kept
 
@@ -406,9 +475,8 @@ def build(outcomes, *, out_dir: Path, quick: bool) -> Path:
     from nbconvert import HTMLExporter
 
     from labkit.lab import articles
-    from labkit.core.machine import machine_info
 
-    info = machine_info()
+    info, where = measured_machine()
     tables = articles.tables()
     ran = [o for o in _order(outcomes) if o.ok and o.executed is not None]
     names = {o.name for o in ran}
@@ -431,13 +499,13 @@ def build(outcomes, *, out_dir: Path, quick: bool) -> Path:
             clean_outputs(cell)
             report.cells.append(cell)
     report.cells.append(_html_cell(nbformat, _closing_html(tables)))
-    report.cells.append(_html_cell(nbformat, _machine_html(outcomes, info)))
+    report.cells.append(_html_cell(nbformat, _machine_html(outcomes, info, where)))
     report.metadata["kernelspec"] = {"name": "labkit", "display_name": "labkit (Python 3)",
                                      "language": "python"}
     exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True,
                             exclude_output_prompt=True)
     body, _ = exporter.from_notebook_node(report)
-    body = make_offline(body)
+    body = make_offline(strip_ansi(body))
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / REPORT_NAME
     with atomic_path(path) as tmp:

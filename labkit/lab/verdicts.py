@@ -28,6 +28,7 @@ import itertools
 import math
 import re
 
+from labkit.core import sequential
 from labkit.core.results import claims_csv
 from labkit.lab import rule_expr
 
@@ -47,7 +48,8 @@ LEGEND = {
 }
 CLAIMS_CSV = claims_csv()  # the checkout's data/claims.csv, or the shipped copy
 AMENDMENTS_CSV = claims_csv("claims_amendments.csv")
-COLUMNS = ["claim_id", "source", "claimed_value", "measured_value", "verdict", "rule", "note",
+COLUMNS = ["claim_id", "source", "claimed_value", "measured_quantity", "measured_value",
+           "verdict", "rule", "note",
            "noisy", "original_verdict", "original_rule", "method", "straddle", "lean",
            "processes", "look"]
 # What produced the interval. An exact count (bytes, instructions) has none. METHOD: a
@@ -55,6 +57,26 @@ COLUMNS = ["claim_id", "source", "claimed_value", "measured_value", "verdict", "
 # giving one statistic that pairs the sides' repeats of the same ABBA pass.
 EXACT = "exact"
 METHOD = "rci-obf95-paired-processes"
+# The method in words, for the report and the README's "How a verdict is reached".
+METHOD_TEXT = (
+    f"{METHOD}: every fresh worker process measures each side of a comparison several "
+    "times in ABBA order (A B B A, starting at a side drawn at random), so that the k-th "
+    "repeats of two sides run a few calls apart and form a pair; the process gives one "
+    "number, the median over its pairs of log(A / B). The processes, not the repeats, are "
+    "the unit: the interval is taken over their numbers, at each look of a schedule "
+    "written before measuring (a full run's: "
+    + ", ".join(map(str, sequential.LOOKS[:3])) + " ... processes). At each look it is a "
+    f"{100 * (1 - sequential.ALPHA):.0f}% repeated confidence interval, the mean of the "
+    "processes' numbers plus or minus a critical value times its standard error (carried "
+    "to Student's t); the critical value comes from spending the "
+    f"{sequential.ALPHA:.0%} error over the looks with a Lan-DeMets function of "
+    "O'Brien-Fleming type: wide at the first looks, near the fixed-sample width at the "
+    "last, so that the intervals of all looks cover the truth together with probability "
+    f"at least {1 - sequential.ALPHA:.0%}. A design stops at the first look where no "
+    "claim's interval straddles a bound of its rule, or at its cap, and the rule is "
+    "applied to the interval taken back to the measured quantity's scale (exp of a log "
+    f"ratio). A decided verdict is thus wrong with probability at most "
+    f"{sequential.ALPHA:.0%}, whichever look decided it.")
 CONFIDENCE = 0.95
 N_RESAMPLES = 4000
 # Fixed seed: the interval of the same data is the same interval on every recomputation.
@@ -102,6 +124,35 @@ def amendments():
     if not AMENDMENTS_CSV.exists():
         return pd.DataFrame(columns=cols)
     return pd.read_csv(AMENDMENTS_CSV, dtype=str).fillna("")
+
+
+def measured_quantities() -> dict:
+    """Claim id -> what its rules' `x` (or named values) is: data/claims.csv's
+    `measured_quantity`, or its amendment's where an amendment measures something else."""
+    out = dict(zip(*(claims()[k] for k in ("claim_id", "measured_quantity"))))
+    for _, am in amendments().iterrows():
+        if am.get("measured_quantity", ""):
+            out[am["claim_id"]] = am["measured_quantity"]
+    return out
+
+
+def with_measured_quantity(table):
+    """A verdict table (a notebook's, or the ledger) with its `measured_quantity` column,
+    joined from the claims registry where the table lacks it or a row leaves it empty
+    (verdict files written before the column existed)."""
+    if "claim_id" not in table:
+        raise ValueError("table must be a verdict table with a claim_id column")
+    q = measured_quantities()
+    joined = table.claim_id.map(q).fillna("")
+    out = table.copy()
+    if "measured_quantity" in out:
+        have = out["measured_quantity"].fillna("").astype(str)
+        out["measured_quantity"] = have.where(have != "", joined)
+    else:
+        at = list(out.columns).index("claimed_value") + 1 if "claimed_value" in out \
+            else len(out.columns)
+        out.insert(at, "measured_quantity", joined)
+    return out
 
 
 def claim(claim_id: str, *, original: bool = False) -> dict:
@@ -355,6 +406,7 @@ def judge(claim_id: str, value, *, low=None, high=None, measured: str | None = N
         "claim_id": claim_id,
         "source": c["source"],
         "claimed_value": f"{c['claimed_value']} ({c['claimed_unit']})",
+        "measured_quantity": c["measured_quantity"],
         "measured_value": measured if measured is not None else _fmt(value, low, high),
         "verdict": d["verdict"],
         "rule": rule,
@@ -393,6 +445,7 @@ def cannot_measure(claim_id: str, why: str) -> dict:
         "claim_id": claim_id,
         "source": c["source"],
         "claimed_value": f"{c['claimed_value']} ({c['claimed_unit']})",
+        "measured_quantity": c["measured_quantity"],
         "measured_value": "not measured",
         "verdict": v,
         "rule": (f"amended {c['amended']}: " if c["amended"] else "") + rule,
@@ -524,4 +577,4 @@ def table(rows: list[dict]):
     """The verdict table a notebook ends with."""
     import pandas as pd
 
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return with_measured_quantity(pd.DataFrame(rows, columns=COLUMNS))

@@ -1,8 +1,9 @@
 """The articles' own tables beside ours: each numeric item of the five articles keeps its
-rows and columns, the article's number next to the measured median and its spread, the
-relative column the article uses (% over the first row, or a ratio), and the claim id and
-verdict that judge the row. Built from the data CSVs the notebooks write (results.data_dir),
-never by measuring here.
+rows and columns, the article's number next to the median of the notebook's sweep and its
+spread (the columns marked SWEEP), the relative column the article uses (% over the first
+row, or a ratio), and the claim that judges the row with its verdict on the value, interval
+and processes that verdict stands on (VERDICT_COLUMN), and what its x is (QUANTITY_COLUMN).
+Built from the data CSVs the notebooks write (results.data_dir), never by measuring here.
 
     from labkit.lab import articles
     t = articles.table("t01")        # one ArticleTable: .frame (for display), .points (figure)
@@ -13,20 +14,24 @@ Absolute ns come from another machine (a 5 GHz desktop, a Kunpeng VM): only the 
 columns are compared, and every verdict is the rule of data/claims.csv, written first.
 """
 from labkit.lab.articles.anatomy import count_memory_ops, jump_fcontext_memory_ops, save_anatomy
-from labkit.lab.articles.measured import STACKS, STRATEGIES
-from labkit.lab.articles.rows import ROW_JUDGES, article_verdicts, save_article_verdicts, verdict_of
+from labkit.lab.articles.measured import STACKS, STRATEGIES, measured_machines
+from labkit.lab.articles.rows import (ROW_JUDGES, article_verdicts, judged_on,
+                                      save_article_verdicts, verdict_of)
 from labkit.lab.articles.show import figure, section, to_html
-from labkit.lab.articles.tables import BY_NOTEBOOK, TABLES, ArticleTable, closing_note, table, tables
+from labkit.lab.articles.tables import (BY_NOTEBOOK, QUANTITY_COLUMN, SWEEP, TABLES,
+                                        VERDICT_COLUMN, ArticleTable, closing_note, table,
+                                        tables)
 
 __all__ = [
     # the tables
     "ArticleTable", "table", "tables", "TABLES", "BY_NOTEBOOK", "closing_note",
+    "VERDICT_COLUMN", "QUANTITY_COLUMN", "SWEEP",
     # showing them
     "figure", "to_html", "section",
     # the row claims
-    "ROW_JUDGES", "article_verdicts", "save_article_verdicts", "verdict_of",
+    "ROW_JUDGES", "article_verdicts", "save_article_verdicts", "verdict_of", "judged_on",
     # jump_fcontext counted
     "count_memory_ops", "jump_fcontext_memory_ops", "save_anatomy",
-    # what stands for the articles' rows
-    "STACKS", "STRATEGIES",
+    # what stands for the articles' rows, and the machine that measured them
+    "STACKS", "STRATEGIES", "measured_machines",
 ]

@@ -14,6 +14,44 @@ S000, S001, S002, S003, S004 = (
     "003_58dac7765c62683c.txt", "004_dfc61b1060864bf1.txt")
 
 
+def measured_machines(data_dir=None) -> list[dict]:
+    """The machines whose measured rows are in data/ (default results.data_dir()): one
+    dict per `machine_id`, most rows first, with the metadata columns every row carries
+    (labkit.core.machine.ROW_METADATA) at the value most of its rows give, every labkit
+    commit its rows name (`labkit_commit`, comma-separated), `rows` and `files`. Empty
+    when no data file has a `machine_id` column."""
+    import csv
+
+    import pandas as pd
+
+    from labkit.core.machine import ROW_METADATA
+
+    folder = results.data_dir() if data_dir is None else data_dir
+    parts = []
+    for path in sorted(folder.glob("*.csv")):
+        with open(path, newline="") as f:
+            header = next(csv.reader(f), [])
+        if "machine_id" in header:
+            parts.append(pd.read_csv(path, usecols=[c for c in ROW_METADATA if c in header],
+                                     dtype=str).assign(file=path.name))
+    if not parts:
+        return []
+    rows = pd.concat(parts, ignore_index=True)
+    out = []
+    for _, g in sorted(rows.groupby("machine_id"), key=lambda kv: -len(kv[1])):
+        info = {c: (g[c].mode().iloc[0] if g[c].notna().any() else "")
+                for c in ROW_METADATA if c in g}
+        info["labkit_commit"] = ", ".join(sorted(g.labkit_commit.dropna().unique())) \
+            if "labkit_commit" in g else ""
+        for key, kind in (("cpu_count", int), ("xsave_bytes", int), ("tsc_ghz", float)):
+            try:
+                info[key] = kind(float(info[key])) if kind is int else kind(info[key])
+            except (KeyError, TypeError, ValueError):
+                pass
+        out.append({**info, "rows": len(g), "files": sorted(g.file.unique())})
+    return out
+
+
 def _csv(name: str):
     path = results.data_dir() / f"{name}.csv"
     return results.read_csv(path, low_memory=False) if path.exists() else None

@@ -119,13 +119,7 @@ def article_verdicts(notebook: str):
         raise ValueError(f"notebook must be one of {sorted(set(c.notebook))}, "
                          f"got {notebook!r}")
     ids = [i for i in c[c.notebook == notebook].claim_id if i in ROW_JUDGES]
-    return _verdict_table([ROW_JUDGES[i]() for i in ids])
-
-
-def _verdict_table(rows):
-    import pandas as pd
-
-    return pd.DataFrame(rows, columns=verdicts.COLUMNS)
+    return verdicts.table([ROW_JUDGES[i]() for i in ids])
 
 
 def save_article_verdicts(notebook: str):
@@ -137,12 +131,37 @@ def save_article_verdicts(notebook: str):
 
 
 def verdict_of(cid: str) -> dict:
-    """The verdict row of one claim: judged here for a row claim, otherwise read from its
-    notebook's verdict file ({} when that notebook has not run)."""
+    """The verdict row of one claim, as the ledger has it: judged here for a row claim,
+    from both notebooks' data for a claim the ledger judges itself (ledger.JUDGED_HERE),
+    otherwise read from its notebook's verdict file ({} when that notebook has not run).
+    The row carries `measured_quantity` (joined from the registry for an older file)."""
+    from labkit.lab import ledger
+
     if cid in ROW_JUDGES:
-        return ROW_JUDGES[cid]()
-    nb = verdicts.claim(cid)["notebook"]
-    d = _csv(f"{nb}_verdicts")
-    if d is None or cid not in set(d.claim_id):
-        return {}
-    return d[d.claim_id == cid].iloc[0].fillna("").to_dict()
+        row = ROW_JUDGES[cid]()
+    elif cid in ledger.JUDGED_HERE:
+        row = claim_rules.recompute(cid) or {}
+    else:
+        nb = verdicts.claim(cid)["notebook"]
+        d = _csv(f"{nb}_verdicts")
+        if d is None or cid not in set(d.claim_id):
+            return {}
+        row = d[d.claim_id == cid].iloc[0].fillna("").to_dict()
+    if row and not row.get("measured_quantity"):
+        row = {**row, "measured_quantity": verdicts.measured_quantities().get(cid, "")}
+    return row
+
+
+def judged_on(row: dict) -> str:
+    """What a verdict stands on, in one phrase: 'contradicted on 1 [0.997, 1.01] over 64
+    processes' (the value and interval the rule was applied to, and the fresh processes
+    behind it); an exact count says so; a claim not measured shows its verdict alone."""
+    v = row.get("verdict", "") or "not-measured"
+    value = str(row.get("measured_value", "") or "")
+    if v in ("not-measured", "not-applicable-here") or value in ("", "not measured"):
+        return v
+    n = str(row.get("processes", "") or "")
+    n = n[:-2] if n.endswith(".0") else n
+    how = (f" over {n} processes" if n else
+           " (exact count)" if row.get("method") == verdicts.EXACT else "")
+    return f"{v} on {value}{how}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from labkit.lab.articles.measured import measured_machines
 from labkit.lab.articles.rows import save_article_verdicts
 from labkit.lab.articles.tables import BY_NOTEBOOK, ArticleTable, table
 
@@ -43,10 +44,14 @@ def figure(t: ArticleTable, *, save: bool = True):
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")
     ax.set_title(f"{t.title}\n({t.source}: article vs this machine)", fontsize=9)
+    # The machine that measured the rows, as the data records it (the one drawing the
+    # figure may be another).
+    measured = measured_machines()
+    caption = plots.machine_caption(measured[0]) if measured else plots.machine_caption()
     if save:
-        plots.finish(fig, f"articles-{t.key}")
+        plots.finish(fig, f"articles-{t.key}", caption)
     else:
-        fig.text(0.01, -0.02, plots.machine_caption(), fontsize=7, ha="left", va="top")
+        fig.text(0.01, -0.02, caption, fontsize=7, ha="left", va="top")
         fig.tight_layout()
     return fig
 

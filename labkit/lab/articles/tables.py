@@ -1,9 +1,11 @@
 """The eleven tables: each article item with its own rows and columns, the article's
-number beside the measured median and spread, the relative column, and the claim and
-verdict of each row."""
+number beside the median and spread of the notebook's sweep (columns marked "sweep"), the
+relative column, and the claim and verdict of each row with the value, interval and
+processes that verdict stands on, and what the claim's x is."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 from labkit.core.stats import net_text
@@ -14,7 +16,15 @@ from labkit.lab.articles.measured import (ECHO_ROWS, KB, LADDER, MB, S000, S001,
                                       _kernel, _mem, _pct, _q, _qps, _ratio, _reuse_at_judged_pool,
                                       _reuse_mem, _share, _span, _stack, _switch_cost, _sym,
                                       _ucontext_and_condvar)
-from labkit.lab.articles.rows import verdict_of
+from labkit.lab.articles.rows import judged_on, verdict_of
+
+# The column of each table that carries its rows' verdicts: every verdict with the value
+# and interval its rule was applied to (data/*_verdicts.csv), over its fresh processes;
+# the sweep's figures beside it are marked SWEEP.
+VERDICT_COLUMN = "claim: verdict on the interval it stands on"
+QUANTITY_COLUMN = "x: what the claim measures"
+SWEEP = "sweep"
+_CLAIM = re.compile(r"\b(C\d{3}\.\d+[a-z]?): ")
 
 
 @dataclass
@@ -31,6 +41,7 @@ class ArticleTable:
     extra: dict = field(default_factory=dict)    # another measured series: name -> [(v, lo, hi)]
     note: str = ""
     verdicts: dict = field(default_factory=dict)  # claim id -> verdict
+    judged: dict = field(default_factory=dict)    # claim id -> its verdict row
 
     @property
     def anchor(self) -> str:
@@ -44,18 +55,30 @@ def _frame(rows, columns):
 
 
 def _finish(t: ArticleTable, rows, columns, note: str) -> ArticleTable:
-    """The last step of every table builder: its display frame and its note."""
-    t.frame = _frame(rows, columns)
+    """The last step of every table builder: its display frame, with what each shown
+    claim's x is beside the verdict column, and its note."""
+    frame = _frame(rows, columns)
+    if VERDICT_COLUMN in frame:
+        quantity = [("; ".join(f"{c}: {t.judged[c].get('measured_quantity', '')}"
+                               for c in dict.fromkeys(_CLAIM.findall(str(cell)))
+                               if c in t.judged)) for cell in frame[VERDICT_COLUMN]]
+        frame.insert(list(frame.columns).index(VERDICT_COLUMN) + 1, QUANTITY_COLUMN, quantity)
+    t.frame = frame
     t.note = note
     return t
 
 
 def _verdict_cell(t: ArticleTable, *cids) -> str:
+    """'C000.3a: contradicted on 1 [0.997, 1.01] over 64 processes; ...': each claim's
+    verdict with what it stands on (rows.judged_on)."""
     out = []
     for cid in cids:
-        if cid not in t.verdicts:
-            t.verdicts[cid] = verdict_of(cid).get("verdict", "not-measured") or "not-measured"
-        out.append(f"{cid}: {t.verdicts[cid]}")
+        if cid not in t.judged:
+            row = verdict_of(cid)
+            row["verdict"] = row.get("verdict", "") or "not-measured"
+            t.judged[cid] = row
+            t.verdicts[cid] = row["verdict"]
+        out.append(f"{cid}: {judged_on(t.judged[cid])}")
     return "; ".join(out)
 
 
@@ -93,10 +116,12 @@ def _t01() -> ArticleTable:
         if al == al and co == co:
             note += (f" Here, {n_ring} contexts with 8 MiB stacks: {_g(al)} ns aligned, "
                      f"{_g(co)} ns coloured.")
-    return _finish(t, rows, ["stack", "ns/switch, article", "ns/switch, here (Boost fiber)",
-                             "% over 4 KB, article", "% over 4 KB, here",
-                             f"ns/switch, here (asm_fpu ring of {n_ring})", "% over 4 KB, ring",
-                             "claim: verdict"], note)
+    return _finish(t, rows, ["stack", "ns/switch, article",
+                             f"ns/switch, here (Boost fiber, {SWEEP})",
+                             "% over 4 KB, article", f"% over 4 KB, here ({SWEEP})",
+                             f"ns/switch, here (asm_fpu ring of {n_ring}, {SWEEP})",
+                             f"% over 4 KB, ring ({SWEEP})",
+                             VERDICT_COLUMN], note)
 
 
 def _t02() -> ArticleTable:
@@ -115,9 +140,10 @@ def _t02() -> ArticleTable:
         rows.append([f"-{build}", ns, _span(*_q(a)), _g(ns / 25), _span(*r), instr,
                      _verdict_cell(t, cid) if cid else "C000.3 (reference row)"])
         t.points.append((f"-{build}", ns / 25, *r))
-    return _finish(t, rows, ["build", "ns/switch, article", "ns/switch, here (Boost fiber)",
-                             "ratio to -O2, article", "ratio to -O2, here",
-                             "instructions/switch, here (callgrind)", "claim: verdict"],
+    return _finish(t, rows, ["build", "ns/switch, article",
+                             f"ns/switch, here (Boost fiber, {SWEEP})",
+                             "ratio to -O2, article", f"ratio to -O2, here ({SWEEP})",
+                             "instructions/switch, here (callgrind)", VERDICT_COLUMN],
                    ("The switch itself is assembly and does not change with -O; what -O0 slows "
                     "is the C++ around it (Boost's fiber wrappers), which callgrind's instruction "
                     "count shows without timing noise."))
@@ -138,8 +164,9 @@ def _t03() -> ArticleTable:
                      "1.0" if n == 2 else "1.1-1.2", _span(*r), _verdict_cell(t, cid)])
         t.points.append((f"N={n}", art_r, *r))
     return _finish(t, rows, ["workers", "N here", "ns/transfer, article",
-                             "symmetric ns, here (asm_fpu)", "asymmetric ns, here",
-                             "asym/sym, article", "asym/sym, here", "claim: verdict"],
+                             f"symmetric ns, here (asm_fpu, {SWEEP})",
+                             f"asymmetric ns, here ({SWEEP})",
+                             "asym/sym, article", f"asym/sym, here ({SWEEP})", VERDICT_COLUMN],
                    "The figure plots the ratio asym/sym itself (1.0 = no difference).")
 
 
@@ -155,9 +182,10 @@ def _t04() -> ArticleTable:
         rows.append([label, art, _span(*_q(a)), _span(*_q(_kernel(d, kernel, "ns_per_switch_raw"))),
                      _g(mid / 25, 2), _span(*r), _verdict_cell(t, cid)])
         t.points.append((label, mid / 25, *r))
-    return _finish(t, rows, ["step", "ns, article", "net ns, here", "raw ns, here",
-                             "ratio to fiber, article", "ratio to fiber, here (net)",
-                             "claim: verdict"],
+    return _finish(t, rows, ["step", "ns, article", f"net ns, here ({SWEEP})",
+                             f"raw ns, here ({SWEEP})",
+                             "ratio to fiber, article", f"ratio to fiber, here (net, {SWEEP})",
+                             VERDICT_COLUMN],
                    ("The article timed whole loops, so its numbers compare with the raw column "
                     "(the loop's time per transfer, nothing subtracted); the net column takes "
                     "off the same loop without the transfer. The article's words ('a few', "
@@ -187,7 +215,7 @@ def _t05() -> ArticleTable:
                           ("loads", 8, a.get("loads", math.nan)),
                           ("instructions", 20, instr)):
         t.points.append((label, 1.0, v / art if v == v else math.nan, math.nan, math.nan))
-    return _finish(t, rows, ["item", "article", "here", "how", "claim: verdict"],
+    return _finish(t, rows, ["item", "article", "here", "how", VERDICT_COLUMN],
                    ("Counts are exact (no spread): the figure plots here/article per item "
                     "(1.0 = as the article says)."))
 
@@ -221,7 +249,7 @@ def _t06() -> ArticleTable:
                  b[2] / b[0] if b[0] else math.nan),
                 ("share after", 3 / 15, *(v / b[0] if b[0] else math.nan for v in a)),
                 ("throughput after/before", 1.4, *gain)]
-    return _finish(t, rows, ["row", "article", "here", "claim: verdict"],
+    return _finish(t, rows, ["row", "article", f"here ({SWEEP})", VERDICT_COLUMN],
                    ("W=100 TSC ticks of work per task, 64 asm_fpu coroutines on one thread; the "
                     "per-worker local queues of the article are not modelled (one thread). "
                     "Dependent work is one multiply-add chain, beside which an out-of-order "
@@ -248,10 +276,10 @@ def _t07() -> ArticleTable:
                      f"{aps:,}", _g(s.allocs_per_s.median()) if have else "-",
                      _verdict_cell(t, *cids)])
         t.points.append((label, qps / 125_000, *r))
-    return _finish(t, rows, ["style", "server here", "QPS, article", "QPS, here",
-                             "QPS / callbacks, article", "QPS / callbacks, here",
-                             "p99, article", "p99, here", "allocations/s, article",
-                             "allocations/s, here", "claims: verdicts"],
+    return _finish(t, rows, ["style", "server here", "QPS, article", f"QPS, here ({SWEEP})",
+                             "QPS / callbacks, article", f"QPS / callbacks, here ({SWEEP})",
+                             "p99, article", f"p99, here ({SWEEP})", "allocations/s, article",
+                             f"allocations/s, here ({SWEEP})", VERDICT_COLUMN],
                    ("1000 connections, 64-byte messages on loopback, server pinned to one CPU and "
                     "the load generator to the other (the article: wrk on 8 cores). Optimised "
                     "coroutines here are pooled frames with symmetric transfer."))
@@ -287,8 +315,8 @@ def _t08() -> ArticleTable:
              _verdict_cell(t, "C001.1c")]]
     t.points = [("heap/pool", 10.0, *hp), ("io_uring/epoll", 1.08, *ur),
                 ("plain/callbacks", 0.864, *pc)]
-    return _finish(t, rows, ["row", "article", "here", "ratio, article", "ratio, here",
-                             "claim: verdict"],
+    return _finish(t, rows, ["row", "article", f"here ({SWEEP})", "ratio, article",
+                             f"ratio, here ({SWEEP})", VERDICT_COLUMN],
                    ("Allocate+free pairs of a 256-byte block (notebook 07a); QPS at 1000 "
                     "connections, 64 B (notebook 09). The figure plots each ratio over the "
                     "article's."))
@@ -341,8 +369,8 @@ def _t09() -> ArticleTable:
              _verdict_cell(t, "C002.4")]]
     t.points = [("process/thread", 2.5, *pt), ("yield/no-yield", 1100 / 3800, *yr),
                 ("FP save/without", 3.0, *fr)]
-    return _finish(t, rows, ["row", "article", "here", "ratio, article", "ratio, here",
-                             "claim: verdict"],
+    return _finish(t, rows, ["row", "article", f"here ({SWEEP})", "ratio, article",
+                             f"ratio, here ({SWEEP})", VERDICT_COLUMN],
                    ("Pipe ping-pong pinned to one CPU; yielding 'often' is fixed at one "
                     "sched_yield per ~1 µs unit of work."))
 
@@ -368,9 +396,11 @@ def _t10() -> ArticleTable:
                 ("cross-core: thread/swapcontext", 32000 / 430, *r2)]
     return _finish(t, rows, ["machine", "1M swapcontext ms, article / here",
                              "1M thread switches ms, article / here",
-                             "thread/swapcontext, article", "thread/swapcontext, here",
-                             "claim: verdict"],
-                   ("ns per one-way switch equals ms per million switches. The Kunpeng rows "
+                             "thread/swapcontext, article",
+                             f"thread/swapcontext, here ({SWEEP})",
+                             VERDICT_COLUMN],
+                   ("ns per one-way switch equals ms per million switches; the rows 'here' are the "
+                    "notebook's sweep. The Kunpeng rows "
                     "need AArch64 hardware (qemu-user times an emulator), so the ratio is what "
                     "travels."))
 
@@ -405,11 +435,11 @@ def _t11() -> ArticleTable:
         t.points.append((label + " TPS", art_tps / 100_000, *qr))
         t.points.append((label + " memory", art_mb / 256, *mr))
     return _finish(t, rows, ["strategy", "frame B, article", "frame B, here",
-                             "server allocations / bytes per message, here",
-                             "MB for 1M, article", "MiB for 1M, here",
-                             "memory / default, article", "memory / default, here",
-                             "TPS, article", "QPS, here", "TPS / default, article",
-                             "QPS / default, here", "claims: verdicts"],
+                             f"server allocations / bytes per message, here ({SWEEP})",
+                             "MB for 1M, article", f"MiB for 1M, here ({SWEEP})",
+                             "memory / default, article", f"memory / default, here ({SWEEP})",
+                             "TPS, article", f"QPS, here ({SWEEP})", "TPS / default, article",
+                             f"QPS / default, here ({SWEEP})", VERDICT_COLUMN],
                    ("Memory: resident bytes per suspended coroutine x 1,000,000, in MiB, measured "
                     "with all of a run's coroutines suspended at once (notebook 07b; a million in "
                     "a full run); TPS: the echo load of notebook 09 at 1000 connections, 64 B. "
