@@ -59,8 +59,11 @@ def test_the_gain_over_before_is_one_at_before():
 
 def test_article_rows_say_what_was_judged():
     t = verdicts.table([verdicts.judge("C002.3", 3.0, low=2.5, high=3.5)])
+    # Each verdict with the value it stands on; a claim with no row is not measured.
     assert article_part.verdict_cell(t, ["C002.3", "C001.2"]) == \
-        "C002.3: reproduced; C001.2: not-measured"
+        f"C002.3: reproduced on {t.measured_value.iloc[0]} (exact count); C001.2: not-measured"
+    t.loc[0, ["processes", "method"]] = [16, "rci"]
+    assert article_part.verdict_cell(t, ["C002.3"]).endswith("[2.5, 3.5] over 16 processes")
     assert article_part.span(1.234, 1.0, 2.0, " ns") == "1.23 [1, 2] ns"
     assert article_part.span(5.0, 1.0, float("inf")) == "5"
     assert article_part.span(float("nan")) == "not measured"

@@ -21,9 +21,10 @@ def span(m, lo=None, hi=None, unit: str = "") -> str:
 
 
 def verdict_cell(table, claim_ids) -> str:
-    """'C004.1: reproduced; ...' from a verdict table (labkit.lab.verdicts.table)."""
-    by = dict(zip(table.claim_id, table.verdict))
-    return "; ".join(f"{c}: {by.get(c, 'not-measured')}" for c in claim_ids)
+    """'C004.1: reproduced on 0.94 (exact count); ...' from a verdict table
+    (labkit.lab.verdicts.table): each verdict with the value and interval it stands on."""
+    by = {r["claim_id"]: r for r in table.to_dict("records")}
+    return "; ".join(f"{c}: {articles.judged_on(by.get(c, {}))}" for c in claim_ids)
 
 
 def judge(notebook: str, table):

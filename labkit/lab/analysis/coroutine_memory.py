@@ -385,7 +385,7 @@ def article_table(coros, reuse, judged) -> articles.ArticleTable:
     t.frame = pd.DataFrame(rows, columns=[
         "strategy", "frame B, article", "frame B, here", "MB for 1M, article",
         "MiB for 1M, here", "memory / default, article", "memory / default, here",
-        "claim: verdict"])
+        articles.VERDICT_COLUMN])
     t.note = ("Memory: resident bytes per suspended coroutine x 1,000,000, in MiB, with all "
               "of a run's coroutines suspended at once; the reuse row is the reuse design "
               "(section 1b) at P = n / 100. The TPS column of the article's table is "

@@ -328,7 +328,8 @@ def article_table(alloc, judged) -> articles.ArticleTable:
          f"heap/pool {claimed['heap'] / claimed['pool']:g}", article_part.span(*r), cell],
         ["frame allocation, pool", f"~{claimed['pool']:g} ns",
          article_part.span(*stats.quartiles(pool), unit=" ns"), "", "", cell],
-    ], columns=["row", "article", "here", "ratio, article", "ratio, here", "claim: verdict"])
+    ], columns=["row", "article", f"here ({articles.SWEEP})", "ratio, article",
+                f"ratio, here ({articles.SWEEP})", articles.VERDICT_COLUMN])
     t.points = [("heap/pool", claimed["heap"] / claimed["pool"], *r)]
     t.note = (f"Allocate+free pairs of a {JUDGED_BLOCK}-byte block, one block at a time, net "
               "of the loop. The table's io_uring and plain-coroutine rows are notebook 09's "
