@@ -7,7 +7,7 @@
     labkit.machine_info()                     # where the numbers came from
 
 Every kernel runs in a worker process: a crash comes back as KernelCrashError. The
-subpackages are reachable from here too: `labkit.experiments.callgrind`, `labkit.lab.params`.
+subpackages are reachable from here too: `labkit.experiments.callgrind`, `labkit.lab.running.params`.
 """
 import importlib as _importlib
 import sys as _sys
@@ -54,12 +54,17 @@ def __getattr__(name: str):
 
 
 class _Package(_ModuleType):
-    """labkit's module type. Python binds every subpackage to labkit once its __init__ has
-    run, whoever imports it first; that moment gives the subpackage its lazy submodules."""
+    """labkit's module type, and its subpackages'. Python binds every subpackage to its parent
+    once its __init__ has run, whoever imports it first; that moment gives the subpackage its
+    lazy submodules, and this type, so that its own subpackages get theirs
+    (`labkit.lab.judging.verdicts`)."""
 
     def __setattr__(self, name, value):
-        if name in _SUBPACKAGES and hasattr(value, "__path__"):
+        if hasattr(value, "__path__") and (name in _SUBPACKAGES or self.__name__ != __name__) \
+                and getattr(value, "__name__", None) == f"{self.__name__}.{name}":
             vars(value).setdefault("__getattr__", _submodules_of(value.__name__))
+            if type(value) is _ModuleType:
+                value.__class__ = _Package
         super().__setattr__(name, value)
 
 

@@ -45,7 +45,7 @@
 # Each parameter's full and quick value, what it allows and what it means:
 # params.describe("00_claims_ledger"). By hand, set one in the call:
 # resolve(..., quick=quick, calibration_runs=1000).
-from labkit.lab import params
+from labkit.lab.running import params
 
 quick = False  # True: small sweeps and few repeats (what CI runs)
 (calibration_runs, replaced_runs) = params.resolve(
@@ -56,7 +56,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 import labkit
-from labkit.lab import ledger
+from labkit.lab.judging import ledger
 from labkit.core import plots, results
 
 pd.set_option("display.max_colwidth", 120)
@@ -122,9 +122,9 @@ table[["claim_id", "source", "claim", "claimed_value", "measured_quantity", "mea
 # slow mode that comes and goes inside a process falls on both.
 
 # %%
-from labkit.lab import judging
+from labkit.lab.judging import designs
 
-judging.variance_table()
+designs.variance_table()
 
 # %% [markdown]
 # ## Is the engine to be trusted? Its calibration
@@ -135,12 +135,12 @@ judging.variance_table()
 # rule (`x >= 1.5` reproduces, `x < 1.1` contradicts) under the stopping rule of a full
 # run, the truth placed inside each region, on each bound and in the gap. A decided
 # verdict is wrong when the truth is not in its region; the stated error rate is 5%
-# (`labkit.lab.calibration`; `tests/test_calibration.py` asserts it). Beside it, the
+# (`labkit.lab.judging.calibration`; `tests/test_calibration.py` asserts it). Beside it, the
 # design it replaced: 3 processes, the repeats pooled into one bootstrap interval, one
 # extension after a straddle.
 
 # %%
-from labkit.lab import calibration
+from labkit.lab.judging import calibration
 
 calibrated = pd.concat([
     calibration.run(calibration.new_design, calibration_runs).assign(design="the engine"),
@@ -154,13 +154,13 @@ calibrated.round(3)
 # ## Do the verdicts hold from run to run?
 #
 # The committed full run beside full reruns of the same code on the same machine
-# (`python -m labkit.lab.stability --runs 2 --with-committed`, which saves
+# (`python -m labkit.lab.judging.stability --runs 2 --with-committed`, which saves
 # `data/stability.csv`). A claim whose true value lies near one of its rule's bounds can
 # be decided in one run and inconclusive in the next; two runs reaching opposite verdicts
 # would mean the engine is wrong. Below: the claims that did not keep one verdict.
 
 # %%
-from labkit.lab import stability
+from labkit.lab.judging import stability
 
 checked, text = stability.on_record(table)
 print(text)

@@ -37,7 +37,7 @@
 # Each parameter's full and quick value, what it allows and what it means:
 # params.describe("01_stack_size"). By hand, set one in the call:
 # resolve(..., quick=quick, repeats=15).
-from labkit.lab import params
+from labkit.lab.running import params
 
 quick = False  # True: small sweeps and few repeats (what CI runs)
 (cpu, switches, repeats, ring_laps_switches, sizes, ring_sizes, ring_counts) = params.resolve(
@@ -46,9 +46,9 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 # %%
 import labkit
 from labkit.core import plots, results
-from labkit.lab import verdicts
+from labkit.lab.judging import verdicts
 from labkit.lab.analysis import stack_size as analysis
-from labkit.lab.sweep import grid, sweep
+from labkit.lab.running.sweep import grid, sweep
 
 KiB, MiB = analysis.KiB, analysis.MiB
 print(plots.machine_caption())
@@ -151,12 +151,12 @@ judge_kernel = analysis.judged(kernels)[0]
 # %%
 from functools import partial
 
-from labkit.lab import judging
+from labkit.lab.judging import designs
 
 verdict_sizes = {"4 KiB": 4 * KiB, "16 KiB": 16 * KiB, "64 KiB": 64 * KiB,
                  "256 KiB": 256 * KiB, "1 MiB": 1 * MiB, "8 MiB": 8 * MiB}
 if judge_kernel == "boost_fiber":
-    verdict_runs, rows = judging.run("01_stack_size", {
+    verdict_runs, rows = designs.run("01_stack_size", {
         label: partial(labkit.measure, "boost_fiber", stack_size=size, switches=switches // 2,
                        cpu=cpu) for label, size in verdict_sizes.items()}, quick=quick)
     rows["C000.2"]["note"] += analysis.ring_note(rings, ring_counts)
@@ -177,10 +177,10 @@ table
 # article's ns and its % over 4 KB beside Boost fiber's and labkit's ring here. The
 # article's own rows and columns, its number beside the median measured here with its
 # spread, the relative column it uses, and the claim that judges each row
-# (`labkit.lab.articles`, built from the data this notebook just saved). The row claims
+# (`labkit.lab.report.articles`, built from the data this notebook just saved). The row claims
 # without a verdict above are judged here by their rules in `data/claims.csv`.
 
 # %%
-from labkit.lab import articles
+from labkit.lab.report import articles
 
 articles.section("01_stack_size")

@@ -34,7 +34,7 @@
 # Each parameter's full and quick value, what it allows and what it means:
 # params.describe("02_optimisation_levels"). By hand, set one in the call:
 # resolve(..., quick=quick, repeats=15).
-from labkit.lab import params
+from labkit.lab.running import params
 
 quick = False  # True: small sweeps and few repeats (what CI runs)
 (cpu, switches, repeats, count_instructions, count_builds) = params.resolve(
@@ -43,9 +43,9 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 # %%
 import labkit
 from labkit.core import plots, results
-from labkit.lab import verdicts
+from labkit.lab.judging import verdicts
 from labkit.lab.analysis import optimisation_levels as analysis
-from labkit.lab.sweep import grid, sweep
+from labkit.lab.running.sweep import grid, sweep
 
 print(plots.machine_caption())
 builds = labkit.builds()
@@ -108,10 +108,10 @@ ratios.round(2)
 # %%
 from functools import partial
 
-from labkit.lab import judging
+from labkit.lab.judging import designs
 
 if "boost_fiber" in kernels:
-    verdict_runs, rows = judging.run("02_optimisation_levels", {
+    verdict_runs, rows = designs.run("02_optimisation_levels", {
         b: partial(labkit.measure, "boost_fiber", switches=switches // 2, cpu=cpu, build=b)
         for b in ("O0", "O2", "O3")}, quick=quick)
     rows["C000.3"]["note"] += analysis.instructions_note(ratios)
@@ -131,11 +131,11 @@ table
 # Here: the -O table of `000_dc0f0e0d023658f3.txt`: time and callgrind instructions per
 # build beside the article's ns. The article's own rows and columns, its number beside
 # the median measured here with its spread, the relative column it uses, and the claim
-# that judges each row (`labkit.lab.articles`, built from the data this notebook just
+# that judges each row (`labkit.lab.report.articles`, built from the data this notebook just
 # saved). The row claims without a verdict above are judged here by their rules in
 # `data/claims.csv`.
 
 # %%
-from labkit.lab import articles
+from labkit.lab.report import articles
 
 articles.section("02_optimisation_levels")

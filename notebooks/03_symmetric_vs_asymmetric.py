@@ -37,7 +37,7 @@
 # Each parameter's full and quick value, what it allows and what it means:
 # params.describe("03_symmetric_vs_asymmetric"). By hand, set one in the call:
 # resolve(..., quick=quick, repeats=9).
-from labkit.lab import params
+from labkit.lab.running import params
 
 quick = False  # True: small sweeps and few repeats (what CI runs)
 (cpu, switches_per_point, repeats, stack_size, counts) = params.resolve(
@@ -46,9 +46,9 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 # %%
 import labkit
 from labkit.core import plots, results
-from labkit.lab import verdicts
+from labkit.lab.judging import verdicts
 from labkit.lab.analysis import symmetric as analysis
-from labkit.lab.sweep import grid, sweep
+from labkit.lab.running.sweep import grid, sweep
 
 print(plots.machine_caption())
 
@@ -97,7 +97,7 @@ ratios.pivot(index="contexts", columns="entry", values="asym / sym").round(2)
 # %%
 from functools import partial
 
-from labkit.lab import judging
+from labkit.lab.judging import designs
 
 
 def ring_entry(contexts, asymmetric):
@@ -107,7 +107,7 @@ def ring_entry(contexts, asymmetric):
                    cpu=cpu)
 
 
-verdict_runs, rows = judging.run("03_symmetric_vs_asymmetric", {
+verdict_runs, rows = designs.run("03_symmetric_vs_asymmetric", {
     "scheduler 1024": ring_entry(1024, True), "ring 1": ring_entry(1, False),
     "ring 1024": ring_entry(1024, False), "scheduler 2": ring_entry(2, True),
     "ring 2": ring_entry(2, False)}, quick=quick)
@@ -124,10 +124,10 @@ table
 # Here: symmetric against asymmetric in `000_dc0f0e0d023658f3.txt`: few workers and
 # about a thousand. The article's own rows and columns, its number beside the median
 # measured here with its spread, the relative column it uses, and the claim that judges
-# each row (`labkit.lab.articles`, built from the data this notebook just saved). The row
+# each row (`labkit.lab.report.articles`, built from the data this notebook just saved). The row
 # claims without a verdict above are judged here by their rules in `data/claims.csv`.
 
 # %%
-from labkit.lab import articles
+from labkit.lab.report import articles
 
 articles.section("03_symmetric_vs_asymmetric")

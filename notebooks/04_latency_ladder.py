@@ -42,7 +42,7 @@
 # Each parameter's full and quick value, what it allows and what it means:
 # params.describe("04_latency_ladder"). By hand, set one in the call:
 # resolve(..., quick=quick, repeats=21).
-from labkit.lab import params
+from labkit.lab.running import params
 
 quick = False  # True: small sweeps and few repeats (what CI runs)
 (cpu, switches, py_switches, repeats, count_instructions, count_only_judged,
@@ -52,9 +52,9 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 # %%
 import labkit
 from labkit.core import plots, results
-from labkit.lab import verdicts
+from labkit.lab.judging import verdicts
 from labkit.lab.analysis import latency_ladder as analysis
-from labkit.lab.sweep import grid, sweep
+from labkit.lab.running.sweep import grid, sweep
 
 info = labkit.machine_info()
 print(plots.machine_caption(info))
@@ -188,9 +188,9 @@ raw_net.round(2)
 # **C000.1** takes x = 1 when virtual_call < boost_fiber < syscall_getppid and
 # log(fiber / call) < log(syscall / fiber): three log-distances per process, each with its
 # interval; x is 1 when all three lie above 0, 0 when one lies below it
-# (`labkit.lab.claim_rules.c000_1`).
+# (`labkit.lab.judging.rules.c000_1`).
 #
-# **C000.5** is the ratio boost_fiber / cxx20_generator (`labkit.lab.claim_rules.c000_5`).
+# **C000.5** is the ratio boost_fiber / cxx20_generator (`labkit.lab.judging.rules.c000_5`).
 # Both are per transfer here; the article's figures are per iteration of its ping-pong
 # loop, a round trip of two transfers, so the notes double labkit's figures before
 # setting them beside the article's. The ratio is the same either way.
@@ -201,10 +201,10 @@ raw_net.round(2)
 # %%
 from functools import partial
 
-from labkit.lab import judging
+from labkit.lab.judging import designs
 
 named = ["virtual_call", "boost_fiber", "syscall_getppid", "cxx20_generator"]
-verdict_runs, rows = judging.run("04_latency_ladder", {
+verdict_runs, rows = designs.run("04_latency_ladder", {
     k: partial(labkit.measure, k, switches=switches // 4, cpu=cpu)
     for k in named if k in set(ns.entry)}, quick=quick)
 
@@ -221,11 +221,11 @@ table
 # Here: the ladder of `000_dc0f0e0d023658f3.txt`: a call, a fiber switch, a system call
 # and a C++20 coroutine. The article's own rows and columns, its number beside the
 # median measured here with its spread, the relative column it uses, and the claim that
-# judges each row (`labkit.lab.articles`, built from the data this notebook just saved). The
+# judges each row (`labkit.lab.report.articles`, built from the data this notebook just saved). The
 # row claims without a verdict above are judged here by their rules in
 # `data/claims.csv`.
 
 # %%
-from labkit.lab import articles
+from labkit.lab.report import articles
 
 articles.section("04_latency_ladder")

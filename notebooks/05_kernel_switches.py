@@ -61,7 +61,7 @@
 # Each parameter's full and quick value, what it allows and what it means:
 # params.describe("05_kernel_switches"). By hand, set one in the call:
 # resolve(..., quick=quick, repeats=15).
-from labkit.lab import params
+from labkit.lab.running import params
 
 quick = False  # True: small sweeps and few repeats (what CI runs)
 (cpu, cross_cpus, switches, coroutine_switches, repeats, yield_every, yield_units,
@@ -70,9 +70,9 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 # %%
 import labkit
 from labkit.core import plots, results
-from labkit.lab import verdicts
+from labkit.lab.judging import verdicts
 from labkit.lab.analysis import kernel_switches as analysis
-from labkit.lab.sweep import grid, sweep
+from labkit.lab.running.sweep import grid, sweep
 
 placements, pair = analysis.placements(cpu, cross_cpus)
 print(plots.machine_caption())
@@ -198,7 +198,7 @@ analysis.spreads(handoffs, yields, pair)
 # %%
 from functools import partial
 
-from labkit.lab import judging
+from labkit.lab.judging import designs
 
 entries = {
     "asm": partial(labkit.measure, "asm", switches=coroutine_switches, cpu=cpu),
@@ -212,7 +212,7 @@ for task in ("thread_futex", "thread_condvar", "process_pipe", "thread_pipe"):
 if pair is not None:
     entries["thread_condvar cross-cpu"] = partial(labkit.measure_handoff, "thread_condvar",
                                                   cpus=pair, switches=switches)
-verdict_runs, rows = judging.run("05_kernel_switches", entries, quick=quick)
+verdict_runs, rows = designs.run("05_kernel_switches", entries, quick=quick)
 rows["C003.2"]["note"] += analysis.million_note(verdict_runs, cpu)
 
 table = verdicts.table(list(rows.values()))
@@ -227,11 +227,11 @@ table
 # Here: the kernel-switch numbers of `002_8f5c488cea1f882d.txt` and the 2x2 table of
 # `003_58dac7765c62683c.txt`. The article's own rows and columns, its number beside the
 # median measured here with its spread, the relative column it uses, and the claim that
-# judges each row (`labkit.lab.articles`, built from the data this notebook just saved). The
+# judges each row (`labkit.lab.report.articles`, built from the data this notebook just saved). The
 # row claims without a verdict above are judged here by their rules in
 # `data/claims.csv`.
 
 # %%
-from labkit.lab import articles
+from labkit.lab.report import articles
 
 articles.section("05_kernel_switches")

@@ -43,7 +43,7 @@
 # Each parameter's full and quick value, what it allows and what it means:
 # params.describe("06_fp_state_and_return"). By hand, set one in the call:
 # resolve(..., quick=quick, repeats=15).
-from labkit.lab import params
+from labkit.lab.running import params
 
 quick = False  # True: small sweeps and few repeats (what CI runs)
 cpu, switches, repeats, xstate_pairs, xstate_repeats = params.resolve(
@@ -52,9 +52,9 @@ cpu, switches, repeats, xstate_pairs, xstate_repeats = params.resolve(
 # %%
 import labkit
 from labkit.core import plots, results
-from labkit.lab import verdicts
+from labkit.lab.judging import verdicts
 from labkit.lab.analysis import fp_state as analysis
-from labkit.lab.sweep import grid, sweep
+from labkit.lab.running.sweep import grid, sweep
 
 print(plots.machine_caption())
 ladder, catalogue = analysis.ladder_here()
@@ -144,13 +144,13 @@ xs_summary.round(1) if not why_no_xstate else None
 # %%
 from functools import partial
 
-from labkit.lab import claim_rules, judging
+from labkit.lab.judging import rules, designs
 
-verdict_runs, rows = judging.run("06_fp_state_and_return", {
+verdict_runs, rows = designs.run("06_fp_state_and_return", {
     k: partial(labkit.measure, k, switches=switches // 2, cpu=cpu, fp_control="same")
     for k in ("asm_fxsave", "asm_fpu", "asm_xsave") if k in ladder}, quick=quick)
 rows = list(rows.values())
-row = claim_rules.c000_6(counts)
+row = rules.c000_6(counts)
 if row["measured_value"] == "not measured":
     row["note"] = why or catalogue.loc["boost_fcontext", "why_not"] or "not counted"
 rows.append(row)
@@ -166,12 +166,12 @@ table
 # Here: jump_fcontext's anatomy in `000_dc0f0e0d023658f3.txt`: stores and loads counted
 # in its disassembly, instructions from callgrind. The article's own rows and columns,
 # its number beside the median measured here with its spread, the relative column it
-# uses, and the claim that judges each row (`labkit.lab.articles`, built from the data this
+# uses, and the claim that judges each row (`labkit.lab.report.articles`, built from the data this
 # notebook just saved). The row claims without a verdict above are judged here by their
 # rules in `data/claims.csv`.
 
 # %%
-from labkit.lab import articles
+from labkit.lab.report import articles
 
 articles.save_anatomy();
 articles.section("06_fp_state_and_return")

@@ -49,7 +49,7 @@
 # Each parameter's full and quick value, what it allows and what it means:
 # params.describe("07a_frames_and_allocators"). By hand, set one in the call:
 # resolve(..., quick=quick, repeats=31).
-from labkit.lab import params
+from labkit.lab.running import params
 
 quick = False  # True: small sweeps and few repeats (what CI runs)
 (build, pairs, repeats, live_blocks, memory_budget, cycles) = params.resolve(
@@ -63,7 +63,7 @@ from IPython.display import Markdown, display
 import labkit
 from labkit.core import native, plots, results
 from labkit.experiments import frames
-from labkit.lab import claim_rules, judging, verdicts
+from labkit.lab.judging import rules, designs, verdicts
 from labkit.lab.analysis import article_part
 from labkit.lab.analysis import frames_allocators as fa
 
@@ -169,17 +169,17 @@ fa.cycle_table(cycles_df)
 # %%
 rows = []
 
-_, design_rows = judging.run("07a_frames_and_allocators", {
+_, design_rows = designs.run("07a_frames_and_allocators", {
     a: partial(frames.alloc_bench, a, 256, pairs=pairs, build=build,
                memory_budget=memory_budget) for a in ("heap", "pool")}, quick=quick)
 row = design_rows["C001.2"]
 row["note"] += fa.c001_2_note(alloc, ratios)
 rows.append(row)
 
-row = claim_rules.c004_3(sizes.assign(experiment="frame_sizes"))
+row = rules.c004_3(sizes.assign(experiment="frame_sizes"))
 row["note"] = fa.c004_3_note(sizes)
 rows.append(row)
-rows.append(claim_rules.c004_4(sizes.assign(experiment="frame_sizes")))
+rows.append(rules.c004_4(sizes.assign(experiment="frame_sizes")))
 
 table = verdicts.table(rows)
 results.save_experiments("07a_frames_and_allocators", {
@@ -202,7 +202,7 @@ table
 # Here: the allocation rows of `001_22488c889cf00991.txt`'s table, the heap and the pool,
 # from this notebook's allocation pairs. The article's own rows, its number beside the
 # median measured here with its spread, the ratio it uses, and the claim that judges them
-# (`labkit.lab.articles`, the claim's rule in `data/claims.csv`). The table's io_uring and
+# (`labkit.lab.report.articles`, the claim's rule in `data/claims.csv`). The table's io_uring and
 # plain-coroutine rows are notebook 09's echo servers, which run after this notebook:
 # they are shown there, with the whole table.
 

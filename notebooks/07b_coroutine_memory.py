@@ -47,7 +47,7 @@
 # Each parameter's full and quick value, what it allows and what it means:
 # params.describe("07b_coroutine_memory"). By hand, set one in the call:
 # resolve(..., quick=quick, coroutine_repeats=3).
-from labkit.lab import params
+from labkit.lab.running import params
 
 quick = False  # True: small sweeps and few repeats (what CI runs)
 (build, n_coroutines, coroutine_repeats, n_contexts, stack_sizes, memory_budget,
@@ -59,7 +59,7 @@ from IPython.display import Markdown, display
 
 import labkit
 from labkit.core import native, plots, results
-from labkit.lab import claim_rules, verdicts
+from labkit.lab.judging import rules, verdicts
 from labkit.lab.analysis import article_part
 from labkit.lab.analysis import coroutine_memory as cm
 
@@ -217,17 +217,17 @@ print(cm.kernel_text(kernel_rss, coros, stacks))
 #   256-byte frames, bytes per coroutine) and notebook 09's throughput ratio
 #   (`cxx20_pool_sym` over `cxx20_new`). Here only the memory half is shown; the claims
 #   ledger (notebook 00) judges it from both notebooks' data
-#   (`labkit.lab.claim_rules.c004_2`). Under the amended rule
+#   (`labkit.lab.judging.rules.c004_2`). Under the amended rule
 #   (`data/claims_amendments.csv`) either part failing refutes the claim.
 
 # %%
 rows = []
-row = claim_rules.c004_1(coros.assign(experiment="coroutines"))
+row = rules.c004_1(coros.assign(experiment="coroutines"))
 row["note"] += f"; the pooled-reuse row's {cm.CLAIMED_MB[cm.REUSE]:g} MB is checked in the closing note"
 rows.append(row)
 
 # C004.2's memory half; the ledger adds 09's throughput half.
-rows.append(claim_rules.c004_2(coros.assign(experiment="coroutines"), None))
+rows.append(rules.c004_2(coros.assign(experiment="coroutines"), None))
 
 table = verdicts.table(rows)
 results.save_experiments("07b_coroutine_memory", {
@@ -250,7 +250,7 @@ table
 # Here: the frame and memory columns of the five strategies of `004_dfc61b1060864bf1.txt`,
 # from the runs above. The article's own rows, its number beside the median measured here
 # with its spread, the relative column it uses, and the claim that judges each row
-# (`labkit.lab.articles`). The memory row claims (C004.1a-d) are judged here by their rules
+# (`labkit.lab.report.articles`). The memory row claims (C004.1a-d) are judged here by their rules
 # in `data/claims.csv`. The table's TPS column (C004.1e-h) is measured by notebook 09's
 # echo servers, which run after this notebook: it is shown there, with the whole table.
 

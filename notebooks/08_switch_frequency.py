@@ -40,7 +40,7 @@
 # Each parameter's full and quick value, what it allows and what it means:
 # params.describe("08_switch_frequency"). By hand, set one in the call:
 # resolve(..., quick=quick, repeats=11).
-from labkit.lab import params
+from labkit.lab.running import params
 
 quick = False  # True: small sweeps and few repeats (what CI runs)
 (cpu, workers, rounds, repeats, loop_seconds, work_cycles, judge_work) = params.resolve(
@@ -52,7 +52,8 @@ from functools import partial
 import labkit
 from labkit.core import results
 from labkit.experiments import frequency
-from labkit.lab import articles, judging, verdicts
+from labkit.lab.report import articles
+from labkit.lab.judging import designs, verdicts
 from labkit.lab.analysis import switch_frequency as sf
 
 before, after = sf.BEFORE, sf.AFTER   # the author's two set-ups: (stack size, batch)
@@ -205,7 +206,7 @@ author
 
 # %%
 setups = {"before": before, "after": after}
-verdict_runs, design_rows = judging.run("08_switch_frequency", {
+verdict_runs, design_rows = designs.run("08_switch_frequency", {
     f"{name} {work}": partial(frequency.measure, judge_work, stack_size=size, batch=batch,
                               workers=workers, tasks=tasks[judge_work], cpu=cpu, work=work)
     for name, (size, batch) in setups.items() for work in ("dependent", "independent")},
@@ -224,7 +225,7 @@ table
 # Here: the case study of `000_dc0f0e0d023658f3.txt`: share of time switching before and
 # after, and the throughput gain. The article's own rows and columns, its number beside
 # the median measured here with its spread, the relative column it uses, and the claim
-# that judges each row (`labkit.lab.articles`, built from the data this notebook just
+# that judges each row (`labkit.lab.report.articles`, built from the data this notebook just
 # saved). The row claims without a verdict above are judged here by their rules in
 # `data/claims.csv`.
 

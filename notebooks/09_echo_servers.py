@@ -67,7 +67,7 @@
 # Each parameter's full and quick value, what it allows and what it means:
 # params.describe("09_echo_servers"). By hand, set one in the call:
 # resolve(..., quick=quick, duration=1.0).
-from labkit.lab import params
+from labkit.lab.running import params
 
 quick = False  # True: small sweeps and few repeats (what CI runs)
 (connections, message_bytes, duration, requests, sweep_connections,
@@ -78,7 +78,8 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 # %%
 from labkit.core import plots, results
 from labkit.experiments import echo
-from labkit.lab import articles, claim_rules, judging, verdicts
+from labkit.lab.report import articles
+from labkit.lab.judging import rules, designs, verdicts
 from labkit.lab.analysis import echo_servers as es
 
 where = echo.placement()[2]
@@ -117,7 +118,7 @@ es.survived(robust)
 # over that window.
 
 # %%
-main, echo_rows = judging.run_rounds(
+main, echo_rows = designs.run_rounds(
     "09_echo_servers",
     lambda server, r: echo.run_load(
         server, connections=connections, requests=requests, duration=duration,
@@ -217,7 +218,7 @@ if c001_3["measured_value"] != "not measured":
 else:
     c001_3 = verdicts.cannot_measure("C001.3", es.why_not("C001.3"))
 if "asio_epoll" in names:
-    c001_5 = claim_rules.c001_5(c15.assign(experiment="reads"), chunk=c15_judge_chunk)
+    c001_5 = rules.c001_5(c15.assign(experiment="reads"), chunk=c15_judge_chunk)
     c001_5["note"] += es.c001_5_note(c15, c15_judge_chunk, c15_message_bytes, c15_connections)
 else:
     c001_5 = verdicts.cannot_measure("C001.5", es.why_not("C001.5", c15, c15_judge_chunk))
@@ -231,7 +232,7 @@ rows = [c001_1, c001_3, c001_5]
 # per connection, reused for every message). Each row's TPS ratio is judged by its own
 # claim (C004.1e-h) in the article's table at the end of this notebook; the ratios are
 # saved as `09_echo_servers_c004`. C004.2's throughput half (`cxx20_pool_sym` /
-# `cxx20_new`) is judged with 07b's memory half (`labkit.lab.claim_rules.c004_2`).
+# `cxx20_new`) is judged with 07b's memory half (`labkit.lab.judging.rules.c004_2`).
 
 # %%
 es.c004_table(main, ms)
@@ -259,7 +260,7 @@ table
 # and plain-coroutine figures, and the TPS column of `004_dfc61b1060864bf1.txt`. The
 # article's own rows and columns, its number beside the median measured here with its
 # spread, the relative column it uses, and the claim that judges each row
-# (`labkit.lab.articles`, built from the data this notebook just saved). The row claims
+# (`labkit.lab.report.articles`, built from the data this notebook just saved). The row claims
 # without a verdict above are judged here by their rules in `data/claims.csv`.
 
 # %%

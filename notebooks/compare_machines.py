@@ -33,7 +33,7 @@ quick = False     # with room_file: the suite's quick mode
 
 # %%
 if room_file:
-    from labkit.lab import room
+    from labkit.lab.sharing import room
 
     done = room.watch(room_file, quick=quick, only=room_only or None, out=room_out)
     bundles = sorted(str(p) for p in done.bundles.values())
@@ -42,7 +42,7 @@ if room_file:
 # %%
 import pandas as pd
 
-from labkit.lab import bundle
+from labkit.lab.sharing import bundle
 
 pd.set_option("display.max_colwidth", 60)
 if len(bundles) < 2:

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from labkit.lab import verdicts
+from labkit.lab.judging import verdicts
 from labkit.lab.analysis import article_part, echo_servers, frames_allocators, switch_frequency
 
 

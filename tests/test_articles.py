@@ -1,4 +1,4 @@
-"""labkit.lab.articles: the article tables are built from recorded results (a small fixture
+"""labkit.lab.report.articles: the article tables are built from recorded results (a small fixture
 written here), keep the article's rows and numbers, judge each row by its written rule,
 and say why when a row cannot be measured."""
 import numpy as np
@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 
 from conftest import assert_each_raises
-from labkit.lab import articles, verdicts
+from labkit.lab.report import articles
+from labkit.lab.judging import verdicts
 
 
 @pytest.fixture
@@ -25,7 +26,7 @@ def _stack_rows(ns_by_size, repeats=5, entry="boost_fiber"):
 
 
 def _design_runs(ns_by_label, processes=8, repeats=2):
-    """A verdict design's runs (labkit.lab.judging): each process measures every label."""
+    """A verdict design's runs (labkit.lab.judging.designs): each process measures every label."""
     rng = np.random.default_rng(2)
     return pd.DataFrame([
         {"worker": w, "side": label, "ns_per_switch": ns * (1 + 0.001 * rng.standard_normal())}
@@ -147,7 +148,7 @@ def _committed_verdicts() -> dict:
     """Every committed verdict row (data/*_verdicts.csv, the article rows' too), by claim,
     with the ledger's row for a claim the ledger judges itself from two notebooks."""
     from labkit.core.results import REPO
-    from labkit.lab import ledger
+    from labkit.lab.judging import ledger
 
     out = {}
     for path in sorted((REPO / "data").glob("*_verdicts.csv")):

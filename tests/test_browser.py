@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from labkit.core import results
-from labkit.lab import notebook_index, notebook_run
+from labkit.lab.running import notebooks, notebook_run
 
 REPO = results.REPO
 CHROMIUM = os.environ.get("LABKIT_CHROMIUM", "/usr/bin/chromium")
@@ -139,8 +139,8 @@ def lab(tmp_path_factory):
     base = tmp_path_factory.mktemp("jupyterlab")
     root = base / "notebooks"
     root.mkdir()
-    _prepare(EXPERIMENT, notebook_index.NOTEBOOKS / f"{EXPERIMENT}.py", root)
-    shutil.copy(notebook_index.NOTEBOOKS / "explore.ipynb", root / "explore.ipynb")
+    _prepare(EXPERIMENT, notebooks.NOTEBOOKS / f"{EXPERIMENT}.py", root)
+    shutil.copy(notebooks.NOTEBOOKS / "explore.ipynb", root / "explore.ipynb")
     token = secrets.token_hex(16)
     port = _free_port()
     env = dict(os.environ)
@@ -379,7 +379,7 @@ def _report_fixture(tmp_path: Path) -> Path:
     PosixPath repr, a long table), plus the quick run's executed notebooks if one ran."""
     import nbformat
 
-    from labkit.lab import report
+    from labkit.lab.report import page as report_page
 
     results_dir = tmp_path / "results"
     shutil.copytree(REPO / "data", results_dir / "data")
@@ -403,7 +403,7 @@ def _report_fixture(tmp_path: Path) -> Path:
     old = os.environ.get("LABKIT_RESULTS_DIR")
     os.environ["LABKIT_RESULTS_DIR"] = str(results_dir)
     try:
-        return report.build(outcomes, out_dir=tmp_path / "report", quick=True)
+        return report_page.build(outcomes, out_dir=tmp_path / "report", quick=True)
     finally:
         if old is None:
             os.environ.pop("LABKIT_RESULTS_DIR", None)

@@ -1,10 +1,10 @@
-"""The verdict engine against measurements with a known truth (labkit.lab.calibration):
+"""The verdict engine against measurements with a known truth (labkit.lab.judging.calibration):
 wrong decided verdicts stay at or below the stated error rate, and the design it
 replaced does not."""
 import pytest
 
 from labkit.core import sequential
-from labkit.lab import calibration
+from labkit.lab.judging import calibration
 
 RUNS = 1000
 OLD_RUNS = 150

@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 import labkit
-from labkit.lab import cli, notebook_index, notebook_run, params, reproduce
+from labkit.lab import cli
+from labkit.lab.running import notebooks, notebook_run, params, reproduce
 from labkit.core import results
 
 REPO = Path(__file__).resolve().parent.parent
@@ -101,14 +102,14 @@ def test_a_measurement_failure_is_one_line_and_exit_1(monkeypatch, capsys):
 
 
 def test_room_forwards_its_arguments(monkeypatch, capsys):
-    monkeypatch.delitem(sys.modules, "labkit.lab.room", raising=False)
-    if importlib_find("labkit.lab.room") is None:
+    monkeypatch.delitem(sys.modules, "labkit.lab.sharing.room", raising=False)
+    if importlib_find("labkit.lab.sharing.room") is None:
         assert cli.main(["room", "serve"]) == 2
         assert "not available in this build" in capsys.readouterr().err
     seen = []
-    fake = types.ModuleType("labkit.lab.room")
+    fake = types.ModuleType("labkit.lab.sharing.room")
     fake.main = lambda argv: seen.append(argv) or 3
-    monkeypatch.setitem(sys.modules, "labkit.lab.room", fake)
+    monkeypatch.setitem(sys.modules, "labkit.lab.sharing.room", fake)
     monkeypatch.setattr(sys.modules["labkit.lab"], "room", fake, raising=False)
     assert cli.main(["room", "join", "--port", "8786", "--help"]) == 3
     assert seen == [["join", "--port", "8786", "--help"]]
@@ -121,11 +122,11 @@ def importlib_find(name):
 
 
 def test_undeclared_parameters_are_read_as_papermill_does():
-    # A notebook without a table in labkit.lab.params (a workshop exercise, a test's own).
+    # A notebook without a table in labkit.lab.running.params (a workshop exercise, a test's own).
     assert params.papermill_value("5") == 5 and params.papermill_value("0.5") == 0.5
     assert params.papermill_value("True") is True and params.papermill_value("None") is None
     assert params.papermill_value("asm_fpu") == "asm_fpu"
-    known = notebook_run.notebook_parameters(notebook_index.NOTEBOOKS / "01_stack_size.py")
+    known = notebook_run.notebook_parameters(notebooks.NOTEBOOKS / "01_stack_size.py")
     assert {"quick", "repeats"} <= known
 
 
@@ -155,7 +156,7 @@ def test_results_outside_a_checkout(tmp_path, monkeypatch):
 
 
 def test_python_m_forms_still_work():
-    for module in ("labkit", "labkit.lab.reproduce"):
+    for module in ("labkit", "labkit.lab.running.reproduce"):
         res = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True,
                              text=True, timeout=120)
         assert res.returncode == 0, res.stderr
@@ -232,7 +233,7 @@ def test_check_records_nothing(tmp_path, monkeypatch, capsys):
 # ---- labkit stability ----
 
 def test_stability_is_a_subcommand_with_the_module_s_options(monkeypatch, capsys):
-    from labkit.lab import stability
+    from labkit.lab.judging import stability
 
     with pytest.raises(SystemExit) as done:
         cli.main(["stability", "--runs", "0", "--quick", "--only", "06_fp_state_and_return"])
@@ -253,7 +254,7 @@ def test_stability_is_a_subcommand_with_the_module_s_options(monkeypatch, capsys
     out = capsys.readouterr().out
     assert "1 of 1 claims keep the same verdict over 2 runs" in out and "run 2 2.0 min" in out
     module = argparse.ArgumentParser()
-    stability.add_arguments(module)  # what `python -m labkit.lab.stability` takes
+    stability.add_arguments(module)  # what `python -m labkit.lab.judging.stability` takes
     assert {a.dest for a in module._actions} == \
         {a.dest for a in _subparsers(cli.build_parser())["stability"]._actions}
 
@@ -261,7 +262,7 @@ def test_stability_is_a_subcommand_with_the_module_s_options(monkeypatch, capsys
 # ---- reproduce --json ----
 
 def test_reproduce_json_is_the_only_thing_on_stdout(tmp_path, monkeypatch, capsys):
-    from labkit.lab import report
+    from labkit.lab.report import page
 
     monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path))
     row = {"claim_id": "C000.2", "verdict": "contradicted",
@@ -277,7 +278,7 @@ def test_reproduce_json_is_the_only_thing_on_stdout(tmp_path, monkeypatch, capsy
 
     monkeypatch.setattr(reproduce, "run_notebook", run_notebook)
     monkeypatch.setattr(reproduce, "ensure_kernel", lambda: None)
-    monkeypatch.setattr(report, "build", lambda outcomes, out_dir, quick: out_dir / "r.html")
+    monkeypatch.setattr(page, "build", lambda outcomes, out_dir, quick: out_dir / "r.html")
     try:
         status = cli.main(["--results", str(tmp_path), "reproduce", "--only", "01_stack_size",
                            "--json", "--no-progress"])
@@ -289,7 +290,7 @@ def test_reproduce_json_is_the_only_thing_on_stdout(tmp_path, monkeypatch, capsy
     assert "environment check" in captured.err and "1 notebooks ok" in captured.err
     assert summary["notebooks"] == [{"name": "01_stack_size", "ok": True, "seconds": 2.5,
                                      "earlier": False, "error": None}]
-    from labkit.lab import verdicts
+    from labkit.lab.judging import verdicts
 
     counts = summary["verdict_counts"]
     assert list(counts) == list(verdicts.VERDICTS)
@@ -317,7 +318,7 @@ def test_a_claim_s_interval_is_read_from_its_measured_value(text, expected):
 
 
 def test_the_committed_ledger_s_intervals_read(capsys):
-    table = results.load_csv(notebook_index.LEDGER)
+    table = results.load_csv(notebooks.LEDGER)
     summary = reproduce.summary([], table, quick=False, results_dir="r", report="h", status=0)
     by_id = {c["claim_id"]: c for c in summary["claims"]}
     for _, row in table.iterrows():
@@ -342,9 +343,9 @@ def test_every_command_is_in_the_readme_s_table():
 
 
 def test_start_page_names_every_verdict():
-    from labkit.lab import verdicts
+    from labkit.lab.judging import verdicts
 
-    nb = json.loads((notebook_index.NOTEBOOKS / "start_here.ipynb").read_text())
+    nb = json.loads((notebooks.NOTEBOOKS / "start_here.ipynb").read_text())
     text = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
     named = set(re.findall(r"`([a-z-]+)`", text)) & set(verdicts.VERDICTS)
     assert named == set(verdicts.VERDICTS), set(verdicts.VERDICTS) - named
@@ -364,7 +365,7 @@ def test_documented_module_paths_work_after_import_labkit():
             "    for part in p.split('.')[1:]:\n"
             "        obj = getattr(obj, part)\n"
             "    assert obj.__name__ == p, p\n"
-            "import labkit.lab.params\n"
+            "import labkit.lab.running.params\n"
             "assert labkit.experiments.frames.__name__ == 'labkit.experiments.frames'\n"
             "assert labkit.core.timing.__name__ == 'labkit.core.timing'\n"
             "try:\n"

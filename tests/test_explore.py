@@ -1,4 +1,4 @@
-"""The explorer (labkit.lab.explore), driven through its widgets as a person would (set a
+"""The explorer (labkit.lab.exploring.explore), driven through its widgets as a person would (set a
 widget's value; the handler runs), and the lab's interactive notebooks: the start page,
 the explorer notebook, the workshop's exercises and their check cells."""
 import json
@@ -12,10 +12,11 @@ import pytest
 
 import labkit
 from labkit.core import results
-from labkit.lab import explore, notebook_index, notebook_run, workshop
-from labkit.lab.explore import EXTENSION, Explorer, Point
+from labkit.lab.exploring import explore, workshop
+from labkit.lab.running import notebooks, notebook_run
+from labkit.lab.exploring.explore import EXTENSION, Explorer, Point
 
-NOTEBOOKS = notebook_index.NOTEBOOKS
+NOTEBOOKS = notebooks.NOTEBOOKS
 WORKSHOP = NOTEBOOKS / "workshop"
 EXERCISES = sorted(WORKSHOP.glob("[0-9][0-9]_*.ipynb"))
 SOLUTIONS = sorted((WORKSHOP / "solutions").glob("*.ipynb"))
@@ -318,10 +319,10 @@ def test_start_page_links_every_experiment_the_explorer_and_the_workshop():
     for ex in EXERCISES:
         assert f"workshop/{ex.name}" in links
     # The live index links every experiment notebook there is, added later ones included.
-    index = notebook_index.experiment_index()
-    assert set(index.notebook) >= {p.name for p in notebook_index.notebook_sources()}
-    html = notebook_index.show_index()._repr_html_()
-    for src in notebook_index.notebook_sources():
+    index = notebooks.experiment_index()
+    assert set(index.notebook) >= {p.name for p in notebooks.notebook_sources()}
+    html = notebooks.show_index()._repr_html_()
+    for src in notebooks.notebook_sources():
         assert f'href="{src.name}"' in html
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from labkit.experiments import frequency
 
-from labkit.lab import verdicts
+from labkit.lab.judging import verdicts
 
 from labkit.core import worker
 from labkit.core.timing import SwitchCountError

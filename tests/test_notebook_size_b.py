@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.lab import verdicts
+from labkit.lab.judging import verdicts
 from labkit.lab.analysis import echo_servers, frames_allocators, switch_frequency
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
@@ -41,7 +41,7 @@ def test_notebook_cites_the_registry_not_claims_md(name):
 
 def test_figure_bounds_follow_the_rule_as_amended(monkeypatch):
     """08's throughput figure draws the bounds of C000.7's rule on the gain as it stands
-    (labkit.lab.verdicts.claim, amendments applied): an amendment reaches the figure, and
+    (labkit.lab.judging.verdicts.claim, amendments applied): an amendment reaches the figure, and
     the share ratio's bounds are never taken for the gain's."""
     rule = {"reproduced_if": "share_after/share_before <= 0.33 and gain >= 1.7",
             "contradicted_if": "share_after/share_before >= 0.8 or gain < 0.9"}

@@ -3,9 +3,10 @@ data and figures and ends with a verdict table covering the claims it is registe
 import pandas as pd
 import pytest
 
-from labkit.lab import notebook_index, notebook_run, verdicts
+from labkit.lab.running import notebooks, notebook_run
+from labkit.lab.judging import verdicts
 
-NOTEBOOKS = [p for p in notebook_index.notebook_sources() if p.stem != notebook_index.LEDGER]
+NOTEBOOKS = [p for p in notebooks.notebook_sources() if p.stem != notebooks.LEDGER]
 
 
 def test_there_are_notebooks():
@@ -50,7 +51,7 @@ def test_notebook_runs_in_quick_mode(source, tmp_path):
 def test_ledger_lists_every_claim_once_and_never_passes_by_default(tmp_path):
     import shutil
 
-    from labkit.lab import ledger
+    from labkit.lab.judging import ledger
 
     # One experiment's verdicts present, one failed in this run, the rest never ran.
     (tmp_path / "data").mkdir()
@@ -61,11 +62,11 @@ def test_ledger_lists_every_claim_once_and_never_passes_by_default(tmp_path):
     table2.to_csv(tmp_path / "data" / "02_optimisation_levels_verdicts.csv", index=False)
     (tmp_path / "data" / "run_manifest.json").write_text(
         '{"02_optimisation_levels": {"ok": false, "error": "boom"}}')
-    ledger_nb = notebook_index.NOTEBOOKS / f"{notebook_index.LEDGER}.py"
+    ledger_nb = notebooks.NOTEBOOKS / f"{notebooks.LEDGER}.py"
     out = notebook_run.run_notebook(ledger_nb, quick=True, out_dir=tmp_path / "executed",
                                  results_dir=tmp_path, timeout=600)
     assert out.ok, out.error
-    led = pd.read_csv(tmp_path / "data" / f"{notebook_index.LEDGER}.csv")
+    led = pd.read_csv(tmp_path / "data" / f"{notebooks.LEDGER}.csv")
     assert sorted(led.claim_id) == sorted(claims.claim_id)
     assert not led.claim_id.duplicated().any()
     assert set(led.verdict) <= set(ledger.LEDGER_VERDICTS)

@@ -1,4 +1,4 @@
-"""Notebook parameters: one table per notebook (labkit.lab.params), what `-p` may set and
+"""Notebook parameters: one table per notebook (labkit.lab.running.params), what `-p` may set and
 how it is read, and the parameters cells that take their values from the tables."""
 import ast
 import subprocess
@@ -7,7 +7,7 @@ import sys
 import jupytext
 import pytest
 
-from labkit.lab import notebook_index, notebook_run, params
+from labkit.lab.running import notebooks, notebook_run, params
 
 
 def test_an_explicit_value_beats_the_quick_value():
@@ -79,7 +79,7 @@ def test_resolve_refuses_what_the_table_does_not_allow():
 
 
 def test_every_notebook_has_a_table_and_describe_shows_it():
-    assert set(params.TABLES) == {p.stem for p in notebook_index.notebook_sources()}
+    assert set(params.TABLES) == {p.stem for p in notebooks.notebook_sources()}
     frame = params.describe("03_symmetric_vs_asymmetric", quick=True)
     assert list(frame.columns) == ["name", "value", "full", "quick", "allowed", "help"]
     row = frame.set_index("name").loc["repeats"]
@@ -96,7 +96,7 @@ def _code_cells(source):
     return cells[at[0]].source, [c.source for c in cells[at[0] + 1:]]
 
 
-@pytest.mark.parametrize("source", notebook_index.notebook_sources(),
+@pytest.mark.parametrize("source", notebooks.notebook_sources(),
                          ids=lambda p: p.stem)
 def test_the_parameters_cell_takes_its_values_from_the_table(source):
     """The cell unpacks resolve()'s values into the names of the table, in its order, and
@@ -122,11 +122,11 @@ def test_the_parameters_cell_takes_its_values_from_the_table(source):
 
 
 def test_the_report_shows_every_value_a_notebook_ran_with():
-    from labkit.lab import report
+    from labkit.lab.report import page
 
     ran = notebook_run.Outcome("01_stack_size", True, 1.0, None, given=["repeats"],
                             parameters=params.resolve("01_stack_size", quick=True, repeats=9))
-    shown = report._parameters_html(ran)
+    shown = page._parameters_html(ran)
     assert "<code>-p repeats 9</code>" in shown and "switches = 100000" in shown
     assert "repeats = " not in shown  # once, as the -p it was
 
@@ -156,7 +156,7 @@ def test_an_unknown_name_exits_2(tmp_path):
 def test_papermill_s_guesses_about_the_parameters_line_are_silenced():
     import logging
 
-    from labkit.lab import notebook_run
+    from labkit.lab.running import notebook_run
 
     quiet = notebook_run._DeclaredNames({"repeats"})
 

@@ -7,7 +7,7 @@ import nbformat
 import pytest
 
 from labkit.core import results
-from labkit.lab import report
+from labkit.lab.report import page
 
 
 def _cell(*outputs):
@@ -23,7 +23,7 @@ def test_stderr_progress_bars_and_reprs_are_removed():
         nbformat.v4.new_output("execute_result", execution_count=1, data={
             "text/plain": "[PosixPath('/r/figures/01_stack_size-ring.png')]"}),
         nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo="}))
-    report.clean_outputs(cell)
+    page.clean_outputs(cell)
     assert [o["output_type"] for o in cell.outputs] == ["display_data"]
     assert "image/png" in cell.outputs[0]["data"]
 
@@ -36,7 +36,7 @@ def test_noise_warnings_become_a_folded_note_and_long_tables_fold():
         nbformat.v4.new_output("display_data", data={
             "text/html": f"<table><thead><tr><th>n</th></tr></thead><tbody>{rows}</tbody></table>"}),
         nbformat.v4.new_output("display_data", data={"text/html": "<table><tr></tr></table>"}))
-    report.clean_outputs(cell)
+    page.clean_outputs(cell)
     note, long, short = (o["data"]["text/html"] for o in cell.outputs)
     assert note.startswith("<details") and "Notes and noise warnings" in note
     assert "std dev is 12%" in note
@@ -45,12 +45,12 @@ def test_noise_warnings_become_a_folded_note_and_long_tables_fold():
 
 
 def test_make_offline_drops_every_remote_script_and_stylesheet():
-    page = ("<html><head><script src=\"https://cdn.example/require.js\"></script>"
+    html = ("<html><head><script src=\"https://cdn.example/require.js\"></script>"
             "<script type=\"text/x-mathjax-config\">MathJax.Hub.Config({})</script>"
             "<script type=\"module\">const u = \"https://cdn.example/mermaid.mjs\";</script>"
             "<link rel=\"stylesheet\" href=\"https://cdn.example/x.css\">"
             "<script>var local = 1;</script></head><body>ok</body></html>")
-    out = report.make_offline(page)
+    out = page.make_offline(html)
     assert not re.search(r"<(script|link)[^>]*(src|href)=[\"']https?://", out)
     assert "cdn.example" not in out
     assert "var local = 1" in out and "<style>" in out
@@ -63,7 +63,7 @@ def test_report_from_recorded_results_starts_with_summary_then_the_articles(
 
     shutil.copytree(results.REPO / "data", tmp_path / "data")
     monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path))
-    path = report.build([], out_dir=tmp_path / "out", quick=False)
+    path = page.build([], out_dir=tmp_path / "out", quick=False)
     text = path.read_text()
     assert not re.search(r"<script[^>]*src=[\"']https?://", text)
     order = [re.search(f"id=[\"']{a}[\"']", text).start() for a in ("summary", "toc", "articles", "notebooks",
@@ -74,26 +74,26 @@ def test_report_from_recorded_results_starts_with_summary_then_the_articles(
     assert len(list((tmp_path / "figures").glob("articles-t*.png"))) == 11
     # The articles' tables, from the committed full run: no raw NaN/None/inf, no
     # negative time or share, whatever the rows below them held.
-    assert report.bad_cells(text) == []
+    assert page.bad_cells(text) == []
 
 
 @pytest.mark.notebook
 def test_a_built_quick_report_shows_no_raw_missing_value_or_negative_time():
     """The quick report `labkit reproduce --quick` last built here, every table of it."""
-    path = results.REPO / "reports" / "quick" / report.REPORT_NAME
+    path = results.REPO / "reports" / "quick" / page.REPORT_NAME
     if not path.exists():
         pytest.skip(f"no quick report at {path}: run `labkit reproduce --quick` first")
-    assert report.bad_cells(path.read_text()) == []
+    assert page.bad_cells(path.read_text()) == []
 
 
 def test_bad_cells_finds_raw_missing_values_and_negative_times():
-    page = ("<table><thead><tr><th></th><th>ns per pair</th><th>% over 4 KB, here</th>"
+    html = ("<table><thead><tr><th></th><th>ns per pair</th><th>% over 4 KB, here</th>"
             "<th>heap / pool spread</th><th>share switching</th></tr></thead><tbody>"
             "<tr><th>0</th><td>-1.3</td><td>-3%</td><td>NaN -inf .. inf</td><td>0.2 [-0.1, 0.4]</td></tr>"
             "<tr><th>1</th><td>13.8</td><td>+40%</td><td>1.0 .. 2.0</td><td>None</td></tr>"
             "<tr><th>2</th><td>below resolution (&lt; 2 ns)</td><td>+1%</td><td>inf</td>"
             "<td>12.5 [10, 15]%</td></tr></tbody></table>")
-    bad = report.bad_cells(page)
+    bad = page.bad_cells(html)
     assert len(bad) == 5, bad
     assert any("'-1.3'" in b and "negative" in b for b in bad)
     assert any("NaN -inf" in b for b in bad) and any("None" in b for b in bad)
@@ -107,18 +107,18 @@ def test_bad_cells_reads_pandas_two_row_headers():
 
     df = pd.DataFrame({"ns_per_switch": [1.0, -2.0], "note": ["ok", "fine"]},
                       index=pd.Index(["a", "b"], name="entry"))
-    bad = report.bad_cells(df.to_html())
+    bad = page.bad_cells(df.to_html())
     assert bad == ["'ns_per_switch': '-2.0' (a negative time or share)"]
-    assert report.bad_cells(df.assign(ns_per_switch=[1.0, 2.0]).to_html()) == []
+    assert page.bad_cells(df.assign(ns_per_switch=[1.0, 2.0]).to_html()) == []
 
 
 def test_say_missing_puts_unbounded_intervals_and_unmeasured_parts_in_words():
-    text = report.say_missing("<td>share ratio 0.04 [-inf, inf], gain 1.33 [1.10, 1.41]</td>"
+    text = page.say_missing("<td>share ratio 0.04 [-inf, inf], gain 1.33 [1.10, 1.41]</td>"
                               "<td>mem=0.708 [0.708, 0.708], tps=nan [nan, nan]</td>")
     assert "inf" not in text and "nan" not in text
     assert "[unbounded]" in text and "tps=not measured" in text
     assert "[1.10, 1.41]" in text and "[0.708, 0.708]" in text
-    assert report.bad_cells(f"<table><tr><td>{text}</td></tr></table>") == []
+    assert page.bad_cells(f"<table><tr><td>{text}</td></tr></table>") == []
 
 
 def test_machine_section_shows_the_cpu_and_the_runs_environment_check(tmp_path, monkeypatch):
@@ -130,14 +130,14 @@ def test_machine_section_shows_the_cpu_and_the_runs_environment_check(tmp_path, 
     rows[0] = {**rows[0], "value": "2 (as recorded)", "status": "warn"}  # the run's, not now's
     envcheck.save(rows)
     info = machine_info()
-    text = report._machine_html([], info)
+    text = page._machine_html([], info)
     assert "Environment check" in text and "2 (as recorded)" in text
     assert text.count("<tr><td>") == len(envcheck.KEYS)
-    assert all(report._e(r["effect"]) in text for r in rows)
-    assert f"microcode {report._e(info['microcode'])}" in text
+    assert all(page._e(r["effect"]) in text for r in rows)
+    assert f"microcode {page._e(info['microcode'])}" in text
     assert f"XCR0 {info['xcr0']}" in text
     # What warns in the check is what the summary counts as making timings unstable.
-    warns = report.machine_warnings(info)
+    warns = page.machine_warnings(info)
     assert sum(w.startswith(r["condition"]) for w in warns for r in rows
                if r["status"] == "warn") == len(envcheck.warnings(rows))
 
@@ -149,7 +149,7 @@ def _fixture_run(root):
     import pandas as pd
 
     from labkit.core.machine import ROW_METADATA, machine_info
-    from labkit.lab.notebook_run import Outcome
+    from labkit.lab.running.notebook_run import Outcome
 
     data = root / "data"
     data.mkdir(parents=True)
@@ -183,7 +183,7 @@ def test_report_keeps_markdown_drops_ansi_and_describes_the_measuring_machine(
 
     monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path))
     outcomes = _fixture_run(tmp_path)
-    text = report.build(outcomes, out_dir=tmp_path / "out", quick=True).read_text()
+    text = page.build(outcomes, out_dir=tmp_path / "out", quick=True).read_text()
     # The notebook's Markdown output, rendered as Markdown.
     assert ("<strong>Bytes per suspended coroutine</strong> (n = 1,000,000): "
             "conn256/heap 272 B") in text
@@ -200,7 +200,7 @@ def test_report_keeps_markdown_drops_ansi_and_describes_the_measuring_machine(
     assert "Fixture CPU 9000" in machine and "0123456789ab" in machine
     here = machine_info()["cpu_model"]
     if here != "Fixture CPU 9000":
-        assert f"on another machine (<code>{report._e(here)}</code>" in text
+        assert f"on another machine (<code>{page._e(here)}</code>" in text
     # The method is explained in words.
     assert "rci-obf95-paired-processes: every fresh worker process" in text
 
@@ -208,10 +208,10 @@ def test_report_keeps_markdown_drops_ansi_and_describes_the_measuring_machine(
 def test_strip_ansi_removes_every_escape_and_keeps_the_text():
     coloured = ("\x1b[0;31mValueError\x1b[0m: bad \x1b]0;title\x07\x1b[2K\x1bMend "
                 "[not an escape]")
-    assert report.strip_ansi(coloured) == "ValueError: bad end [not an escape]"
+    assert page.strip_ansi(coloured) == "ValueError: bad end [not an escape]"
     cell = _cell(nbformat.v4.new_output("error", ename="E", evalue="v",
                                         traceback=["\x1b[0;31mE\x1b[0m: v"]),
                  nbformat.v4.new_output("display_data", data={"text/markdown": "*kept*"}))
-    report.clean_outputs(cell)
+    page.clean_outputs(cell)
     assert cell.outputs[0]["traceback"] == ["E: v"]
     assert cell.outputs[1]["data"]["text/markdown"] == "*kept*"

@@ -6,7 +6,8 @@ import os
 import pandas as pd
 import pytest
 
-from labkit.lab import notebook_run, reproduce, status_line, verdicts
+from labkit.lab.running import notebook_run, reproduce, status_line
+from labkit.lab.judging import verdicts
 
 from labkit.core import results
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from labkit.lab import children, reproduce
+from labkit.lab.running import children, reproduce
 
 pytestmark = pytest.mark.notebook
 
@@ -30,7 +30,7 @@ TINY = textwrap.dedent(f'''\
     import pandas as pd
 
     from labkit.core import results
-    from labkit.lab.sweep import sweep
+    from labkit.lab.running.sweep import sweep
 
 
     def one(i):
@@ -48,9 +48,9 @@ TINY = textwrap.dedent(f'''\
 DRIVER = textwrap.dedent('''\
     import sys
     from pathlib import Path
-    from labkit.lab import notebook_index, reproduce
+    from labkit.lab.running import notebooks, reproduce
     from labkit.core import results
-    notebook_index.NOTEBOOKS = Path(sys.argv[1])
+    notebooks.NOTEBOOKS = Path(sys.argv[1])
     results.set_home(sys.argv[2])
     sys.exit(reproduce.main(sys.argv[3:]))
     ''')

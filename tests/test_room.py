@@ -17,10 +17,10 @@ import pytest
 pytest.importorskip("distributed")
 pytest.importorskip("cryptography")
 
-from labkit.lab import bundle
+from labkit.lab.sharing import bundle
 
-from labkit.lab import room  # noqa: E402
-from labkit.lab.room_tls import make_credentials, read_room, security, write_room  # noqa: E402
+from labkit.lab.sharing import room  # noqa: E402
+from labkit.lab.sharing.room_tls import make_credentials, read_room, security, write_room  # noqa: E402
 
 FAST = ["03_symmetric_vs_asymmetric"]  # the quickest notebook in quick mode (about 10 s)
 MACHINES = {"alice": "aaaaaa000001", "bob": "bbbbbb000002"}
@@ -28,7 +28,7 @@ MACHINES = {"alice": "aaaaaa000001", "bob": "bbbbbb000002"}
 
 def _start(args, log: Path):
     with open(log, "w") as f:
-        return subprocess.Popen([sys.executable, "-m", "labkit.lab.room", *args], stdout=f,
+        return subprocess.Popen([sys.executable, "-m", "labkit.lab.sharing.room", *args], stdout=f,
                                 stderr=subprocess.STDOUT)
 
 
@@ -101,9 +101,9 @@ def test_compare_notebook_runs_the_room(the_room, tmp_path):
     import nbformat
     import papermill
 
-    from labkit.lab import notebook_index, notebook_run
+    from labkit.lab.running import notebooks, notebook_run
 
-    nb = notebook_index.NOTEBOOKS / "compare_machines.py"
+    nb = notebooks.NOTEBOOKS / "compare_machines.py"
     src = tmp_path / "compare.ipynb"
     nbformat.write(jupytext.read(nb), src)
     papermill.execute_notebook(str(src), str(tmp_path / "out.ipynb"),
@@ -136,7 +136,7 @@ def test_a_worker_killed_mid_run_is_reported_and_the_other_kept(the_room, tmp_pa
         if not killed and row.state == "running" and row.notebook:
             proc = the_room["procs"]["bob"]
             killed["suites"] = [c for c in psutil.Process(proc.pid).children(recursive=True)
-                                if "labkit.lab.room_suite" in " ".join(c.cmdline())]
+                                if "labkit.lab.sharing.room_suite" in " ".join(c.cmdline())]
             os.kill(proc.pid, signal.SIGKILL)
             killed["at"] = row.progress
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from labkit.lab import rule_expr, verdicts
+from labkit.lab.judging import rule_expr, verdicts
 
 
 def _rules() -> list[str]:

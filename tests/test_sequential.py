@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from labkit.core import sequential
-from labkit.lab import engine
+from labkit.lab.judging import engine
 
 
 def test_spending_reaches_alpha_at_the_cap_and_nothing_at_zero():

@@ -2,7 +2,7 @@
 import pandas as pd
 import pytest
 
-from labkit.lab import stability
+from labkit.lab.judging import stability
 
 
 def _ledger(verdicts):
@@ -43,12 +43,12 @@ def test_a_tiny_quick_stability_run(tmp_path, capsys, monkeypatch):
     assert row["run 1"] != "not-measured" and row["run 2"] != "not-measured"
     assert (tmp_path / "run-2" / "data" / "06_fp_state_and_return_verdict_runs.csv").exists()
     # The analysis is reproducible: the verdicts recompute from what the run saved.
-    from labkit.lab import claim_rules
+    from labkit.lab.judging import rules
 
     saved = pd.read_csv(tmp_path / "run-1" / "data" / "06_fp_state_and_return_verdicts.csv",
                         dtype=str).fillna("").set_index("claim_id")
     for claim_id in ("C002.3", "C000.6"):
-        again = claim_rules.recompute(claim_id, tmp_path / "run-1" / "data")
+        again = rules.recompute(claim_id, tmp_path / "run-1" / "data")
         assert (again["verdict"], again["original_verdict"], again["measured_value"]) == \
             tuple(saved.loc[claim_id, ["verdict", "original_verdict", "measured_value"]])
 

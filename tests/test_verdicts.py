@@ -7,7 +7,7 @@ import pytest
 
 from labkit.core import stats
 
-from labkit.lab import rule_expr, verdicts
+from labkit.lab.judging import rule_expr, verdicts
 
 
 def test_an_interval_on_one_side_decides():
@@ -158,7 +158,7 @@ def test_stats_helpers():
 
 def test_every_claim_is_judged_by_a_notebook_there_is():
     # A split notebook's claims keep their registered name and go to one part each.
-    from labkit.lab import reproduce
+    from labkit.lab.running import reproduce
 
     c = verdicts.claims()
     there = {p.stem for p in reproduce.notebook_sources()}

@@ -16,12 +16,13 @@ import nbformat
 import pandas as pd
 import pytest
 
-from labkit.lab import notebook_index, verdicts
+from labkit.lab.running import notebooks
+from labkit.lab.judging import verdicts
 
 pytestmark = pytest.mark.wheel
 
 REPO = Path(__file__).resolve().parent.parent
-NOTEBOOKS = [p.stem for p in notebook_index.notebook_sources()]
+NOTEBOOKS = [p.stem for p in notebooks.notebook_sources()]
 
 
 def _run(cmd, **kw):
@@ -144,7 +145,7 @@ def test_installed_wheel_reproduces_every_notebook(installed):
         assert injected and "quick = True" in injected[0].source, name
         data = home / "data" / f"{name}.csv"
         assert data.exists() and len(pd.read_csv(data)) > 0, f"{name}: no data"
-        if name == notebook_index.LEDGER:
+        if name == notebooks.LEDGER:
             ledger = pd.read_csv(data)
             assert sorted(ledger.claim_id) == sorted(claims.claim_id)
             continue

@@ -6,7 +6,7 @@ ASPLOS 2009; Kalibera and Jones, ISMM 2013). Each replication here is a fresh wo
 process. Inside it the compared entries alternate ABBA (the order and its mirror image,
 `repeats` times each side), the leading entry drawn at random per process, so that drift
 inside a process falls on every side alike. Each process then gives one number per
-entry, and the verdict engine (labkit.lab.engine) takes its interval over processes.
+entry, and the verdict engine (labkit.lab.judging.engine) takes its interval over processes.
 
 Stopping rule, written before measuring (labkit.core.sequential): the design looks when
 the schedule's process counts are reached (8, 16, 32, 64, 96 in a full run) and stops at
@@ -139,7 +139,7 @@ def still_needed(rules: list, rows: list, runs) -> list:
 def sequential(run_one, rules: list, *, schedule: dict, progress=None, finished=None):
     """Replications one at a time, judged at each look of `schedule`
     (labkit.core.sequential.schedule) by `rules` (functions from the runs so far to a
-    verdict row, labkit.lab.claim_rules), stopping as this module's docstring says.
+    verdict row, labkit.lab.judging.rules), stopping as this module's docstring says.
 
     run_one(i, entries) measures replication i (a fresh process, or a round of fresh
     server processes) and returns its tidy rows; entries is None (all of them) until the

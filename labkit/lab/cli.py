@@ -32,7 +32,8 @@ def _version() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line: global options and one subparser per command."""
-    from labkit.lab import reproduce, stability
+    from labkit.lab.running import reproduce
+    from labkit.lab.judging import stability
 
     parser = argparse.ArgumentParser(
         prog="labkit", description="labkit: measure what a context switch costs, and check "
@@ -118,13 +119,13 @@ def build_parser() -> argparse.ArgumentParser:
     lab.add_argument("lab_args", nargs=argparse.REMAINDER,
                      help="more options for `jupyter lab`")
 
-    _command(sub, "room", "a workshop room (forwards to labkit.lab.room)",
-             "Everything after `room` goes to labkit.lab.room.", add_help=False)
+    _command(sub, "room", "a workshop room (forwards to labkit.lab.sharing.room)",
+             "Everything after `room` goes to labkit.lab.sharing.room.", add_help=False)
     return parser
 
 
 def _bundle_formats() -> tuple:
-    from labkit.lab.bundle import READS
+    from labkit.lab.sharing.bundle import READS
 
     return READS
 
@@ -166,11 +167,11 @@ def _run(args, parser) -> int:
     pd.set_option("display.width", 200)
     pd.set_option("display.max_colwidth", 60)
     if args.command == "reproduce":
-        from labkit.lab import reproduce
+        from labkit.lab.running import reproduce
 
         return reproduce.run(args, args.reproduce_parser)
     if args.command == "stability":
-        from labkit.lab import stability
+        from labkit.lab.judging import stability
 
         return stability.run_parsed(args, args.stability_parser)
     if args.command == "check":
@@ -200,14 +201,14 @@ def _run(args, parser) -> int:
 
         _print_frame(df, args, text)
     elif args.command == "bundle":
-        from labkit.lab import bundle
-        from labkit.lab.reproduce import reports_dir
+        from labkit.lab.sharing import bundle
+        from labkit.lab.running.reproduce import reports_dir
 
         if args.quick:
             os.environ["LABKIT_RESULTS_DIR"] = str(reports_dir(True))
         print(bundle.make_bundle(args.out, quick=args.quick, include_host=args.include_host))
     elif args.command == "merge":
-        from labkit.lab import bundle
+        from labkit.lab.sharing import bundle
 
         out = bundle.merge(args.bundles, same_commit=not args.allow_other_commits)
         if args.json:
@@ -233,20 +234,22 @@ def _run(args, parser) -> int:
 
 def _report(quick: bool) -> int:
     from labkit.core import results
-    from labkit.lab import ledger, notebook_index, notebook_run, report, reproduce
+    from labkit.lab.judging import ledger
+    from labkit.lab.running import notebook_run, notebooks, reproduce
+    from labkit.lab.report import page
 
     out = reproduce.reports_dir(quick)
     os.environ["LABKIT_RESULTS_DIR"] = str(out if quick else results.home())
     manifest = ledger.read_manifest()
     outcomes = []
-    for src in notebook_index.notebook_sources():
+    for src in notebooks.notebook_sources():
         done = out / "executed" / f"{src.stem}.ipynb"
         if done.exists() and manifest.get(src.stem, {}).get("ok", True):
             outcomes.append(notebook_run.earlier_outcome(src.stem, done, manifest))
     if not outcomes:
         raise FileNotFoundError(f"no executed notebooks in {out / 'executed'}: run "
                                 f"`labkit reproduce{' --quick' if quick else ''}` first")
-    print(report.build(outcomes, out_dir=out, quick=quick))
+    print(page.build(outcomes, out_dir=out, quick=quick))
     return 0
 
 
@@ -286,13 +289,13 @@ def _room(argv: list[str]) -> int:
     import importlib
 
     try:
-        room = importlib.import_module("labkit.lab.room")
+        room = importlib.import_module("labkit.lab.sharing.room")
     except ModuleNotFoundError as exc:
-        if exc.name != "labkit.lab.room":  # labkit.lab.room is there but needs a package
+        if exc.name != "labkit.lab.sharing.room":  # labkit.lab.sharing.room is there but needs a package
             print(f"labkit room: needs {exc.name}, which is not installed: "
                   "pip install 'labkit[room]'", file=sys.stderr)
             return 2
-        print("labkit room: not available in this build (labkit.lab.room is not installed)",
+        print("labkit room: not available in this build (labkit.lab.sharing.room is not installed)",
               file=sys.stderr)
         return 2
     return int(room.main(argv) or 0)
@@ -301,7 +304,7 @@ def _room(argv: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Run the `labkit` command line; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    # `room` takes its own options: everything after it goes to labkit.lab.room untouched.
+    # `room` takes its own options: everything after it goes to labkit.lab.sharing.room untouched.
     i = 0
     while i < len(argv) and argv[i].startswith("-"):
         i += 2 if argv[i] == "--results" else 1

@@ -1,11 +1,11 @@
 """A notebook's part of an article's table, built from the data the notebook has just
 measured (never from another notebook's earlier run), shown the way
-labkit.lab.articles.section shows a whole table, with the row claims it judges."""
+labkit.lab.report.articles.section shows a whole table, with the row claims it judges."""
 from __future__ import annotations
 
 import math
 
-from labkit.lab import articles
+from labkit.lab.report import articles
 
 
 def span(m, lo=None, hi=None, unit: str = "") -> str:
@@ -22,7 +22,7 @@ def span(m, lo=None, hi=None, unit: str = "") -> str:
 
 def verdict_cell(table, claim_ids) -> str:
     """'C004.1: reproduced on 0.94 (exact count); ...' from a verdict table
-    (labkit.lab.verdicts.table): each verdict with the value and interval it stands on."""
+    (labkit.lab.judging.verdicts.table): each verdict with the value and interval it stands on."""
     by = {r["claim_id"]: r for r in table.to_dict("records")}
     return "; ".join(f"{c}: {articles.judged_on(by.get(c, {}))}" for c in claim_ids)
 

@@ -1,7 +1,7 @@
 """Notebook 07b's analysis: a million suspended coroutines and stackful contexts, their
 sweeps, the per-object tables, the figures, the closing note, and the memory columns of
 004's table from this notebook's own runs (the article's figures from
-labkit.lab.articles.STRATEGIES).
+labkit.lab.report.articles.STRATEGIES).
 
     from labkit.lab.analysis import coroutine_memory as cm
     coros = cm.coroutine_runs(n=100_000, repeats=1, build="O2", memory_budget=2 << 30)
@@ -13,10 +13,11 @@ import pandas as pd
 
 from labkit.core import plots, procfs, stats
 from labkit.experiments import frames
-from labkit.lab import articles, verdicts
+from labkit.lab.report import articles
+from labkit.lab.judging import verdicts
 from labkit.lab.analysis import article_part
-from labkit.lab.articles.measured import S004
-from labkit.lab.sweep import sweep
+from labkit.lab.report.articles.measured import S004
+from labkit.lab.running.sweep import sweep
 
 NOTEBOOK = "07b_coroutine_memory"
 KiB, MiB = 1 << 10, 1 << 20

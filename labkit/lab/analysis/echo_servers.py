@@ -12,13 +12,13 @@ import pandas as pd
 
 from labkit.core import plots, results, stats
 from labkit.experiments import echo, echo_hostile
-from labkit.lab import claim_rules, verdicts
-from labkit.lab.articles.measured import STRATEGIES
-from labkit.lab.sweep import grid, sweep
+from labkit.lab.judging import rules, verdicts
+from labkit.lab.report.articles.measured import STRATEGIES
+from labkit.lab.running.sweep import grid, sweep
 
 NOTEBOOK = "09_echo_servers"
 # The servers C001.1 names, claimed fastest first: optimised coroutines, callbacks, plain.
-CLAIMED_ORDER = list(claim_rules.ECHO_ORDER)
+CLAIMED_ORDER = list(rules.ECHO_ORDER)
 SERVER_COLUMNS = ["server", "style", "frames", "transfer", "backend", "available", "why_not"]
 
 

@@ -81,7 +81,7 @@ def effects(runs, ladder):
     """Each effect as a ratio of medians measured in this run, with its spread."""
     import pandas as pd
 
-    from labkit.lab import verdicts
+    from labkit.lab.judging import verdicts
 
     def ratio(a_kernel, a_mode, b_kernel, b_mode):
         a = runs[(runs.entry == a_kernel) & (runs.fp_control == a_mode)].ns_per_switch

@@ -16,10 +16,11 @@ import pandas as pd
 
 from labkit.core import plots, stats
 from labkit.experiments import frames
-from labkit.lab import articles, verdicts
+from labkit.lab.report import articles
+from labkit.lab.judging import verdicts
 from labkit.lab.analysis import article_part
-from labkit.lab.articles.measured import S001
-from labkit.lab.sweep import sweep
+from labkit.lab.report.articles.measured import S001
+from labkit.lab.running.sweep import sweep
 
 NOTEBOOK = "07a_frames_and_allocators"
 PATTERNS = ("one block", "many live")
@@ -194,7 +195,7 @@ def _spread_text(lo, hi) -> str:
 
 def ratios(alloc):
     """heap over each pool, per pattern and block, of what the table shows (net for one
-    block, raw for many live), with the spread of labkit.lab.verdicts.ratio_with_spread."""
+    block, raw for many live), with the spread of labkit.lab.judging.verdicts.ratio_with_spread."""
     rows = []
     for pattern in PATTERNS:
         for b in sorted(set(alloc.block)):

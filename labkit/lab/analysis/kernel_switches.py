@@ -21,7 +21,7 @@ def placements(cpu: int, cross_cpus):
 def points(where):
     """The sweep's points: the coroutine switches on one CPU, every hand-off mode at every
     placement."""
-    from labkit.lab.sweep import grid
+    from labkit.lab.running.sweep import grid
 
     return (grid(task=COROUTINES, placement=["same-cpu"])
             + grid(task=list(labkit.HANDOFF_MODES), placement=list(where)))
@@ -120,7 +120,7 @@ def spreads(handoffs, yields, pair):
     ratios of medians, and for C002.4 the difference in TSC ticks (median, low, high)."""
     import pandas as pd
 
-    from labkit.lab import verdicts
+    from labkit.lab.judging import verdicts
 
     def sample(task, placement="same-cpu", col="ns_per_switch"):
         return handoffs[(handoffs.task == task) & (handoffs.placement == placement)][col]

@@ -161,8 +161,8 @@ def ladder_table(ns, catalogue, instr):
 
 def kunpeng_swapcontext_ns() -> float:
     """The article's one-core Kunpeng VM figure for swapcontext (C003.2), in ns a switch:
-    its ms per million switches, read from the article's table (labkit.lab.articles)."""
-    from labkit.lab import articles
+    its ms per million switches, read from the article's table (labkit.lab.report.articles)."""
+    from labkit.lab.report import articles
 
     frame = articles.table("t10").frame
     row = frame[frame.machine.str.startswith("Kunpeng 916 VM, 1 core")].iloc[0]

@@ -102,7 +102,7 @@ def ratios(timed, counts, kernels):
     instructions when they were counted."""
     import pandas as pd
 
-    from labkit.lab import verdicts
+    from labkit.lab.judging import verdicts
 
     rows = []
     for k in kernels:

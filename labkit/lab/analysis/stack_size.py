@@ -21,7 +21,7 @@ def kernels_here():
 def pingpong_points(kernels, sizes):
     """Every (kernel, stack_size, prefault) of the ping-pong: Boost's stacks are its own,
     so it has one point per size, not a prefaulted and an untouched one."""
-    from labkit.lab.sweep import grid
+    from labkit.lab.running.sweep import grid
 
     return [p for p in grid(entry=kernels, stack_size=sizes, prefault=[True, False])
             if not (p["entry"] == "boost_fiber" and not p["prefault"])]

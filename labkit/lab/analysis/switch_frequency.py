@@ -16,8 +16,8 @@ import pandas as pd
 
 from labkit.core import plots, stats
 from labkit.experiments import frequency
-from labkit.lab import verdicts
-from labkit.lab.sweep import grid, sweep
+from labkit.lab.judging import verdicts
+from labkit.lab.running.sweep import grid, sweep
 
 NOTEBOOK = "08_switch_frequency"
 KiB, MiB = 1 << 10, 1 << 20
@@ -37,7 +37,7 @@ def claimed() -> dict:
 
 def rule_bounds(claim_id: str, name: str) -> list[tuple[str, str, float]]:
     """Every comparison of `name` with a number in the claim's rules as they stand
-    (amendments applied, labkit.lab.verdicts.claim): (which rule, operator, bound)."""
+    (amendments applied, labkit.lab.judging.verdicts.claim): (which rule, operator, bound)."""
     c = verdicts.claim(claim_id)
     pattern = re.compile(rf"(?<![\w/]){re.escape(name)}\s*(<=|>=|<|>)\s*({_NUMBER})")
     return [(side, op, float(v)) for side in ("reproduced", "contradicted")

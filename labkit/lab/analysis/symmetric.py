@@ -44,7 +44,7 @@ def figure(per_transfer, per_resume):
 
 def ratio_at(shapes, kernel: str, n: int):
     """(ratio, low, high): the scheduler's ns per transfer over the ring's, N contexts."""
-    from labkit.lab import verdicts
+    from labkit.lab.judging import verdicts
 
     mine = shapes[(shapes.entry == kernel) & (shapes.contexts == n)]
     return verdicts.ratio_with_spread(mine[mine.pattern == "scheduler"].ns_per_switch,

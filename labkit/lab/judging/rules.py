@@ -3,7 +3,7 @@ to that claim's verdict row. Notebooks call these, and tests/test_committed_verd
 calls them again on the committed data, so every verdict can be recomputed.
 
 Each function takes the frame(s) named in RULES and returns `verdicts.judge`'s row.
-Timings are judged by labkit.lab.engine: one statistic per fresh process, a repeated
+Timings are judged by labkit.lab.judging.engine: one statistic per fresh process, a repeated
 confidence interval over processes, the first look that decides. Exact counts (bytes,
 instructions, suspensions) are judged as they are. A group that trips pyperf's noise
 rule is flagged in the row, never a veto.
@@ -16,10 +16,10 @@ import numpy as np
 
 from labkit.core import stats
 
-from labkit.lab import engine, verdicts
+from labkit.lab.judging import engine, verdicts
 
 KiB, MiB = 1024, 1024 * 1024
-# What each notebook's verdict design saves its runs as (labkit.lab.judging).
+# What each notebook's verdict design saves its runs as (labkit.lab.judging.designs).
 RUNS = "{}_verdict_runs"
 
 
@@ -573,7 +573,7 @@ def c001_5(frames09, server="asio_epoll", chunk=1024):
 
 
 # claim id -> (function, the data files it reads, by name under data/). The rules that
-# read a notebook's design runs are the ones its design judges (labkit.lab.judging).
+# read a notebook's design runs are the ones its design judges (labkit.lab.judging.designs).
 RULES = {
     "C000.1": (c000_1, [RUNS.format("04_latency_ladder")]),
     "C000.5": (c000_5, [RUNS.format("04_latency_ladder")]),

@@ -1,7 +1,7 @@
 """The interactive explorer (notebooks/explore.ipynb): widgets that pick a kernel, a stack
 size, a number of contexts, an optimisation level, and show the measurement and its plot.
 
-    from labkit.lab.explore import Explorer
+    from labkit.lab.exploring.explore import Explorer
     ex = Explorer()          # display it in a notebook: ex
     ex.set(entry="asm", contexts=1024)
     ex.sweep("stack_size")   # progress bar, Stop button, every point kept

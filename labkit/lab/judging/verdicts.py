@@ -3,7 +3,7 @@
 Each claim row says what is measured and two conditions on it: `reproduced_if` and
 `contradicted_if` (Python comparisons on named values, `x` by default). A measurement
 comes as a value and an interval (for timings, the repeated confidence interval over
-fresh processes of labkit.lab.engine; for exact counts, none); named values come as one
+fresh processes of labkit.lab.judging.engine; for exact counts, none); named values come as one
 interval each and the rule is checked at every corner of their box. The verdict is
 
 - `reproduced` / `contradicted` when that rule holds over the whole interval,
@@ -30,7 +30,7 @@ import re
 
 from labkit.core import sequential
 from labkit.core.results import claims_csv
-from labkit.lab import rule_expr
+from labkit.lab.judging import rule_expr
 
 VERDICTS = ("reproduced", "contradicted", "in-between", "inconclusive", "not-measured",
             "not-applicable-here")
@@ -100,7 +100,7 @@ def _notebook(claim_id: str, experiment: str) -> str:
         if claim_id in ids:
             return part
     raise ValueError(f"{claim_id} is registered to {experiment}, which was split: give it "
-                     "one of the parts in labkit.lab.verdicts.SPLIT")
+                     "one of the parts in labkit.lab.judging.verdicts.SPLIT")
 
 
 def claims():
@@ -371,7 +371,7 @@ def judge(claim_id: str, value, *, low=None, high=None, measured: str | None = N
     claim has an amendment, the original rule is applied too: to `original` (a dict with
     value, low, high and optionally measured) if the amendment measures something else,
     else to the same value. method, processes and look say what produced the interval
-    (labkit.lab.engine). Returns one verdict-table row."""
+    (labkit.lab.judging.engine). Returns one verdict-table row."""
     c = claim(claim_id)
     import numbers
 

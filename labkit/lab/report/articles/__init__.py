@@ -5,7 +5,7 @@ row, or a ratio), and the claim that judges the row with its verdict on the valu
 and processes that verdict stands on (VERDICT_COLUMN), and what its x is (QUANTITY_COLUMN).
 Built from the data CSVs the notebooks write (results.data_dir), never by measuring here.
 
-    from labkit.lab import articles
+    from labkit.lab.report import articles
     t = articles.table("t01")        # one ArticleTable: .frame (for display), .points (figure)
     articles.figure(t)               # the article's points over the measured ones
     articles.article_verdicts("01_stack_size")   # the row claims judged from that notebook
@@ -13,12 +13,12 @@ Built from the data CSVs the notebooks write (results.data_dir), never by measur
 Absolute ns come from another machine (a 5 GHz desktop, a Kunpeng VM): only the relative
 columns are compared, and every verdict is the rule of data/claims.csv, written first.
 """
-from labkit.lab.articles.anatomy import count_memory_ops, jump_fcontext_memory_ops, save_anatomy
-from labkit.lab.articles.measured import STACKS, STRATEGIES, measured_machines
-from labkit.lab.articles.rows import (ROW_JUDGES, article_verdicts, judged_on,
+from labkit.lab.report.articles.anatomy import count_memory_ops, jump_fcontext_memory_ops, save_anatomy
+from labkit.lab.report.articles.measured import STACKS, STRATEGIES, measured_machines
+from labkit.lab.report.articles.rows import (ROW_JUDGES, article_verdicts, judged_on,
                                       save_article_verdicts, verdict_of)
-from labkit.lab.articles.show import figure, section, to_html
-from labkit.lab.articles.tables import (BY_NOTEBOOK, QUANTITY_COLUMN, SWEEP, TABLES,
+from labkit.lab.report.articles.show import figure, section, to_html
+from labkit.lab.report.articles.tables import (BY_NOTEBOOK, QUANTITY_COLUMN, SWEEP, TABLES,
                                         VERDICT_COLUMN, ArticleTable, closing_note, table,
                                         tables)
 

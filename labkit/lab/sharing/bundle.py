@@ -27,7 +27,8 @@ import shutil
 from pathlib import Path
 
 from labkit.core import envcheck, results
-from labkit.lab import ledger, notebook_index
+from labkit.lab.judging import ledger
+from labkit.lab.running import notebooks
 
 SUFFIX = ".labkit"
 FORMAT = 3  # 3: the catalogue entry's column is `entry` (2: `kernel`)
@@ -91,7 +92,7 @@ def make_bundle(out: str | Path, *, quick: bool = False, include_host: bool = Fa
     info = machine_info()
     frames, foreign = [], {}
     failed = {nb for nb, st in ledger.read_manifest().items() if st.get("ok") is False}
-    for nb in notebook_index.experiments():
+    for nb in notebooks.experiments():
         path = results.data_dir() / f"{nb}.csv"
         # A notebook that failed in the last run has no fresh measurements to travel.
         if path.exists() and nb not in failed:

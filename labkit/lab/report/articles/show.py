@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from labkit.lab.articles.measured import measured_machines
-from labkit.lab.articles.rows import save_article_verdicts
-from labkit.lab.articles.tables import BY_NOTEBOOK, ArticleTable, table
+from labkit.lab.report.articles.measured import measured_machines
+from labkit.lab.report.articles.rows import save_article_verdicts
+from labkit.lab.report.articles.tables import BY_NOTEBOOK, ArticleTable, table
 
 
 def figure(t: ArticleTable, *, save: bool = True):

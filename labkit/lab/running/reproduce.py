@@ -2,17 +2,17 @@
 
     labkit reproduce [--quick] [--only 01_stack_size ...] [-f params.yaml] [-p NAME VALUE]
                      [--resume] [--json]
-    python -m labkit.lab.reproduce ...   (the same)
+    python -m labkit.lab.running.reproduce ...   (the same)
 
-Every parameter's value for this run (labkit.lab.params: full or quick; a parameters
+Every parameter's value for this run (labkit.lab.running.params: full or quick; a parameters
 file's beats both, and -p NAME VALUE beats the file) is checked before anything runs. Each
-notebook is then executed by labkit.lab.notebook_run into reports/[quick/]executed/. A
+notebook is then executed by labkit.lab.running.notebook_run into reports/[quick/]executed/. A
 notebook that fails is reported at the end with its error; the others still run, and
 results already written stay (labkit.core.results writes atomically). Quick runs write their data and figures under
 reports/quick/, so they never replace a full run's data/ and figures/.
 
-The terminal shows one status line on stderr (labkit.lab.status_line). Ctrl-C ends every
-process the run started (labkit.lab.children), keeps every finished notebook and sweep
+The terminal shows one status line on stderr (labkit.lab.running.status_line). Ctrl-C ends every
+process the run started (labkit.lab.running.children), keeps every finished notebook and sweep
 point, and says how to resume (--resume). With --json, stdout carries only the run's
 summary as JSON (`summary`) and everything else goes to stderr.
 """
@@ -32,13 +32,13 @@ from pathlib import Path
 
 from labkit.core import results
 from labkit.core.results import atomic_path
-from labkit.lab import params
-from labkit.lab.children import kill_children
-from labkit.lab.notebook_index import notebook_sources
-from labkit.lab.notebook_run import (Outcome, earlier_outcome, ensure_kernel, notebook_parameters,
+from labkit.lab.running import params
+from labkit.lab.running.children import kill_children
+from labkit.lab.running.notebooks import notebook_sources
+from labkit.lab.running.notebook_run import (Outcome, earlier_outcome, ensure_kernel, notebook_parameters,
                                      run_notebook)
-from labkit.lab.status_line import StatusLine
-from labkit.lab.sweep import PROGRESS_ENV, RESUME_ENV
+from labkit.lab.running.status_line import StatusLine
+from labkit.lab.running.sweep import PROGRESS_ENV, RESUME_ENV
 
 RESUME_FILE = "resume.json"   # in data/checkpoints/: what an interrupted run finished
 
@@ -77,7 +77,7 @@ def build_parser(prog: str = "labkit reproduce") -> argparse.ArgumentParser:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """reproduce's options (shared by `labkit reproduce` and `python -m labkit.lab.reproduce`)."""
+    """reproduce's options (shared by `labkit reproduce` and `python -m labkit.lab.running.reproduce`)."""
     parser.add_argument("--quick", action="store_true",
                         help="small sweeps and few repeats (minutes, what CI runs); results "
                              "go to reports/quick/ and never replace a full run's")
@@ -87,7 +87,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
                         metavar=("NAME", "VALUE"),
                         help="set a notebook parameter (e.g. -p repeats 5), checked against "
-                             "its declared type and range (labkit.lab.params) before anything "
+                             "its declared type and range (labkit.lab.running.params) before anything "
                              "runs; beats --quick's value; recorded in the executed notebook "
                              "and the report")
     parser.add_argument("-f", "--parameters-file", metavar="FILE",
@@ -107,7 +107,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser("python -m labkit.lab.reproduce").parse_args(argv)
+    args = build_parser("python -m labkit.lab.running.reproduce").parse_args(argv)
     return run(args, build_parser())
 
 
@@ -128,7 +128,7 @@ def run(args, parser: argparse.ArgumentParser) -> int:
     lock = _exclusive(out)  # two runs at once would time each other's load  # noqa: F841
     ensure_kernel()
     os.environ["LABKIT_RESULTS_DIR"] = str(results_dir)  # for the manifest, here and in kernels
-    from labkit.lab import ledger
+    from labkit.lab.judging import ledger
 
     resume_path = _resume_path()
     finished_before: list[str] = []
@@ -205,7 +205,7 @@ def run(args, parser: argparse.ArgumentParser) -> int:
         shutil.rmtree(progress_dir, ignore_errors=True)
 
     resume_path.unlink(missing_ok=True)  # a whole run: nothing left to resume
-    from labkit.lab import report
+    from labkit.lab.report import page
 
     # The report always covers every notebook: those not run now come from their last
     # executed copy, marked as such.
@@ -214,7 +214,7 @@ def run(args, parser: argparse.ArgumentParser) -> int:
         earlier = out / "executed" / f"{src.stem}.ipynb"
         if src.stem not in ran and earlier.exists() and manifest.get(src.stem, {}).get("ok", True):
             outcomes.append(earlier_outcome(src.stem, earlier, manifest))
-    html = report.build(outcomes, out_dir=out, quick=args.quick)
+    html = page.build(outcomes, out_dir=out, quick=args.quick)
     say(f"report: {html}")
     failed = [o for o in outcomes if not o.ok]
     for o in failed:
@@ -256,7 +256,7 @@ def summary(outcomes: list[Outcome], table, *, quick: bool, results_dir, report,
     """What `reproduce --json` prints: the run (mode, exit status, where), each notebook's
     outcome and time, the verdict counts and each claim's verdict with its interval and
     the processes it stands on (`table`: the ledger, or None when it could not be read)."""
-    from labkit.lab import ledger
+    from labkit.lab.judging import ledger
 
     def claim(row) -> dict:
         processes = str(row.get("processes", "")).strip()

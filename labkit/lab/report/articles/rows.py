@@ -6,9 +6,9 @@ import math
 
 from labkit.core import results
 
-from labkit.lab import claim_rules, verdicts
-from labkit.lab.articles.anatomy import _anatomy
-from labkit.lab.articles.measured import STRATEGIES, _csv, _echo, _mem, _noisy, _reuse_ratio
+from labkit.lab.judging import rules, verdicts
+from labkit.lab.report.articles.anatomy import _anatomy
+from labkit.lab.report.articles.measured import STRATEGIES, _csv, _echo, _mem, _noisy, _reuse_ratio
 
 
 def _judge(cid: str, r: tuple, *, noisy: bool = False, note: str = "", why: str = "") -> dict:
@@ -83,9 +83,9 @@ def _j_reuse():
 
 
 def _from_design(cid):
-    """A row claim its notebook's verdict design decides (labkit.lab.claim_rules),
+    """A row claim its notebook's verdict design decides (labkit.lab.judging.rules),
     recomputed from the saved runs."""
-    row = claim_rules.recompute(cid)
+    row = rules.recompute(cid)
     if row is None:
         return verdicts.cannot_measure(cid, "its notebook's verdict design has not run")
     return row
@@ -135,12 +135,12 @@ def verdict_of(cid: str) -> dict:
     from both notebooks' data for a claim the ledger judges itself (ledger.JUDGED_HERE),
     otherwise read from its notebook's verdict file ({} when that notebook has not run).
     The row carries `measured_quantity` (joined from the registry for an older file)."""
-    from labkit.lab import ledger
+    from labkit.lab.judging import ledger
 
     if cid in ROW_JUDGES:
         row = ROW_JUDGES[cid]()
     elif cid in ledger.JUDGED_HERE:
-        row = claim_rules.recompute(cid) or {}
+        row = rules.recompute(cid) or {}
     else:
         nb = verdicts.claim(cid)["notebook"]
         d = _csv(f"{nb}_verdicts")

@@ -9,14 +9,14 @@ import re
 from dataclasses import dataclass, field
 
 from labkit.core.stats import net_text
-from labkit.lab import verdicts
-from labkit.lab.articles.anatomy import _anatomy
-from labkit.lab.articles.measured import (ECHO_ROWS, KB, LADDER, MB, S000, S001, S002, S003, S004,
+from labkit.lab.judging import verdicts
+from labkit.lab.report.articles.anatomy import _anatomy
+from labkit.lab.report.articles.measured import (ECHO_ROWS, KB, LADDER, MB, S000, S001, S002, S003, S004,
                                       STACK_CLAIMS, STACKS, STRATEGIES, _coro, _csv, _echo, _g,
                                       _kernel, _mem, _pct, _q, _qps, _ratio, _reuse_at_judged_pool,
                                       _reuse_mem, _share, _span, _stack, _switch_cost, _sym,
                                       _ucontext_and_condvar)
-from labkit.lab.articles.rows import judged_on, verdict_of
+from labkit.lab.report.articles.rows import judged_on, verdict_of
 
 # The column of each table that carries its rows' verdicts: every verdict with the value
 # and interval its rule was applied to (data/*_verdicts.csv), over its fresh processes;
@@ -479,7 +479,7 @@ def tables() -> list[ArticleTable]:
 
 
 def closing_note(ts: list[ArticleTable] | None = None):
-    """Per table, which claims have each outcome (labkit.lab.verdicts.VERDICTS): a frame,
+    """Per table, which claims have each outcome (labkit.lab.judging.verdicts.VERDICTS): a frame,
     one row per table."""
     import pandas as pd
 

@@ -3,7 +3,7 @@
 The simulator draws what a shared VM does to a two-sided comparison: each process gives
 each side its own lognormal effect (layout, stack placement), a quarter of processes run
 in a slow mode at twice the time, and repeats inside a process have heavy tails (Student
-t with 3 degrees of freedom on the log scale). The engine (labkit.lab.engine) judges the
+t with 3 degrees of freedom on the log scale). The engine (labkit.lab.judging.engine) judges the
 rule `reproduced if x >= 1.5; contradicted if x < 1.1` (claim C000.2's rule) under the
 stopping rule of labkit.core.sequential; the design it replaced (3 processes, a pooled
 bootstrap over repeats, one extension after a straddle) is simulated beside it.
@@ -17,7 +17,7 @@ import math
 
 from labkit.core import sequential
 
-from labkit.lab import engine, verdicts
+from labkit.lab.judging import engine, verdicts
 
 REPRODUCED_IF, CONTRADICTED_IF = "x >= 1.5", "x < 1.1"
 # Truth inside each region, on each bound and in the gap.
@@ -56,7 +56,7 @@ def _decide(v, lo, hi):
 def new_design(rng, ratio: float, *, looks=sequential.LOOKS,
                repeats: int = sequential.REPEATS) -> dict:
     """The engine: per process, the median of the passes' log ratios (the k-th repeat
-    of each side, as labkit.lab.engine.log_ratios pairs them), repeated confidence
+    of each side, as labkit.lab.judging.engine.log_ratios pairs them), repeated confidence
     intervals at the looks, stop at the first look that decides."""
     import numpy as np
 

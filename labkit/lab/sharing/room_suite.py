@@ -1,10 +1,10 @@
 """The suite as a room task runs it: a subprocess of the joined worker, on the CPUs the
 worker's thread does not use, with its results in a private folder, ending with a bundle.
 
-    python -m labkit.lab.room_suite --results DIR --bundle OUT [--cpus 0,2] [--quick]
+    python -m labkit.lab.sharing.room_suite --results DIR --bundle OUT [--cpus 0,2] [--quick]
         [--only NAME ...] [-p NAME VALUE ...] [--name NAME] [--machine-id ID]
 
-It runs the notebooks with labkit.lab.notebook_run, as reproduce does, but never touches the
+It runs the notebooks with labkit.lab.running.notebook_run, as reproduce does, but never touches the
 participant's data/, figures/ or reports/ (every result goes under --results), and takes
 no lock: two rooms' suites on one machine do not wait for each other. Progress goes to
 stdout as lines `labkit-room {json}`, which the worker passes on to the room's client.
@@ -79,7 +79,7 @@ def relabel(bundle_dir: Path, *, name: str | None, machine_id: str | None) -> No
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m labkit.lab.room_suite",
+    p = argparse.ArgumentParser(prog="python -m labkit.lab.sharing.room_suite",
                                 description=__doc__.splitlines()[0])
     p.add_argument("--results", required=True, type=Path, help="private results folder")
     p.add_argument("--bundle", required=True, type=Path, help="the bundle to write")
@@ -98,10 +98,12 @@ def main(argv: list[str] | None = None) -> int:
         os.sched_setaffinity(0, args.cpus)
 
     os.environ["LABKIT_RESULTS_DIR"] = str(args.results)  # before labkit reads it
-    from labkit.lab import bundle, ledger, notebook_index, notebook_run, params
+    from labkit.lab.sharing import bundle
+    from labkit.lab.judging import ledger
+    from labkit.lab.running import notebooks, notebook_run, params
 
     try:
-        sources = notebook_index.notebook_sources(args.only)
+        sources = notebooks.notebook_sources(args.only)
         # Each value read by its declared type and checked, before anything runs.
         run_kwargs = {"parameters": params.parse([s.stem for s in sources], args.p)}
     except ValueError as exc:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from labkit.core import envcheck
 from labkit.core.results import atomic_path
-from labkit.lab.notebook_index import LEDGER
+from labkit.lab.running.notebooks import LEDGER
 
 REPORT_NAME = "labkit-report.html"
 # A table longer than this is folded into a <details> block.
@@ -40,7 +40,7 @@ def measured_machine() -> tuple[dict, str]:
     rows when several machines' rows are there), and a phrase saying where that came
     from. Without measured rows, the machine building the report, and that said."""
     from labkit.core.machine import machine_info
-    from labkit.lab import articles
+    from labkit.lab.report import articles
 
     machines = articles.measured_machines()
     if not machines:
@@ -85,7 +85,7 @@ def _notebook_anchor(name: str) -> str:
 def _summary(outcomes, info: dict, quick: bool, tables) -> str:
     import pandas as pd
 
-    from labkit.lab import ledger
+    from labkit.lab.judging import ledger
 
     from labkit.core import results
     from labkit.core.machine import machine_info
@@ -140,7 +140,7 @@ def _legend(quick: bool, n_claims: int | None = None) -> str:
     ledger's `n_claims`; the registry's count where there is no ledger), and the method
     in words."""
     from labkit.core import sequential
-    from labkit.lab import verdicts
+    from labkit.lab.judging import verdicts
 
     n = len(verdicts.claims()) if n_claims is None else n_claims
     items = "".join(f"<li><b>{_e(v)}</b>: {_e(why)}</li>" for v, why in verdicts.LEGEND.items())
@@ -190,7 +190,7 @@ def _figure_html(t) -> str:
     """The table's overlay figure as an inline PNG (saved too as figures/articles-*.png)."""
     import matplotlib.pyplot as plt
 
-    from labkit.lab import articles
+    from labkit.lab.report import articles
 
     try:
         fig = articles.figure(t, save=True)
@@ -232,7 +232,7 @@ def _articles_html(tables, names: set) -> str:
 
 
 def _closing_html(tables) -> str:
-    from labkit.lab import articles
+    from labkit.lab.report import articles
 
     note = articles.closing_note(tables)
     return ("<h2 id='closing'>Closing note: per table</h2><p>Each row claim's outcome, "
@@ -474,7 +474,7 @@ def build(outcomes, *, out_dir: Path, quick: bool) -> Path:
     import nbformat
     from nbconvert import HTMLExporter
 
-    from labkit.lab import articles
+    from labkit.lab.report import articles
 
     info, where = measured_machine()
     tables = articles.tables()

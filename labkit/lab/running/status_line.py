@@ -1,6 +1,6 @@
 """The status line of a run of notebooks: one line on stderr (notebook k of n, the sweep
 point it is at, elapsed time, the sweep's ETA), read from the progress file that the
-notebook's sweeps write (labkit.lab.sweep). It never goes into a notebook or the report.
+notebook's sweeps write (labkit.lab.running.sweep). It never goes into a notebook or the report.
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ import math
 
 from labkit.core import results
 
-from labkit.lab import verdicts
+from labkit.lab.judging import verdicts
 
 
 S000, S001, S002, S003, S004 = (

@@ -30,7 +30,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from labkit.lab.room_tls import make_credentials, read_room, security, write_room
+from labkit.lab.sharing.room_tls import make_credentials, read_room, security, write_room
 
 RESOURCE = "labkit-machine"
 TOPIC = "labkit-room"
@@ -56,7 +56,7 @@ QUIET_WORKER = {
 
 # Set in a joined worker's environment by join(): the CPUs the suite gets (all but the
 # worker's own, when there are two or more). An environment variable rather than a module
-# global: `python -m labkit.lab.room` runs as __main__, the tasks import labkit.lab.room afresh.
+# global: `python -m labkit.lab.sharing.room` runs as __main__, the tasks import labkit.lab.sharing.room afresh.
 SUITE_CPUS_ENV = "LABKIT_ROOM_SUITE_CPUS"
 
 
@@ -133,7 +133,7 @@ def serve(room_path="room.json", *, host: str = "127.0.0.1", interface: str | No
                   "the participants yourself, it is the key to the room)")
             print("each participant runs (in the labkit folder, the room file saved there):\n\n"
                   f"    labkit room join {room_path.name} --name THEIR-NAME\n\n"
-                  f"(without the labkit command: .venv/bin/python -m labkit.lab.room join "
+                  f"(without the labkit command: .venv/bin/python -m labkit.lab.sharing.room join "
                   f"{room_path.name} --name THEIR-NAME)\n")
             print(f"then run the suite everywhere: labkit room run {room_path} --quick",
                   flush=True)
@@ -222,7 +222,7 @@ def _suite_task(run_id: str, quick: bool, only, params) -> bytes:
     """Run the suite in a subprocess, return the bundle as bytes of a .tar.gz."""
     from distributed import get_worker
 
-    from labkit.lab.room_suite import PROGRESS
+    from labkit.lab.sharing.room_suite import PROGRESS
 
     w = get_worker()
     name, mid = split_worker_name(w.name)
@@ -232,7 +232,7 @@ def _suite_task(run_id: str, quick: bool, only, params) -> bytes:
 
     with tempfile.TemporaryDirectory(prefix="labkit-room-") as tmp:
         out = Path(tmp) / f"{name}.labkit"
-        cmd = [sys.executable, "-m", "labkit.lab.room_suite", "--results", str(Path(tmp) / "results"),
+        cmd = [sys.executable, "-m", "labkit.lab.sharing.room_suite", "--results", str(Path(tmp) / "results"),
                "--bundle", str(out), "--name", name, "--machine-id", mid,
                "--parent", str(os.getpid())]
         if os.environ.get(SUITE_CPUS_ENV):
@@ -270,7 +270,7 @@ class RoomRun:
     out: Path
     table: "object" = None            # pandas DataFrame, one row per machine
     bundles: dict = field(default_factory=dict)  # machine_id -> bundle folder
-    comparison: dict | None = None   # labkit.lab.bundle.merge() of the bundles so far
+    comparison: dict | None = None   # labkit.lab.sharing.bundle.merge() of the bundles so far
     merge_error: str = ""             # why the bundles so far could not be merged
 
 
@@ -305,7 +305,7 @@ def _table(rows: dict):
 
 
 def _merge(run: RoomRun, *, allow_other_commits: bool = False) -> None:
-    from labkit.lab import bundle
+    from labkit.lab.sharing import bundle
     from labkit.core.results import atomic_path
 
     if len(run.bundles) < 2:
@@ -330,8 +330,8 @@ def _check_run_args(quick, only, params, poll, timeout):
         raise TypeError(f"quick must be True or False, not {quick!r}")
     if only is not None and (isinstance(only, str) or not all(isinstance(o, str) for o in only)):
         raise TypeError(f"only must be a list of notebook names, not {only!r}")
-    from labkit.lab import params as declared
-    from labkit.lab.notebook_index import notebook_sources
+    from labkit.lab.running import params as declared
+    from labkit.lab.running.notebooks import notebook_sources
 
     # An unknown notebook or a bad parameter fails here, before any machine runs anything.
     names = [s.stem for s in notebook_sources(list(only) if only is not None else None)]
@@ -520,12 +520,12 @@ def _idle_worker(quiet: bool):
     procs = []
     try:
         with open(tmp / "serve.log", "w") as f:
-            sched = subprocess.Popen([sys.executable, "-m", "labkit.lab.room", "serve", "--room",
+            sched = subprocess.Popen([sys.executable, "-m", "labkit.lab.sharing.room", "serve", "--room",
                                       str(room_file), "--port", "0"], stdout=f,
                                      stderr=subprocess.STDOUT)
         procs.append(sched)
         wait_for_text(tmp / "serve.log", "each participant runs", 60, proc=sched)
-        join_cmd = [sys.executable, "-m", "labkit.lab.room", "join", str(room_file), "--name",
+        join_cmd = [sys.executable, "-m", "labkit.lab.sharing.room", "join", str(room_file), "--name",
                     "noise", "--allow-root"] + ([] if quiet else ["--loud"])
         with open(tmp / "worker.log", "w") as f:
             worker = subprocess.Popen(join_cmd, stdout=f, stderr=subprocess.STDOUT)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from labkit.lab import claim_rules, verdicts
+from labkit.lab.judging import rules, verdicts
 
 from labkit.core import results
 
@@ -48,7 +48,7 @@ def ledger():
         status = manifest.get(nb, {})
         if status.get("ok") is False:
             continue
-        # The notebook's own verdicts, and those of its article-table rows (labkit.lab.articles).
+        # The notebook's own verdicts, and those of its article-table rows (labkit.lab.report.articles).
         for path in (results.data_dir() / f"{nb}_verdicts.csv",
                      results.data_dir() / f"{nb}_article_verdicts.csv"):
             if path.exists():
@@ -57,7 +57,7 @@ def ledger():
     # A claim judged from two notebooks' parts (C004.2: 07b's memory, 09's throughput) is
     # judged here again from both data files, whichever notebook ran last.
     for claim_id in JUDGED_HERE:
-        row = claim_rules.recompute(claim_id, results.data_dir())
+        row = rules.recompute(claim_id, results.data_dir())
         if row is not None:
             found[claim_id] = {k: str(v) for k, v in row.items()}
     rows = []

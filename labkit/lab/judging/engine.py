@@ -14,7 +14,7 @@ import math
 
 from labkit.core import sequential
 
-from labkit.lab import verdicts
+from labkit.lab.judging import verdicts
 
 # What a per-process statistic is, and how its interval reads on the rule's scale.
 SCALES = {

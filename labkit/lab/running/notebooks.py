@@ -45,7 +45,7 @@ def experiment_index():
     and, where a run left them, its last verdicts: the start page's live table."""
     import pandas as pd
 
-    from labkit.lab import verdicts
+    from labkit.lab.judging import verdicts
 
     claims = verdicts.claims()
     rows = []

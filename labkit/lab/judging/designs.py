@@ -10,29 +10,30 @@ import time
 from labkit.core import results, sequential
 from labkit.experiments import design
 
-from labkit.lab import claim_rules, sweep
+from labkit.lab.judging import rules
+from labkit.lab.running import sweep
 
 
 def _headline(rows) -> dict:
     """The rows of the notebook's own verdict table: the row claims of the article tables
-    are judged on the same runs, and shown in the article's section (labkit.lab.articles)."""
-    from labkit.lab.articles.rows import ROW_JUDGES
+    are judged on the same runs, and shown in the article's section (labkit.lab.report.articles)."""
+    from labkit.lab.report.articles.rows import ROW_JUDGES
 
     return {r["claim_id"]: r for r in rows if r["claim_id"] not in ROW_JUDGES}
 
 
 def rules_for(notebook: str) -> list:
-    """The rules judged on `notebook`'s design runs (claim_rules.RULES), in registry order."""
-    want = [claim_rules.RUNS.format(notebook)]
-    out = [fn for fn, names in claim_rules.RULES.values() if names == want]
+    """The rules judged on `notebook`'s design runs (rules.RULES), in registry order."""
+    want = [rules.RUNS.format(notebook)]
+    out = [fn for fn, names in rules.RULES.values() if names == want]
     if not out:
         raise ValueError(f"notebook must be one with a verdict design; {notebook!r} has no "
-                         "rule reading its runs in labkit.lab.claim_rules.RULES")
+                         "rule reading its runs in labkit.lab.judging.rules.RULES")
     return out
 
 
 def _hooks(notebook: str, labels, total: int):
-    name = claim_rules.RUNS.format(notebook)
+    name = rules.RUNS.format(notebook)
     started = time.time()
     finished = None
     path = results.data_dir() / "checkpoints" / f"{name}.csv"
@@ -60,7 +61,7 @@ def run(notebook: str, entries: dict, *, quick: bool, seed: int = 0):
     runs, rows, _ = design.measure_for_verdicts(
         entries, rules_for(notebook), schedule=schedule, seed=seed,
         progress=progress, finished=finished)
-    results.save_csv(runs, claim_rules.RUNS.format(notebook))
+    results.save_csv(runs, rules.RUNS.format(notebook))
     return runs, _headline(rows)
 
 
@@ -82,25 +83,25 @@ def run_rounds(notebook: str, measure, labels, *, quick: bool, seed: int = 0):
         return pd.concat([measure(lab, i).assign(side=lab, order=pos)
                           for pos, lab in enumerate(order)], ignore_index=True)
 
-    rules = rules_for(notebook)
-    runs, rows, _ = design.sequential(one_round, rules, schedule=schedule,
+    judged = rules_for(notebook)
+    runs, rows, _ = design.sequential(one_round, judged, schedule=schedule,
                                       progress=progress, finished=finished)
-    results.save_csv(runs, claim_rules.RUNS.format(notebook))
+    results.save_csv(runs, rules.RUNS.format(notebook))
     return runs, _headline(rows)
 
 
 def variance_table():
-    """labkit.lab.engine.variance_components of every verdict design saved in data/, one
+    """labkit.lab.judging.engine.variance_components of every verdict design saved in data/, one
     block of rows per notebook."""
     import pandas as pd
 
-    from labkit.lab import engine
+    from labkit.lab.judging import engine
 
-    names = sorted({n for _, files in claim_rules.RULES.values() for n in files
-                    if n.endswith(claim_rules.RUNS.format(""))})
+    names = sorted({n for _, files in rules.RULES.values() for n in files
+                    if n.endswith(rules.RUNS.format(""))})
     parts = []
     for name in names:
-        nb = name[:-len(claim_rules.RUNS.format(""))]
+        nb = name[:-len(rules.RUNS.format(""))]
         path = results.data_dir() / f"{name}.csv"
         if path.exists():
             runs = results.read_csv(path, low_memory=False)

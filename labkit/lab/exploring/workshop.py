@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 @dataclass
 class Measured:
     """A ratio measured on this machine: median of a over median of b, and its spread
-    (the bootstrap BCa 95% interval of labkit.lab.verdicts.ratio_with_spread)."""
+    (the bootstrap BCa 95% interval of labkit.lab.judging.verdicts.ratio_with_spread)."""
     what: str
     value: float
     low: float
@@ -97,7 +97,7 @@ def _summary(df, by):
 
 def ratio(a: str, b: str, *, quick: bool = False, **kwargs) -> Measured:
     """Measure kernels a and b here (interleaved) and return median(a) / median(b)."""
-    from labkit.lab import verdicts
+    from labkit.lab.judging import verdicts
 
     df = measure_kernels([a, b], quick=quick, **kwargs)
     r, lo, hi = verdicts.ratio_with_spread(df[df.entry == a].ns_per_switch,
@@ -118,7 +118,7 @@ def thread_vs_coroutine(*, quick: bool = False, kernel: str = "asm_fpu",
     import pandas as pd
 
     import labkit
-    from labkit.lab import verdicts
+    from labkit.lab.judging import verdicts
 
     switches, repeats, rounds = _sizes(quick, None, None, None)
     frames = []
@@ -160,7 +160,7 @@ def stack_ring(*, quick: bool = False, contexts: int = 4096, kernel: str = "asm_
     import pandas as pd
 
     import labkit
-    from labkit.lab import verdicts
+    from labkit.lab.judging import verdicts
     from labkit.core.plots import bytes_label
 
     switches = 100_000 if quick else 400_000

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 
 from labkit.core import results
-from labkit.lab.articles.measured import _csv
+from labkit.lab.report.articles.measured import _csv
 
 
 def jump_fcontext_memory_ops(library: str | None = None) -> dict:

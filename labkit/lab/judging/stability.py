@@ -3,7 +3,7 @@ its own results folder, and report each claim's agreement across the runs.
 
     labkit stability --runs 3 [--quick] [--only 05_kernel_switches ...] [--out DIR]
     labkit stability --runs 2 --with-committed     # after a full make reproduce
-    (python -m labkit.lab.stability ... does the same)
+    (python -m labkit.lab.judging.stability ... does the same)
 
 Writes DIR/run-1 ... run-K (data/, figures/, executed/ of each run), DIR/stability.csv
 (one row per claim: its verdict in every run, whether they all agree, and whether two
@@ -60,7 +60,7 @@ def figure(table, measured_only: bool = True) -> str:
 
 
 def _ledger_of(folder: Path):
-    from labkit.lab import ledger
+    from labkit.lab.judging import ledger
 
     before = os.environ.get("LABKIT_RESULTS_DIR")
     os.environ["LABKIT_RESULTS_DIR"] = str(folder)
@@ -109,11 +109,11 @@ def run(runs: int = 3, *, quick: bool = False, only: list[str] | None = None,
     (agreement table, seconds per run). with_committed: the committed full run's ledger
     is run 1 and the table is saved as data/stability.csv too."""
     from labkit.core import results
-    from labkit.lab import notebook_index, notebook_run
+    from labkit.lab.running import notebooks, notebook_run
 
     if not isinstance(runs, int) or isinstance(runs, bool) or not 1 <= runs <= 50:
         raise ValueError(f"runs must be an int in [1, 50]; got {runs!r}")
-    sources = [s for s in notebook_index.notebook_sources(only) if s.stem != notebook_index.LEDGER]
+    sources = [s for s in notebooks.notebook_sources(only) if s.stem != notebooks.LEDGER]
     if not sources:
         raise ValueError("only must name at least one experiment notebook (not the ledger)")
     out = Path(out).resolve() if out is not None else results.home() / "reports" / (
@@ -124,7 +124,7 @@ def run(runs: int = 3, *, quick: bool = False, only: list[str] | None = None,
     tables, seconds = [], []
     if with_committed:
         try:
-            committed = results.load_csv(notebook_index.LEDGER)
+            committed = results.load_csv(notebooks.LEDGER)
         except FileNotFoundError as exc:
             raise ValueError(f"with_committed needs a full run's ledger: {exc}") from None
         tables.append(committed)
@@ -149,7 +149,7 @@ def run(runs: int = 3, *, quick: bool = False, only: list[str] | None = None,
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """stability's options (shared by `labkit stability` and `python -m labkit.lab.stability`)."""
+    """stability's options (shared by `labkit stability` and `python -m labkit.lab.judging.stability`)."""
     parser.add_argument("--runs", type=int, default=3, help="how many runs (default 3)")
     parser.add_argument("--quick", action="store_true", help="the notebooks' quick mode")
     parser.add_argument("--only", nargs="+", metavar="NOTEBOOK", help="only these notebooks")
@@ -160,7 +160,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m labkit.lab.stability",
+    parser = argparse.ArgumentParser(prog="python -m labkit.lab.judging.stability",
                                      description=DESCRIPTION)
     add_arguments(parser)
     return run_parsed(parser.parse_args(argv), parser)

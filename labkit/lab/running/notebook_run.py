@@ -1,6 +1,6 @@
 """One notebook, executed: a jupytext percent-format .py file converted and run by
 papermill on the `labkit` Jupyter kernel, with every parameter's value for the run
-(labkit.lab.params) injected, and saved as an executed .ipynb. A failing notebook is an
+(labkit.lab.running.params) injected, and saved as an executed .ipynb. A failing notebook is an
 Outcome that says why, never an exception: whoever runs several goes on with the others.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from labkit.core.results import atomic_path
-from labkit.lab import params
+from labkit.lab.running import params
 
 KERNEL_NAME = "labkit"
 
@@ -35,7 +35,7 @@ class Outcome:
 
 def notebook_parameters(source: Path) -> set[str]:
     """The names a notebook's `parameters` cell assigns: what -p may set in a notebook
-    that has no table in labkit.lab.params (a workshop exercise, a test's own)."""
+    that has no table in labkit.lab.running.params (a workshop exercise, a test's own)."""
     import ast
 
     import jupytext
@@ -110,7 +110,7 @@ def ensure_kernel() -> str:
 
 def run_values(name: str, *, quick: bool, parameters: dict | None = None) -> dict:
     """What papermill passes to notebook `name`: `quick` and, for a notebook with a table
-    in labkit.lab.params, every parameter's value (those of `parameters` it has beat the
+    in labkit.lab.running.params, every parameter's value (those of `parameters` it has beat the
     mode's), so that its injected-parameters cell records all it runs with."""
     parameters = dict(parameters or {})
     if name not in params.TABLES:

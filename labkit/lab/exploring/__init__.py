@@ -1,0 +1,1 @@
+"""Exploring: the explorer and the workshop."""

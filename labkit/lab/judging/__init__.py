@@ -1,0 +1,1 @@
+"""Judging: the claims registry, the rules, the verdict engine and its calibration, the ledger, stability."""

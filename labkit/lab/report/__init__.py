@@ -1,0 +1,1 @@
+"""The report: the HTML page and the articles' tables."""

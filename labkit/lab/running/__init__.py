@@ -1,0 +1,1 @@
+"""Running: reproduce, executing notebooks, their parameters, sweeps and the status line."""

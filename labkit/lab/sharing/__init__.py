@@ -1,0 +1,1 @@
+"""Sharing: bundles, merging them, and the workshop room."""
