@@ -50,7 +50,8 @@ def _missing() -> str:
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
-        return "Playwright is not installed: .venv/bin/pip install -r requirements.txt"
+        return ("Playwright is not installed: make test (or .venv/bin/pip install -e "
+                "'.[test]' -c requirements.lock)")
     return ""
 
 

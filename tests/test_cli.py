@@ -163,28 +163,6 @@ def test_python_m_forms_still_work():
         assert "--quick" in res.stdout or "reproduce" in res.stdout
 
 
-def test_pyproject_is_the_one_list_of_requirements():
-    import tomllib
-
-    project = tomllib.loads((REPO / "pyproject.toml").read_text())
-    meta = project["project"]
-    extras = meta["optional-dependencies"]
-
-    def names(reqs):
-        return {re.split(r"[<>=!~\[ ;]", r.strip(), 1)[0].lower().replace("_", "-")
-                for r in reqs}
-
-    assert not (REPO / "requirements.txt").exists(), "a second list drifts from pyproject.toml"
-    declared = names([*meta["dependencies"], *sum(extras.values(), []),
-                      *project["build-system"]["requires"]])
-    learners = names([*meta["dependencies"], *sum((v for k, v in extras.items()
-                                                   if k != "test"), [])])
-    assert not {"pytest", "playwright"} & learners, "test-only tools belong to the test extra"
-    locked = {line.split("==")[0].strip().lower().replace("_", "-")
-              for line in (REPO / "requirements.lock").read_text().splitlines() if "==" in line}
-    assert declared <= locked, f"not in requirements.lock: {declared - locked}"
-
-
 # ---- labkit check ----
 
 def test_check_json_has_the_rows_reproduce_records(tmp_path, monkeypatch, capsys):

@@ -77,23 +77,23 @@ KERNEL_EDITS = {
 }
 
 # A peer that times what direct_call does, from a library the peers did not link before
-# (libm, there on every machine).
+# (libm, there on every machine): one row of the peer table, its run, and the library's line.
+PEER_ROW_TEXT = f'    X({DUMMY_PEER}, baseline, 0, "the test\'s dummy: a direct call and its return")\n'
 PEER_EDITS = {
     "labkit/cxx/peers.h": _chain(
-        _replace("    LKX_NPEERS\n", "    LKX_TEST_DUMMY,\n    LKX_NPEERS\n"),
+        _replace('      "its state and pending-exception checks")\n',
+                 '      "its state and pending-exception checks")                                  \\\n'
+                 + PEER_ROW_TEXT),
         _replace('    L(boost_fiber, "boost/fiber/all.hpp", "libboost-fiber-dev")\n',
                  '    L(boost_fiber, "boost/fiber/all.hpp", "libboost-fiber-dev") \\\n'
                  '    L(m, "math.h", "libc6-dev")\n')),
-    "labkit/cxx/peers.cpp": _chain(
-        _replace("    case LKX_DIRECT_CALL:\n", "    case LKX_TEST_DUMMY:\n    case LKX_DIRECT_CALL:\n"),
-        _replace('    "boost_coroutine2",\n};', f'    "boost_coroutine2", "{DUMMY_PEER}",\n}};'),
-        _replace('    "its state and pending-exception checks",\n};',
-                 '    "its state and pending-exception checks",\n'
-                 '    "the test\'s dummy: a direct call and its return",\n};')),
-    "labkit/core/systems.py": _replace(
-        '"boost_coroutine2": ("stackful", False),\n',
-        f'"boost_coroutine2": ("stackful", False),\n    "{DUMMY_PEER}": ("baseline", False),\n'),
+    "labkit/cxx/peers.cpp": _replace(
+        "#define LKX_RUN_CASE(",
+        f"LKX_RUN({DUMMY_PEER}) {{\n"
+        "    run_samples(loop_direct, p, args.rounds, args.warmup, args.repeats, args.out);\n"
+        "    return 0;\n}\n\n#define LKX_RUN_CASE("),
 }
+
 
 # A Python peer that counts both sides' transfers and switches nothing.
 PY_EDITS = {
@@ -118,6 +118,20 @@ def test_every_row_counts_the_files_it_names():
         for f in files:
             if "<" not in f:
                 assert (ROOT / f).exists(), f"{what}: {f} is not a file of the repository"
+
+
+def test_a_cxx_peer_is_one_row_of_the_peer_table():
+    """Its enum value, name, kind, FP control and what it saves come from that one row; the
+    rest of the peer's C++ is its run."""
+    path = "labkit/cxx/peers.h"
+    def lines(text):  # a macro's line continuations aside
+        return [ln.rstrip(" \\") for ln in text.splitlines()]
+
+    before = lines((ROOT / path).read_text())
+    added = [ln for ln in lines(PEER_EDITS[path]((ROOT / path).read_text())) if ln not in before]
+    rows = [ln for ln in added if ln.lstrip().startswith("X(")]
+    assert rows == [PEER_ROW_TEXT.rstrip("\n")]
+    assert set(added) - set(rows) == {'    L(m, "math.h", "libc6-dev")'}
 
 
 def test_the_edits_are_the_docs_files():

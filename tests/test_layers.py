@@ -3,7 +3,9 @@
 and the layers below it. Within the core, the base modules (errors, the argument checks,
 where results go, the build table, the struct layouts, the worker's entry point) import
 nothing above themselves either. Read from the source with ast, so a function-local import
-counts the same as one at the top."""
+counts the same as one at the top. The native folders (csrc < cxx < servers) are layers too:
+their #include "..." lines go down or stay, round no circle, and inside the C core each file
+calls only the ones below it (nm on its object file)."""
 import ast
 import functools
 import re
@@ -226,3 +228,132 @@ def test_every_public_name_loads():
     with pytest.raises(AttributeError, match="no_such_name"):
         getattr(labkit, "no_such_name")
 
+
+
+# ---- C and C++: the native folders' layers ----
+
+# The native folders, lowest first: the C core, the C++ peers (and the callgrind driver,
+# which knows both libraries), the echo servers. An #include "..." names a file of its own
+# folder or of a lower one, found from the including file's folder.
+C_FOLDERS = ("csrc", "cxx", "servers")
+C_SUFFIXES = {".c", ".h", ".cpp", ".hpp"}
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def _c_includes(root: Path) -> dict[str, set[str]]:
+    """{file: the files its #include "..." lines name}, as paths below root (labkit/);
+    a name that is no file of the folders stays as written, with "?" before it."""
+    graph = {}
+    for folder in C_FOLDERS:
+        for path in sorted((root / folder).rglob("*")):
+            if path.suffix not in C_SUFFIXES:
+                continue
+            found = set()
+            for name in _INCLUDE.findall(path.read_text(errors="replace")):
+                target = (path.parent / name).resolve()
+                inside = target.is_file() and target.is_relative_to(root.resolve())
+                rel = target.relative_to(root.resolve()).as_posix() if inside else ""
+                found.add(rel if rel.split("/")[0] in C_FOLDERS else f"?{name}")
+            graph[path.relative_to(root).as_posix()] = found
+    return graph
+
+
+def _c_layer_problems(root: Path) -> list[str]:
+    """What is wrong with the includes of the native folders under root: an include of no
+    file of the folders, one that goes up a layer, a circle."""
+    graph = _c_includes(root)
+    rank = {folder: i for i, folder in enumerate(C_FOLDERS)}
+    problems = []
+    for source, targets in sorted(graph.items()):
+        for target in sorted(targets):
+            if target.startswith("?"):
+                problems.append(f"{source} includes {target[1:]!r}, no file of "
+                                f"{', '.join(C_FOLDERS)} next to it or below")
+            elif rank[target.split("/")[0]] > rank[source.split("/")[0]]:
+                problems.append(f"{source} includes {target}, a higher layer")
+    circle = _cycle({s: {t for t in ts if not t.startswith("?")} for s, ts in graph.items()})
+    if circle:
+        problems.append("an include circle: " + " -> ".join(circle))
+    return problems
+
+
+def _fake_tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    for folder in C_FOLDERS:
+        (root / folder).mkdir(exist_ok=True)
+    return root
+
+
+def test_the_include_check_refuses_a_circle_an_upward_include_and_a_lost_one(tmp_path):
+    fine = _fake_tree(tmp_path / "fine", {
+        "csrc/core.h": "#include <stdint.h>\n", "csrc/core.c": '#include "core.h"\n',
+        "cxx/peers.h": '#include "../csrc/core.h"\n',
+        "servers/s.c": '# include "../cxx/peers.h"\n#include "../csrc/core.h"\n'})
+    assert _c_layer_problems(fine) == []
+    circle = _fake_tree(tmp_path / "circle", {
+        "csrc/a.h": '#include "b.h"\n', "csrc/b.h": '#include "a.h"\n'})
+    assert _c_layer_problems(circle) == ["an include circle: csrc/a.h -> csrc/b.h -> csrc/a.h"]
+    upward = _fake_tree(tmp_path / "upward", {
+        "csrc/count.c": '#include "../cxx/peers.h"\n', "cxx/peers.h": "\n"})
+    assert _c_layer_problems(upward) == ["csrc/count.c includes cxx/peers.h, a higher layer"]
+    lost = _fake_tree(tmp_path / "lost", {"servers/s.c": '#include "labkit_core.h"\n'})
+    assert _c_layer_problems(lost) == [
+        "servers/s.c includes 'labkit_core.h', no file of csrc, cxx, servers next to it or below"]
+
+
+def test_c_includes_go_down_and_round_no_circle():
+    """The C core never includes the C++ side, the C++ side never the servers, and no file
+    includes itself back through others."""
+    graph = _c_includes(PACKAGE)
+    assert any(t.startswith("csrc/") for s, ts in graph.items() if s.startswith("cxx/") for t in ts)
+    problems = _c_layer_problems(PACKAGE)
+    assert not problems, "\n".join(problems)
+
+
+def _call_order_problems(order: list[str], objects: dict[str, Path]) -> list[str]:
+    """Each of `order`'s files (lowest first) calls only labkit functions (lk_*) that a file
+    before it defines, as nm reads their object files."""
+    import subprocess
+
+    def symbols(obj, *flags):
+        out = subprocess.run(["nm", *flags, str(obj)], capture_output=True, text=True,
+                             check=True).stdout
+        return {line.split()[-1] for line in out.splitlines() if line.strip()}
+
+    defines = {src: symbols(objects[src], "--defined-only", "-g") for src in order}
+    problems = []
+    for i, src in enumerate(order):
+        below = set().union(*(defines[s] for s in order[:i]))
+        for sym in sorted(s for s in symbols(objects[src], "-u") if s.startswith("lk_")):
+            if sym not in below:
+                by = [s for s in order if sym in defines[s]]
+                problems.append(f"{src} calls {sym}, defined by {by[0] if by else 'none'}")
+    return problems
+
+
+def test_each_c_core_file_calls_only_those_before_it(tmp_path):
+    """The C core's sources, in the order native_build lists them (lowest first): what each
+    object file needs of labkit's is defined by a file before it, so the stackful server
+    can link the stacks alone, and no two files call each other."""
+    import shutil
+    import subprocess
+
+    from labkit.core import native_build
+
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None or shutil.which("nm") is None:
+        pytest.skip("needs a C compiler and nm")
+    order = [*native_build.CORE_SOURCES, "csrc/frequency.c", *native_build.CHECK_SOURCES]
+    objects = {}
+    for src in order:
+        objects[src] = tmp_path / (Path(src).stem + ".o")
+        subprocess.run([cc, "-O2", "-c", "-o", str(objects[src]), str(PACKAGE / src)],
+                       check=True)
+    problems = _call_order_problems(order, objects)
+    assert not problems, "\n".join(problems)
+    # The check can fail: the kernel table hands out the copy stack's switch.
+    swapped = ["csrc/stack.c", "csrc/kernels.c", "csrc/copy_stack.c"]
+    assert _call_order_problems(swapped, objects) == [
+        "csrc/kernels.c calls lk_swap_copy_stack, defined by csrc/copy_stack.c"]

@@ -62,7 +62,7 @@ def test_the_cxx_peers_are_the_librarys_in_its_order():
 
 
 def test_callgrinds_driver_knows_each_systems_name():
-    text = (CSRC / "count_main.c").read_text()
+    text = (CSRC.parent / "cxx" / "count_main.c").read_text()
     usage = re.search(r"usage: %s LIB (\S+) INDEX", text).group(1).split("|")
     assert usage == [s.count_driver for s in systems.SYSTEMS.values() if s.count_driver]
 

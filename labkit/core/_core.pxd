@@ -1,5 +1,5 @@
 # Declarations of labkit's C core (labkit/csrc/labkit_core.h, handoff.h, lk_timer.h, perf.h)
-# for _core.pyx.
+# and of the C++ peers' table (labkit/cxx/peers.h) for _core.pyx.
 # The structs are opaque here: their fields are declared once, in C (lk_layout.h); so are
 # the functions' parameters (see below).
 from libc.stdint cimport int64_t, uint32_t, uint64_t
@@ -63,3 +63,9 @@ cdef extern from "csrc/handoff.h" nogil:
 
 cdef extern from "csrc/perf.h" nogil:
     int lk_perf_open(...)
+
+
+cdef extern from "cxx/peers.h" nogil:
+    # The peer table's text (LKX_PEERS), a static inline function of the header: the
+    # catalogue knows the peers where their library is not built too.
+    const char *lkx_peer_table()

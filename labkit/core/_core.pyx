@@ -42,6 +42,20 @@ def kernel_table():
     return rows
 
 
+def peer_table():
+    """One dict per C++ peer, in the order of enum lkx_peer (the peer table, LKX_PEERS in
+    cxx/peers.h): index, name, kind, fp_control (whether measure's fp_control can set its
+    words), saves."""
+    rows = []
+    for k, line in enumerate(lkx_peer_table().decode().splitlines()):
+        head, _, saves = line.partition(" saves=")
+        name, *props = head.split()
+        props = dict(p.split("=") for p in props)
+        rows.append({"index": k, "name": name, "kind": props["kind"],
+                     "fp_control": props["fp_control"] == "1", "saves": saves})
+    return rows
+
+
 def build_info():
     """Architecture, timer, compiler and flags the core was built with."""
     return {

@@ -206,10 +206,6 @@ def peer_names(tag: str = PEER_BUILD) -> list[str]:
         names.append(name)
 
 
-def peer_saves(name: str, tag: str = PEER_BUILD) -> str:
-    return peers(tag).lkx_peer_saves(peer_names(tag).index(name)).decode()
-
-
 def peer_why_not(name: str, tag: str = PEER_BUILD) -> str:
     """'' if the peer was compiled into the library, else why not and what to install."""
     return peers(tag).lkx_peer_why_not(peer_names(tag).index(name)).decode()

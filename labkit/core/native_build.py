@@ -9,7 +9,7 @@ coroutines), and the echo servers with their load generator (notebook 09).
 
 This file imports nothing from labkit, so setup.py can load it before the extension
 exists. Each source list is declared once here (the Cython extension and the C self-test
-read CORE_SOURCES too). A target whose headers are missing, or that fails to compile, is
+read CORE_SOURCES too), and each program links only the sources it calls. A target whose headers are missing, or that fails to compile, is
 skipped: OUT_DIR/<target>.missing.txt says why, starting with "missing here: install ..."
 when a package would fix it, and the rest of the lab still builds. OUT_DIR/build.json
 records how every target was built (flags, compiler), servers.json the echo servers'.
@@ -29,17 +29,23 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1]  # labkit/: the native sources and bin/
 OUT_NAME = "bin"  # labkit/bin/: the compiled libraries and programs of the table below
 
-# The C core: the switch kernels, the timing harness, the rings, the FP/vector state
-# saves. Declared once.
-CORE_SOURCES = ["csrc/kernels.c", "csrc/copy_stack.c", "csrc/harness.c", "csrc/ring.c",
-                "csrc/xstate.c"]
+# The C core, lowest first (each file calls only those before it). Declared once.
+# Guarded stacks, new contexts and the switches themselves: all a stackful program needs.
+STACK_SOURCES = ["csrc/stack.c"]
+# The switch kernels: the copy stacks and the kernel table.
+KERNEL_SOURCES = [*STACK_SOURCES, "csrc/copy_stack.c", "csrc/kernels.c"]
+# The kernels with the timing harness, the rings and the FP/vector state saves.
+CORE_SOURCES = [*KERNEL_SOURCES, "csrc/harness.c", "csrc/ring.c", "csrc/xstate.c"]
+# The correctness checks (registers, FP control state, the stack guard) the tests run.
+CHECK_SOURCES = ["csrc/checks.c"]
 CORE_HEADERS = ["csrc/labkit_core.h", "csrc/lk_layout.h", "csrc/lk_timer.h", "csrc/switch_platform.h",
                 "csrc/switch_x86_64_sysv.h", "csrc/switch_aarch64_aapcs.h", "csrc/xstate.h"]
-# The Cython extension labkit.core._core wraps the core, the kernel-switch probes and
-# perf_event_open (labkit.core.counters).
-EXTENSION_SOURCES = [*CORE_SOURCES, "csrc/handoff.c", "csrc/perf.c"]
-EXTENSION_HEADERS = [*CORE_HEADERS, "csrc/handoff.h", "csrc/perf.h"]
-SELFTEST_SOURCES = ["csrc/selftest.c", *CORE_SOURCES]
+# The Cython extension labkit.core._core wraps the core, its checks, the kernel-switch
+# probes and perf_event_open (labkit.core.counters); it reads the C++ peers' table from
+# cxx/peers.h (a header alone: no C++ is compiled into it).
+EXTENSION_SOURCES = [*CORE_SOURCES, *CHECK_SOURCES, "csrc/handoff.c", "csrc/perf.c"]
+EXTENSION_HEADERS = [*CORE_HEADERS, "csrc/handoff.h", "csrc/perf.h", "cxx/peers.h"]
+SELFTEST_SOURCES = ["csrc/selftest.c", *CHECK_SOURCES, *CORE_SOURCES]
 HANDOFF_SELFTEST_SOURCES = ["csrc/handoff_selftest.c", "csrc/handoff.c"]
 
 # The builds the optimisation-level experiment puts side by side (notebook 02).
@@ -75,7 +81,7 @@ def _targets() -> dict[str, dict]:
             group="core", lang="c", sources=[*CORE_SOURCES, "csrc/frequency.c"],
             headers=[*CORE_HEADERS, "csrc/frequency.h"], flags=[*opt, *WARN], shared=True,
             record=("LK_CFLAGS", " ".join(opt)))
-    t["lk_count"] = dict(group="tools", lang="c", sources=["csrc/count_main.c"],
+    t["lk_count"] = dict(group="tools", lang="c", sources=["cxx/count_main.c"],
                          headers=[*CORE_HEADERS, "cxx/peers.h"], flags=["-O2", *WARN], libs=["-ldl"])
     for tag, opt in OPT_LEVELS.items():
         t[f"liblabkit_peers-{tag}.so"] = dict(
@@ -92,9 +98,8 @@ def _targets() -> dict[str, dict]:
                                defines=["-DLK_URING"], libs=["-luring"],
                                needs=[("liburing.h", URING_HINT)])
     t["stackful_epoll"] = dict(server, lang="c",
-                               sources=["servers/stackful.c", *SERVER_C, "csrc/kernels.c",
-                                        "csrc/copy_stack.c"],
-                               headers=[*SERVER_H, *CORE_HEADERS], include=["csrc"],
+                               sources=["servers/stackful.c", *SERVER_C, *STACK_SOURCES],
+                               headers=[*SERVER_H, *CORE_HEADERS],
                                record=("LK_CFLAGS", " ".join(SERVER_CFLAGS)))
     cxx_server = dict(server, lang="c++", flags=["-std=c++20", *SERVER_CFLAGS],
                       c_objects=SERVER_C)
@@ -160,8 +165,7 @@ def _commands(spec: dict, target: Path, objdir: Path) -> tuple[list[list[str]], 
     if "record" in spec:
         macro, value = spec["record"]
         defines.append(f'-D{macro}="{value}"')
-    includes = [f"-I{PACKAGE / d}" for d in spec.get("include", [])]
-    includes.append(f"-I{PACKAGE / Path(spec['sources'][0]).parent}")
+    includes = [f"-I{PACKAGE / Path(spec['sources'][0]).parent}"]
     shared = ["-shared", "-fPIC"] if spec.get("shared") else []
     cmds, objects = [], []
     c_flags = [f for f in flags if not f.startswith("-std=")]

@@ -89,7 +89,7 @@ def available(name: str) -> tuple[bool, str]:
         try:
             import greenlet  # noqa: F401
         except ImportError:
-            return False, "greenlet is not installed: pip install greenlet (in requirements.txt)"
+            return False, "greenlet is not installed: pip install greenlet (a dependency of labkit: pyproject.toml)"
     return True, ""
 
 

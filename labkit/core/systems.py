@@ -3,13 +3,14 @@ and the Python peers. A record says what its entries are called and what kind ea
 whether one runs here (and what to install when it does not), which of measure's
 parameters apply to it, how measure turns a call into a job and which worker function
 runs that job, the library and builds its code comes from, and what the callgrind driver
-(csrc/count_main.c) calls it. The catalogue (entries), measure (timing, which hands the
+(cxx/count_main.c) calls it. The catalogue (entries), measure (timing, which hands the
 job's flags to the row metadata), callgrind, the explorer and the tests read these
 records; none of them tells the systems apart by itself.
 
 The kernels come from the C core's kernel table (LK_KERNELS in csrc/labkit_core.h, read
-through _core.kernel_table()), the Python peers from labkit.core.pypeers; the C++ peers,
-which the catalogue lists even where their library is not built, are named here."""
+through _core.kernel_table()), the C++ peers from the peers' table (LKX_PEERS in
+cxx/peers.h, read through _core.peer_table(), so the catalogue lists them even where their
+library is not built), the Python peers from labkit.core.pypeers."""
 from __future__ import annotations
 
 import functools
@@ -25,9 +26,6 @@ FP_CONTROL_MODES = {"as-is": 0, "same": 1, "differ": 2}
 # The parameters of measure (and "ring": measure_ring) that mean something for some
 # systems only.
 PARAMETERS = ("stack_size", "prefault", "build", "fp_control", "stack_in_use", "ring")
-
-_X86_64 = platform.machine() in ("x86_64", "AMD64")
-
 
 @dataclass(frozen=True)
 class Job:
@@ -155,26 +153,17 @@ KERNELS = System(
 
 # ---- the C++ peers: labkit/cxx/peers.cpp, in liblabkit_peers-<build>.so ----
 
-# In the order of enum lkx_peer (cxx/peers.h): each peer's kind, and whether measure's
-# fp_control can set both contexts' FP control words apart (MXCSR: x86-64 only).
-CXX_PEERS = {
-    "direct_call": ("baseline", False), "indirect_call": ("baseline", False),
-    "virtual_call": ("baseline", False), "syscall_getppid": ("baseline", False),
-    "cxx20_generator": ("stackless", False), "cxx20_symmetric": ("stackless", False),
-    "boost_fcontext": ("stackful", _X86_64), "boost_fiber": ("stackful", False),
-    "boost_fibers_yield": ("stackful", False), "boost_coroutine2": ("stackful", False),
-}
+@functools.lru_cache(maxsize=1)
+def peer_rows() -> dict[str, dict]:
+    """{name: row} of the peers' table, in the order of enum lkx_peer: each peer's kind,
+    what it saves, and whether measure's fp_control can set both contexts' FP control
+    words apart."""
+    return {row["name"]: row for row in _core.peer_table()}
 
 
 def fp_control_settable() -> tuple[str, ...]:
     """The entries, of every system, whose fp_control can be other than "as-is"."""
-    return KERNELS.names() + tuple(n for n, (_, ok) in CXX_PEERS.items() if ok)
-
-
-def _peer_saves(name: str) -> str:
-    from labkit.core import native
-
-    return native.peer_saves(name) if not native.peers_missing_reason() else "(not built here)"
+    return KERNELS.names() + tuple(n for n, row in peer_rows().items() if row["fp_control"])
 
 
 def _peer_available(name: str) -> tuple[bool, str]:
@@ -190,7 +179,7 @@ def _cxx_peer_job(kernel, size, prefault, build, fp_control) -> Job:
 
     _no_prefault(kernel, prefault)
     build = _build(build, native.DEFAULT_BUILD)
-    fp_control = _fp_control(kernel, fp_control, settable=CXX_PEERS[kernel][1])
+    fp_control = _fp_control(kernel, fp_control, settable=peer_rows()[kernel]["fp_control"])
     return Job(function="worker_peer_pingpong",
                args=dict(peer=kernel, build=build, fpctl_mode=FP_CONTROL_MODES[fp_control]),
                build=build, cflags=native.peers_cflags(build), prefault=prefault,
@@ -205,9 +194,9 @@ def _peer_index(name: str, build: str) -> int:
 
 CXX = System(
     family="peer", what="C++ peer",
-    names=lambda: tuple(CXX_PEERS),
-    kind=lambda n: CXX_PEERS[n][0],
-    saves=_peer_saves, returns_by=lambda n: "(the peer's own)",
+    names=lambda: tuple(peer_rows()),
+    kind=lambda n: peer_rows()[n]["kind"],
+    saves=lambda n: peer_rows()[n]["saves"], returns_by=lambda n: "(the peer's own)",
     note=lambda n: "a real system, measured by the same harness method as labkit's kernels",
     available=_peer_available,
     applies=frozenset({"stack_size", "build", "fp_control"}),

@@ -1,8 +1,15 @@
 /* labkit_core.h -- the C side of labkit: kernels, stacks, the timed loops and the self-checks.
  * Its callers, always inside a worker process: labkit/core/_core.pyx (the default build),
  * ctypes in labkit/core/native.py (the -O builds), the C++ peers (through cxx/peers.h, for
- * lk_sample and the stacks), and the C programs lk_count, the stackful echo server and the
- * self-tests. */
+ * lk_sample), and the C programs lk_count (cxx/), the stackful echo server and the
+ * self-tests.
+ *
+ * Its sources, lowest first; each calls only those before it (native_build.py lists them):
+ *   stack.c       guarded stacks, new contexts, and the switches themselves
+ *   copy_stack.c  copy stacks
+ *   kernels.c     the kernel table: names, properties, availability, lk_swap_of
+ *   harness.c, ring.c, xstate.c, frequency.c   the timed loops
+ *   checks.c      the correctness checks (registers, FP control state, the stack guard) */
 #ifndef LABKIT_CORE_H
 #define LABKIT_CORE_H
 
@@ -76,12 +83,20 @@ enum lk_kernel { LK_KERNELS(LK_KERNEL_ENUM) LK_NKERNELS };
 
 /* What a kernel's save/load words point at (the HANDLE column). */
 enum lk_handle { LK_HANDLE_sp, LK_HANDLE_regs, LK_HANDLE_uc, LK_HANDLE_copy, LK_HANDLE_none };
+#define LK_HANDLE_CASE(name, ARCH, HANDLE, STACKFUL, KEEPS_FP, WHY_NOT) \
+    case LK_KERNEL_##name: return LK_HANDLE_##HANDLE;
+static inline enum lk_handle lk_handle_of(int kernel) {
+    switch (kernel) {
+    LK_KERNELS(LK_HANDLE_CASE)
+    default: return LK_HANDLE_none;
+    }
+}
 
 typedef void (*lk_swap_fn)(void **save_sp, void *load_sp);
 
 /* The switches of the sp and regs kernels, defined in the architecture's switch file
- * (switch_platform.h); copy_stack's is in copy_stack.c. For regs, save and load point at
- * lk_regs_ctx structs, not at stack pointers. */
+ * (switch_platform.h, emitted by stack.c); copy_stack's is in copy_stack.c. For regs, save
+ * and load point at lk_regs_ctx structs, not at stack pointers. */
 #define LK_SWAP_DECL_sp(name) void lk_swap_##name(void **save_sp, void *load_sp);
 #define LK_SWAP_DECL_regs(name) void lk_swap_##name(void **save, void *load);
 #define LK_SWAP_DECL_uc(name)
@@ -95,6 +110,27 @@ LK_KERNELS(LK_SWAP_DECL)
 typedef struct {
     uint64_t slot[14];  /* rsp, return address, rbx, rcx, rdx, rsi, rdi, rbp, r8, r9, r12-r15 */
 } __attribute__((aligned(16))) lk_regs_ctx;
+
+/* ---- stack.c ---- */
+/* A mmapped stack with a PROT_NONE guard page below it. */
+typedef struct {
+    void *map;          /* start of the mapping (the guard page) */
+    size_t map_size;    /* guard + usable */
+    size_t usable;      /* usable bytes, a whole number of pages */
+    char *top;          /* highest address; the stack grows down from here */
+} lk_stack;
+
+size_t lk_page_size(void);
+/* usable is rounded up to whole pages; offset moves the top down (stack colouring). */
+int lk_stack_alloc(lk_stack *s, size_t usable, size_t offset, int prefault);
+void lk_stack_free(lk_stack *s);
+
+/* A new stackful context on s that starts in entry(arg); entry must never return.
+ * Returns what the kernel's switch switches to (lk_swap_of): for the asm kernels the
+ * context's saved stack pointer, for LK_UCONTEXT a ucontext_t kept at the top of s (0 if
+ * getcontext fails). An asm_xsave context needs lk_kernel_available() asked first (it
+ * sizes the xsave area). */
+void *lk_make(int kernel, lk_stack *s, void (*entry)(void *), void *arg);
 
 /* ---- kernels.c ---- */
 /* The table as text, "name handle=sp stackful=1 keeps_fp_control=0;" a kernel, in enum
@@ -113,25 +149,25 @@ const char *lk_arch_name(void);
 const char *lk_timer_name(void);
 const char *lk_compiler(void);
 
-/* A mmapped stack with a PROT_NONE guard page below it. */
-typedef struct {
-    void *map;          /* start of the mapping (the guard page) */
-    size_t map_size;    /* guard + usable */
-    size_t usable;      /* usable bytes, a whole number of pages */
-    char *top;          /* highest address; the stack grows down from here */
-} lk_stack;
-
-size_t lk_page_size(void);
-/* usable is rounded up to whole pages; offset moves the top down (stack colouring). */
-int lk_stack_alloc(lk_stack *s, size_t usable, size_t offset, int prefault);
-void lk_stack_free(lk_stack *s);
-
-/* A new stackful context on s that starts in entry(arg); entry must never return.
- * Returns what lk_swap_of(kernel) switches to: for the asm kernels the context's saved
- * stack pointer, for LK_UCONTEXT a ucontext_t kept at the top of s (0 if getcontext fails). */
-void *lk_make(int kernel, lk_stack *s, void (*entry)(void *), void *arg);
+/* The switch of a kernel whose context is a stack pointer, an lk_regs_ctx or an lk_copy_ctx
+ * (0 for ucontext and stackless). */
 lk_swap_fn lk_swap_of(int kernel);
 
+/* The FP control state: reset to the ABI's defaults, dirtied by an inexact division, read,
+ * written. */
+void lk_fpctl_reset(void);
+void lk_fpctl_divide(void);
+void lk_fpctl_read(uint32_t v[2]);
+void lk_fpctl_write(const uint32_t v[2]);
+/* The state components in use now (x86-64 XINUSE bitmap), or -1 where unknown. */
+int64_t lk_xinuse(void);
+/* XCR0, the xsave bytes for its components, and for every component the CPU supports
+ * (-1 each where there is no xsave). */
+void lk_xstate(int64_t out[3]);
+/* The hypervisor's CPUID signature, or "" where CPUID names none. */
+const char *lk_hypervisor_signature(void);
+
+/* ---- checks.c ---- */
 /* Self-checks, run by the tests. Return 0 on success, -1 if the kernel is not
  * available or stackless. */
 int lk_regprobe_count(void);
@@ -146,18 +182,6 @@ int lk_fptest(int kernel, uint32_t *main_set, uint32_t *main_after, uint32_t *co
 /* Runs a coroutine that uses about use_bytes of stack, then returns to main.
  * Past the stack's end it faults on the guard page: the worker dies by SIGSEGV. */
 int lk_stack_probe(int kernel, size_t stack_size, size_t use_bytes);
-
-void lk_fpctl_reset(void);
-void lk_fpctl_divide(void);
-void lk_fpctl_read(uint32_t v[2]);
-void lk_fpctl_write(const uint32_t v[2]);
-/* The state components in use now (x86-64 XINUSE bitmap), or -1 where unknown. */
-int64_t lk_xinuse(void);
-/* XCR0, the xsave bytes for its components, and for every component the CPU supports
- * (-1 each where there is no xsave). */
-void lk_xstate(int64_t out[3]);
-/* The hypervisor's CPUID signature, or "" where CPUID names none. */
-const char *lk_hypervisor_signature(void);
 
 /* ---- copy_stack.c ---- */
 /* Copy stacks: coroutines share one run stack; a suspended one keeps only the bytes it

@@ -7,7 +7,7 @@
  *
  * Stores what the kernel preserves below the current stack pointer, stores sp
  * to *save_sp, loads load_sp (a pointer that an earlier lk_swap_<kernel> or
- * lk_make_<kernel> produced), reloads the same frame and transfers control.
+ * lk_make produced), reloads the same frame and transfers control.
  *
  * Why these registers (AAPCS64, section 6.1 "Machine Registers" and 6.4
  * "Memory and the Stack"):
@@ -122,6 +122,9 @@
     ".globl " name "\n.hidden " name "\n.type " name ",%function\n.p2align 4\n" name ":\n"
 #define LK_END(name) ".size " name ",.-" name "\n"
 
+/* The switches' code, emitted by the one file that defines LK_SWITCH_CODE (stack.c);
+ * every other file that includes this one gets the declarations and helpers below. */
+#ifdef LK_SWITCH_CODE
 __asm__(
     ".text\n"
 
@@ -218,6 +221,7 @@ __asm__(
 
     ".pushsection .note.GNU-stack,\"\",@progbits\n"
     ".popsection\n");
+#endif
 
 #include <stdint.h>
 #include <string.h>
@@ -231,16 +235,16 @@ static const char *const lk_regprobe_names[LK_NREGPROBE] = {
 
 /* Nothing to ask the CPU: every kernel here uses base AArch64 only. */
 /* x86-64's XINUSE has no AArch64 counterpart here. */
-static int64_t lk_arch_xinuse(void) { return -1; }
+static inline int64_t lk_arch_xinuse(void) { return -1; }
 
-static int lk_arch_init(void) { return 1; }
+static inline int lk_arch_init(void) { return 1; }
 
 /* No XCR0 or xsave area on AArch64, and no CPUID leaf naming a hypervisor. */
-static void lk_arch_xstate(int64_t out[3]) { out[0] = out[1] = out[2] = -1; }
-static void lk_arch_hypervisor(char out[13]) { memset(out, 0, 13); }
+static inline void lk_arch_xstate(int64_t out[3]) { out[0] = out[1] = out[2] = -1; }
+static inline void lk_arch_hypervisor(char out[13]) { memset(out, 0, 13); }
 
 /* Bytes each kernel keeps on a suspended context's stack (for minimum stack sizes). */
-static size_t lk_arch_frame_bytes(int kernel) {
+static inline size_t lk_arch_frame_bytes(int kernel) {
     switch (kernel) {
     case LK_ASM: case LK_ASM_RET: return 160;
     case LK_ASM_FPU: return 176;
@@ -254,7 +258,7 @@ extern void lk_trampoline_aarch64(void);
  * kernel's restore path lands in the trampoline with x19 = entry, x20 = arg.
  * The d8-d15 slots start as zero; FPCR (asm_fpu) starts as a copy of the
  * creator's, as a new thread's does. */
-static void *lk_arch_make(int kernel, char *top, void (*entry)(void *), void *arg) {
+static inline void *lk_arch_make(int kernel, char *top, void (*entry)(void *), void *arg) {
     if (kernel != LK_ASM && kernel != LK_ASM_RET && kernel != LK_ASM_FPU) return 0;
     size_t bytes = kernel == LK_ASM_FPU ? 176 : 160;
     uint64_t *f = (uint64_t *)(((uintptr_t)top & ~(uintptr_t)15) - bytes);

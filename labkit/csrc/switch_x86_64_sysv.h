@@ -7,7 +7,7 @@
  *
  * Pushes what the kernel preserves onto the current stack, stores the stack
  * pointer to *save_sp, loads load_sp (a pointer that an earlier lk_swap_<kernel>
- * or lk_make_<kernel> produced), pops the same frame and transfers control.
+ * or lk_make produced), pops the same frame and transfers control.
  *
  * Why these registers (System V AMD64 ABI, section 3.2.1 and 3.2.3):
  *   rbx, rbp, r12-r15  callee-saved: the code we return into expects them intact.
@@ -57,7 +57,7 @@
  *   0x50 r12  0x58 r13  0x60 r14  0x68 r15     (112 B; a new context's sits at its stack's top)
  *
  * A new context starts in lk_trampoline_x86_64 with r12 = entry, r13 = argument
- * (see lk_make in kernels.c); the entry function must never return.
+ * (see lk_arch_make below, which lk_make calls); the entry function must never return.
  *
  * The compiler emits the .note.GNU-stack section for the C file that includes
  * this header; the pushsection at the end says the same for the asm itself.
@@ -88,6 +88,9 @@
     ".globl " name "\n.hidden " name "\n.type " name ",@function\n.p2align 4\n" name ":\n"
 #define LK_END(name) ".size " name ",.-" name "\n"
 
+/* The switches' code, emitted by the one file that defines LK_SWITCH_CODE (stack.c);
+ * every other file that includes this one gets the declarations and helpers below. */
+#ifdef LK_SWITCH_CODE
 __asm__(
     ".text\n"
 
@@ -248,6 +251,7 @@ __asm__(
 
     ".pushsection .note.GNU-stack,\"\",@progbits\n"
     ".popsection\n");
+#endif
 
 #include <stdint.h>
 #include <string.h>
@@ -258,14 +262,18 @@ static const char *const lk_regprobe_names[LK_NREGPROBE] = {"rbx", "rbp", "r12",
 
 /* Bytes that xsave64 writes for the components XCR0 enables, rounded up to 64:
  * set once by lk_arch_init() from CPUID leaf 0xD, read by lk_swap_asm_xsave. */
+#ifdef LK_SWITCH_CODE
 __attribute__((visibility("hidden"))) uint64_t lk_xsave_area_size = 0;
+#else
+extern __attribute__((visibility("hidden"))) uint64_t lk_xsave_area_size;
+#endif
 
 static inline void lk_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4]) {
     __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(sub));
 }
 
 /* 1 when the CPU and the OS let us use xsave64/xrstor64 (CPUID.1:ECX.OSXSAVE). */
-static int lk_arch_init(void) {
+static inline int lk_arch_init(void) {
     uint32_t r[4];
     lk_cpuid(1, 0, r);
     if (!(r[2] & (1u << 27))) return 0;
@@ -277,7 +285,7 @@ static int lk_arch_init(void) {
 /* XINUSE (xgetbv with ecx = 1): which state components are not in their initial
  * configuration right now. Saving the FP state costs more when, say, zmm16-31 are in use
  * (glibc's string functions use them on AVX-512 machines). -1 where not supported. */
-static int64_t lk_arch_xinuse(void) {
+static inline int64_t lk_arch_xinuse(void) {
     uint32_t r[4], lo, hi;
     lk_cpuid(1, 0, r);
     if (!(r[2] & (1u << 27))) return -1;
@@ -290,7 +298,7 @@ static int64_t lk_arch_xinuse(void) {
 /* The FP/SIMD state the OS makes every switch save (XCR0, xgetbv with ecx = 0) and the
  * xsave area it takes (CPUID leaf 0xD: EBX for XCR0's components, ECX for all the CPU
  * supports); -1 each where xsave is not enabled. */
-static void lk_arch_xstate(int64_t out[3]) {
+static inline void lk_arch_xstate(int64_t out[3]) {
     uint32_t r[4], lo, hi;
     out[0] = out[1] = out[2] = -1;
     lk_cpuid(1, 0, r);
@@ -304,7 +312,7 @@ static void lk_arch_xstate(int64_t out[3]) {
 
 /* The hypervisor's CPUID signature (leaf 0x40000000: "KVMKVMKVM", "Microsoft Hv"...),
  * or "" when CPUID.1:ECX.hypervisor is clear (bare metal, or a hypervisor that hides). */
-static void lk_arch_hypervisor(char out[13]) {
+static inline void lk_arch_hypervisor(char out[13]) {
     uint32_t r[4];
     memset(out, 0, 13);
     lk_cpuid(1, 0, r);
@@ -316,7 +324,7 @@ static void lk_arch_hypervisor(char out[13]) {
 }
 
 /* Bytes each kernel keeps on a suspended context's stack (for minimum stack sizes). */
-static size_t lk_arch_frame_bytes(int kernel) {
+static inline size_t lk_arch_frame_bytes(int kernel) {
     switch (kernel) {
     case LK_ASM: case LK_ASM_RET: return 56;
     case LK_ASM_FPU: return 64;
@@ -332,7 +340,7 @@ extern void lk_trampoline_x86_64(void);
 /* Lay out a new context's first frame below top (16-aligned) so that the
  * kernel's restore path lands in the trampoline with r12 = entry, r13 = arg.
  * FP state starts as a copy of the creator's, as a new thread's does. */
-static void *lk_arch_make(int kernel, char *top, void (*entry)(void *), void *arg) {
+static inline void *lk_arch_make(int kernel, char *top, void (*entry)(void *), void *arg) {
     if (kernel == LK_LIBCO_DESIGN) {
         /* The struct at the top; the stack starts 16 bytes below it, 16-aligned, so the
          * trampoline's call is aligned after the push + ret. */

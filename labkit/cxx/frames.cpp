@@ -737,10 +737,6 @@ int lkf_alloc_bench(int allocator, size_t block, uint64_t pairs, uint64_t live, 
     return -1;
 }
 
-int lkf_pool_stats_of(int allocator, lkf_pool_stats *out) {
-    return pool_stats(allocator, out) ? 0 : -1;
-}
-
 int lkf_pool_release(int allocator) { return pool_release(allocator) ? 0 : -1; }
 
 int lkf_coro_run(int variant, int allocator, uint64_t n, uint64_t batch, int release_pool,

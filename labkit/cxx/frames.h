@@ -65,11 +65,6 @@ LK_LAYOUT_DECL(lkf_sample)
 LK_STRUCT(lkf_pool_stats, LKF_POOL_STATS_FIELDS)
 LK_LAYOUT_DECL(lkf_pool_stats)
 
-/* Counters of a pool (LKF_TLPOOL: this thread's); -1 for LKF_HEAP. LKF_ATOMIC_POOL does
- * not count allocs and frees (that would take atomics of its own): its in_use is
- * carved - free_blocks. */
-int lkf_pool_stats_of(int allocator, lkf_pool_stats *out);
-
 /* What a run of many coroutines or contexts kept resident. The /proc/self/status
  * figures are in kB, read before anything is made (after the handle array is touched),
  * while everything is alive, and after everything is freed. */

@@ -457,157 +457,155 @@ struct fpctl_scope {
     uint16_t cw;
 };
 
-int pingpong_cxx(int peer, size_t stack_size, uint64_t rounds, int warmup, int repeats,
-                 lk_sample *out, char *err, size_t errlen) {
+/* The arguments of one lkx_pingpong call. */
+struct run_args {
+    size_t stack_size;
+    uint64_t rounds;
+    int warmup, repeats;
+    lk_sample *out;
+    char *err;
+    size_t errlen;
+};
+
+/* Each peer's run, named after its row of the peer table (LKX_PEERS, peers.h): it makes
+ * the peer's contexts, samples its loop and undoes them. Returns 0, or -1 with args.err
+ * filled. */
+#define LKX_RUN(name) int run_##name(pingpong *p, const run_args &args)
+
+LKX_RUN(direct_call) {
+    run_samples(loop_direct, p, args.rounds, args.warmup, args.repeats, args.out);
+    return 0;
+}
+
+LKX_RUN(indirect_call) {
+    run_samples(loop_indirect, p, args.rounds, args.warmup, args.repeats, args.out);
+    return 0;
+}
+
+LKX_RUN(virtual_call) {
+    run_samples(loop_virtual, p, args.rounds, args.warmup, args.repeats, args.out);
+    return 0;
+}
+
+LKX_RUN(syscall_getppid) {
+    run_samples(loop_syscall, p, args.rounds, args.warmup, args.repeats, args.out);
+    return 0;
+}
+
+LKX_RUN(cxx20_generator) {
+    coro g = gen_body(p);
+    p->gen = g.h;
+    run_samples(loop_generator, p, args.rounds, args.warmup, args.repeats, args.out);
+    return 0;  /* ~coro destroys the suspended frame */
+}
+
+LKX_RUN(cxx20_symmetric) {
+    if (!symmetric_is_tail_jump()) {
+        fail(args.err, args.errlen,
+             "cxx20_symmetric: this build does not turn symmetric transfer into a tail "
+             "jump (GCC does only with -foptimize-sibling-calls, on from -O2), so every "
+             "transfer would nest one call deeper and overflow the stack");
+        return -1;
+    }
+    coro a = sym_a_body(p);
+    coro b = sym_b_body(p);
+    p->sym_a = g_sym_a = a.h;
+    p->sym_b = g_sym_b = b.h;
+    run_samples(loop_symmetric, p, args.rounds, args.warmup, args.repeats, args.out);
+    return 0;  /* both frames are suspended; destroying them frees them */
+}
+
+LKX_RUN(boost_fcontext) {
+    fpctl_scope fp(g_fpctl_mode);
+    bctx::fixedsize_stack alloc(args.stack_size);
+    bctx::stack_context sc = alloc.allocate();
+    p->fctx = bctx::detail::make_fcontext(sc.sp, sc.size, fctx_entry);
+    /* make_fcontext copied main's (default) MXCSR and CW into the new frame; now main
+     * alone may be dirtied. */
+    fp.made();
+    run_samples(loop_fcontext, p, args.rounds, args.warmup, args.repeats, args.out);
+    /* The other side is parked in jump_fcontext and holds nothing that needs a
+     * destructor; its entry cannot return, so its stack is simply freed. */
+    alloc.deallocate(sc);
+    return 0;
+}
+
+LKX_RUN(boost_fiber) {
+    bctx::fiber f(std::allocator_arg, bctx::fixedsize_stack(args.stack_size),
+                  [p](bctx::fiber &&back) {
+                      while (!p->stop) {
+                          inc(p->co_count);
+                          back = std::move(back).resume();
+                      }
+                      return std::move(back);
+                  });
+    p->fiber = &f;
+    run_samples(loop_fiber, p, args.rounds, args.warmup, args.repeats, args.out);
+    /* Let the lambda return: the fiber ends and Boost frees its stack. */
+    p->stop = true;
+    if (f) f = std::move(f).resume();
+    if (f) {
+        fail(args.err, args.errlen, "boost_fiber: the fiber did not finish when asked to");
+        return -1;  /* ~fiber still unwinds it */
+    }
+    return 0;
+}
+
+LKX_RUN(boost_fibers_yield) {
+    fibers_pair fp;
+    p->pair = &fp;
+    p->stack_size = args.stack_size;
+    run_samples(loop_fibers_yield, p, args.rounds, args.warmup, args.repeats, args.out,
+                fibers_prepare, fibers_finish);
+    return 0;
+}
+
+LKX_RUN(boost_coroutine2) {
+#if LKX_HAVE_COROUTINE2
+    /* A pull_type runs its body at once, up to the first sink(): that first transfer
+     * and its return happen here, outside the samples. */
+    coro2::pull_type source(boost::coroutines2::fixedsize_stack(args.stack_size),
+                            [p](coro2::push_type &sink) {
+                                for (;;) {
+                                    sink();
+                                    if (p->stop) return;
+                                    inc(p->co_count);
+                                }
+                            });
+    p->coro2 = &source;
+    run_samples(loop_coroutine2, p, args.rounds, args.warmup, args.repeats, args.out);
+    /* Let the body return: the coroutine completes and Boost frees its stack. */
+    p->stop = true;
+    source();
+    if (source) {
+        fail(args.err, args.errlen,
+             "boost_coroutine2: the coroutine did not finish when asked to");
+        return -1;
+    }
+    return 0;
+#else
+    fail(args.err, args.errlen, "boost_coroutine2: %s",
+         lkx_peer_why_not(LKX_PEER_boost_coroutine2));
+    return -1;
+#endif
+}
+
+#define LKX_RUN_CASE(name, KIND, FP_CONTROL, SAVES) \
+    case LKX_PEER_##name: return run_##name(p, args);
+
+int pingpong_cxx(int peer, const run_args &args) {
     pingpong *p = &g_pp;
     reset(p);
     switch (peer) {
-    case LKX_DIRECT_CALL:
-        run_samples(loop_direct, p, rounds, warmup, repeats, out);
-        return 0;
-    case LKX_INDIRECT_CALL:
-        run_samples(loop_indirect, p, rounds, warmup, repeats, out);
-        return 0;
-    case LKX_VIRTUAL_CALL:
-        run_samples(loop_virtual, p, rounds, warmup, repeats, out);
-        return 0;
-    case LKX_SYSCALL_GETPPID:
-        run_samples(loop_syscall, p, rounds, warmup, repeats, out);
-        return 0;
-    case LKX_CXX20_GENERATOR: {
-        coro g = gen_body(p);
-        p->gen = g.h;
-        run_samples(loop_generator, p, rounds, warmup, repeats, out);
-        return 0;  /* ~coro destroys the suspended frame */
-    }
-    case LKX_CXX20_SYMMETRIC: {
-        if (!symmetric_is_tail_jump()) {
-            fail(err, errlen,
-                 "cxx20_symmetric: this build does not turn symmetric transfer into a tail "
-                 "jump (GCC does only with -foptimize-sibling-calls, on from -O2), so every "
-                 "transfer would nest one call deeper and overflow the stack");
-            return -1;
-        }
-        coro a = sym_a_body(p);
-        coro b = sym_b_body(p);
-        p->sym_a = g_sym_a = a.h;
-        p->sym_b = g_sym_b = b.h;
-        run_samples(loop_symmetric, p, rounds, warmup, repeats, out);
-        return 0;  /* both frames are suspended; destroying them frees them */
-    }
-    case LKX_BOOST_FCONTEXT: {
-        fpctl_scope fp(g_fpctl_mode);
-        bctx::fixedsize_stack alloc(stack_size);
-        bctx::stack_context sc = alloc.allocate();
-        p->fctx = bctx::detail::make_fcontext(sc.sp, sc.size, fctx_entry);
-        /* make_fcontext copied main's (default) MXCSR and CW into the new frame; now main
-         * alone may be dirtied. */
-        fp.made();
-        run_samples(loop_fcontext, p, rounds, warmup, repeats, out);
-        /* The other side is parked in jump_fcontext and holds nothing that needs a
-         * destructor; its entry cannot return, so its stack is simply freed. */
-        alloc.deallocate(sc);
-        return 0;
-    }
-    case LKX_BOOST_FIBER: {
-        bctx::fiber f(std::allocator_arg, bctx::fixedsize_stack(stack_size),
-                      [p](bctx::fiber &&back) {
-                          while (!p->stop) {
-                              inc(p->co_count);
-                              back = std::move(back).resume();
-                          }
-                          return std::move(back);
-                      });
-        p->fiber = &f;
-        run_samples(loop_fiber, p, rounds, warmup, repeats, out);
-        /* Let the lambda return: the fiber ends and Boost frees its stack. */
-        p->stop = true;
-        if (f) f = std::move(f).resume();
-        if (f) {
-            fail(err, errlen, "boost_fiber: the fiber did not finish when asked to");
-            return -1;  /* ~fiber still unwinds it */
-        }
-        return 0;
-    }
-    case LKX_BOOST_COROUTINE2: {
-#if LKX_HAVE_COROUTINE2
-        /* A pull_type runs its body at once, up to the first sink(): that first transfer
-         * and its return happen here, outside the samples. */
-        coro2::pull_type source(boost::coroutines2::fixedsize_stack(stack_size),
-                                [p](coro2::push_type &sink) {
-                                    for (;;) {
-                                        sink();
-                                        if (p->stop) return;
-                                        inc(p->co_count);
-                                    }
-                                });
-        p->coro2 = &source;
-        run_samples(loop_coroutine2, p, rounds, warmup, repeats, out);
-        /* Let the body return: the coroutine completes and Boost frees its stack. */
-        p->stop = true;
-        source();
-        if (source) {
-            fail(err, errlen, "boost_coroutine2: the coroutine did not finish when asked to");
-            return -1;
-        }
-        return 0;
-#else
-        fail(err, errlen, "boost_coroutine2: %s", lkx_peer_why_not(peer));
-        return -1;
-#endif
-    }
-    case LKX_BOOST_FIBERS_YIELD: {
-        fibers_pair fp;
-        p->pair = &fp;
-        p->stack_size = stack_size;
-        run_samples(loop_fibers_yield, p, rounds, warmup, repeats, out, fibers_prepare,
-                    fibers_finish);
-        return 0;
-    }
+    LKX_PEERS(LKX_RUN_CASE)
     default:
-        fail(err, errlen, "unknown peer %d", peer);
+        fail(args.err, args.errlen, "unknown peer %d", peer);
         return -1;
     }
 }
 
-const char *const peer_names[LKX_NPEERS] = {
-    "direct_call",     "indirect_call", "virtual_call",   "syscall_getppid",   "cxx20_generator",
-    "cxx20_symmetric", "boost_fcontext", "boost_fiber",   "boost_fibers_yield",
-    "boost_coroutine2",
-};
-
-#if defined(__x86_64__)
-#define LKX_FCONTEXT_SAVES                                                                  \
-    "jump_fcontext (x86-64 SysV, called through the PLT): stores MXCSR, the x87 control " \
-    "word, R12-R15, RBX, RBP and the return address on its own stack, swaps RSP, loads "  \
-    "the other side's set, jumps"
-#elif defined(__aarch64__)
-#define LKX_FCONTEXT_SAVES                                                                  \
-    "jump_fcontext (AArch64 AAPCS, called through the PLT): stores D8-D15, X19-X29 and "  \
-    "LR on its own stack, swaps SP, loads the other side's set, branches"
-#else
-#define LKX_FCONTEXT_SAVES "jump_fcontext: the callee-saved registers of this ABI, then SP"
-#endif
-
-const char *const peer_saves[LKX_NPEERS] = {
-    "nothing: a direct call and its return; the return address is pushed and popped",
-    "nothing: a call through a pointer loaded from memory, and its return",
-    "nothing: loads of the vtable pointer and the slot, an indirect call, a return",
-    "a user-kernel-user round trip: the kernel saves and restores the user registers on "
-    "its own stack (plus any speculation mitigations), behind libc's syscall() wrapper",
-    "no stack switch: resume() calls the frame's resume function through a pointer; "
-    "suspending stores the resume index in the heap frame and returns",
-    "no stack switch: this frame's resume index is stored, then a tail jump to the other "
-    "coroutine's resume function",
-    LKX_FCONTEXT_SAVES,
-    "jump_fcontext as boost_fcontext, wrapped by fiber::resume(): the handle is swapped "
-    "for null and the context that comes back becomes a new fiber",
-    "a scheduler pass: the yielding fiber is queued on the round-robin ready queue, the "
-    "next is popped and entered by ontop_fcontext; the dispatcher fiber runs once per round",
-    "jump_fcontext under boost::context::fiber, under coroutine2's control block: "
-    "pull_type::operator() resumes the body, push_type::operator() suspends it, each with "
-    "its state and pending-exception checks",
-};
+#define LKX_PEER_NAME(name, KIND, FP_CONTROL, SAVES) #name,
+const char *const peer_names[LKX_NPEERS] = {LKX_PEERS(LKX_PEER_NAME)};
 
 }  // namespace
 
@@ -617,17 +615,8 @@ const char *lkx_peer_name(int peer) {
     return (peer >= 0 && peer < LKX_NPEERS) ? peer_names[peer] : "?";
 }
 
-const char *lkx_peer_saves(int peer) {
-    return (peer >= 0 && peer < LKX_NPEERS) ? peer_saves[peer] : "?";
-}
-
-int lkx_peer_stackful(int peer) {
-    return peer == LKX_BOOST_FCONTEXT || peer == LKX_BOOST_FIBER || peer == LKX_BOOST_FIBERS_YIELD
-        || peer == LKX_BOOST_COROUTINE2;
-}
-
 const char *lkx_peer_why_not(int peer) {
-    if (peer == LKX_BOOST_COROUTINE2 && !LKX_HAVE_COROUTINE2)
+    if (peer == LKX_PEER_boost_coroutine2 && !LKX_HAVE_COROUTINE2)
         return "missing here: install libboost-dev (<boost/coroutine2/coroutine.hpp> not "
                "found): apt-get install libboost-dev, then `make setup`";
     return "";
@@ -637,7 +626,7 @@ int lkx_pingpong(int peer, size_t stack_size, uint64_t rounds, int warmup, int r
                  lk_sample *out, char *err, size_t errlen) {
     /* Nothing may unwind into the caller: ctypes (labkit/core/native.py) or lk_count's C. */
     try {
-        return pingpong_cxx(peer, stack_size, rounds, warmup, repeats, out, err, errlen);
+        return pingpong_cxx(peer, {stack_size, rounds, warmup, repeats, out, err, errlen});
     } catch (const std::bad_alloc &) {
         fail(err, errlen, "%s: out of memory (stack of %zu bytes)", lkx_peer_name(peer),
              stack_size);

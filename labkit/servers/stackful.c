@@ -17,7 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "labkit_core.h"
+#include "../csrc/labkit_core.h"
 #include "lk_srv.h"
 
 enum { WAIT_NONE, WAIT_IN, WAIT_OUT };
@@ -178,7 +178,7 @@ static void accept_all(int lfd) {
 int main(int argc, char **argv) {
     lk_parse(argc, argv, &opt, "stackful_epoll");
     lk_setup(&opt);
-    swap_fn = lk_swap_of(LK_ASM_FPU);
+    swap_fn = lk_swap_asm_fpu;
     int sfd = lk_signalfd();
     table_len = lk_fd_table_len();
     table = (struct co **)calloc(table_len, sizeof *table);

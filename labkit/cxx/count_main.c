@@ -6,14 +6,15 @@
  * LIB is a liblabkit_c-<tag>.so (labkit: the lab's kernels) or liblabkit_peers-<tag>.so
  * (peer: the C++ peers), the system names of labkit.core.systems; ONLY is 1 for the switch
  * loop alone, 2 for the empty loop alone. Counting two ROUNDS and taking the difference
- * cancels everything that is not the loop. */
+ * cancels everything that is not the loop. It sits with the C++ peers because it knows both
+ * libraries' entry points: the core's (csrc/, below) and the peers'. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "labkit_core.h"
-#include "../cxx/peers.h"
+#include "../csrc/labkit_core.h"
+#include "peers.h"
 
 /* The functions looked up, typed by their declarations in the headers. */
 typedef __typeof__(&lk_pingpong_fp) core_fn;
