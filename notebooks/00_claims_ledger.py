@@ -56,8 +56,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 import labkit
-from labkit.lab.judging import ledger
 from labkit.core import plots, results
+from labkit.lab.judging import ledger
 
 pd.set_option("display.max_colwidth", 120)
 table = ledger.ledger()

@@ -46,8 +46,8 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 # %%
 import labkit
 from labkit.core import plots, results
-from labkit.lab.judging import verdicts
 from labkit.lab.analysis import stack_size as analysis
+from labkit.lab.judging import verdicts
 from labkit.lab.running.sweep import grid, sweep
 
 KiB, MiB = analysis.KiB, analysis.MiB

@@ -43,8 +43,8 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 # %%
 import labkit
 from labkit.core import plots, results
-from labkit.lab.judging import verdicts
 from labkit.lab.analysis import optimisation_levels as analysis
+from labkit.lab.judging import verdicts
 from labkit.lab.running.sweep import grid, sweep
 
 print(plots.machine_caption())

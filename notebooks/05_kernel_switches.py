@@ -70,8 +70,8 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 # %%
 import labkit
 from labkit.core import plots, results
-from labkit.lab.judging import verdicts
 from labkit.lab.analysis import kernel_switches as analysis
+from labkit.lab.judging import verdicts
 from labkit.lab.running.sweep import grid, sweep
 
 placements, pair = analysis.placements(cpu, cross_cpus)

@@ -52,8 +52,8 @@ cpu, switches, repeats, xstate_pairs, xstate_repeats = params.resolve(
 # %%
 import labkit
 from labkit.core import plots, results
-from labkit.lab.judging import verdicts
 from labkit.lab.analysis import fp_state as analysis
+from labkit.lab.judging import verdicts
 from labkit.lab.running.sweep import grid, sweep
 
 print(plots.machine_caption())
@@ -144,7 +144,7 @@ xs_summary.round(1) if not why_no_xstate else None
 # %%
 from functools import partial
 
-from labkit.lab.judging import rules, designs
+from labkit.lab.judging import designs, rules
 
 verdict_runs, rows = designs.run("06_fp_state_and_return", {
     k: partial(labkit.measure, k, switches=switches // 2, cpu=cpu, fp_control="same")

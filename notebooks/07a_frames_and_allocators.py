@@ -63,9 +63,9 @@ from IPython.display import Markdown, display
 import labkit
 from labkit.core import native, plots, results
 from labkit.experiments import frames
-from labkit.lab.judging import rules, designs, verdicts
 from labkit.lab.analysis import article_part
 from labkit.lab.analysis import frames_allocators as fa
+from labkit.lab.judging import designs, rules, verdicts
 
 missing = native.peers_missing_reason()
 if missing:

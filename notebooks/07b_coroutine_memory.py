@@ -59,9 +59,9 @@ from IPython.display import Markdown, display
 
 import labkit
 from labkit.core import native, plots, results
-from labkit.lab.judging import rules, verdicts
 from labkit.lab.analysis import article_part
 from labkit.lab.analysis import coroutine_memory as cm
+from labkit.lab.judging import rules, verdicts
 
 missing = native.peers_missing_reason()
 if missing:

@@ -52,9 +52,9 @@ from functools import partial
 import labkit
 from labkit.core import results
 from labkit.experiments import frequency
-from labkit.lab.report import articles
-from labkit.lab.judging import designs, verdicts
 from labkit.lab.analysis import switch_frequency as sf
+from labkit.lab.judging import designs, verdicts
+from labkit.lab.report import articles
 
 before, after = sf.BEFORE, sf.AFTER   # the author's two set-ups: (stack size, batch)
 info = labkit.machine_info()

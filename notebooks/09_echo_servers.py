@@ -78,13 +78,12 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 # %%
 from labkit.core import plots, results
 from labkit.experiments import echo
-from labkit.lab.report import articles
-from labkit.lab.judging import rules, designs, verdicts
 from labkit.lab.analysis import echo_servers as es
+from labkit.lab.judging import designs, rules, verdicts
+from labkit.lab.report import articles
 
-where = echo.placement()[2]
+where, names = echo.placement()[2], echo.available()
 print(plots.machine_caption(), where, sep="\n")
-names = echo.available()
 es.servers()
 
 # %% [markdown]

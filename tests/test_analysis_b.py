@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from labkit.lab.judging import verdicts
 from labkit.lab.analysis import article_part, echo_servers, frames_allocators, switch_frequency
+from labkit.lab.judging import verdicts
 
 
 def _runs(qps: dict) -> pd.DataFrame:

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from conftest import assert_each_raises
+from labkit.lab.judging import claims, verdicts
 from labkit.lab.report import articles
-from labkit.lab.judging import verdicts
 
 
 @pytest.fixture
@@ -96,13 +96,13 @@ def test_rows_that_cannot_be_measured_say_why(results_dir):
 
 
 def test_every_row_claim_is_registered_and_judged_by_its_own_notebook():
-    claims = verdicts.claims().set_index("claim_id")
+    registered = claims.registry().set_index("claim_id")
     for cid in articles.ROW_JUDGES:
-        assert cid in claims.index, cid
+        assert cid in registered.index, cid
     # Each table names only registered claims.
     for key in articles.TABLES:
         for nb in (nb for nb, keys in articles.BY_NOTEBOOK.items() if key in keys):
-            assert nb in set(claims.notebook)
+            assert nb in set(registered.notebook)
 
 
 def test_memory_ops_are_counted_from_att_disassembly():
@@ -148,7 +148,7 @@ def _committed_verdicts() -> dict:
     """Every committed verdict row (data/*_verdicts.csv, the article rows' too), by claim,
     with the ledger's row for a claim the ledger judges itself from two notebooks."""
     from labkit.core.results import REPO
-    from labkit.lab.judging import ledger
+    from labkit.lab.judging import claims, ledger
 
     out = {}
     for path in sorted((REPO / "data").glob("*_verdicts.csv")):
@@ -167,7 +167,7 @@ def test_every_row_with_a_verdict_shows_that_verdicts_own_interval_and_processes
 
     monkeypatch.delenv("LABKIT_RESULTS_DIR", raising=False)
     committed = _committed_verdicts()
-    quantity = verdicts.measured_quantities()
+    quantity = claims.measured_quantities()
     shown = 0
     for t in articles.tables():
         assert articles.VERDICT_COLUMN in t.frame, t.key
@@ -211,7 +211,7 @@ def test_table_02s_o3_row_shows_the_interval_its_verdict_stands_on(results_dir):
 
 def test_verdict_rows_say_what_x_is_and_old_files_get_it_joined():
     row = verdicts.judge("C000.3a", 0.9, low=0.85, high=0.93)
-    assert row["measured_quantity"] == verdicts.claim("C000.3a")["measured_quantity"]
+    assert row["measured_quantity"] == claims.claim("C000.3a")["measured_quantity"]
     assert list(verdicts.table([row]).columns) == verdicts.COLUMNS
     old = pd.DataFrame([{k: v for k, v in row.items() if k != "measured_quantity"}])
     joined = verdicts.with_measured_quantity(old)

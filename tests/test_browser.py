@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from labkit.core import results
-from labkit.lab.running import notebooks, notebook_run
+from labkit.lab.running import notebook_run, notebooks
 
 REPO = results.REPO
 CHROMIUM = os.environ.get("LABKIT_CHROMIUM", "/usr/bin/chromium")

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 import labkit
-from labkit.lab.sharing import bundle
 from labkit.core import results
+from labkit.lab.sharing import bundle
 
 SYNTHETIC = Path(__file__).resolve().parent / "fixtures" / "synthetic-aarch64.labkit"
 REAL = Path(__file__).resolve().parent / "fixtures" / "intel-xeon-kvm.labkit"
@@ -44,14 +44,14 @@ def test_bundle_has_the_documented_parts(here):
     b = bundle.read_bundle(here)
     assert b["machine"]["machine_id"] == labkit.machine_info()["machine_id"]
     assert set(b["measurements"].notebook) == {"04_latency_ladder"}
-    assert len(b["verdicts"]) == len(labkit.lab.judging.verdicts.claims())
+    assert len(b["verdicts"]) == len(labkit.lab.judging.claims.registry())
 
 
 def test_merge_puts_machines_side_by_side(here, FIXTURE):
     out = bundle.merge([here, FIXTURE])
     assert len(out["machines"]) == 2 and "SYNTHETIC" in out["machines"][1]
     v = out["verdicts"]
-    assert len(v) == len(labkit.lab.judging.verdicts.claims())
+    assert len(v) == len(labkit.lab.judging.claims.registry())
     fixture_col = out["machines"][1]
     assert v.loc["C002.3", (fixture_col, "verdict")] == "reproduced"
     assert v.loc["C003.1", (fixture_col, "verdict")] == "inconclusive"
@@ -143,7 +143,7 @@ def test_command_line_merge(here, FIXTURE, tmp_path, capsys):
 
 
 def test_compare_notebook_runs_on_two_bundles(here, FIXTURE, tmp_path):
-    from labkit.lab.running import notebooks, notebook_run
+    from labkit.lab.running import notebook_run, notebooks
 
     nb = notebooks.NOTEBOOKS / "compare_machines.py"
     import jupytext
@@ -291,7 +291,7 @@ def test_command_line_merge_says_not_measured_and_gives_json(here, FIXTURE, caps
     data = json.loads(capsys.readouterr().out)
     machines = data["machines"]
     assert len(machines) == 2 and set(data["hardware"]) == set(machines)
-    assert len(data["verdicts"]) == len(labkit.lab.judging.verdicts.claims())
+    assert len(data["verdicts"]) == len(labkit.lab.judging.claims.registry())
     c = next(r for r in data["verdicts"] if r["claim_id"] == "C002.3")
     assert c["machines"][machines[1]]["verdict"] == "reproduced" and c["same_verdict"] is False
     rungs = {r["entry"]: r["machines"] for r in data["ladder"]}

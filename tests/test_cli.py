@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 import labkit
-from labkit.lab import cli
-from labkit.lab.running import notebooks, notebook_run, params, reproduce
 from labkit.core import results
+from labkit.lab import cli
+from labkit.lab.running import notebook_run, notebooks, params, reproduce
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -211,7 +211,7 @@ def test_check_records_nothing(tmp_path, monkeypatch, capsys):
 # ---- labkit stability ----
 
 def test_stability_is_a_subcommand_with_the_module_s_options(monkeypatch, capsys):
-    from labkit.lab.judging import stability
+    from labkit.lab.judging import claims, stability
 
     with pytest.raises(SystemExit) as done:
         cli.main(["stability", "--runs", "0", "--quick", "--only", "06_fp_state_and_return"])
@@ -268,12 +268,12 @@ def test_reproduce_json_is_the_only_thing_on_stdout(tmp_path, monkeypatch, capsy
     assert "environment check" in captured.err and "1 notebooks ok" in captured.err
     assert summary["notebooks"] == [{"name": "01_stack_size", "ok": True, "seconds": 2.5,
                                      "earlier": False, "error": None}]
-    from labkit.lab.judging import verdicts
+    from labkit.lab.judging import claims, verdicts
 
     counts = summary["verdict_counts"]
     assert list(counts) == list(verdicts.VERDICTS)
     assert counts["contradicted"] == 1 and sum(counts.values()) == len(summary["claims"]) \
-        == len(verdicts.claims())
+        == len(claims.registry())
     claim = next(c for c in summary["claims"] if c["claim_id"] == "C000.2")
     assert claim["verdict"] == "contradicted" and claim["processes"] == 16
     assert claim["interval"] == {"value": 0.997, "low": 0.966, "high": 1.03}
@@ -321,7 +321,7 @@ def test_every_command_is_in_the_readme_s_table():
 
 
 def test_start_page_names_every_verdict():
-    from labkit.lab.judging import verdicts
+    from labkit.lab.judging import claims, verdicts
 
     nb = json.loads((notebooks.NOTEBOOKS / "start_here.ipynb").read_text())
     text = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")

@@ -8,8 +8,8 @@ rules.RULES must come out the same."""
 import pandas as pd
 import pytest
 
-from labkit.lab.judging import rules, verdicts
 from labkit.core.results import REPO
+from labkit.lab.judging import rules, verdicts
 
 DATA = REPO / "data"
 

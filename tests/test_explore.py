@@ -13,8 +13,8 @@ import pytest
 import labkit
 from labkit.core import results
 from labkit.lab.exploring import explore, workshop
-from labkit.lab.running import notebooks, notebook_run
 from labkit.lab.exploring.explore import EXTENSION, Explorer, Point
+from labkit.lab.running import notebook_run, notebooks
 
 NOTEBOOKS = notebooks.NOTEBOOKS
 WORKSHOP = NOTEBOOKS / "workshop"

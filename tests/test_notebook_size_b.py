@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from labkit.lab.judging import verdicts
 from labkit.lab.analysis import echo_servers, frames_allocators, switch_frequency
+from labkit.lab.judging import claims, verdicts
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 MINE = ["07a_frames_and_allocators", "07b_coroutine_memory", "08_switch_frequency",
@@ -41,7 +41,7 @@ def test_notebook_cites_the_registry_not_claims_md(name):
 
 def test_figure_bounds_follow_the_rule_as_amended(monkeypatch):
     """08's throughput figure draws the bounds of C000.7's rule on the gain as it stands
-    (labkit.lab.judging.verdicts.claim, amendments applied): an amendment reaches the figure, and
+    (labkit.lab.judging.claims.claim, amendments applied): an amendment reaches the figure, and
     the share ratio's bounds are never taken for the gain's."""
     rule = {"reproduced_if": "share_after/share_before <= 0.33 and gain >= 1.7",
             "contradicted_if": "share_after/share_before >= 0.8 or gain < 0.9"}
@@ -52,7 +52,7 @@ def test_figure_bounds_follow_the_rule_as_amended(monkeypatch):
 
 
 def test_the_committed_amendment_is_the_one_drawn():
-    amended = verdicts.claim("C000.7")
+    amended = claims.claim("C000.7")
     drawn = {b for _, _, b in switch_frequency.rule_bounds("C000.7", "gain")}
     assert drawn and all(f"gain >= {b:g}" in amended["reproduced_if"]
                          or f"gain < {b:g}" in amended["contradicted_if"] for b in drawn)

@@ -3,8 +3,8 @@ data and figures and ends with a verdict table covering the claims it is registe
 import pandas as pd
 import pytest
 
-from labkit.lab.running import notebooks, notebook_run
-from labkit.lab.judging import verdicts
+from labkit.lab.judging import claims, verdicts
+from labkit.lab.running import notebook_run, notebooks
 
 NOTEBOOKS = [p for p in notebooks.notebook_sources() if p.stem != notebooks.LEDGER]
 
@@ -28,8 +28,8 @@ def test_notebook_runs_in_quick_mode(source, tmp_path):
     assert list((tmp_path / "figures").glob(f"{name}-*.png"))
     assert list((tmp_path / "figures").glob(f"{name}-*.svg"))
     # The verdict table covers exactly the claims this notebook judges.
-    claims = verdicts.claims()
-    mine = set(claims[claims.notebook == name].claim_id)
+    registered = claims.registry()
+    mine = set(registered[registered.notebook == name].claim_id)
     keys = ["claim_id", "verdict"]
     table = pd.read_csv(tmp_path / "data" / f"{name}_verdicts.csv")[keys]
     # The article-table rows' claims are judged in the notebook's last section.
@@ -51,11 +51,11 @@ def test_notebook_runs_in_quick_mode(source, tmp_path):
 def test_ledger_lists_every_claim_once_and_never_passes_by_default(tmp_path):
     import shutil
 
-    from labkit.lab.judging import ledger
+    from labkit.lab.judging import claims, ledger
 
     # One experiment's verdicts present, one failed in this run, the rest never ran.
     (tmp_path / "data").mkdir()
-    claims = verdicts.claims()
+    registered = claims.registry()
     table = verdicts.table([verdicts.judge("C002.3", 3.0, low=2.5, high=3.5)])
     table.to_csv(tmp_path / "data" / "06_fp_state_and_return_verdicts.csv", index=False)
     table2 = verdicts.table([verdicts.judge("C000.3", 8.0, low=7.0, high=9.0)])
@@ -67,7 +67,7 @@ def test_ledger_lists_every_claim_once_and_never_passes_by_default(tmp_path):
                                  results_dir=tmp_path, timeout=600)
     assert out.ok, out.error
     led = pd.read_csv(tmp_path / "data" / f"{notebooks.LEDGER}.csv")
-    assert sorted(led.claim_id) == sorted(claims.claim_id)
+    assert sorted(led.claim_id) == sorted(registered.claim_id)
     assert not led.claim_id.duplicated().any()
     assert set(led.verdict) <= set(ledger.LEDGER_VERDICTS)
     by = led.set_index("claim_id")

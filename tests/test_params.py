@@ -7,7 +7,7 @@ import sys
 import jupytext
 import pytest
 
-from labkit.lab.running import notebooks, notebook_run, params
+from labkit.lab.running import notebook_run, notebooks, params
 
 
 def test_an_explicit_value_beats_the_quick_value():

@@ -6,8 +6,8 @@ import os
 import pandas as pd
 import pytest
 
+from labkit.lab.judging import claims, verdicts
 from labkit.lab.running import notebook_run, reproduce, status_line
-from labkit.lab.judging import verdicts
 
 from labkit.core import results
 
@@ -75,7 +75,7 @@ def test_claims_registry_has_every_claim_once():
     from pathlib import Path
 
     claims_md = Path(__file__).resolve().parents[2] / "shared" / "CLAIMS.md"
-    c = verdicts.claims()
+    c = claims.registry()
     assert c.claim_id.is_unique
     if claims_md.exists():
         ids = set(re.findall(r"^\| (C\d{3}\.\d+) \|", claims_md.read_text(), re.M))

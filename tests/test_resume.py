@@ -48,8 +48,8 @@ TINY = textwrap.dedent(f'''\
 DRIVER = textwrap.dedent('''\
     import sys
     from pathlib import Path
-    from labkit.lab.running import notebooks, reproduce
     from labkit.core import results
+    from labkit.lab.running import notebooks, reproduce
     notebooks.NOTEBOOKS = Path(sys.argv[1])
     results.set_home(sys.argv[2])
     sys.exit(reproduce.main(sys.argv[3:]))

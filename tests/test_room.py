@@ -101,7 +101,7 @@ def test_compare_notebook_runs_the_room(the_room, tmp_path):
     import nbformat
     import papermill
 
-    from labkit.lab.running import notebooks, notebook_run
+    from labkit.lab.running import notebook_run, notebooks
 
     nb = notebooks.NOTEBOOKS / "compare_machines.py"
     src = tmp_path / "compare.ipynb"

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from labkit.lab.judging import rule_expr, verdicts
+from labkit.lab.judging import claims, rule_expr, verdicts
 
 
 def _rules() -> list[str]:
@@ -14,7 +14,7 @@ def _rules() -> list[str]:
     written) and data/claims_amendments.csv (the amended ones); `never` is the verdict
     `not-applicable-here`, decided before any rule is read."""
     out = []
-    for path in (verdicts.CLAIMS_CSV, verdicts.AMENDMENTS_CSV):
+    for path in (claims.CLAIMS_CSV, claims.AMENDMENTS_CSV):
         with open(path, newline="") as f:
             for row in csv.DictReader(f):
                 out += [row[c] for c in ("reproduced_if", "contradicted_if")

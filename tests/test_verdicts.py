@@ -7,7 +7,7 @@ import pytest
 
 from labkit.core import stats
 
-from labkit.lab.judging import rule_expr, verdicts
+from labkit.lab.judging import claims, rule_expr, verdicts
 
 
 def test_an_interval_on_one_side_decides():
@@ -85,11 +85,11 @@ def test_every_corner_of_named_intervals_must_hold():
 
 
 def test_an_amendment_keeps_the_original_rule_beside_it():
-    a = verdicts.amendments()
+    a = claims.amendments()
     assert {"C000.4", "C002.4", "C004.2", "C000.7"} <= set(a.claim_id)
     assert (a.reason.str.len() > 40).all() and (a.misreading.str.len() > 10).all()
-    original = verdicts.claim("C002.4", original=True)
-    amended = verdicts.claim("C002.4")
+    original = claims.claim("C002.4", original=True)
+    amended = claims.claim("C002.4")
     assert original["reproduced_if"] != amended["reproduced_if"]
     # An upper bound inside the claimed range confirms under the original rule only.
     row = verdicts.judge("C002.4", 201.0, low=150.0, high=330.0)
@@ -104,10 +104,10 @@ def test_an_amendment_keeps_the_original_rule_beside_it():
 
 
 def test_every_rule_of_the_registry_and_amendments_parses():
-    c = verdicts.claims()
+    c = claims.registry()
     for cid in c.claim_id:
         for original in (True, False):
-            k = verdicts.claim(cid, original=original)
+            k = claims.claim(cid, original=original)
             for rule in (k["reproduced_if"], k["contradicted_if"]):
                 assert rule == "never" or rule_expr.parse(rule), (cid, rule)
 
@@ -160,12 +160,12 @@ def test_every_claim_is_judged_by_a_notebook_there_is():
     # A split notebook's claims keep their registered name and go to one part each.
     from labkit.lab.running import reproduce
 
-    c = verdicts.claims()
+    c = claims.registry()
     there = {p.stem for p in reproduce.notebook_sources()}
     assert set(c.notebook) <= there, sorted(set(c.notebook) - there)
     assert (c.experiment == c.notebook).sum() == len(c) - sum(
-        len(ids) for parts in verdicts.SPLIT.values() for ids in parts.values())
-    for old, parts in verdicts.SPLIT.items():
+        len(ids) for parts in claims.SPLIT.values() for ids in parts.values())
+    for old, parts in claims.SPLIT.items():
         registered = set(c.claim_id[c.experiment == old])
         handed = [i for ids in parts.values() for i in ids]
         assert sorted(handed) == sorted(registered), old
@@ -173,10 +173,10 @@ def test_every_claim_is_judged_by_a_notebook_there_is():
 
 def test_a_claim_of_a_split_notebook_left_without_a_part_is_an_error(monkeypatch):
     parts = {nb: tuple(i for i in ids if i != "C004.3")
-             for nb, ids in verdicts.SPLIT["07_coroutine_frames"].items()}
-    monkeypatch.setitem(verdicts.SPLIT, "07_coroutine_frames", parts)
+             for nb, ids in claims.SPLIT["07_coroutine_frames"].items()}
+    monkeypatch.setitem(claims.SPLIT, "07_coroutine_frames", parts)
     with pytest.raises(ValueError, match="C004.3.*SPLIT"):
-        verdicts.claims()
+        claims.registry()
 
 
 def test_an_interval_through_the_claimed_region_is_not_contradicted_by_its_ends():

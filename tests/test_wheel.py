@@ -16,8 +16,8 @@ import nbformat
 import pandas as pd
 import pytest
 
+from labkit.lab.judging import claims, verdicts
 from labkit.lab.running import notebooks
-from labkit.lab.judging import verdicts
 
 pytestmark = pytest.mark.wheel
 
@@ -134,7 +134,7 @@ def test_installed_wheel_reproduces_every_notebook(installed):
 
     home = work / "labkit-results" / "reports" / "quick"
     assert (home / "labkit-report.html").exists(), said
-    claims = verdicts.claims()
+    registered = claims.registry()
     for name in NOTEBOOKS:
         executed = home / "executed" / f"{name}.ipynb"
         assert executed.exists(), f"{name}: no executed notebook\n{said}"
@@ -147,7 +147,7 @@ def test_installed_wheel_reproduces_every_notebook(installed):
         assert data.exists() and len(pd.read_csv(data)) > 0, f"{name}: no data"
         if name == notebooks.LEDGER:
             ledger = pd.read_csv(data)
-            assert sorted(ledger.claim_id) == sorted(claims.claim_id)
+            assert sorted(ledger.claim_id) == sorted(registered.claim_id)
             continue
         # Its verdicts cover exactly the claims it is registered for.
         keys = ["claim_id", "verdict"]
@@ -155,7 +155,7 @@ def test_installed_wheel_reproduces_every_notebook(installed):
         rows = home / "data" / f"{name}_article_verdicts.csv"
         if rows.exists():
             table = pd.concat([table, pd.read_csv(rows)[keys]], ignore_index=True)
-        assert set(table.claim_id) == set(claims[claims.notebook == name].claim_id), name
+        assert set(table.claim_id) == set(registered[registered.notebook == name].claim_id), name
         assert set(table.verdict) <= set(verdicts.VERDICTS), name
     # Nothing was written into the installed package.
     site = next((venv / "lib").glob("python3*/site-packages"))

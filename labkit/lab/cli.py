@@ -32,8 +32,8 @@ def _version() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line: global options and one subparser per command."""
-    from labkit.lab.running import reproduce
     from labkit.lab.judging import stability
+    from labkit.lab.running import reproduce
 
     parser = argparse.ArgumentParser(
         prog="labkit", description="labkit: measure what a context switch costs, and check "
@@ -201,8 +201,8 @@ def _run(args, parser) -> int:
 
         _print_frame(df, args, text)
     elif args.command == "bundle":
-        from labkit.lab.sharing import bundle
         from labkit.lab.running.reproduce import reports_dir
+        from labkit.lab.sharing import bundle
 
         if args.quick:
             os.environ["LABKIT_RESULTS_DIR"] = str(reports_dir(True))
@@ -235,8 +235,8 @@ def _run(args, parser) -> int:
 def _report(quick: bool) -> int:
     from labkit.core import results
     from labkit.lab.judging import ledger
-    from labkit.lab.running import notebook_run, notebooks, reproduce
     from labkit.lab.report import page
+    from labkit.lab.running import notebook_run, notebooks, reproduce
 
     out = reproduce.reports_dir(quick)
     os.environ["LABKIT_RESULTS_DIR"] = str(out if quick else results.home())

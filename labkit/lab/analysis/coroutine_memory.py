@@ -13,9 +13,9 @@ import pandas as pd
 
 from labkit.core import plots, procfs, stats
 from labkit.experiments import frames
-from labkit.lab.report import articles
-from labkit.lab.judging import verdicts
 from labkit.lab.analysis import article_part
+from labkit.lab.judging import verdicts
+from labkit.lab.report import articles
 from labkit.lab.report.articles.measured import S004
 from labkit.lab.running.sweep import sweep
 

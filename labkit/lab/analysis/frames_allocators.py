@@ -16,9 +16,9 @@ import pandas as pd
 
 from labkit.core import plots, stats
 from labkit.experiments import frames
-from labkit.lab.report import articles
-from labkit.lab.judging import verdicts
 from labkit.lab.analysis import article_part
+from labkit.lab.judging import claims, verdicts
+from labkit.lab.report import articles
 from labkit.lab.report.articles.measured import S001
 from labkit.lab.running.sweep import sweep
 
@@ -31,7 +31,7 @@ JUDGED_BLOCK = 256
 def claimed_ns() -> dict:
     """C001.2's two figures from its claim in data/claims.csv ('... ~10 ns against
     ~100 ns for the heap'): ns per allocation from the pool and from the heap."""
-    pool, heap = (float(x) for x in re.findall(r"~([0-9.]+) ns", verdicts.claim("C001.2")["claim"]))
+    pool, heap = (float(x) for x in re.findall(r"~([0-9.]+) ns", claims.claim("C001.2")["claim"]))
     return {"pool": pool, "heap": heap}
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 from labkit.core import plots, stats
 from labkit.experiments import frequency
-from labkit.lab.judging import verdicts
+from labkit.lab.judging import claims, verdicts
 from labkit.lab.running.sweep import grid, sweep
 
 NOTEBOOK = "08_switch_frequency"
@@ -30,15 +30,15 @@ _NUMBER = r"[0-9]+(?:\.[0-9]+)?"
 def claimed() -> dict:
     """C000.7's claimed value (data/claims.csv, '15% -> <3%; +40%') as numbers: the share
     of time switching before and after, and the throughput gain."""
-    text = verdicts.claim("C000.7")["claimed_value"]
+    text = claims.claim("C000.7")["claimed_value"]
     before, after, gain = (float(x) for x in re.findall(_NUMBER, text)[:3])
     return {"share_before": before / 100, "share_after": after / 100, "gain": 1 + gain / 100}
 
 
 def rule_bounds(claim_id: str, name: str) -> list[tuple[str, str, float]]:
     """Every comparison of `name` with a number in the claim's rules as they stand
-    (amendments applied, labkit.lab.judging.verdicts.claim): (which rule, operator, bound)."""
-    c = verdicts.claim(claim_id)
+    (amendments applied, labkit.lab.judging.claims.claim): (which rule, operator, bound)."""
+    c = claims.claim(claim_id)
     pattern = re.compile(rf"(?<![\w/]){re.escape(name)}\s*(<=|>=|<|>)\s*({_NUMBER})")
     return [(side, op, float(v)) for side in ("reproduced", "contradicted")
             for op, v in pattern.findall(c[f"{side}_if"])]

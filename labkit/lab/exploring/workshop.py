@@ -160,8 +160,8 @@ def stack_ring(*, quick: bool = False, contexts: int = 4096, kernel: str = "asm_
     import pandas as pd
 
     import labkit
-    from labkit.lab.judging import verdicts
     from labkit.core.plots import bytes_label
+    from labkit.lab.judging import verdicts
 
     switches = 100_000 if quick else 400_000
     repeats = 3 if quick else 7

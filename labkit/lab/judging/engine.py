@@ -14,7 +14,7 @@ import math
 
 from labkit.core import sequential
 
-from labkit.lab.judging import verdicts
+from labkit.lab.judging import claims, verdicts
 
 # What a per-process statistic is, and how its interval reads on the rule's scale.
 SCALES = {
@@ -131,7 +131,7 @@ def judge(claim_id: str, stats: dict, *, looks, scales: dict | None = None, comb
     low, high, n) gives the measured text. original: the same for the rule as first
     written, {"stats": ..., "combine": ..., "measured": ...}, judged at the same look.
     Returns the verdict row, with `processes` and `look`."""
-    c = verdicts.claim(claim_id)
+    c = claims.claim(claim_id)
     null = verdicts._null(c)
     found = first_decided_look(
         stats, looks, lambda v, lo, hi: verdicts.decide(c["reproduced_if"], c["contradicted_if"],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from labkit.lab.judging import rules, verdicts
+from labkit.lab.judging import claims, rules, verdicts
 
 from labkit.core import results
 
@@ -38,13 +38,13 @@ def ledger():
     the last run, is `not-measured`."""
     import pandas as pd
 
-    claims = verdicts.claims()
-    amendments = verdicts.amendments().drop_duplicates("claim_id", keep="last") \
+    registered = claims.registry()
+    amendments = claims.amendments().drop_duplicates("claim_id", keep="last") \
         .set_index("claim_id")
     manifest = read_manifest()
-    quantity = verdicts.measured_quantities()
+    quantity = claims.measured_quantities()
     found = {}
-    for nb in sorted(set(claims.notebook)):
+    for nb in sorted(set(registered.notebook)):
         status = manifest.get(nb, {})
         if status.get("ok") is False:
             continue
@@ -61,7 +61,7 @@ def ledger():
         if row is not None:
             found[claim_id] = {k: str(v) for k, v in row.items()}
     rows = []
-    for _, c in claims.iterrows():
+    for _, c in registered.iterrows():
         nb = c.notebook
         v = found.get(c.claim_id)
         status = manifest.get(nb, {})
@@ -104,7 +104,7 @@ def ledger():
 
 def check(table) -> None:
     """Raise if a claim is missing, repeated, or has a verdict outside the allowed set."""
-    ids = list(verdicts.claims().claim_id)
+    ids = list(claims.registry().claim_id)
     if sorted(table.claim_id) != sorted(ids) or table.claim_id.duplicated().any():
         raise ValueError("the ledger must list every claim id of data/claims.csv exactly once")
     seen = set(table.verdict) | set(table.get("original_verdict", []))

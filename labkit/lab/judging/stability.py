@@ -109,7 +109,7 @@ def run(runs: int = 3, *, quick: bool = False, only: list[str] | None = None,
     (agreement table, seconds per run). with_committed: the committed full run's ledger
     is run 1 and the table is saved as data/stability.csv too."""
     from labkit.core import results
-    from labkit.lab.running import notebooks, notebook_run
+    from labkit.lab.running import notebook_run, notebooks
 
     if not isinstance(runs, int) or isinstance(runs, bool) or not 1 <= runs <= 50:
         raise ValueError(f"runs must be an int in [1, 50]; got {runs!r}")

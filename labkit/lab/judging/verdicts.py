@@ -29,8 +29,7 @@ import math
 import re
 
 from labkit.core import sequential
-from labkit.core.results import claims_csv
-from labkit.lab.judging import rule_expr
+from labkit.lab.judging import claims, rule_expr
 
 VERDICTS = ("reproduced", "contradicted", "in-between", "inconclusive", "not-measured",
             "not-applicable-here")
@@ -46,8 +45,6 @@ LEGEND = {
     "not-applicable-here": "needs hardware this machine lacks (AArch64 timing, hardware "
                            "counters)",
 }
-CLAIMS_CSV = claims_csv()  # the checkout's data/claims.csv, or the shipped copy
-AMENDMENTS_CSV = claims_csv("claims_amendments.csv")
 COLUMNS = ["claim_id", "source", "claimed_value", "measured_quantity", "measured_value",
            "verdict", "rule", "note",
            "noisy", "original_verdict", "original_rule", "method", "straddle", "lean",
@@ -81,59 +78,6 @@ CONFIDENCE = 0.95
 N_RESAMPLES = 4000
 # Fixed seed: the interval of the same data is the same interval on every recomputation.
 SEED = 20261130
-# data/claims.csv names the notebook each claim was registered to (`experiment`), and its
-# rows are never edited. Where a registered notebook is now two notebooks, each claim goes
-# to the part that measures it: registered name -> {the part: its claims}.
-SPLIT = {
-    "07_coroutine_frames": {
-        "07a_frames_and_allocators": ("C001.2", "C004.3", "C004.4"),
-        "07b_coroutine_memory": ("C004.1", "C004.2", "C004.1a", "C004.1b", "C004.1c",
-                                 "C004.1d"),
-    },
-}
-
-
-def _notebook(claim_id: str, experiment: str) -> str:
-    if experiment not in SPLIT:
-        return experiment
-    for part, ids in SPLIT[experiment].items():
-        if claim_id in ids:
-            return part
-    raise ValueError(f"{claim_id} is registered to {experiment}, which was split: give it "
-                     "one of the parts in labkit.lab.judging.verdicts.SPLIT")
-
-
-def claims():
-    """The claims registry as written before measuring: one row per claim id, and beside
-    the registered `experiment` the `notebook` that judges the claim now (the same one,
-    unless that notebook was split: SPLIT)."""
-    import pandas as pd
-
-    c = pd.read_csv(CLAIMS_CSV, dtype=str).fillna("")
-    c["notebook"] = [_notebook(i, e) for i, e in zip(c.claim_id, c.experiment)]
-    return c
-
-
-def amendments():
-    """The amendments (data/claims_amendments.csv): claim_id, date, reason, misreading,
-    measured_quantity, reproduced_if, contradicted_if. Empty if there is no file."""
-    import pandas as pd
-
-    cols = ["claim_id", "date", "reason", "misreading", "measured_quantity",
-            "reproduced_if", "contradicted_if"]
-    if not AMENDMENTS_CSV.exists():
-        return pd.DataFrame(columns=cols)
-    return pd.read_csv(AMENDMENTS_CSV, dtype=str).fillna("")
-
-
-def measured_quantities() -> dict:
-    """Claim id -> what its rules' `x` (or named values) is: data/claims.csv's
-    `measured_quantity`, or its amendment's where an amendment measures something else."""
-    out = dict(zip(*(claims()[k] for k in ("claim_id", "measured_quantity"))))
-    for _, am in amendments().iterrows():
-        if am.get("measured_quantity", ""):
-            out[am["claim_id"]] = am["measured_quantity"]
-    return out
 
 
 def with_measured_quantity(table):
@@ -142,7 +86,7 @@ def with_measured_quantity(table):
     (verdict files written before the column existed)."""
     if "claim_id" not in table:
         raise ValueError("table must be a verdict table with a claim_id column")
-    q = measured_quantities()
+    q = claims.measured_quantities()
     joined = table.claim_id.map(q).fillna("")
     out = table.copy()
     if "measured_quantity" in out:
@@ -152,33 +96,6 @@ def with_measured_quantity(table):
         at = list(out.columns).index("claimed_value") + 1 if "claimed_value" in out \
             else len(out.columns)
         out.insert(at, "measured_quantity", joined)
-    return out
-
-
-def claim(claim_id: str, *, original: bool = False) -> dict:
-    """One claim's row as a dict (ValueError for an unknown id). Unless original=True,
-    an amendment's measured quantity and rules replace the original ones, and the row
-    carries `amended` (date) and the original rules as `original_reproduced_if` and
-    `original_contradicted_if`."""
-    if not isinstance(claim_id, str):
-        raise TypeError(f"claim_id must be a str such as 'C002.3', not {type(claim_id).__name__}")
-    c = claims()
-    row = c[c.claim_id == claim_id]
-    if row.empty:
-        raise ValueError(f"claim_id must be one of the ids in {CLAIMS_CSV}; got {claim_id!r}")
-    out = row.iloc[0].to_dict()
-    out.update(amended="", original_reproduced_if=out["reproduced_if"],
-               original_contradicted_if=out["contradicted_if"])
-    if original:
-        return out
-    a = amendments()
-    a = a[a.claim_id == claim_id]
-    if not a.empty:
-        am = a.iloc[-1]
-        out["amended"] = am["date"]
-        for col in ("measured_quantity", "reproduced_if", "contradicted_if"):
-            if am.get(col, ""):
-                out[col] = am[col]
     return out
 
 
@@ -372,7 +289,7 @@ def judge(claim_id: str, value, *, low=None, high=None, measured: str | None = N
     value, low, high and optionally measured) if the amendment measures something else,
     else to the same value. method, processes and look say what produced the interval
     (labkit.lab.judging.engine). Returns one verdict-table row."""
-    c = claim(claim_id)
+    c = claims.claim(claim_id)
     import numbers
 
     import numpy as np
@@ -437,7 +354,7 @@ def cannot_measure(claim_id: str, why: str) -> dict:
     """The verdict row for a claim this run could not measure (a missing peer, one CPU):
     `not-measured`, with the reason (what to install), never a pass and never
     `inconclusive`. A claim whose rule says `never` stays `not-applicable-here`."""
-    c = claim(claim_id)
+    c = claims.claim(claim_id)
     na = c["reproduced_if"].strip() == "never"
     v = "not-applicable-here" if na else "not-measured"
     rule = f"reproduced if {c['reproduced_if']}; contradicted if {c['contradicted_if']}"

@@ -85,7 +85,7 @@ def _notebook_anchor(name: str) -> str:
 def _summary(outcomes, info: dict, quick: bool, tables) -> str:
     import pandas as pd
 
-    from labkit.lab.judging import ledger
+    from labkit.lab.judging import claims, ledger
 
     from labkit.core import results
     from labkit.core.machine import machine_info
@@ -140,9 +140,9 @@ def _legend(quick: bool, n_claims: int | None = None) -> str:
     ledger's `n_claims`; the registry's count where there is no ledger), and the method
     in words."""
     from labkit.core import sequential
-    from labkit.lab.judging import verdicts
+    from labkit.lab.judging import claims, verdicts
 
-    n = len(verdicts.claims()) if n_claims is None else n_claims
+    n = len(claims.registry()) if n_claims is None else n_claims
     items = "".join(f"<li><b>{_e(v)}</b>: {_e(why)}</li>" for v, why in verdicts.LEGEND.items())
     def listed(nb):
         *most, last = sequential.schedule(nb, quick=quick)["looks"]

@@ -45,15 +45,15 @@ def experiment_index():
     and, where a run left them, its last verdicts: the start page's live table."""
     import pandas as pd
 
-    from labkit.lab.judging import verdicts
+    from labkit.lab.judging import claims, verdicts
 
-    claims = verdicts.claims()
+    registered = claims.registry()
     rows = []
     for src in notebook_sources() + [NOTEBOOKS / "compare_machines.py"]:
         if not src.exists():
             continue
         name = src.stem
-        mine = claims[claims.notebook == name].claim_id.tolist()
+        mine = registered[registered.notebook == name].claim_id.tolist()
         last = ""
         vfile = results.data_dir() / f"{name}_verdicts.csv"
         if name != LEDGER and vfile.exists():

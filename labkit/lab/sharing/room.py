@@ -305,8 +305,8 @@ def _table(rows: dict):
 
 
 def _merge(run: RoomRun, *, allow_other_commits: bool = False) -> None:
-    from labkit.lab.sharing import bundle
     from labkit.core.results import atomic_path
+    from labkit.lab.sharing import bundle
 
     if len(run.bundles) < 2:
         return

@@ -98,9 +98,9 @@ def main(argv: list[str] | None = None) -> int:
         os.sched_setaffinity(0, args.cpus)
 
     os.environ["LABKIT_RESULTS_DIR"] = str(args.results)  # before labkit reads it
-    from labkit.lab.sharing import bundle
     from labkit.lab.judging import ledger
-    from labkit.lab.running import notebooks, notebook_run, params
+    from labkit.lab.running import notebook_run, notebooks, params
+    from labkit.lab.sharing import bundle
 
     try:
         sources = notebooks.notebook_sources(args.only)

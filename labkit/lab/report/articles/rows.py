@@ -6,7 +6,7 @@ import math
 
 from labkit.core import results
 
-from labkit.lab.judging import rules, verdicts
+from labkit.lab.judging import claims, rules, verdicts
 from labkit.lab.report.articles.anatomy import _anatomy
 from labkit.lab.report.articles.measured import STRATEGIES, _csv, _echo, _mem, _noisy, _reuse_ratio
 
@@ -114,7 +114,7 @@ def article_verdicts(notebook: str):
     if not isinstance(notebook, str):
         raise TypeError(f"notebook must be a notebook name such as '01_stack_size', "
                         f"not {type(notebook).__name__}")
-    c = verdicts.claims()
+    c = claims.registry()
     if notebook not in set(c.notebook):
         raise ValueError(f"notebook must be one of {sorted(set(c.notebook))}, "
                          f"got {notebook!r}")
@@ -135,20 +135,20 @@ def verdict_of(cid: str) -> dict:
     from both notebooks' data for a claim the ledger judges itself (ledger.JUDGED_HERE),
     otherwise read from its notebook's verdict file ({} when that notebook has not run).
     The row carries `measured_quantity` (joined from the registry for an older file)."""
-    from labkit.lab.judging import ledger
+    from labkit.lab.judging import claims, ledger
 
     if cid in ROW_JUDGES:
         row = ROW_JUDGES[cid]()
     elif cid in ledger.JUDGED_HERE:
         row = rules.recompute(cid) or {}
     else:
-        nb = verdicts.claim(cid)["notebook"]
+        nb = claims.claim(cid)["notebook"]
         d = _csv(f"{nb}_verdicts")
         if d is None or cid not in set(d.claim_id):
             return {}
         row = d[d.claim_id == cid].iloc[0].fillna("").to_dict()
     if row and not row.get("measured_quantity"):
-        row = {**row, "measured_quantity": verdicts.measured_quantities().get(cid, "")}
+        row = {**row, "measured_quantity": claims.measured_quantities().get(cid, "")}
     return row
 
 

@@ -1,0 +1,98 @@
+"""The claims registry, written before measuring: data/claims.csv (one row per claim, never
+edited) and data/claims_amendments.csv (an amended rule beside the original), and which
+notebook judges each claim now (SPLIT, where a registered notebook was split in two).
+
+    from labkit.lab.judging import claims
+    claims.registry()            # every claim, with the notebook that judges it
+    claims.claim("C002.3")       # one claim, its amendment applied
+"""
+from __future__ import annotations
+
+from labkit.core.results import claims_csv
+
+CLAIMS_CSV = claims_csv()  # the checkout's data/claims.csv, or the shipped copy
+AMENDMENTS_CSV = claims_csv("claims_amendments.csv")
+# data/claims.csv names the notebook each claim was registered to (`experiment`), and its
+# rows are never edited. Where a registered notebook is now two notebooks, each claim goes
+# to the part that measures it: registered name -> {the part: its claims}.
+SPLIT = {
+    "07_coroutine_frames": {
+        "07a_frames_and_allocators": ("C001.2", "C004.3", "C004.4"),
+        "07b_coroutine_memory": ("C004.1", "C004.2", "C004.1a", "C004.1b", "C004.1c",
+                                 "C004.1d"),
+    },
+}
+
+
+
+
+def _notebook(claim_id: str, experiment: str) -> str:
+    if experiment not in SPLIT:
+        return experiment
+    for part, ids in SPLIT[experiment].items():
+        if claim_id in ids:
+            return part
+    raise ValueError(f"{claim_id} is registered to {experiment}, which was split: give it "
+                     "one of the parts in labkit.lab.judging.claims.SPLIT")
+
+
+def registry():
+    """The claims registry as written before measuring: one row per claim id, and beside
+    the registered `experiment` the `notebook` that judges the claim now (the same one,
+    unless that notebook was split: SPLIT)."""
+    import pandas as pd
+
+    c = pd.read_csv(CLAIMS_CSV, dtype=str).fillna("")
+    c["notebook"] = [_notebook(i, e) for i, e in zip(c.claim_id, c.experiment)]
+    return c
+
+
+def amendments():
+    """The amendments (data/claims_amendments.csv): claim_id, date, reason, misreading,
+    measured_quantity, reproduced_if, contradicted_if. Empty if there is no file."""
+    import pandas as pd
+
+    cols = ["claim_id", "date", "reason", "misreading", "measured_quantity",
+            "reproduced_if", "contradicted_if"]
+    if not AMENDMENTS_CSV.exists():
+        return pd.DataFrame(columns=cols)
+    return pd.read_csv(AMENDMENTS_CSV, dtype=str).fillna("")
+
+
+def measured_quantities() -> dict:
+    """Claim id -> what its rules' `x` (or named values) is: data/claims.csv's
+    `measured_quantity`, or its amendment's where an amendment measures something else."""
+    out = dict(zip(*(registry()[k] for k in ("claim_id", "measured_quantity"))))
+    for _, am in amendments().iterrows():
+        if am.get("measured_quantity", ""):
+            out[am["claim_id"]] = am["measured_quantity"]
+    return out
+
+
+
+def claim(claim_id: str, *, original: bool = False) -> dict:
+    """One claim's row as a dict (ValueError for an unknown id). Unless original=True,
+    an amendment's measured quantity and rules replace the original ones, and the row
+    carries `amended` (date) and the original rules as `original_reproduced_if` and
+    `original_contradicted_if`."""
+    if not isinstance(claim_id, str):
+        raise TypeError(f"claim_id must be a str such as 'C002.3', not {type(claim_id).__name__}")
+    c = registry()
+    row = c[c.claim_id == claim_id]
+    if row.empty:
+        raise ValueError(f"claim_id must be one of the ids in {CLAIMS_CSV}; got {claim_id!r}")
+    out = row.iloc[0].to_dict()
+    out.update(amended="", original_reproduced_if=out["reproduced_if"],
+               original_contradicted_if=out["contradicted_if"])
+    if original:
+        return out
+    a = amendments()
+    a = a[a.claim_id == claim_id]
+    if not a.empty:
+        am = a.iloc[-1]
+        out["amended"] = am["date"]
+        for col in ("measured_quantity", "reproduced_if", "contradicted_if"):
+            if am.get(col, ""):
+                out[col] = am[col]
+    return out
+
