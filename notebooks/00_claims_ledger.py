@@ -154,7 +154,7 @@ calibrated.round(3)
 # ## Do the verdicts hold from run to run?
 #
 # The committed full run beside full reruns of the same code on the same machine
-# (`python -m labkit.lab.judging.stability --runs 2 --with-committed`, which saves
+# (`labkit stability --runs 2 --with-committed`, which saves
 # `data/stability.csv`). A claim whose true value lies near one of its rule's bounds can
 # be decided in one run and inconclusive in the next; two runs reaching opposite verdicts
 # would mean the engine is wrong. Below: the claims that did not keep one verdict.

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from labkit.lab.analysis import echo_servers, frames_allocators, switch_frequency
-from labkit.lab.judging import claims, verdicts
+from labkit.lab.judging import claims
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 MINE = ["07a_frames_and_allocators", "07b_coroutine_memory", "08_switch_frequency",
@@ -45,7 +45,7 @@ def test_figure_bounds_follow_the_rule_as_amended(monkeypatch):
     the share ratio's bounds are never taken for the gain's."""
     rule = {"reproduced_if": "share_after/share_before <= 0.33 and gain >= 1.7",
             "contradicted_if": "share_after/share_before >= 0.8 or gain < 0.9"}
-    monkeypatch.setattr(verdicts, "claim", lambda claim_id, original=False: rule)
+    monkeypatch.setattr(claims, "claim", lambda claim_id, original=False: rule)
     assert switch_frequency.rule_bounds("C000.7", "gain") == [
         ("reproduced", ">=", 1.7), ("contradicted", "<", 0.9)]
     assert switch_frequency.rule_bounds("C000.7", "share_before") == []

@@ -6,6 +6,7 @@ import os
 import pandas as pd
 import pytest
 
+from labkit.lab import cli
 from labkit.lab.judging import claims, verdicts
 from labkit.lab.running import notebook_run, reproduce, status_line
 
@@ -66,7 +67,7 @@ def test_unknown_notebook_names_are_refused():
         reproduce.notebook_sources(["no_such_notebook"])
     # From the command line: a usage error (status 2), before anything is locked or run.
     with pytest.raises(SystemExit) as exit_:
-        reproduce.main(["--quick", "--only", "no_such_notebook"])
+        cli.main(["reproduce", "--quick", "--only", "no_such_notebook"])
     assert exit_.value.code == 2
 
 

@@ -49,10 +49,11 @@ DRIVER = textwrap.dedent('''\
     import sys
     from pathlib import Path
     from labkit.core import results
-    from labkit.lab.running import notebooks, reproduce
+    from labkit.lab import cli
+    from labkit.lab.running import notebooks
     notebooks.NOTEBOOKS = Path(sys.argv[1])
     results.set_home(sys.argv[2])
-    sys.exit(reproduce.main(sys.argv[3:]))
+    sys.exit(cli.main(["reproduce", *sys.argv[3:]]))
     ''')
 
 

@@ -2,6 +2,7 @@
 import pandas as pd
 import pytest
 
+from labkit.lab import cli
 from labkit.lab.judging import stability
 
 
@@ -28,13 +29,13 @@ def test_agreement_rejects_bad_input():
     with pytest.raises(ValueError, match="tables"):
         stability.agreement([pd.DataFrame({"x": [1]})])
     with pytest.raises(SystemExit):
-        stability.main(["--runs", "0", "--quick", "--only", "06_fp_state_and_return"])
+        cli.main(["stability", "--runs", "0", "--quick", "--only", "06_fp_state_and_return"])
 
 
 def test_a_tiny_quick_stability_run(tmp_path, capsys, monkeypatch):
     # A relative --out, as a user types it (the kernels run in notebooks/, elsewhere).
     monkeypatch.chdir(tmp_path.parent)
-    assert stability.main(["--runs", "2", "--quick", "--only", "06_fp_state_and_return",
+    assert cli.main(["stability", "--runs", "2", "--quick", "--only", "06_fp_state_and_return",
                            "--out", tmp_path.name]) == 0
     printed = capsys.readouterr().out
     assert "claims keep the same verdict over 2 runs" in printed
@@ -83,5 +84,5 @@ def test_with_committed_needs_a_full_run(tmp_path, monkeypatch):
         stability.run(1, with_committed=True, only=["06_fp_state_and_return"],
                       out=tmp_path / "s")
     with pytest.raises(SystemExit) as exc:
-        stability.main(["--runs", "1", "--quick", "--with-committed"])
+        cli.main(["stability", "--runs", "1", "--quick", "--with-committed"])
     assert exc.value.code == 2

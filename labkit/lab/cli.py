@@ -22,6 +22,9 @@ from pathlib import Path
 from labkit.core.systems import FP_CONTROL_MODES
 
 USAGE_ERRORS = (ValueError, TypeError, FileNotFoundError)
+STABILITY = ("Rerun the verdict-bearing notebooks K times, each run into its own results "
+             "folder, and report how many claims keep their verdict and whether two runs "
+             "ever reached opposite verdicts.")
 
 
 def _version() -> str:
@@ -32,9 +35,6 @@ def _version() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line: global options and one subparser per command."""
-    from labkit.lab.judging import stability
-    from labkit.lab.running import reproduce
-
     parser = argparse.ArgumentParser(
         prog="labkit", description="labkit: measure what a context switch costs, and check "
         "five articles' claims against this machine.", epilog="Exit status: 0 ok, 1 a "
@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = _command(sub, "reproduce", "run the notebooks and build the HTML report",
                  build_reproduce_description())
-    reproduce.add_arguments(r)
+    _reproduce_arguments(r)
     parser.set_defaults(reproduce_parser=r)
 
     m = _command(sub, "measure", "measure one kernel and print its summary",
@@ -86,8 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(c, "--json", "print the check as data/environment.json records it")
 
     s = _command(sub, "stability", "rerun the verdict notebooks K times: do verdicts hold?",
-                 stability.DESCRIPTION)
-    stability.add_arguments(s)
+                 STABILITY)
+    _stability_arguments(s)
     parser.set_defaults(stability_parser=s)
 
     b = _command(sub, "bundle", "pack this machine's results into a bundle folder",
@@ -122,6 +122,64 @@ def build_parser() -> argparse.ArgumentParser:
     _command(sub, "room", "a workshop room (forwards to labkit.lab.sharing.room)",
              "Everything after `room` goes to labkit.lab.sharing.room.", add_help=False)
     return parser
+
+
+def _reproduce_arguments(parser: argparse.ArgumentParser) -> None:
+    """`labkit reproduce`'s options."""
+    parser.add_argument("--quick", action="store_true",
+                        help="small sweeps and few repeats (minutes, what CI runs); results "
+                             "go to reports/quick/ and never replace a full run's")
+    parser.add_argument("--only", nargs="+", metavar="NOTEBOOK",
+                        help="run only these notebooks (names without .py); the report keeps "
+                             "the others' last results, marked as earlier")
+    parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
+                        metavar=("NAME", "VALUE"),
+                        help="set a notebook parameter (e.g. -p repeats 5), checked against "
+                             "its declared type and range (labkit.lab.running.params) before anything "
+                             "runs; beats --quick's value; recorded in the executed notebook "
+                             "and the report")
+    parser.add_argument("-f", "--parameters-file", metavar="FILE",
+                        help="notebook parameters from a YAML file of NAME: VALUE lines, "
+                             "checked like -p (which beats it)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue an interrupted run: skip the notebooks it finished and "
+                             "the sweep points already in data/checkpoints/")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no status line on stderr")
+    parser.add_argument("--timeout", type=int, default=3600, metavar="SECONDS",
+                        help="longest a notebook cell may run (default 3600)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the run's summary as JSON on stdout (verdict counts, each "
+                             "claim's verdict, interval and processes, each notebook's time); "
+                             "everything else goes to stderr")
+
+
+def _stability_arguments(parser: argparse.ArgumentParser) -> None:
+    """`labkit stability`'s options."""
+    parser.add_argument("--runs", type=int, default=3, help="how many runs (default 3)")
+    parser.add_argument("--quick", action="store_true", help="the notebooks' quick mode")
+    parser.add_argument("--only", nargs="+", metavar="NOTEBOOK", help="only these notebooks")
+    parser.add_argument("--out", type=Path,
+                        help="folder for the runs (default reports/stability[-quick])")
+    parser.add_argument("--with-committed", action="store_true",
+                        help="count the committed full run as run 1 and save data/stability.csv")
+
+
+def _stability(args, parser: argparse.ArgumentParser) -> int:
+    """Run what the parsed options ask for and print the table, its figure and the run
+    times; a bad option is a usage error (status 2)."""
+    from labkit.lab.judging import stability
+
+    try:
+        table, seconds = stability.run(args.runs, quick=args.quick, only=args.only,
+                                       out=args.out, with_committed=args.with_committed)
+    except ValueError as exc:
+        parser.error(str(exc))
+    print(table.to_string(index=False))
+    print(stability.figure(table))
+    print("run times: " + ", ".join(f"run {i + 1} {s / 60:.1f} min" for i, s in enumerate(seconds))
+          + (" (quick)" if args.quick else " (full)"))
+    return 0
 
 
 def _bundle_formats() -> tuple:
@@ -171,9 +229,7 @@ def _run(args, parser) -> int:
 
         return reproduce.run(args, args.reproduce_parser)
     if args.command == "stability":
-        from labkit.lab.judging import stability
-
-        return stability.run_parsed(args, args.stability_parser)
+        return _stability(args, args.stability_parser)
     if args.command == "check":
         import json
 

@@ -3,7 +3,6 @@ its own results folder, and report each claim's agreement across the runs.
 
     labkit stability --runs 3 [--quick] [--only 05_kernel_switches ...] [--out DIR]
     labkit stability --runs 2 --with-committed     # after a full make reproduce
-    (python -m labkit.lab.judging.stability ... does the same)
 
 Writes DIR/run-1 ... run-K (data/, figures/, executed/ of each run), DIR/stability.csv
 (one row per claim: its verdict in every run, whether they all agree, and whether two
@@ -15,15 +14,10 @@ keep one verdict.
 """
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 import time
 from pathlib import Path
 
-DESCRIPTION = ("Rerun the verdict-bearing notebooks K times, each run into its own results "
-               "folder, and report how many claims keep their verdict and whether two runs "
-               "ever reached opposite verdicts.")
 OPPOSITE = {("reproduced", "contradicted"), ("contradicted", "reproduced")}
 
 
@@ -146,40 +140,3 @@ def run(runs: int = 3, *, quick: bool = False, only: list[str] | None = None,
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / f"{RECORD}.csv", index=False)
     return table, seconds
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """stability's options (shared by `labkit stability` and `python -m labkit.lab.judging.stability`)."""
-    parser.add_argument("--runs", type=int, default=3, help="how many runs (default 3)")
-    parser.add_argument("--quick", action="store_true", help="the notebooks' quick mode")
-    parser.add_argument("--only", nargs="+", metavar="NOTEBOOK", help="only these notebooks")
-    parser.add_argument("--out", type=Path,
-                        help="folder for the runs (default reports/stability[-quick])")
-    parser.add_argument("--with-committed", action="store_true",
-                        help="count the committed full run as run 1 and save data/stability.csv")
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m labkit.lab.judging.stability",
-                                     description=DESCRIPTION)
-    add_arguments(parser)
-    return run_parsed(parser.parse_args(argv), parser)
-
-
-def run_parsed(args, parser: argparse.ArgumentParser) -> int:
-    """Run what the parsed options ask for and print the table, its figure and the run
-    times; a bad option is a usage error (status 2)."""
-    try:
-        table, seconds = run(args.runs, quick=args.quick, only=args.only, out=args.out,
-                             with_committed=args.with_committed)
-    except ValueError as exc:
-        parser.error(str(exc))
-    print(table.to_string(index=False))
-    print(figure(table))
-    print("run times: " + ", ".join(f"run {i + 1} {s / 60:.1f} min" for i, s in enumerate(seconds))
-          + (" (quick)" if args.quick else " (full)"))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

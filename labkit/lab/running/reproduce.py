@@ -1,8 +1,8 @@
-"""`labkit reproduce`: execute every notebook (or some), then build one HTML report.
+"""`labkit reproduce` (its options: labkit/lab/cli.py): execute every notebook (or some),
+then build one HTML report.
 
     labkit reproduce [--quick] [--only 01_stack_size ...] [-f params.yaml] [-p NAME VALUE]
                      [--resume] [--json]
-    python -m labkit.lab.running.reproduce ...   (the same)
 
 Every parameter's value for this run (labkit.lab.running.params: full or quick; a parameters
 file's beats both, and -p NAME VALUE beats the file) is checked before anything runs. Each
@@ -66,49 +66,6 @@ def _exclusive(out: Path):
 
 def _resume_path() -> Path:
     return results.data_dir() / "checkpoints" / RESUME_FILE
-
-
-def build_parser(prog: str = "labkit reproduce") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=prog, description="Run every notebook (or some), write data/, figures/ and the "
-        "HTML report. Progress shows on stderr; Ctrl-C stops and says how to resume.")
-    add_arguments(parser)
-    return parser
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """reproduce's options (shared by `labkit reproduce` and `python -m labkit.lab.running.reproduce`)."""
-    parser.add_argument("--quick", action="store_true",
-                        help="small sweeps and few repeats (minutes, what CI runs); results "
-                             "go to reports/quick/ and never replace a full run's")
-    parser.add_argument("--only", nargs="+", metavar="NOTEBOOK",
-                        help="run only these notebooks (names without .py); the report keeps "
-                             "the others' last results, marked as earlier")
-    parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
-                        metavar=("NAME", "VALUE"),
-                        help="set a notebook parameter (e.g. -p repeats 5), checked against "
-                             "its declared type and range (labkit.lab.running.params) before anything "
-                             "runs; beats --quick's value; recorded in the executed notebook "
-                             "and the report")
-    parser.add_argument("-f", "--parameters-file", metavar="FILE",
-                        help="notebook parameters from a YAML file of NAME: VALUE lines, "
-                             "checked like -p (which beats it)")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue an interrupted run: skip the notebooks it finished and "
-                             "the sweep points already in data/checkpoints/")
-    parser.add_argument("--no-progress", action="store_true",
-                        help="no status line on stderr")
-    parser.add_argument("--timeout", type=int, default=3600, metavar="SECONDS",
-                        help="longest a notebook cell may run (default 3600)")
-    parser.add_argument("--json", action="store_true",
-                        help="print the run's summary as JSON on stdout (verdict counts, each "
-                             "claim's verdict, interval and processes, each notebook's time); "
-                             "everything else goes to stderr")
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser("python -m labkit.lab.running.reproduce").parse_args(argv)
-    return run(args, build_parser())
 
 
 def run(args, parser: argparse.ArgumentParser) -> int:
@@ -324,6 +281,3 @@ def _save_resume(path: Path, finished: list[str], given: dict[str, str], from_fi
                                    "file_parameters": from_file, "quick": quick},
                                   indent=1, default=str))
 
-
-if __name__ == "__main__":
-    sys.exit(main())
