@@ -132,10 +132,8 @@ def test_switch_cost_says_hidden_when_independent_work_sees_more():
     dep = c["dependent"]["ns_per_switch"]
     assert not dep["resolved"] and dep["low"] >= 0 and dep["bound"] > 0
     assert "below resolution" in c["note"]
-    value, low, high, hidden, _ = frequency.share_bounds(df, work_cycles=100,
-                                                         stack_size=1 << 20, batch=1)
-    assert hidden and 0 <= low <= value <= high <= 1
-    assert value == pytest.approx(c["independent"]["share"]["median"])
+    share = c["independent"]["share"]
+    assert 0 <= share["low"] <= share["median"] <= share["high"] <= 1
 
 
 def test_switch_cost_agrees_when_both_works_see_the_same():

@@ -139,13 +139,11 @@ def test_ratio_edge_cases():
         verdicts.ratio_with_spread([1.0, 2.0], [1.0, 2.0], confidence=2.0)
 
 
-def test_difference_and_median_intervals():
+def test_difference_interval():
     rng = np.random.default_rng(3)
     a, b = rng.normal(300, 20, 20), rng.normal(100, 10, 20)
     d, lo, hi = verdicts.difference_with_spread(a, b)
     assert lo <= d <= hi and lo > 100
-    m, lo, hi = verdicts.median_with_spread(a)
-    assert lo <= m <= hi
 
 
 def test_stats_helpers():

@@ -92,20 +92,6 @@ def is_noisy(values) -> bool:
     return bool(mean == 0 or v.std(ddof=1) >= NOISY_CV * abs(mean))
 
 
-def noisy_in(summary, **where) -> list[str]:
-    """The groups of a `summarize` table that are noisy, as 'key=value' labels, among the
-    rows matching every column=value (or column=[values]) in `where`."""
-    sel = summary
-    for col, want in where.items():
-        if col not in sel.columns:
-            raise ValueError(f"{col} must be a column of the summary; it has {list(summary.columns)}")
-        sel = sel[sel[col].isin(want if isinstance(want, (list, tuple, set)) else [want])]
-    keys = list(summary.columns[:list(summary.columns).index("repeats")]) \
-        if "repeats" in summary.columns else list(summary.columns[:1])
-    return [", ".join(f"{k}={r[k]}" for k in keys) + f" (cv {abs(r['cv']):.0%})"
-            for _, r in sel.iterrows() if r.get("noisy")]
-
-
 def floor_net(raw, baseline):
     """Per row: (net, below) with net = raw - baseline floored at 0 and below True where
     the difference was <= 0. A single difference of two noisy times has no interval, so

@@ -8,7 +8,7 @@ from labkit.core import systems as _systems
 from labkit.core import validate as _v
 from labkit.core import worker as _worker
 from labkit.core.stats import floor_net
-from labkit.errors import SwitchCountError  # noqa: F401
+from labkit.errors import SwitchCountError
 
 
 def _default_timeout(switches: int, runs: int) -> float:

@@ -83,8 +83,8 @@ def _check_rules(rules, schedule):
 
 def run_process(entries: dict, index: int, *, repeats: int, seed: int):
     """One replication: a fresh worker measures every entry `repeats` times in ABBA order.
-    Returns the tidy rows with `entry`, `worker` (this process's index), `worker_pid` and
-    `order` (the call's position in the process)."""
+    Returns the tidy rows with `side` (the entry's label), `worker` (this process's index),
+    `worker_pid` and `order` (the call's position in the process)."""
     import pandas as pd
 
     order = process_order(entries, repeats=repeats, rng=random.Random(seed * 100_003 + index))

@@ -268,21 +268,6 @@ def switch_cost(df, *, work_cycles: int, stack_size: int, batch: int) -> dict:
     return {**out, "hidden": hidden, "note": "; ".join(words)}
 
 
-def share_bounds(df, *, work_cycles: int, stack_size: int, batch: int):
-    """The share of time switching at one point as (value, low, high, hidden, note), for
-    a rule: the dependent work's median and quartiles; but where switch_cost finds the
-    switch hidden, the independent work's median (no slot to hide in), with an interval
-    running from the dependent work's lower quartile to the independent work's upper
-    one, since real work lies between the two."""
-    c = switch_cost(df, work_cycles=work_cycles, stack_size=stack_size, batch=batch)
-    dep, ind = c.get("dependent"), c.get("independent")
-    if c["hidden"]:
-        return (ind["share"]["median"], dep["share"]["low"], ind["share"]["high"], True,
-                c["note"])
-    s = (dep or ind)["share"]
-    return s["median"], s["low"], s["high"], bool(c["hidden"]), c["note"]
-
-
 # ---- argument checks ----
 
 def _work_cycles(value) -> int:

@@ -11,7 +11,7 @@ The timed runs happen in labkit's worker process, like every measurement. The ex
 waits for them in a thread of its own, so the notebook's kernel stays free: widgets keep
 answering, Stop is heard, and a sweep's points appear one by one. Every point is added to
 `results` and written to a CSV file as soon as it is measured, so stopping or an error
-loses nothing. Also here: the experiment index that the start page shows.
+loses nothing. (The notebook index the start page shows is labkit.lab.running.notebooks.)
 """
 from __future__ import annotations
 

@@ -479,17 +479,6 @@ def difference_with_spread(a, b, *, confidence: float = CONFIDENCE,
     return _bootstrap(a, b, diff, confidence=confidence, n_resamples=n_resamples, seed=seed)
 
 
-def median_with_spread(a, *, confidence: float = CONFIDENCE, n_resamples: int = N_RESAMPLES,
-                       seed: int = SEED) -> tuple[float, float, float]:
-    """(median(a), low, high): one sample's median and its bootstrap BCa interval."""
-    import numpy as np
-
-    _options(confidence, n_resamples, seed)
-    a = _sample(a, "a")
-    return _bootstrap(a, np.zeros(2), lambda x, y, axis=-1: np.median(x, axis=axis),
-                      confidence=confidence, n_resamples=n_resamples, seed=seed)
-
-
 def table(rows: list[dict]):
     """The verdict table a notebook ends with."""
     import pandas as pd
