@@ -7,7 +7,8 @@
     labkit.machine_info()                     # where the numbers came from
 
 Every kernel runs in a worker process: a crash comes back as KernelCrashError. The
-subpackages are reachable from here too: `labkit.experiments.callgrind`, `labkit.lab.running.params`.
+subpackages are reachable from here too: `labkit.experiments.callgrind`,
+`labkit.lab.running.params`.
 """
 import importlib as _importlib
 import sys as _sys

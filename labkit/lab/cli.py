@@ -135,9 +135,9 @@ def _reproduce_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
                         metavar=("NAME", "VALUE"),
                         help="set a notebook parameter (e.g. -p repeats 5), checked against "
-                             "its declared type and range (labkit.lab.running.params) before anything "
-                             "runs; beats --quick's value; recorded in the executed notebook "
-                             "and the report")
+                             "its declared type and range (labkit.lab.running.params) before "
+                             "anything runs; beats --quick's value; recorded in the executed "
+                             "notebook and the report")
     parser.add_argument("-f", "--parameters-file", metavar="FILE",
                         help="notebook parameters from a YAML file of NAME: VALUE lines, "
                              "checked like -p (which beats it)")
@@ -347,7 +347,7 @@ def _room(argv: list[str]) -> int:
     try:
         room = importlib.import_module("labkit.lab.sharing.room")
     except ModuleNotFoundError as exc:
-        if exc.name != "labkit.lab.sharing.room":  # labkit.lab.sharing.room is there but needs a package
+        if exc.name != "labkit.lab.sharing.room":  # the module is there but needs a package
             print(f"labkit room: needs {exc.name}, which is not installed: "
                   "pip install 'labkit[room]'", file=sys.stderr)
             return 2

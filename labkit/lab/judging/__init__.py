@@ -1,1 +1,1 @@
-"""Judging: the claims registry, the rules, the verdict engine and its calibration, the ledger, stability."""
+"""Judging: the claims, their rules, the verdicts and their engine, the ledger, stability."""

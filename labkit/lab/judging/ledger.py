@@ -48,7 +48,8 @@ def ledger():
         status = manifest.get(nb, {})
         if status.get("ok") is False:
             continue
-        # The notebook's own verdicts, and those of its article-table rows (labkit.lab.report.articles).
+        # The notebook's own verdicts, and those of its article-table rows
+        # (labkit.lab.report.articles).
         for path in (results.data_dir() / f"{nb}_verdicts.csv",
                      results.data_dir() / f"{nb}_article_verdicts.csv"):
             if path.exists():

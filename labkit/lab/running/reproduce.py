@@ -35,8 +35,8 @@ from labkit.core.results import atomic_path
 from labkit.lab.running import params
 from labkit.lab.running.children import kill_children
 from labkit.lab.running.notebooks import notebook_sources
-from labkit.lab.running.notebook_run import (Outcome, earlier_outcome, ensure_kernel, notebook_parameters,
-                                     run_notebook)
+from labkit.lab.running.notebook_run import (Outcome, earlier_outcome, ensure_kernel,
+                                             notebook_parameters, run_notebook)
 from labkit.lab.running.status_line import StatusLine
 from labkit.lab.running.sweep import PROGRESS_ENV, RESUME_ENV
 

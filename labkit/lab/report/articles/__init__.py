@@ -13,14 +13,15 @@ Built from the data CSVs the notebooks write (results.data_dir), never by measur
 Absolute ns come from another machine (a 5 GHz desktop, a Kunpeng VM): only the relative
 columns are compared, and every verdict is the rule of data/claims.csv, written first.
 """
-from labkit.lab.report.articles.anatomy import count_memory_ops, jump_fcontext_memory_ops, save_anatomy
+from labkit.lab.report.articles.anatomy import (count_memory_ops, jump_fcontext_memory_ops,
+                                                save_anatomy)
 from labkit.lab.report.articles.measured import STACKS, STRATEGIES, measured_machines
 from labkit.lab.report.articles.rows import (ROW_JUDGES, article_verdicts, judged_on,
-                                      save_article_verdicts, verdict_of)
+                                             save_article_verdicts, verdict_of)
 from labkit.lab.report.articles.show import figure, section, to_html
 from labkit.lab.report.articles.tables import (BY_NOTEBOOK, QUANTITY_COLUMN, SWEEP, TABLES,
-                                        VERDICT_COLUMN, ArticleTable, closing_note, table,
-                                        tables)
+                                               VERDICT_COLUMN, ArticleTable, closing_note, table,
+                                               tables)
 
 __all__ = [
     # the tables

@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from labkit.core.stats import net_text
 from labkit.lab.judging import verdicts
 from labkit.lab.report.articles.anatomy import _anatomy
-from labkit.lab.report.articles.measured import (ECHO_ROWS, KB, LADDER, MB, S000, S001, S002, S003, S004,
-                                      STACK_CLAIMS, STACKS, STRATEGIES, _coro, _csv, _echo, _g,
-                                      _kernel, _mem, _pct, _q, _qps, _ratio, _reuse_at_judged_pool,
-                                      _reuse_mem, _share, _span, _stack, _switch_cost, _sym,
-                                      _ucontext_and_condvar)
+from labkit.lab.report.articles.measured import (ECHO_ROWS, KB, LADDER, MB, S000, S001, S002, S003,
+                                                 S004, STACK_CLAIMS, STACKS, STRATEGIES, _coro,
+                                                 _csv, _echo, _g, _kernel, _mem, _pct, _q, _qps,
+                                                 _ratio, _reuse_at_judged_pool, _reuse_mem, _share,
+                                                 _span, _stack, _switch_cost, _sym,
+                                                 _ucontext_and_condvar)
 from labkit.lab.report.articles.rows import judged_on, verdict_of
 
 # The column of each table that carries its rows' verdicts: every verdict with the value
