@@ -143,3 +143,19 @@ def test_stack_in_use_is_checked():
         (lambda: labkit.measure("copy_stack", stack_in_use="8"), TypeError, "stack_in_use"),
         (lambda: labkit.measure_ring("copy_stack", contexts=4), ValueError, "share one run stack"),
     )
+
+
+@pytest.mark.parametrize("asymmetric", [False, True])
+def test_a_rings_switches_are_its_laps_times_the_one_per_lap_count(asymmetric):
+    """The ring's C loop, the switches it reports, the counted switches and the laps the
+    notebooks plan all come from one per-lap function (lk_ring_switches_per_lap)."""
+    from labkit.core import timing
+    from labkit.lab.analysis import symmetric
+
+    contexts, laps = 5, 200
+    per_lap = timing.ring_switches_per_lap(contexts, asymmetric)
+    assert per_lap == (2 * contexts if asymmetric else contexts + 1)
+    d = labkit.measure_ring("asm", contexts=contexts, asymmetric=asymmetric, laps=laps,
+                            repeats=1)
+    assert (d.switches == laps * per_lap).all() and (d.counted_switches == d.switches).all()
+    assert symmetric.laps(contexts, asymmetric, laps * per_lap) == laps

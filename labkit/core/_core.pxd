@@ -36,6 +36,7 @@ cdef extern from "csrc/labkit_core.h" nogil:
     int lk_pingpong_fp(...)
     void lk_set_stack_in_use(...)
     int lk_ring(...)
+    uint64_t lk_ring_switches_per_lap(...)
     double lk_ticks_per_ns(...)
 
 

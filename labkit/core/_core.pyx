@@ -127,6 +127,12 @@ def pingpong(int kernel, size_t stack_size, bint prefault, uint64_t rounds, int 
     return structs.as_dicts(out)
 
 
+def ring_switches_per_lap(int n, bint asymmetric):
+    """Transfers in one lap of a ring of n contexts (symmetric) or of a scheduler
+    resuming n in turn (asymmetric): the C core's lk_ring_switches_per_lap."""
+    return lk_ring_switches_per_lap(n, asymmetric)
+
+
 def ring(int kernel, int n, bint asymmetric, size_t stack_size, size_t colour_step,
          bint prefault, uint64_t laps, int warmup, int repeats):
     """Run n contexts as a symmetric ring or an asymmetric scheduler; one dict per repeat."""

@@ -132,6 +132,15 @@ def _frame(samples, expected, describe, common, resumptions, meta, counts):
 MAX_CONTEXTS = 65536
 
 
+def ring_switches_per_lap(contexts: int, asymmetric: bool) -> int:
+    """Transfers in one lap of `contexts` contexts: a symmetric ring makes contexts + 1, a
+    scheduler resuming each in turn (asymmetric) 2 * contexts. Read from the C core, which
+    counts its laps by the same function."""
+    from labkit.core import _core
+
+    return int(_core.ring_switches_per_lap(contexts, asymmetric))
+
+
 def measure_ring(kernel: str, *, contexts: int, asymmetric: bool = False, laps: int = 1000,
                  stack_size: int | None = None, colour_step: int = 0, repeats: int = 10,
                  warmup: int = 1, cpu: int | None = None, prefault: bool = False,
@@ -166,8 +175,7 @@ def measure_ring(kernel: str, *, contexts: int, asymmetric: bool = False, laps: 
             f"contexts * stack_size = {n * span} bytes would be prefaulted, more than half of "
             f"this machine's memory ({_v.physical_memory()} bytes): use prefault=False "
             "(only touched pages are committed) or fewer/smaller stacks")
-    per_lap = 2 * n if asymmetric else n + 1
-    switches = laps * per_lap
+    switches = laps * ring_switches_per_lap(n, asymmetric)
     if switches > _v.MAX_SWITCHES:
         raise ValueError(f"laps * switches per lap must be at most {_v.MAX_SWITCHES}; "
                          f"got {switches}")

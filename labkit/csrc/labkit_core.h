@@ -230,8 +230,12 @@ LK_LAYOUT_DECL(lk_sample)
 int lk_pingpong(int kernel, size_t stack_size, int prefault, uint64_t rounds, int warmup,
                 int repeats, lk_sample *out, char *err, size_t errlen);
 /* ---- ring.c ---- */
-/* n contexts in a symmetric ring (laps of n+1 transfers) or resumed in turn by main
- * (asymmetric: laps of 2n transfers). colour_step > 0 staggers the stack tops. */
+/* Transfers in one lap: a symmetric ring main -> c0 -> ... -> c(n-1) -> main makes n+1,
+ * a scheduler (asymmetric: main -> c(i) -> main for each i) 2n. The one statement of it:
+ * Python reads it through the extension (labkit.core.timing.ring_switches_per_lap). */
+uint64_t lk_ring_switches_per_lap(int n, int asymmetric);
+/* n contexts in a symmetric ring or resumed in turn by main (asymmetric), for `laps` laps
+ * of lk_ring_switches_per_lap transfers. colour_step > 0 staggers the stack tops. */
 int lk_ring(int kernel, int n, int asymmetric, size_t stack_size, size_t colour_step,
             int prefault, uint64_t laps, int warmup, int repeats, lk_sample *out, char *err,
             size_t errlen);

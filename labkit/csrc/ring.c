@@ -117,6 +117,10 @@ LK_TIMED_FN(timed, ring, total)
 #define LK_RING_CASE(name, ARCH, HANDLE, STACKFUL, KEEPS_FP, WHY_NOT) \
     LK_ON_##ARCH(LK_RING_CASE_##HANDLE(name))
 
+uint64_t lk_ring_switches_per_lap(int n, int asymmetric) {
+    return asymmetric ? 2ull * (uint64_t)n : (uint64_t)n + 1;
+}
+
 int lk_ring(int kernel, int n, int asymmetric, size_t stack_size, size_t colour_step,
             int prefault, uint64_t laps, int warmup, int repeats, lk_sample *out, char *err,
             size_t errlen) {
@@ -172,7 +176,7 @@ int lk_ring(int kernel, int n, int asymmetric, size_t stack_size, size_t colour_
         }
     }
     ring_loop loop = asymmetric ? asymloop : symloop, base = asymmetric ? asymbase : symbase;
-    uint64_t per_lap = asymmetric ? 2ull * (uint64_t)n : (uint64_t)n + 1;
+    uint64_t per_lap = lk_ring_switches_per_lap(n, asymmetric);
     uint64_t ns, ticks, flt, counted;
     for (int w = 0; w < warmup; w++) {
         timed(base, r, laps, &ns, &ticks, &flt, &counted);

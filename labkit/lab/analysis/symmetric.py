@@ -3,14 +3,14 @@ their figure, and the ratio asymmetric / symmetric at each ring size."""
 from __future__ import annotations
 
 import labkit
-from labkit.core import plots
+from labkit.core import plots, timing
 
 KERNELS = ["asm_fpu", "ucontext"]
 
 
 def laps(contexts: int, asymmetric: bool, switches: int) -> int:
-    """Laps that make about `switches` transfers: a scheduler's lap is 2N, a ring's N+1."""
-    return max(1, switches // (2 * contexts if asymmetric else contexts + 1))
+    """Laps that make about `switches` transfers (labkit.core.timing.ring_switches_per_lap)."""
+    return max(1, switches // timing.ring_switches_per_lap(contexts, asymmetric))
 
 
 def summaries(shapes):
