@@ -132,10 +132,12 @@ TARGETS = _targets()
 def user_switch_target(source: Path) -> dict:
     """A user's switch (a .c, .cpp or prebuilt .so file defining lk_user_make and
     lk_user_swap) and the lab's harness, as one shared library built with the -O2 build's
-    flags (C++ adds the peers' -std=c++20)."""
+    flags (C++ adds the peers' -std=c++20). A source is linked -Bsymbolic: the harness calls
+    lk_user_swap directly, as the core calls its kernels, not through the PLT; a prebuilt
+    library's switch is another library's, called through the PLT as any would call it."""
     source = Path(source).resolve()
     opt = [*OPT_LEVELS["O2"], *WARN]
-    base = dict(group="user", shared=True, headers=USER_SWITCH_HEADERS,
+    base = dict(group="user", shared=True, headers=USER_SWITCH_HEADERS, libs=["-Wl,-Bsymbolic", "-Wl,-z,defs"],
                 record=("LK_CFLAGS", " ".join(OPT_LEVELS["O2"])))
     if source.suffix == ".so":
         return dict(base, lang="c", sources=USER_SWITCH_SOURCES, flags=opt,

@@ -112,59 +112,75 @@ def _first_error(log: str) -> str:
 
 def run_checks(library: Path, *, name: str, timeout: float | None = None) -> dict:
     """Every correctness check of a built switch, each in the worker (a crash or a hang ends
-    the worker only: KernelCrashError, MeasurementTimeout naming the check)."""
+    the worker only: KernelCrashError, MeasurementTimeout naming the check). The alignment
+    check first and the stack check next, each alone when it fails: the checks after them
+    run C on the stacks the switch made, and call it from frames it would spoil."""
     timeout = CHECK_TIMEOUT if timeout is None else timeout
     out = {}
-    for check, what in (("regtest", "register check"), ("fptest", "FP control check"),
-                        ("aligntest", "alignment check"), ("stacktest", "stack check")):
+    for check, what in (("aligntest", "alignment check"), ("stacktest", "stack check"),
+                        ("regtest", "register check"), ("fptest", "FP control check")):
+        if "aligntest" in out and (out["aligntest"] + 8) % 16 or (
+                "stacktest" in out and _stack_found(out["stacktest"])):
+            break
         out[check] = _worker.call("labkit.core.user_switch", f"worker_{check}",
                                   library=str(library), timeout=timeout,
                                   describe=f"the {what} of the user switch {name!r}")
     return out
 
 
+def _stack_found(found: list) -> str:
+    """What the stack check found, in words ("" when the stacks were left alone)."""
+    frame, below = found
+    if frame >= 0:
+        return (f"lk_user_swap wrote into its caller's frame, {8 * frame} bytes above the "
+                "return address")
+    if below != _UNCHANGED:
+        where = ("in its red zone" if -RED_ZONE <= below < 0 else
+                 "below its red zone" if below < 0 else "in its frame")
+        return (f"the switches of other contexts wrote into a suspended context's stack, "
+                f"{abs(below)} bytes {'below' if below < 0 else 'above'} its rsp at the call "
+                f"({where})")
+    return ""
+
+
 def verdicts(raw: dict, *, name: str, keeps_fp_control: bool | None) -> list[dict]:
-    """One row a check: check, passed, and what was found, in words."""
-    regs = _checks.register_rows(name, raw["regtest"])
-    lost = [r for r in regs if not r["survived"]]
-    lost_names = list(dict.fromkeys(r["register"] for r in lost))
-    rows = [{"check": "callee-saved registers survive", "passed": not lost,
-             "found": (f"lk_user_swap does not preserve {', '.join(lost_names)} ("
-                       + "; ".join(f"{r['side']}: loaded {r['loaded']:#x}, found {r['found']:#x}"
-                                   for r in lost[:2]) + ")") if lost else
-             "rbx, rbp, r12-r15 survive on both sides"}]
-    fp = _checks.fp_verdict(name, raw["fptest"])
-    kept = fp["kept"]
-    found = ("kept per context" if kept else
-             f"shared: main set MXCSR {fp['main_set'][0]:#x}, x87 CW {fp['main_set'][1]:#x} "
-             f"and found {fp['main_after'][0]:#x}, {fp['main_after'][1]:#x} after the other "
-             "context set its own")
-    declared = ("" if keeps_fp_control is None else
-                f" (declared: {'kept per context' if keeps_fp_control else 'shared'})")
-    rows.append({"check": "FP control words as declared",
-                 "passed": keeps_fp_control is None or keeps_fp_control == kept,
-                 "found": f"MXCSR and x87 control word {found}{declared}", "kept": kept})
+    """One row a check that ran (run_checks stops after a failed alignment or stack check):
+    check, passed, and what was found, in words."""
+    rows = []
     rsp = raw["aligntest"]
     off = (rsp + 8) % 16
     rows.append({"check": "stack aligned at entry of fn", "passed": off == 0,
                  "found": f"rsp = {rsp:#x} when fn starts: rsp + 8 is "
                           + ("a multiple of 16, as the ABI asks" if off == 0 else
-                             f"{off} bytes off a multiple of 16 (the ABI asks for 0)")})
-    frame, below = raw["stacktest"]
-    if frame >= 0:
-        stack = (f"lk_user_swap wrote into its caller's frame, {8 * frame} bytes above "
-                 "the return address")
-    elif below != _UNCHANGED:
-        where = ("in its red zone" if -RED_ZONE <= below < 0 else
-                 "below its red zone" if below < 0 else "in its frame")
-        stack = (f"the switches of other contexts wrote into a suspended context's stack, "
-                 f"{abs(below)} bytes {'below' if below < 0 else 'above'} its rsp at the "
-                 f"call ({where})")
-    else:
-        stack = ("the caller's frame and a suspended context's stack, its red zone "
-                 "included, are left alone")
-    rows.append({"check": "red zone and frames left alone",
-                 "passed": frame < 0 and below == _UNCHANGED, "found": stack})
+                             f"{off} bytes off a multiple of 16 (the ABI asks for 0; the "
+                             "checks that run C on such a stack were not run)")})
+    if "stacktest" in raw:
+        found = _stack_found(raw["stacktest"])
+        rows.append({"check": "red zone and frames left alone", "passed": not found,
+                     "found": found + ("; the checks after this one were not run" if found
+                                       else "the caller's frame and a suspended context's "
+                                       "stack, its red zone included, are left alone")})
+    if "regtest" in raw:
+        regs = _checks.register_rows(name, raw["regtest"])
+        lost = [r for r in regs if not r["survived"]]
+        lost_names = list(dict.fromkeys(r["register"] for r in lost))
+        rows.append({"check": "callee-saved registers survive", "passed": not lost,
+                     "found": (f"lk_user_swap does not preserve {', '.join(lost_names)} ("
+                               + "; ".join(f"{r['side']}: loaded {r['loaded']:#x}, found "
+                                           f"{r['found']:#x}" for r in lost[:2]) + ")")
+                     if lost else "rbx, rbp, r12-r15 survive on both sides"})
+    if "fptest" in raw:
+        fp = _checks.fp_verdict(name, raw["fptest"])
+        kept = fp["kept"]
+        found = ("kept per context" if kept else
+                 f"shared: main set MXCSR {fp['main_set'][0]:#x}, x87 CW "
+                 f"{fp['main_set'][1]:#x} and found {fp['main_after'][0]:#x}, "
+                 f"{fp['main_after'][1]:#x} after the other context set its own")
+        declared = ("" if keeps_fp_control is None else
+                    f" (declared: {'kept per context' if keeps_fp_control else 'shared'})")
+        rows.append({"check": "FP control words as declared",
+                     "passed": keeps_fp_control is None or keeps_fp_control == kept,
+                     "found": f"MXCSR and x87 control word {found}{declared}", "kept": kept})
     return rows
 
 
@@ -211,7 +227,8 @@ def add_switch(source, *, keeps_fp_control: bool | None = None, name: str | None
                               + "; ".join(f"{r['check']}: {r['found']}" for r in failed),
                               checks=pd.DataFrame(rows))
     _systems.USER_SWITCHES[entry] = _systems.UserSwitch(
-        name=entry, source=str(path), library=str(lib), keeps_fp_control=rows[1]["kept"],
+        name=entry, source=str(path), library=str(lib),
+        keeps_fp_control=next(r["kept"] for r in rows if "kept" in r),
         cflags=info["cflags"], compiler=info["compiler"], sha256=info["sha256"])
     return entry
 

@@ -33,9 +33,7 @@
 
 void *lk_user_make(void *stack_base, size_t stack_size, void (*fn)(void *), void *arg);
 void lk_user_swap(void **save, void *to);
-/* The switch file's probe (stack.c): calls a switch and gives its caller back its own
- * callee-saved registers, whatever the switch did with them. */
-void lk_regprobe(lk_swap_fn fn, void **save, void *load, const uint64_t *in, uint64_t *out);
+int64_t lk_user_frame_call(void **save, void *to, uint64_t *frame);  /* below, in asm */
 
 /* What Python calls through ctypes (labkit.core.native.Library types the calls from it). */
 #define LK_USER_FUNCTIONS(F)                                                               \
@@ -69,12 +67,13 @@ static void *user_make(void *base, size_t size, void (*fn)(void *), void *arg) {
 }
 static void user_swap(void **save, void *to) { lk_user_swap(save, to); }
 
-/* Every switch of the checks below: a switch that loses a register fails the register
- * check (checks.c); it must not corrupt the other checks' own code. */
+/* Every switch of the checks below goes through lk_user_frame_call, which gives its caller
+ * back its callee-saved registers and keeps nothing of its own in the 64 bytes above the
+ * return address: a switch that loses a register or writes there fails its check; it must
+ * not corrupt the checks' own code. */
 static void checked_swap(void **save, void *to) {
-    const uint64_t in[LK_NREGPROBE] = {0};
-    uint64_t out[LK_NREGPROBE];
-    lk_regprobe(user_swap, save, to, in, out);
+    uint64_t frame;
+    lk_user_frame_call(save, to, &frame);
 }
 
 /* A new context of the user's on s; 0 if lk_user_make returned none. */
@@ -312,22 +311,22 @@ int lk_user_fptest(uint32_t *main_set, uint32_t *main_after, uint32_t *co_set,
 int lk_user_regprobe_count(void) { return lk_regprobe_count(); }
 const char *lk_user_regprobe_name(int i) { return lk_regprobe_name(i); }
 
-/* Alignment: the fn lk_user_make is given is an entry stub that records rsp before anything
- * moves it, then jumps on (rsp unchanged) to the C body. The ABI wants rsp + 8 to be a
- * multiple of 16 there, as after any call. */
+/* Alignment: the fn lk_user_make is given is this stub, which records rsp before anything
+ * moves it and switches straight back; no C runs on the stack it was given (compiled code
+ * may keep SSE data there with aligned moves, and would fault on a misaligned one). The
+ * ABI wants rsp + 8 to be a multiple of 16 there, as after any call. */
 __attribute__((visibility("hidden"))) uint64_t lk_user_entry_rsp;
 __attribute__((visibility("hidden"))) void *lk_user_align_back;
 void lk_user_align_entry(void *arg);
-__attribute__((used, visibility("hidden"))) void lk_user_align_body(void *arg) {
-    void **main_ctx = arg;
-    for (;;) checked_swap(&lk_user_align_back, *main_ctx);
-}
 __asm__(".text\n"
         ".globl lk_user_align_entry\n.hidden lk_user_align_entry\n"
         ".type lk_user_align_entry,@function\n.p2align 4\n"
         "lk_user_align_entry:\n"
         "    movq  %rsp, lk_user_entry_rsp(%rip)\n" /* rsp as fn finds it */
-        "    jmp   lk_user_align_body\n"            /* the body, with rsp untouched */
+        "    movq  (%rdi), %rsi\n"                  /* to: main, whose handle arg points at */
+        "    leaq  lk_user_align_back(%rip), %rdi\n" /* save: this context */
+        "    callq lk_user_swap\n"                  /* back to main, never resumed */
+        "    ud2\n"
         ".size lk_user_align_entry,.-lk_user_align_entry\n");
 
 int lk_user_aligntest(uint64_t *entry_rsp) {
@@ -351,7 +350,6 @@ int lk_user_aligntest(uint64_t *entry_rsp) {
  * address, and returns the index of the first 8-byte word of them the round trip changed
  * (-1: none); *frame gets its rsp at the call. It gives its caller back the callee-saved
  * registers from its own stack, as lk_regprobe does. */
-int64_t lk_user_frame_call(void **save, void *to, uint64_t *frame);
 __asm__(".text\n"
         ".globl lk_user_frame_call\n.hidden lk_user_frame_call\n"
         ".type lk_user_frame_call,@function\n.p2align 4\n"
