@@ -55,12 +55,13 @@ def build_parser() -> argparse.ArgumentParser:
     m = _command(sub, "measure", "measure one kernel and print its summary",
                  "Time switches between two contexts with one kernel, in a worker process, "
                  "with the empty loop subtracted.")
-    m.add_argument("entry", nargs="?", default=None,
-                   help="a kernel or peer name (see `labkit catalogue`); or give --source")
-    m.add_argument("--source", default=None, metavar="FILE",
-                   help="your own switch instead of an entry: a .c, .cpp or .so file defining "
-                        "lk_user_make and lk_user_swap, built with the lab's flags and checked "
-                        "first (docs/your_switch.md)")
+    what = m.add_mutually_exclusive_group(required=True)
+    what.add_argument("entry", nargs="?", default=None,
+                      help="a kernel or peer name (see `labkit catalogue`); or give --source")
+    what.add_argument("--source", default=None, metavar="FILE",
+                      help="your own switch instead of an entry: a .c, .cpp or .so file "
+                           "defining lk_user_make and lk_user_swap, built with the lab's flags "
+                           "and checked first (docs/your_switch.md)")
     m.add_argument("--keeps-fp-control", default=None, choices=["yes", "no"],
                    help="with --source: whether your lk_user_swap keeps MXCSR and the x87 "
                         "control word per context (checked; default: only reported)")
