@@ -32,10 +32,14 @@ _API = {
     # correctness checks
     "check_registers": "labkit.core.checks", "check_fp_control": "labkit.core.checks",
     "probe_stack": "labkit.core.checks",
+    # a user's own switch
+    "add_switch": "labkit.core.user_switch", "check_switch": "labkit.core.user_switch",
+    "remove_switch": "labkit.core.user_switch",
     # errors
     "KernelCrashError": "labkit.errors", "KernelUnavailableError": "labkit.errors",
     "MeasurementTimeout": "labkit.errors", "SwitchCountError": "labkit.errors",
-    "WorkerError": "labkit.errors",
+    "WorkerError": "labkit.errors", "UserSwitchError": "labkit.errors",
+    "UserSwitchBuildError": "labkit.errors",
 }
 
 __all__ = list(_API)

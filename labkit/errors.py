@@ -46,3 +46,21 @@ class EchoError(RuntimeError):
 
 class ServerUnavailableError(ValueError):
     """The server exists but cannot run here (the message says why and what to install)."""
+
+
+class UserSwitchBuildError(ValueError):
+    """A user's switch did not build with the lab's flags: the message gives the compiler's
+    first error line (file:line: error: ...); `log` holds the compiler's whole output."""
+
+    def __init__(self, message: str, log: str = ""):
+        super().__init__(message)
+        self.log = log
+
+
+class UserSwitchError(ValueError):
+    """A user's switch failed a correctness check (the message names the check and, for a
+    register, the register): it is not measured. `checks` holds every check's result."""
+
+    def __init__(self, message: str, checks=None):
+        super().__init__(message)
+        self.checks = checks

@@ -24,12 +24,18 @@ def check_registers(kernel: str):
     kernel = _stackful(kernel)
     rows = _worker.call("labkit.core.checks", "worker_regtest", kernel=_entries.kernel_index(kernel),
                         describe=f"register check of kernel {kernel!r}", timeout=60)
+    return pd.DataFrame(register_rows(kernel, rows))
+
+
+def register_rows(entry: str, rows: list) -> list[dict]:
+    """The register check's answer (one dict a register, both sides' sentinels and what
+    was found) as one row a register and side: what check_registers shows."""
     out = []
     for r in rows:
         for side, a, b in (("main", "main_in", "main_out"), ("other", "other_in", "other_out")):
-            out.append({"entry": kernel, "register": r["register"], "side": side,
+            out.append({"entry": entry, "register": r["register"], "side": side,
                         "loaded": r[a], "found": r[b], "survived": r[a] == r[b]})
-    return pd.DataFrame(out)
+    return out
 
 
 def check_fp_control(kernel: str) -> dict:
@@ -39,14 +45,19 @@ def check_fp_control(kernel: str) -> dict:
     kernel = _stackful(kernel)
     r = _worker.call("labkit.core.checks", "worker_fptest", kernel=_entries.kernel_index(kernel),
                      describe=f"FP control check of kernel {kernel!r}", timeout=60)
+    return fp_verdict(kernel, r)
+
+
+def fp_verdict(entry: str, r: dict) -> dict:
+    """The FP control check's answer with `kept` (both sides found what they set, status
+    flags masked out) and `entry`: what check_fp_control returns."""
     mask = r["mask"]
 
     def same(a, b):
         return all((x ^ y) & m == 0 for x, y, m in zip(a, b, mask))
 
-    r["kept"] = same(r["main_set"], r["main_after"]) and same(r["other_set"], r["other_after"])
-    r["entry"] = kernel
-    return r
+    return {**r, "kept": same(r["main_set"], r["main_after"])
+            and same(r["other_set"], r["other_after"]), "entry": entry}
 
 
 def probe_stack(kernel: str, stack_size: int, use_bytes: int) -> int:

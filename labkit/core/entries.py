@@ -30,6 +30,8 @@ COPIES_STACK = tuple(n for n, row in _systems.kernel_rows().items() if row["hand
 PEER_NAMES = _systems.CXX.names()
 # Python's peers, timed from Python (labkit.core.pypeers).
 PY_PEER_NAMES = _systems.PYTHON.names()
+# The built-in entries; the user's switches added in this process come after them
+# (labkit.core.systems.all_names()).
 ALL_NAMES = _systems.all_names()
 
 
@@ -74,7 +76,7 @@ def catalogue(peers: bool = True):
 
     peers = _v.flag("peers", peers)
     rows = []
-    for name in ALL_NAMES if peers else KERNEL_NAMES:
+    for name in _systems.all_names() if peers else KERNEL_NAMES:
         info = kernel_info(name)
         ok, why = availability(name)
         rows.append({
@@ -97,10 +99,11 @@ def check_name(name) -> str:
     """A known catalogue entry (kernel or peer) that runs here."""
     if not isinstance(name, str):
         raise TypeError(f"entry must be a str naming a kernel or peer, not {type(name).__name__}")
-    if name not in ALL_NAMES:
-        raise ValueError(
-            f"entry must be one of {', '.join(ALL_NAMES)}; got {name!r}"
-        )
+    names = _systems.all_names()
+    if name not in names:
+        hint = (": a user's switch is added by labkit.add_switch(source) or "
+                "labkit.measure(source=...) in this process" if name.startswith("user:") else "")
+        raise ValueError(f"entry must be one of {', '.join(names)}; got {name!r}{hint}")
     ok, why = availability(name)
     if not ok:
         raise _errors.KernelUnavailableError(f"entry {name!r} is not available on this machine: {why}")

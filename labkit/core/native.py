@@ -167,6 +167,13 @@ def pingpong(tag, kernel, stack_size, prefault, rounds, warmup, repeats, fpctl_m
         lib.lk_set_stack_in_use(0)
 
 
+@functools.lru_cache(maxsize=None)
+def user_library(path: str) -> Library:
+    """A user's switch with the lab's harness (csrc/user_switch.c), as
+    labkit.core.user_switch built it: the ping-pong, the ring and the checks."""
+    return Library(Path(path), ("lk_sample",))
+
+
 # ---- the C++ peers ----
 
 PEER_BUILD = DEFAULT_BUILD

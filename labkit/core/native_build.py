@@ -16,6 +16,7 @@ records how every target was built (flags, compiler), servers.json the echo serv
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -46,6 +47,10 @@ CORE_HEADERS = ["csrc/labkit_core.h", "csrc/lk_layout.h", "csrc/lk_timer.h", "cs
 EXTENSION_SOURCES = [*CORE_SOURCES, *CHECK_SOURCES, "csrc/handoff.c", "csrc/perf.c"]
 EXTENSION_HEADERS = [*CORE_HEADERS, "csrc/handoff.h", "csrc/perf.h", "cxx/peers.h"]
 SELFTEST_SOURCES = ["csrc/selftest.c", *CHECK_SOURCES, *CORE_SOURCES]
+# The harness a user's own switch is built with (labkit.core.user_switch): its loops and
+# checks, the register and FP-control checks, and the kernels' stacks they call.
+USER_SWITCH_SOURCES = ["csrc/user_switch.c", *CHECK_SOURCES, *KERNEL_SOURCES]
+USER_SWITCH_HEADERS = CORE_HEADERS
 HANDOFF_SELFTEST_SOURCES = ["csrc/handoff_selftest.c", "csrc/handoff.c"]
 
 # The builds the optimisation-level experiment puts side by side (notebook 02).
@@ -124,6 +129,35 @@ def _targets() -> dict[str, dict]:
 TARGETS = _targets()
 
 
+def user_switch_target(source: Path) -> dict:
+    """A user's switch (a .c, .cpp or prebuilt .so file defining lk_user_make and
+    lk_user_swap) and the lab's harness, as one shared library built with the -O2 build's
+    flags (C++ adds the peers' -std=c++20). A source is linked -Bsymbolic: the harness calls
+    lk_user_swap directly, as the core calls its kernels, not through the PLT; a prebuilt
+    library's switch is another library's, called through the PLT as any would call it."""
+    source = Path(source).resolve()
+    opt = [*OPT_LEVELS["O2"], *WARN]
+    base = dict(group="user", shared=True, headers=USER_SWITCH_HEADERS, libs=["-Wl,-Bsymbolic", "-Wl,-z,defs"],
+                record=("LK_CFLAGS", " ".join(OPT_LEVELS["O2"])))
+    if source.suffix == ".so":
+        return dict(base, lang="c", sources=USER_SWITCH_SOURCES, flags=opt,
+                    libs=[str(source), f"-Wl,-rpath,{source.parent}"])
+    if source.suffix == ".cpp":
+        macro, value = base["record"]
+        return dict(base, lang="c++", sources=[str(source)], c_objects=USER_SWITCH_SOURCES,
+                    flags=["-std=c++20", *opt], includes=[str(PACKAGE / "csrc")],
+                    c_defines=[f'-D{macro}="{value}"'])
+    return dict(base, lang="c", sources=[*USER_SWITCH_SOURCES, str(source)], flags=opt)
+
+
+def build_target(name: str, spec: dict, out: Path) -> tuple[dict | None, str]:
+    """Build one target of the builder's form into out/name, whatever its date: (how it
+    was built, "") or (None, why not, with the compiler's output)."""
+    Path(out).mkdir(parents=True, exist_ok=True)
+    with contextlib.redirect_stdout(sys.stderr):  # stdout may be a command's JSON
+        return _build_one(name, spec, Path(out))
+
+
 def selftest_targets(opt: str = "-O2", cc: str | None = None, static: bool = False) -> dict:
     """The C self-tests as targets of the same builder (tests/test_selftest_c.py builds and
     runs them; they are not installed). cc: another C compiler (a cross compiler)."""
@@ -165,14 +199,15 @@ def _commands(spec: dict, target: Path, objdir: Path) -> tuple[list[list[str]], 
     if "record" in spec:
         macro, value = spec["record"]
         defines.append(f'-D{macro}="{value}"')
-    includes = [f"-I{PACKAGE / Path(spec['sources'][0]).parent}"]
+    includes = [f"-I{PACKAGE / Path(spec['sources'][0]).parent}",
+                *(f"-I{d}" for d in spec.get("includes", []))]
     shared = ["-shared", "-fPIC"] if spec.get("shared") else []
     cmds, objects = [], []
     c_flags = [f for f in flags if not f.startswith("-std=")]
     for src in spec.get("c_objects", []):
         obj = objdir / (Path(src).stem + ".o")
-        cmds.append([*cc, *c_flags, *shared[1:], *includes, "-c", "-o", str(obj),
-                     str(PACKAGE / src)])
+        cmds.append([*cc, *c_flags, *shared[1:], *spec.get("c_defines", []), *includes,
+                     "-c", "-o", str(obj), str(PACKAGE / src)])
         objects.append(str(obj))
     tool = [spec["tool"]] if "tool" in spec else cxx if spec["lang"] == "c++" else cc
     cmds.append([*tool, *flags, *shared, *defines, *includes, "-o", str(target),

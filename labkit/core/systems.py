@@ -10,12 +10,14 @@ records; none of them tells the systems apart by itself.
 The kernels come from the C core's kernel table (LK_KERNELS in csrc/labkit_core.h, read
 through _core.kernel_table()), the C++ peers from the peers' table (LKX_PEERS in
 cxx/peers.h, read through _core.peer_table(), so the catalogue lists them even where their
-library is not built), the Python peers from labkit.core.pypeers."""
+library is not built), the Python peers from labkit.core.pypeers, and the user's own
+switches from those labkit.core.user_switch has built and checked in this process."""
 from __future__ import annotations
 
 import functools
 import platform
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 from labkit.core import _core
@@ -55,9 +57,21 @@ class System:
     library: str | None = None       # its -O builds, "lib...-{build}.so" in labkit/bin/
     index: Callable[[str, str], int] | None = None  # (name, build) -> the C side's number
     count_driver: str | None = None  # lk_count's name for it; None: callgrind cannot count it
+    # (name, build) -> the library's path, where it is not labkit/bin/'s `library`
+    locate: Callable[[str, str], Path] | None = None
+    # name -> (module, worker function, its arguments) of its ring; None: no ring
+    ring: Callable[[str], tuple[str, str, dict]] | None = None
 
     def __contains__(self, name) -> bool:
         return name in self.names()
+
+    def library_path(self, name: str, build: str) -> Path:
+        """The library that holds `name` built as `build` (callgrind loads it)."""
+        if self.locate is not None:
+            return self.locate(name, build)
+        from labkit.core import native
+
+        return native.BIN_DIR / self.library.format(build=build)
 
 
 # ---- labkit's kernels: the C core's kernel table ----
@@ -148,6 +162,7 @@ KERNELS = System(
     library="liblabkit_c-{build}.so",
     index=lambda n, build=None: kernel_rows()[n]["index"],
     count_driver="labkit",
+    ring=lambda n: ("labkit.core.timing", "worker_ring", {"kernel": kernel_rows()[n]["index"]}),
 )
 
 
@@ -239,8 +254,72 @@ PYTHON = System(
 )
 
 
+# ---- the user's own switches: labkit.core.user_switch builds and checks them ----
+
+@dataclass(frozen=True)
+class UserSwitch:
+    """A user's switch that built and passed the correctness checks."""
+    name: str                # the entry, "user:<name>"
+    source: str              # the user's .c, .cpp or .so file
+    library: str             # the harness and the switch, built into the results folder
+    keeps_fp_control: bool   # what the FP control check found
+    cflags: str
+    compiler: str
+    sha256: str              # of the source as built
+
+
+# The user's switches added in this process, by entry name.
+USER_SWITCHES: dict[str, UserSwitch] = {}
+USER_PREFIX = "user:"
+
+
+def _user_job(name, size, prefault, build, fp_control) -> Job:
+    """A user's switch: its own library, one -O2 build, stacks labkit makes."""
+    u = USER_SWITCHES[name]
+    prefault = True if prefault is None else _v.flag("prefault", prefault)
+    if build is not None:
+        raise ValueError(f"build must be None for the user switch {name!r}: it is built once, "
+                         "with the flags of the C core's O2 build")
+    fp_control = _fp_control(name, fp_control, settable=True)
+    return Job(function="worker_user_pingpong",
+               args=dict(library=u.library, prefault=bool(prefault),
+                         fpctl_mode=FP_CONTROL_MODES[fp_control]),
+               build="O2", cflags=u.cflags, prefault=prefault, fp_control=fp_control,
+               build_column="O2",
+               meta={"compiler": u.compiler, "source": u.source, "source_sha256": u.sha256})
+
+
+def _user_library(name: str, build: str) -> Path:
+    if build != "O2":
+        raise ValueError(f"build must be 'O2' for the user switch {name!r}: it is built once, "
+                         f"with the O2 build's flags; got {build!r}")
+    return Path(USER_SWITCHES[name].library)
+
+
+USER = System(
+    family="user", what="user switch",
+    names=lambda: tuple(USER_SWITCHES),
+    kind=lambda n: "stackful",
+    saves=lambda n: f"what the user's lk_user_swap saves ({USER_SWITCHES[n].source})",
+    returns_by=lambda n: "(the user's own)",
+    note=lambda n: ("the user's switch; checked: callee-saved registers, stack alignment at "
+                    "entry, stacks left alone; FP control words "
+                    + ("kept per context" if USER_SWITCHES[n].keeps_fp_control else "shared")),
+    available=lambda n: ((True, "") if Path(USER_SWITCHES[n].library).exists() else
+                         (False, f"its library is gone: add it again from {USER_SWITCHES[n].source}")),
+    applies=frozenset({"stack_size", "prefault", "fp_control", "ring"}),
+    job=_user_job,
+    library="<results>/user_switches/<name>-<hash>.so",
+    index=lambda n, build=None: 0,
+    count_driver="user",
+    locate=_user_library,
+    ring=lambda n: ("labkit.core.systems", "worker_user_ring",
+                    {"library": USER_SWITCHES[n].library}),
+)
+
+
 # Every system, in the catalogue's order.
-SYSTEMS = {s.family: s for s in (KERNELS, CXX, PYTHON)}
+SYSTEMS = {s.family: s for s in (KERNELS, CXX, PYTHON, USER)}
 
 
 def all_names() -> tuple[str, ...]:
@@ -305,6 +384,27 @@ def worker_peer_pingpong(peer: str, build: str, stack_size: int, rounds: int, wa
 
     return _counters.counted(lambda: native.peer_pingpong(
         build, peer, stack_size, rounds, warmup, repeats, fpctl_mode))
+
+
+def worker_user_pingpong(library: str, stack_size: int, prefault: bool, rounds: int,
+                         warmup: int, repeats: int, fpctl_mode: int) -> dict:
+    """A user's switch's ping-pong, from the library labkit.core.user_switch built."""
+    from labkit.core import native
+
+    return _counters.counted(lambda: native.user_library(library).samples(
+        "lk_pingpong_fp", "lk_sample", repeats, 0, stack_size, int(prefault), rounds, warmup,
+        repeats, fpctl_mode))
+
+
+def worker_user_ring(library: str, n: int, asymmetric: bool, stack_size: int,
+                     colour_step: int, prefault: bool, laps: int, warmup: int,
+                     repeats: int) -> dict:
+    """A ring (or, asymmetric, a scheduler) of n contexts switched by a user's switch."""
+    from labkit.core import native
+
+    return _counters.counted(lambda: native.user_library(library).samples(
+        "lk_ring", "lk_sample", repeats, 0, n, int(asymmetric), stack_size, colour_step,
+        int(prefault), laps, warmup, repeats))
 
 
 def worker_py_pingpong(peer: str, stack_size: int, rounds: int, warmup: int,

@@ -16,12 +16,15 @@ def _default_timeout(switches: int, runs: int) -> float:
     return 60.0 + runs * switches * 5e-6
 
 
-def measure(entry: str, *, stack_size: int | None = None, switches: int = 1_000_000,
+def measure(entry: str | None = None, *, source=None, keeps_fp_control: bool | None = None,
+            stack_size: int | None = None, switches: int = 1_000_000,
             repeats: int = 10, warmup: int = 1, cpu: int | None = None,
             prefault: bool | None = None, build: str | None = None, fp_control: str = "as-is",
             stack_in_use: int | None = None, timeout: float | None = None):
     """Time `switches` switches between two contexts with `entry` (a kernel or a peer, as
-    labkit.catalogue() names them), `repeats` times after
+    labkit.catalogue() names them; or, instead of entry, `source`: a user's own switch, a
+    .c, .cpp or .so file defining lk_user_make and lk_user_swap, built, checked and added
+    as labkit.add_switch(source, keeps_fp_control=...) does), `repeats` times after
     `warmup` dropped runs, in a worker process. Returns a DataFrame with one row per repeat:
     ns and cycle-counter ticks per switch with the empty loop's cost subtracted
     (`ns_per_switch`, `ticks_per_switch`; floored at 0, with `below_resolution` True where
@@ -40,6 +43,20 @@ def measure(entry: str, *, stack_size: int | None = None, switches: int = 1_000_
     stack_in_use (copy_stack only; None: 0): bytes each coroutine holds on its stack, beyond
     its frames, when it switches; the `copied_bytes_per_switch` column says what the
     switches really copied."""
+    if source is not None:
+        if entry is not None:
+            raise ValueError(f"entry must be left unset (None) when source is given (the "
+                             f"source is the entry); got entry={entry!r}, source={source!r}")
+        from labkit.core import user_switch
+
+        entry = user_switch.add_switch(source, keeps_fp_control=keeps_fp_control,
+                                       timeout=timeout)
+    elif keeps_fp_control is not None:
+        raise ValueError("keeps_fp_control must be left unset (None) without source: it "
+                         "declares what a user's switch does with the FP control words")
+    elif entry is None:
+        raise TypeError("measure needs an entry (a catalogue name) or a source (a user's "
+                        "switch: a .c, .cpp or .so file)")
     kernel = _entries.check_name(entry)
     size = _entries.check_stack_size(kernel, stack_size)
     in_use = _stack_in_use(kernel, size, stack_in_use)
@@ -153,9 +170,10 @@ def measure_ring(kernel: str, *, contexts: int, asymmetric: bool = False, laps: 
     bytes (stack colouring). Stacks are not prefaulted by default: only the pages the
     contexts touch are committed."""
     kernel = _entries.check_name(kernel)
-    if "ring" not in _systems.of(kernel).applies:
-        raise ValueError(f"kernel must be one of labkit's own kernels for a ring; {kernel!r} "
-                         f"is a {_systems.of(kernel).what}")
+    system = _systems.of(kernel)
+    if "ring" not in system.applies:
+        raise ValueError(f"kernel must be one of labkit's own kernels or a user switch for a "
+                         f"ring; {kernel!r} is a {system.what}")
     if _entries.kernel_info(kernel).kind != "stackful":
         raise ValueError(f"kernel must be stackful for a ring; {kernel!r} is stackless")
     if kernel in _entries.COPIES_STACK:
@@ -180,14 +198,17 @@ def measure_ring(kernel: str, *, contexts: int, asymmetric: bool = False, laps: 
         raise ValueError(f"laps * switches per lap must be at most {_v.MAX_SWITCHES}; "
                          f"got {switches}")
     timeout = _v.timeout(timeout) or _default_timeout(switches, repeats + warmup) + n * 0.01
-    meta = _machine.row_metadata()
+    # The build's flags and metadata, as measure records them for this entry.
+    job = system.job(kernel, size, False, None, "as-is")
+    meta = {**_machine.row_metadata(cflags=job.cflags), **job.meta}
     pattern = "scheduler" if asymmetric else "ring"
     describe = (f"kernel {kernel!r} {pattern} of {n} (stack_size={size}, "
                 f"colour_step={step}, laps={laps}, repeats={repeats}, cpu={cpu})")
+    module, function, args = system.ring(kernel)
     out = _worker.call(
-        "labkit.core.timing", "worker_ring", pin=cpu, kernel=_entries.kernel_index(kernel), n=n,
-        asymmetric=asymmetric, stack_size=size, colour_step=step, prefault=prefault,
-        laps=laps, warmup=warmup, repeats=repeats, describe=describe, timeout=timeout)
+        module, function, pin=cpu, n=n, asymmetric=asymmetric, stack_size=size,
+        colour_step=step, prefault=prefault, laps=laps, warmup=warmup, repeats=repeats,
+        describe=describe, timeout=timeout, **args)
     common = {"entry": kernel, "kind": "stackful", "pattern": pattern, "contexts": n,
               "stack_size_requested": stack_size, "stack_size": size, "colour_step": step,
               "prefault": prefault, "cpu": cpu, "laps": laps}

@@ -179,6 +179,14 @@ int lk_regtest(int kernel, uint64_t *main_in, uint64_t *main_out, uint64_t *co_i
  * Each array holds 2 words (x86-64: MXCSR, x87 CW; AArch64: FPCR, 0). masks[] says which bits count. */
 int lk_fptest(int kernel, uint32_t *main_set, uint32_t *main_after, uint32_t *co_set,
               uint32_t *co_after, uint32_t *masks);
+/* The same two checks of a switch from outside the kernel table (a user's: csrc/user_switch.c):
+ * swap as the kernels' prototype, make(stack_base, stack_size, entry, arg) making a new
+ * context on [stack_base, stack_base + stack_size) that starts in entry(arg). */
+typedef void *(*lk_make_fn)(void *stack_base, size_t stack_size, void (*entry)(void *), void *arg);
+int lk_regtest_ext(lk_swap_fn swap, lk_make_fn make, uint64_t *main_in, uint64_t *main_out,
+                   uint64_t *co_in, uint64_t *co_out);
+int lk_fptest_ext(lk_swap_fn swap, lk_make_fn make, uint32_t *main_set, uint32_t *main_after,
+                  uint32_t *co_set, uint32_t *co_after, uint32_t *masks);
 /* Runs a coroutine that uses about use_bytes of stack, then returns to main.
  * Past the stack's end it faults on the guard page: the worker dies by SIGSEGV. */
 int lk_stack_probe(int kernel, size_t stack_size, size_t use_bytes);

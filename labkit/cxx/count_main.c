@@ -1,10 +1,11 @@
 /* count_main.c -- runs one ping-pong of one kernel or peer from a labkit build, untimed,
  * for valgrind --tool=callgrind to count its instructions (labkit/experiments/callgrind.py).
  *
- *   lk_count LIB labkit|peer INDEX ROUNDS ONLY STACK
+ *   lk_count LIB labkit|peer|user INDEX ROUNDS ONLY STACK
  *
- * LIB is a liblabkit_c-<tag>.so (labkit: the lab's kernels) or liblabkit_peers-<tag>.so
- * (peer: the C++ peers), the system names of labkit.core.systems; ONLY is 1 for the switch
+ * LIB is a liblabkit_c-<tag>.so (labkit: the lab's kernels), liblabkit_peers-<tag>.so
+ * (peer: the C++ peers) or a user's switch with the lab's harness (user: csrc/user_switch.c,
+ * which answers the core's entry points), the system names of labkit.core.systems; ONLY is 1 for the switch
  * loop alone, 2 for the empty loop alone. Counting two ROUNDS and taking the difference
  * cancels everything that is not the loop. It sits with the C++ peers because it knows both
  * libraries' entry points: the core's (csrc/, below) and the peers'. */
@@ -23,11 +24,12 @@ typedef __typeof__(&lk_set_only) only_fn;
 
 int main(int argc, char **argv) {
     if (argc != 7) {
-        fprintf(stderr, "usage: %s LIB labkit|peer INDEX ROUNDS ONLY STACK\n", argv[0]);
+        fprintf(stderr, "usage: %s LIB labkit|peer|user INDEX ROUNDS ONLY STACK\n", argv[0]);
         return 2;
     }
-    if (strcmp(argv[2], "labkit") != 0 && strcmp(argv[2], "peer") != 0) {
-        fprintf(stderr, "%s: the system must be labkit or peer, not %s\n", argv[0], argv[2]);
+    if (strcmp(argv[2], "labkit") != 0 && strcmp(argv[2], "peer") != 0 &&
+        strcmp(argv[2], "user") != 0) {
+        fprintf(stderr, "%s: the system must be labkit, peer or user, not %s\n", argv[0], argv[2]);
         return 2;
     }
     void *lib = dlopen(argv[1], RTLD_NOW);

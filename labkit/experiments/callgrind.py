@@ -76,7 +76,7 @@ def instructions_per_switch(kernel: str, *, build: str = "O2", stack_size: int |
         countable = " or a ".join(s.what for s in _systems.SYSTEMS.values() if s.count_driver)
         raise ValueError(f"kernel must be a {countable}; {kernel!r} is a {system.what} "
                          "(callgrind would count the interpreter)")
-    lib = native.BIN_DIR / system.library.format(build=build)
+    lib = system.library_path(kernel, build)
     index = system.index(kernel, build)
     # Counts do not depend on timing, so the four runs share the CPUs.
     runs = [(only, r) for only in (1, 2) for r in (r1, r2)]

@@ -56,7 +56,16 @@ def build_parser() -> argparse.ArgumentParser:
     m = _command(sub, "measure", "measure one kernel and print its summary",
                  "Time switches between two contexts with one kernel, in a worker process, "
                  "with the empty loop subtracted.")
-    m.add_argument("entry", help="a kernel or peer name (see `labkit catalogue`)")
+    what = m.add_mutually_exclusive_group(required=True)
+    what.add_argument("entry", nargs="?", default=None,
+                      help="a kernel or peer name (see `labkit catalogue`); or give --source")
+    what.add_argument("--source", default=None, metavar="FILE",
+                      help="your own switch instead of an entry: a .c, .cpp or .so file "
+                           "defining lk_user_make and lk_user_swap, built with the lab's flags "
+                           "and checked first (docs/your_switch.md)")
+    m.add_argument("--keeps-fp-control", default=None, choices=["yes", "no"],
+                   help="with --source: whether your lk_user_swap keeps MXCSR and the x87 "
+                        "control word per context (checked; default: only reported)")
     m.add_argument("--switches", type=int, default=1_000_000,
                    help="switches per repeat (default 1000000)")
     m.add_argument("--repeats", type=int, default=10, help="timed repeats (default 10)")
@@ -247,7 +256,9 @@ def _run(args, parser) -> int:
     elif args.command == "measure":
         import labkit
 
-        df = labkit.measure(args.entry, switches=args.switches, repeats=args.repeats,
+        keeps = None if args.keeps_fp_control is None else args.keeps_fp_control == "yes"
+        df = labkit.measure(args.entry, source=args.source, keeps_fp_control=keeps,
+                            switches=args.switches, repeats=args.repeats,
                             stack_size=args.stack_size, cpu=args.cpu, build=args.build,
                             fp_control=args.fp_control, stack_in_use=args.stack_in_use)
 

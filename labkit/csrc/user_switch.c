@@ -1,0 +1,435 @@
+/* user_switch.c -- the lab's harness around a switch routine a user brings from outside the
+ * package. labkit.core.user_switch compiles it, with the lab's -O2 flags, together with the
+ * user's source (or links the user's library) into one library of the results folder. The
+ * user's file defines
+ *
+ *     void *lk_user_make(void *stack_base, size_t stack_size, void (*fn)(void *), void *arg);
+ *     void  lk_user_swap(void **save, void *to);
+ *
+ * lk_user_make prepares a context on [stack_base, stack_base + stack_size) that, when first
+ * resumed, calls fn(arg), which never returns; lk_user_swap saves the running context into
+ * *save and resumes `to` (libco's coctx_swap and libaco's acosw have this shape).
+ *
+ * Here: the ping-pong (harness.c's loops over lk_user_swap, with the same counters and the
+ * same empty loop), the ring (ring.c's), and the checks checks.c does not already make for
+ * any switch: the stack pointer's alignment when fn starts, and the stacks a switch must
+ * leave alone. The register and FP-control checks are checks.c's own (lk_regtest_ext,
+ * lk_fptest_ext). It answers the C core's entry points lk_pingpong_fp, lk_ring, lk_set_only
+ * and lk_cflags, so the callgrind driver (cxx/count_main.c) and labkit.core.native treat it
+ * as they treat a build of the core. */
+#define _GNU_SOURCE
+#include "labkit_core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lk_timer.h"
+#include "switch_platform.h"
+
+#if !defined(__x86_64__)
+#error "labkit's harness for a user's switch probes x86-64 registers and stacks only"
+#endif
+
+void *lk_user_make(void *stack_base, size_t stack_size, void (*fn)(void *), void *arg);
+void lk_user_swap(void **save, void *to);
+int64_t lk_user_frame_call(void **save, void *to, uint64_t *frame);  /* below, in asm */
+
+/* What Python calls through ctypes (labkit.core.native.Library types the calls from it). */
+#define LK_USER_FUNCTIONS(F)                                                               \
+    F(const char *, lk_cflags, (void))                                                     \
+    /* the ping-pong; kernel must be 0 (the library holds one switch) */                   \
+    F(int, lk_pingpong_fp, (int kernel, size_t stack_size, int prefault, uint64_t rounds,  \
+                            int warmup, int repeats, int fpctl_mode, lk_sample *out,        \
+                            char *err, size_t errlen))                                      \
+    F(int, lk_ring, (int kernel, int n, int asymmetric, size_t stack_size,                \
+                     size_t colour_step, int prefault, uint64_t laps, int warmup,          \
+                     int repeats, lk_sample *out, char *err, size_t errlen))               \
+    /* checks.c's checks, run on lk_user_swap */                                           \
+    F(int, lk_user_regtest, (uint64_t *main_in, uint64_t *main_out, uint64_t *co_in,      \
+                             uint64_t *co_out))                                            \
+    F(int, lk_user_fptest, (uint32_t *main_set, uint32_t *main_after, uint32_t *co_set,    \
+                            uint32_t *co_after, uint32_t *masks))                          \
+    /* rsp when fn started (its first instruction); 0 ok, -1 when no context was made */   \
+    F(int, lk_user_aligntest, (uint64_t *entry_rsp))                                       \
+    /* the stacks a switch must leave alone; out[0]: the first 8-byte word of the         \
+     * caller's frame (64 bytes above the return address) that changed across the switch, \
+     * or -1; out[1]: the first byte of a suspended context's stack that changed while    \
+     * the others switched, as an offset from its rsp at the call (negative: below it; 1  \
+     * << 62 when none) */                                                                 \
+    F(int, lk_user_stacktest, (int64_t *out))                                              \
+    F(int, lk_user_regprobe_count, (void))                                                 \
+    F(const char *, lk_user_regprobe_name, (int i))
+LK_DECLARE(LK_USER_FUNCTIONS)
+
+static void *user_make(void *base, size_t size, void (*fn)(void *), void *arg) {
+    return lk_user_make(base, size, fn, arg);
+}
+static void user_swap(void **save, void *to) { lk_user_swap(save, to); }
+
+/* Every switch of the checks below goes through lk_user_frame_call, which gives its caller
+ * back its callee-saved registers and keeps nothing of its own in the 64 bytes above the
+ * return address: a switch that loses a register or writes there fails its check; it must
+ * not corrupt the checks' own code. */
+static void checked_swap(void **save, void *to) {
+    uint64_t frame;
+    lk_user_frame_call(save, to, &frame);
+}
+
+/* A new context of the user's on s; 0 if lk_user_make returned none. */
+static void *make_on(lk_stack *s, void (*fn)(void *), void *arg) {
+    return lk_user_make(s->top - s->usable, s->usable, fn, arg);
+}
+
+/* ---------------------------------------------------------------- the ping-pong */
+
+/* harness.c's ping-pong over lk_user_swap: each side bumps its own counter once a switch. */
+typedef struct {
+    void *main_ctx, *co_ctx;
+    volatile uint64_t main_count, co_count;
+} pingpong;
+
+static void co_user(void *arg) {
+    pingpong *p = arg;
+    for (;;) {
+        p->co_count++;
+        lk_user_swap(&p->co_ctx, p->main_ctx);
+    }
+}
+LK_TIMED_LOOP static void loop_user(pingpong *p, uint64_t rounds) {
+    for (uint64_t i = 0; i < rounds; i++) {
+        lk_user_swap(&p->main_ctx, p->co_ctx);
+        p->main_count++;
+    }
+}
+/* The loop without the switch: the same counters, the same loop control. */
+LK_TIMED_LOOP static void loop_base(pingpong *p, uint64_t rounds) {
+    for (uint64_t i = 0; i < rounds; i++) {
+        p->co_count++;
+        p->main_count++;
+    }
+}
+
+static int only_loops = 0;  /* 1: the switch loops alone; 2: the empty loops alone (callgrind) */
+void lk_set_only(int which) { only_loops = which; }
+
+#define PINGPONG_COUNT(p) ((p)->main_count + (p)->co_count)
+LK_TIMED_FN(timed_pp, pingpong, PINGPONG_COUNT)
+
+static void timed(void (*f)(pingpong *, uint64_t), pingpong *p, uint64_t rounds, uint64_t *ns,
+                  uint64_t *ticks, uint64_t *faults, uint64_t *counted) {
+    if ((only_loops == 1 && f == loop_base) || (only_loops == 2 && f != loop_base)) {
+        *ns = *ticks = *faults = *counted = 0;
+        return;
+    }
+    timed_pp(f, p, rounds, ns, ticks, faults, counted);
+}
+
+int lk_pingpong_fp(int kernel, size_t stack_size, int prefault, uint64_t rounds, int warmup,
+                   int repeats, int fpctl_mode, lk_sample *out, char *err, size_t errlen) {
+    if (kernel != 0) {
+        snprintf(err, errlen, "a user's library holds one switch, number 0; got %d", kernel);
+        return -1;
+    }
+    static pingpong p;  /* static: its address is stable and off the stacks being measured */
+    memset(&p, 0, sizeof p);
+    uint32_t fp_saved[2];
+    lk_fpctl_read(fp_saved);
+    if (fpctl_mode) lk_fpctl_reset();  /* the other context starts from these, if it keeps them */
+    lk_stack s;
+    int rc = lk_stack_alloc(&s, stack_size, 0, prefault);
+    if (rc != 0) {
+        snprintf(err, errlen, "mmap of a %zu-byte stack failed: %s", stack_size, strerror(-rc));
+        lk_fpctl_write(fp_saved);
+        return -1;
+    }
+    p.co_ctx = make_on(&s, co_user, &p);
+    if (!p.co_ctx) {
+        snprintf(err, errlen, "lk_user_make returned NULL for a %zu-byte stack", s.usable);
+        lk_stack_free(&s);
+        lk_fpctl_write(fp_saved);
+        return -1;
+    }
+    if (fpctl_mode == 2) lk_fpctl_divide();
+    uint64_t ns, ticks, faults, counted;
+    for (int w = 0; w < warmup; w++) {
+        timed(loop_base, &p, rounds, &ns, &ticks, &faults, &counted);
+        timed(loop_user, &p, rounds, &ns, &ticks, &faults, &counted);
+    }
+    for (int r = 0; r < repeats; r++) {
+        lk_sample *o = &out[r];
+        memset(o, 0, sizeof *o);
+        timed(loop_base, &p, rounds, &o->base_ns, &o->base_ticks, &faults, &counted);
+        timed(loop_user, &p, rounds, &o->loop_ns, &o->loop_ticks, &o->minor_faults, &o->counted);
+        o->switches = 2 * rounds;
+        o->xinuse = lk_xinuse();
+    }
+    /* The other context stays suspended for good; its stack simply goes away. */
+    lk_stack_free(&s);
+    lk_fpctl_write(fp_saved);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the ring */
+
+/* ring.c's symmetric ring and asymmetric scheduler over lk_user_swap. */
+typedef struct ring ring;
+typedef struct {
+    void *h;
+    ring *r;
+    int i;
+    volatile uint64_t count;
+} __attribute__((aligned(64))) slot;  /* one cache line each: no false sharing of counters */
+struct ring {
+    int n;
+    slot main;
+    slot *c;
+};
+
+static void sym_user(void *arg) {
+    slot *s = arg;
+    slot *next = s->i + 1 < s->r->n ? &s->r->c[s->i + 1] : &s->r->main;
+    for (;;) {
+        s->count++;
+        lk_user_swap(&s->h, next->h);
+    }
+}
+static void asym_user(void *arg) {
+    slot *s = arg;
+    for (;;) {
+        s->count++;
+        lk_user_swap(&s->h, s->r->main.h);
+    }
+}
+LK_TIMED_LOOP static void symloop(ring *r, uint64_t laps) {
+    for (uint64_t l = 0; l < laps; l++) {
+        lk_user_swap(&r->main.h, r->c[0].h);
+        r->main.count++;
+    }
+}
+LK_TIMED_LOOP static void asymloop(ring *r, uint64_t laps) {
+    for (uint64_t l = 0; l < laps; l++)
+        for (int i = 0; i < r->n; i++) {
+            lk_user_swap(&r->main.h, r->c[i].h);
+            r->main.count++;
+        }
+}
+LK_TIMED_LOOP static void symbase(ring *r, uint64_t laps) {
+    for (uint64_t l = 0; l < laps; l++) {
+        for (int i = 0; i < r->n; i++) r->c[i].count++;
+        r->main.count++;
+    }
+}
+LK_TIMED_LOOP static void asymbase(ring *r, uint64_t laps) {
+    for (uint64_t l = 0; l < laps; l++)
+        for (int i = 0; i < r->n; i++) {
+            r->c[i].count++;
+            r->main.count++;
+        }
+}
+static uint64_t total(ring *r) {
+    uint64_t t = r->main.count;
+    for (int i = 0; i < r->n; i++) t += r->c[i].count;
+    return t;
+}
+LK_TIMED_FN(timed_ring, ring, total)
+
+int lk_ring(int kernel, int n, int asymmetric, size_t stack_size, size_t colour_step,
+            int prefault, uint64_t laps, int warmup, int repeats, lk_sample *out, char *err,
+            size_t errlen) {
+    if (kernel != 0 || n < 1) {
+        snprintf(err, errlen, "a ring needs switch 0 and at least one context");
+        return -1;
+    }
+    ring *r = aligned_alloc(64, (sizeof *r + 63) & ~(size_t)63);
+    lk_stack *stacks = calloc((size_t)n, sizeof *stacks);
+    slot *c = aligned_alloc(64, sizeof(slot) * (size_t)n);
+    int rc = -1, made = 0;
+    if (!r || !stacks || !c) {
+        snprintf(err, errlen, "out of memory for %d contexts", n);
+        goto done;
+    }
+    memset(r, 0, sizeof *r);
+    memset(c, 0, sizeof(slot) * (size_t)n);
+    r->n = n;
+    r->c = c;
+    r->main.r = r;
+    r->main.i = -1;
+    for (int i = 0; i < n; i++, made++) {
+        size_t offset = colour_step ? (size_t)(i % 1024) * colour_step : 0;
+        int e = lk_stack_alloc(&stacks[i], stack_size, offset, prefault);
+        if (e != 0) {
+            snprintf(err, errlen, "mmap of stack %d (%zu bytes) failed: %s", i, stack_size,
+                     strerror(-e));
+            goto done;
+        }
+        c[i].r = r;
+        c[i].i = i;
+        c[i].h = make_on(&stacks[i], asymmetric ? asym_user : sym_user, &c[i]);
+        if (!c[i].h) {
+            lk_stack_free(&stacks[i]);
+            snprintf(err, errlen, "lk_user_make returned NULL for context %d", i);
+            goto done;
+        }
+    }
+    void (*loop)(ring *, uint64_t) = asymmetric ? asymloop : symloop;
+    void (*base)(ring *, uint64_t) = asymmetric ? asymbase : symbase;
+    uint64_t per_lap = asymmetric ? 2ull * (uint64_t)n : (uint64_t)n + 1;
+    uint64_t ns, ticks, flt, counted;
+    for (int w = 0; w < warmup; w++) {
+        timed_ring(base, r, laps, &ns, &ticks, &flt, &counted);
+        timed_ring(loop, r, laps, &ns, &ticks, &flt, &counted);
+    }
+    for (int k = 0; k < repeats; k++) {
+        lk_sample *o = &out[k];
+        memset(o, 0, sizeof *o);
+        timed_ring(base, r, laps, &o->base_ns, &o->base_ticks, &flt, &counted);
+        timed_ring(loop, r, laps, &o->loop_ns, &o->loop_ticks, &o->minor_faults, &o->counted);
+        o->switches = laps * per_lap;
+        o->xinuse = lk_xinuse();
+    }
+    rc = 0;
+done:
+    for (int i = 0; i < made; i++) lk_stack_free(&stacks[i]);
+    free(c);
+    free(stacks);
+    free(r);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- the checks */
+
+int lk_user_regtest(uint64_t *main_in, uint64_t *main_out, uint64_t *co_in, uint64_t *co_out) {
+    return lk_regtest_ext(user_swap, user_make, main_in, main_out, co_in, co_out);
+}
+
+int lk_user_fptest(uint32_t *main_set, uint32_t *main_after, uint32_t *co_set,
+                   uint32_t *co_after, uint32_t *masks) {
+    return lk_fptest_ext(user_swap, user_make, main_set, main_after, co_set, co_after, masks);
+}
+
+int lk_user_regprobe_count(void) { return lk_regprobe_count(); }
+const char *lk_user_regprobe_name(int i) { return lk_regprobe_name(i); }
+
+/* Alignment: the fn lk_user_make is given is this stub, which records rsp before anything
+ * moves it and switches straight back; no C runs on the stack it was given (compiled code
+ * may keep SSE data there with aligned moves, and would fault on a misaligned one). The
+ * ABI wants rsp + 8 to be a multiple of 16 there, as after any call. */
+__attribute__((visibility("hidden"))) uint64_t lk_user_entry_rsp;
+__attribute__((visibility("hidden"))) void *lk_user_align_back;
+void lk_user_align_entry(void *arg);
+__asm__(".text\n"
+        ".globl lk_user_align_entry\n.hidden lk_user_align_entry\n"
+        ".type lk_user_align_entry,@function\n.p2align 4\n"
+        "lk_user_align_entry:\n"
+        "    movq  %rsp, lk_user_entry_rsp(%rip)\n" /* rsp as fn finds it */
+        "    movq  (%rdi), %rsi\n"                  /* to: main, whose handle arg points at */
+        "    leaq  lk_user_align_back(%rip), %rdi\n" /* save: this context */
+        "    callq lk_user_swap\n"                  /* back to main, never resumed */
+        "    ud2\n"
+        ".size lk_user_align_entry,.-lk_user_align_entry\n");
+
+int lk_user_aligntest(uint64_t *entry_rsp) {
+    lk_stack s;
+    void *main_ctx = 0;
+    if (lk_stack_alloc(&s, 64 * 1024, 0, 0) != 0) return -1;
+    lk_user_align_back = make_on(&s, lk_user_align_entry, &main_ctx);
+    if (!lk_user_align_back) {
+        lk_stack_free(&s);
+        return -1;
+    }
+    lk_user_entry_rsp = 0;
+    checked_swap(&main_ctx, lk_user_align_back);
+    *entry_rsp = lk_user_entry_rsp;
+    lk_stack_free(&s);
+    return 0;
+}
+
+/* The stacks a switch must leave alone. lk_user_frame_call(save, to, frame) calls
+ * lk_user_swap(save, to) with 64 bytes of sentinels in its own frame, just above the return
+ * address, and returns the index of the first 8-byte word of them the round trip changed
+ * (-1: none); *frame gets its rsp at the call. It gives its caller back the callee-saved
+ * registers from its own stack, as lk_regprobe does. */
+__asm__(".text\n"
+        ".globl lk_user_frame_call\n.hidden lk_user_frame_call\n"
+        ".type lk_user_frame_call,@function\n.p2align 4\n"
+        "lk_user_frame_call:\n"
+        LK_PUSH_CALLEE_SAVED
+        "    subq  $72, %rsp\n"               /* the sentinel words and a pad: rsp 16-aligned */
+        "    movq  %rsp, (%rdx)\n"            /* *frame = rsp at the call */
+        "    movabsq $0x5a5a5a5a5a5a5a00, %rcx\n" /* the pattern: word i holds it + i */
+        "    xorl  %eax, %eax\n"
+        "1:  leaq  (%rcx,%rax), %r8\n"
+        "    movq  %r8, (%rsp,%rax,8)\n"      /* word i */
+        "    incq  %rax\n"
+        "    cmpq  $8, %rax\n"
+        "    jne   1b\n"
+        "    callq lk_user_swap\n"            /* save (rdi) and to (rsi) as we got them */
+        "    movabsq $0x5a5a5a5a5a5a5a00, %rcx\n" /* the pattern again: no register kept it */
+        "    xorl  %eax, %eax\n"
+        "2:  leaq  (%rcx,%rax), %r8\n"
+        "    cmpq  %r8, (%rsp,%rax,8)\n"      /* word i as we left it? */
+        "    jne   3f\n"
+        "    incq  %rax\n"
+        "    cmpq  $8, %rax\n"
+        "    jne   2b\n"
+        "    movq  $-1, %rax\n"               /* all eight survived */
+        "3:  addq  $72, %rsp\n"
+        LK_POP_CALLEE_SAVED
+        "    ret\n"
+        ".size lk_user_frame_call,.-lk_user_frame_call\n");
+
+/* At file scope, off the stacks being checked, and reached without a register: a switch
+ * that loses one must not make the check lose its way. */
+static struct {
+    void *main_ctx, *a, *b;
+    uint64_t a_frame;      /* A's rsp at its call into the switch */
+    int64_t a_changed;     /* what A's own frame check found */
+} st;
+
+static void stack_a(void *arg) {
+    (void)arg;
+    st.a_changed = lk_user_frame_call(&st.a, st.main_ctx, &st.a_frame);
+    for (;;) checked_swap(&st.a, st.main_ctx);
+}
+static void stack_b(void *arg) {
+    (void)arg;
+    for (;;) checked_swap(&st.b, st.main_ctx);
+}
+
+int lk_user_stacktest(int64_t *out) {
+    lk_stack sa, sb;
+    memset(&st, 0, sizeof st);
+    if (lk_stack_alloc(&sa, 64 * 1024, 0, 0) != 0) return -1;
+    if (lk_stack_alloc(&sb, 64 * 1024, 0, 0) != 0) {
+        lk_stack_free(&sa);
+        return -1;
+    }
+    int rc = -1;
+    char *copy = malloc(sa.usable);
+    st.a = make_on(&sa, stack_a, 0);
+    st.b = make_on(&sb, stack_b, 0);
+    if (copy && st.a && st.b) {
+        checked_swap(&st.main_ctx, st.a);      /* A suspends inside lk_user_frame_call */
+        char *base = sa.top - sa.usable;
+        memcpy(copy, base, sa.usable);         /* A's whole stack, while it is suspended */
+        for (int i = 0; i < 16; i++) checked_swap(&st.main_ctx, st.b);  /* others switch */
+        out[1] = (int64_t)1 << 62;
+        for (size_t k = 0; k < sa.usable; k++)
+            if (copy[k] != base[k]) {
+                out[1] = (int64_t)((uint64_t)(uintptr_t)(base + k) - st.a_frame);
+                break;
+            }
+        checked_swap(&st.main_ctx, st.a);      /* A checks its own frame and comes back */
+        out[0] = st.a_changed;
+        rc = 0;
+    }
+    free(copy);
+    lk_stack_free(&sb);
+    lk_stack_free(&sa);
+    return rc;
+}
+
+LK_FUNCTIONS(LK_USER_FUNCTIONS)
+/* What labkit/core/structs.py reads an lk_sample by (lk_layout.h). */
+LK_LAYOUT(lk_sample, LK_SAMPLE_FIELDS)
