@@ -122,8 +122,8 @@ fa.sizes_figure(sizes);
 #   article `001` shows.
 
 # %%
-alloc = fa.alloc_runs(sizes, live_blocks=live_blocks, memory_budget=memory_budget, pairs=pairs,
-                      repeats=repeats, build=build)
+alloc = frames.alloc_runs(fa.sweep, fa.blocks(sizes), live_blocks=live_blocks,
+                          memory_budget=memory_budget, pairs=pairs, repeats=repeats, build=build)
 al = fa.alloc_summary(alloc)
 shown, lines = fa.alloc_table(alloc, al)
 print(lines)
@@ -148,7 +148,7 @@ fa.shown_ratios(ratios)
 # of its own): its `in_use` is carved minus free blocks.
 
 # %%
-cycles_df = fa.cycle_runs(cycles=cycles, build=build)
+cycles_df = frames.cycle_runs(cycles=cycles, build=build)
 fa.cycle_table(cycles_df)
 
 # %% [markdown]

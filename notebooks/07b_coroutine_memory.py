@@ -59,6 +59,7 @@ from IPython.display import Markdown, display
 
 import labkit
 from labkit.core import native, plots, results
+from labkit.experiments import frames
 from labkit.lab.analysis import article_part
 from labkit.lab.analysis import coroutine_memory as cm
 from labkit.lab.judging import rules, verdicts
@@ -93,8 +94,8 @@ kernel_rss = [cm.kernel_rss_mib()]   # this process is the Jupyter kernel, not t
 
 # %%
 kernel_rss.append(cm.kernel_rss_mib())
-coros = cm.coroutine_runs(n=n_coroutines, repeats=coroutine_repeats, build=build,
-                          memory_budget=memory_budget)
+coros = frames.coroutine_runs(cm.sweep, n=n_coroutines, repeats=coroutine_repeats, build=build,
+                              memory_budget=memory_budget)
 cs = cm.per_coroutine(coros)
 print(cm.pool_check(coros))
 cs.round(2)
@@ -126,8 +127,8 @@ cs.round(2)
 # the pool size, and at P = n it is one frame per connection again.
 
 # %%
-reuse = cm.reuse_runs(reuse_pool_sizes, n=n_coroutines, repeats=coroutine_repeats, build=build,
-                      memory_budget=memory_budget)
+reuse = frames.reuse_runs(cm.sweep, reuse_pool_sizes, n=n_coroutines, repeats=coroutine_repeats,
+                          build=build, memory_budget=memory_budget)
 results.save_csv(reuse.assign(experiment="pool_reuse"), "07b_coroutine_memory_pool_reuse")
 rs = cm.per_pool(reuse, coros)
 rs.round(3)
@@ -149,8 +150,9 @@ cm.reuse_figure(rs, cs);
 # `scaled`, `plan_note`): the per-context figures do not depend on n.
 
 # %%
-stacks = cm.stackful_runs(stack_sizes, n=n_contexts, build=build, memory_budget=memory_budget)
-guard_check = cm.guard_runs(n=guard_contexts, build=build)
+stacks = frames.stackful_runs(cm.sweep, stack_sizes, n=n_contexts, build=build,
+                              memory_budget=memory_budget)
+guard_check = frames.guard_runs(n=guard_contexts, build=build)
 kernel_rss.append(cm.kernel_rss_mib())
 notes, shown = cm.per_context(stacks)
 print(notes)
@@ -191,7 +193,7 @@ cm.memory_figure(cs, stacks);
 # memory costs in time: every switch copies it.
 
 # %%
-copies = cm.copy_runs(copy_in_use, n=n_copy, build=build, memory_budget=memory_budget)
+copies = frames.copy_runs(cm.sweep, copy_in_use, n=n_copy, build=build, memory_budget=memory_budget)
 results.save_csv(copies, "07b_coroutine_memory_copy_stack")
 cm.copy_table(copies)
 

@@ -81,13 +81,13 @@ print(sf.setting(info))
 
 # %%
 tasks = sf.tasks(work_cycles, seconds=loop_seconds, workers=workers, tsc_ghz=info["tsc_ghz"])
-runs = sf.sweep_runs(work_cycles, rounds=rounds, tasks=tasks, workers=workers,
-                     repeats=repeats, cpu=cpu)
+runs = frequency.sweep_runs(sf.sweep, work_cycles, rounds=rounds, tasks=tasks, workers=workers,
+                            repeats=repeats, cpu=cpu)
 # The same set-ups at W = 0 and at the claim's W with independent work, which fills the
 # core's issue width: beside it a switch has no idle slot to hide in (see the W = 100
 # section). Kept apart from `runs`, which the figures and the verdict read.
-indep = sf.sweep_runs(sorted({0, judge_work}), rounds=rounds, tasks=tasks, workers=workers,
-                      repeats=repeats, cpu=cpu, work="independent")
+indep = frequency.sweep_runs(sf.sweep, sorted({0, judge_work}), rounds=rounds, tasks=tasks,
+                             workers=workers, repeats=repeats, cpu=cpu, work="independent")
 share, speed, warnings = sf.summaries(runs)
 print("\n".join([sf.load_text("after"), *warnings]))
 sf.share_table(share)

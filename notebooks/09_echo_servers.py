@@ -77,7 +77,7 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 
 # %%
 from labkit.core import plots, results
-from labkit.experiments import echo
+from labkit.experiments import echo, echo_hostile
 from labkit.lab.analysis import echo_servers as es
 from labkit.lab.judging import designs, rules, verdicts
 from labkit.lab.report import articles
@@ -99,7 +99,7 @@ es.servers()
 # counters, and no process of ours may be left.
 
 # %%
-robust = es.robustness(names, rounds=robustness_rounds)
+robust = echo_hostile.robustness_of(names, rounds=robustness_rounds)
 print(es.failures(robust))
 es.survived(robust)
 
@@ -146,8 +146,8 @@ es.table_figure(ms, connections=connections, message_bytes=message_bytes, where=
 # `io_uring_enter`) and the per-request cost drops until one side runs out of CPU.
 
 # %%
-conn_runs = es.connection_sweep(names, sweep_connections, sweep_repeats, requests=requests,
-                                duration=sweep_duration, message_bytes=message_bytes)
+conn_runs = echo.connection_sweep(es.sweep, names, sweep_connections, sweep_repeats,
+                                  requests=requests, duration=sweep_duration, message_bytes=message_bytes)
 es.connections_figure(conn_runs, main)
 
 # %% [markdown]
@@ -162,8 +162,8 @@ es.connections_figure(conn_runs, main)
 # asio, its read completions).
 
 # %%
-c15 = es.reads_sweep(names, chunks=c15_chunks, repeats=c15_repeats, connections=c15_connections,
-                     requests=requests, duration=c15_duration, message_bytes=c15_message_bytes)
+c15 = echo.reads_sweep(es.sweep, names, chunks=c15_chunks, repeats=c15_repeats, connections=c15_connections,
+                       requests=requests, duration=c15_duration, message_bytes=c15_message_bytes)
 es.reads_figure(c15, message_bytes=c15_message_bytes, connections=c15_connections)
 
 # %% [markdown]

@@ -33,22 +33,22 @@ quick = False     # with room_file: the suite's quick mode
 
 # %%
 if room_file:
-    from labkit.lab.sharing import room
+    from labkit.lab.exploring import room_view
 
-    done = room.watch(room_file, quick=quick, only=room_only or None, out=room_out)
+    done = room_view.watch(room_file, quick=quick, only=room_only or None, out=room_out)
     bundles = sorted(str(p) for p in done.bundles.values())
     done.table
 
 # %%
 import pandas as pd
 
-from labkit.lab.sharing import bundle
+from labkit.lab.sharing import merge
 
 pd.set_option("display.max_colwidth", 60)
 if len(bundles) < 2:
     raise ValueError("bundles must list at least two .labkit folders: set it in the "
                      "parameters cell, or pass it with papermill -p")
-cmp = bundle.merge(bundles)
+cmp = merge.merge(bundles)
 cmp["machines"]
 
 # %% [markdown]
@@ -61,4 +61,4 @@ cmp["verdicts"]
 # ## The ladder, in each machine's own `asm` units
 
 # %%
-bundle.shown(cmp["ladder"])  # "not measured" where a machine has no such rung
+merge.shown(cmp["ladder"])  # "not measured" where a machine has no such rung

@@ -7,7 +7,7 @@ import pytest
 
 import labkit
 from labkit.core import results
-from labkit.lab.sharing import bundle
+from labkit.lab.sharing import bundle, merge
 
 SYNTHETIC = Path(__file__).resolve().parent / "fixtures" / "synthetic-aarch64.labkit"
 REAL = Path(__file__).resolve().parent / "fixtures" / "intel-xeon-kvm.labkit"
@@ -48,7 +48,7 @@ def test_bundle_has_the_documented_parts(here):
 
 
 def test_merge_puts_machines_side_by_side(here, FIXTURE):
-    out = bundle.merge([here, FIXTURE])
+    out = merge.merge([here, FIXTURE])
     assert len(out["machines"]) == 2 and "SYNTHETIC" in out["machines"][1]
     v = out["verdicts"]
     assert len(v) == len(labkit.lab.judging.claims.registry())
@@ -64,15 +64,15 @@ def test_merge_puts_machines_side_by_side(here, FIXTURE):
 
 def test_merge_refuses_bad_input(here, tmp_path):
     with pytest.raises(ValueError, match="at least two"):
-        bundle.merge([here])
+        merge.merge([here])
     with pytest.raises(ValueError, match="same machine"):
-        bundle.merge([here, here])
+        merge.merge([here, here])
     with pytest.raises(ValueError, match="not a labkit bundle"):
-        bundle.merge([here, tmp_path])
+        merge.merge([here, tmp_path])
     with pytest.raises(TypeError, match="paths"):
-        bundle.merge(str(here))  # one path, not a list of them
+        merge.merge(str(here))  # one path, not a list of them
     with pytest.raises(ValueError, match="same machine"):
-        bundle.merge(p for p in [here, here])  # any iterable of paths will do
+        merge.merge(p for p in [here, here])  # any iterable of paths will do
     with pytest.raises(TypeError, match="path"):
         bundle.read_bundle(None)
 
@@ -114,7 +114,7 @@ def test_merge_names_the_damaged_bundle_and_file(real_copy, FIXTURE, name, capsy
 
     _damage(real_copy, name)
     with pytest.raises(ValueError) as err:
-        bundle.merge([FIXTURE, real_copy])
+        merge.merge([FIXTURE, real_copy])
     message = str(err.value)
     assert str(real_copy) in message and f"{name} is damaged" in message
     assert "labkit bundle" in message  # what to do about it
@@ -204,13 +204,13 @@ def test_merge_checks_mode_commit_and_format(here, FIXTURE, tmp_path):
         return copy
 
     with pytest.raises(ValueError, match="quick and full"):
-        bundle.merge([here, variant("full", quick=False)])
+        merge.merge([here, variant("full", quick=False)])
     with pytest.raises(ValueError, match="different labkit commits"):
-        bundle.merge([here, variant("old", commit="0123456789ab")])
-    assert bundle.merge([here, variant("old2", commit="0123456789ab")],
+        merge.merge([here, variant("old", commit="0123456789ab")])
+    assert merge.merge([here, variant("old2", commit="0123456789ab")],
                         same_commit=False)["machines"]
     with pytest.raises(ValueError, match="format 1, this labkit reads formats 2, 3"):
-        bundle.merge([here, variant("v1", format=1)])
+        merge.merge([here, variant("v1", format=1)])
 
 
 XEON = Path(__file__).resolve().parent / "fixtures" / "intel-xeon-kvm.labkit"
@@ -218,7 +218,7 @@ XEON = Path(__file__).resolve().parent / "fixtures" / "intel-xeon-kvm.labkit"
 
 def test_bundle_carries_the_cpu_identity_the_environment_check_and_the_counters(here):
     b = bundle.read_bundle(here)
-    for key in bundle.MACHINE_FIELDS:
+    for key in merge.MACHINE_FIELDS:
         assert key in b["machine"], key
     assert [r["key"] for r in b["meta"]["environment"]["rows"]][0] == "aslr"
     for col in ("cpu_family", "microcode", "xcr0", "hypervisor", "container",
@@ -228,13 +228,13 @@ def test_bundle_carries_the_cpu_identity_the_environment_check_and_the_counters(
 
 def test_a_real_bundle_made_before_the_new_fields_still_merges(here, tmp_path):
     full = bundle.make_bundle(tmp_path / "this-machine-full", quick=False)
-    out = bundle.merge([full, XEON], same_commit=False)
+    out = merge.merge([full, XEON], same_commit=False)
     mine, xeon = out["machines"]
     assert "Xeon" in xeon
     hw = out["hardware"]
-    assert list(hw.index) == list(bundle.MACHINE_FIELDS)
+    assert list(hw.index) == list(merge.MACHINE_FIELDS)
     assert hw.loc["cpu_model", xeon] == "Intel(R) Xeon(R) Processor"
-    assert hw.loc["cpu_family", xeon] == hw.loc["xcr0", xeon] == bundle.NOT_RECORDED
+    assert hw.loc["cpu_family", xeon] == hw.loc["xcr0", xeon] == merge.NOT_RECORDED
     info = labkit.machine_info()
     assert hw.loc["cpu_family", mine] == str(info["cpu_family"])
     assert hw.loc["xcr0", mine] == info["xcr0"]
@@ -286,7 +286,7 @@ def test_command_line_merge_says_not_measured_and_gives_json(here, FIXTURE, caps
     text = capsys.readouterr().out
     # This machine's ladder has asm and asm_fpu only; the fixture's has more rungs.
     assert "NaN" not in text and "nan" not in text.lower().split()
-    assert bundle.NOT_MEASURED in text
+    assert merge.NOT_MEASURED in text
     assert main(["merge", str(here), str(FIXTURE), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     machines = data["machines"]

@@ -1,5 +1,5 @@
 """The `labkit` command: help on every option, --version, machine-readable output, exit
-codes (0 ok, 1 a measurement failed, 2 a usage error), `room` forwarding, and where an
+codes (0 ok, 1 a measurement failed, 2 a usage error), the room's commands, and where an
 installed labkit puts its results."""
 import argparse
 import io
@@ -33,9 +33,10 @@ def test_every_option_has_help():
     commands = _subparsers(parser)
     assert {"reproduce", "measure", "kernels", "bundle", "merge", "report", "lab",
             "room"} <= set(commands)
-    for name, sub in [("labkit", parser), *commands.items()]:
+    nested = [(f"room {n}", s) for n, s in _subparsers(commands["room"]).items()]
+    for name, sub in [("labkit", parser), *commands.items(), *nested]:
         for action in sub._actions:
-            if isinstance(action, argparse._SubParsersAction) or name == "room":
+            if isinstance(action, argparse._SubParsersAction):
                 continue
             assert action.help, f"{name}: option {action.option_strings or action.dest} has no help"
 
@@ -101,24 +102,22 @@ def test_a_measurement_failure_is_one_line_and_exit_1(monkeypatch, capsys):
         assert type(error).__name__ in capsys.readouterr().err
 
 
-def test_room_forwards_its_arguments(monkeypatch, capsys):
-    monkeypatch.delitem(sys.modules, "labkit.lab.sharing.room", raising=False)
-    if importlib_find("labkit.lab.sharing.room") is None:
-        assert cli.main(["room", "serve"]) == 2
-        assert "not available in this build" in capsys.readouterr().err
+def test_room_is_built_here_and_reaches_the_room(monkeypatch, capsys):
+    """`labkit room ...` is parsed by cli.py (a bad option is a usage error before the
+    room's modules load) and calls the room's plain functions."""
+    with pytest.raises(SystemExit) as done:
+        cli.main(["room", "join", "--port", "8786"])
+    assert done.value.code == 2
     seen = []
     fake = types.ModuleType("labkit.lab.sharing.room")
-    fake.main = lambda argv: seen.append(argv) or 3
+    fake.join = lambda room, **kw: seen.append((room, kw))
     monkeypatch.setitem(sys.modules, "labkit.lab.sharing.room", fake)
-    monkeypatch.setattr(sys.modules["labkit.lab"], "room", fake, raising=False)
-    assert cli.main(["room", "join", "--port", "8786", "--help"]) == 3
-    assert seen == [["join", "--port", "8786", "--help"]]
-
-
-def importlib_find(name):
-    import importlib.util
-
-    return importlib.util.find_spec(name)
+    assert cli.main(["room", "join", "r.json", "--name", "ann", "--machine-id", "abc123"]) == 0
+    assert seen == [("r.json", {"name": "ann", "machine_id": "abc123", "allow_root": False,
+                                "quiet": True})]
+    monkeypatch.setitem(sys.modules, "labkit.lab.sharing.room", None)  # not installed
+    assert cli.main(["room", "serve"]) == 2
+    assert "labkit room" in capsys.readouterr().err
 
 
 def test_undeclared_parameters_are_read_as_papermill_does():

@@ -17,9 +17,11 @@ import pytest
 pytest.importorskip("distributed")
 pytest.importorskip("cryptography")
 
-from labkit.lab.sharing import bundle
-
-from labkit.lab.sharing import room  # noqa: E402
+from labkit.experiments import room_noise  # noqa: E402
+from labkit.experiments.room_noise import wait_for_text  # noqa: E402
+from labkit.lab import cli  # noqa: E402
+from labkit.lab.analysis.compare_machines import ladder_figure  # noqa: E402
+from labkit.lab.sharing import bundle, room  # noqa: E402
 from labkit.lab.sharing.room_tls import make_credentials, read_room, security, write_room  # noqa: E402
 
 FAST = ["03_symmetric_vs_asymmetric"]  # the quickest notebook in quick mode (about 10 s)
@@ -28,7 +30,7 @@ MACHINES = {"alice": "aaaaaa000001", "bob": "bbbbbb000002"}
 
 def _start(args, log: Path):
     with open(log, "w") as f:
-        return subprocess.Popen([sys.executable, "-m", "labkit.lab.sharing.room", *args], stdout=f,
+        return subprocess.Popen([sys.executable, "-m", "labkit", "room", *args], stdout=f,
                                 stderr=subprocess.STDOUT)
 
 
@@ -50,12 +52,12 @@ def the_room(tmp_path_factory):
     procs = {"serve": _start(["serve", "--room", str(room_file), "--port", "0"],
                              tmp / "serve.log")}
     try:
-        room.wait_for_text(tmp / "serve.log", "each participant runs", 60, proc=procs["serve"])
+        wait_for_text(tmp / "serve.log", "each participant runs", 60, proc=procs["serve"])
         for name, mid in MACHINES.items():
             procs[name] = _start(["join", str(room_file), "--name", name, "--allow-root",
                                   "--machine-id", mid], tmp / f"{name}.log")
         for name in MACHINES:
-            room.wait_for_text(tmp / f"{name}.log", "joined as", 120, proc=procs[name])
+            wait_for_text(tmp / f"{name}.log", "joined as", 120, proc=procs[name])
         yield {"file": room_file, "dir": tmp, "procs": procs}
     finally:
         for p in procs.values():
@@ -123,9 +125,9 @@ def test_ladder_figure_of_a_merge():
     ladder = pd.DataFrame({("m1", "median ns"): [2.0, 4.0], ("m1", "ratio to asm"): [1.0, 2.0],
                            ("m2", "median ns"): [3.0, 3.0], ("m2", "ratio to asm"): [1.0, 1.0]},
                           index=["asm", "ucontext"])
-    fig = room.ladder_figure({"ladder": ladder})
+    fig = ladder_figure({"ladder": ladder})
     assert len(fig.axes[0].patches) == 4
-    assert room.ladder_figure({"ladder": pd.DataFrame()}) is None
+    assert ladder_figure({"ladder": pd.DataFrame()}) is None
 
 
 def test_a_worker_killed_mid_run_is_reported_and_the_other_kept(the_room, tmp_path):
@@ -136,7 +138,7 @@ def test_a_worker_killed_mid_run_is_reported_and_the_other_kept(the_room, tmp_pa
         if not killed and row.state == "running" and row.notebook:
             proc = the_room["procs"]["bob"]
             killed["suites"] = [c for c in psutil.Process(proc.pid).children(recursive=True)
-                                if "labkit.lab.sharing.room_suite" in " ".join(c.cmdline())]
+                                if "labkit room suite" in " ".join(c.cmdline())]
             os.kill(proc.pid, signal.SIGKILL)
             killed["at"] = row.progress
 
@@ -187,7 +189,7 @@ def test_worker_without_the_rooms_certificate_is_refused(the_room, tmp_path):
     proc = _start(["join", str(forged), "--name", "mallory", "--allow-root",
                    "--machine-id", "cccccc000003"], log)
     try:
-        room.wait_for_text(log, "Waiting to connect", 60, proc=proc)
+        wait_for_text(log, "Waiting to connect", 60, proc=proc)
         # The scheduler turns its handshakes away and says so.
         end = time.monotonic() + 60
         while serve_log.read_text().count("TLS handshake failed") <= failed_before:
@@ -218,10 +220,10 @@ def test_bad_input_names_the_parameter(tmp_path):
     with pytest.raises(ValueError, match="port"):
         room.serve(tmp_path / "r.json", port=70000)
     with pytest.raises(ValueError, match="blocks"):
-        room.noise(blocks=0)
+        room_noise.noise(blocks=0)
     with pytest.raises(TypeError, match="quiet"):
-        room.noise(quiet="yes")
-    assert room.main(["run", str(tmp_path / "missing.json")]) == 2
+        room_noise.noise(quiet="yes")
+    assert cli.main(["room", "run", str(tmp_path / "missing.json")]) == 2
     with pytest.raises(TypeError, match="params"):
         room.run(tmp_path / "x.json", params=["cpu"])
 

@@ -558,3 +558,38 @@ def _loadgen(srv: EchoServer, *, connections, requests, duration, message_bytes,
     if not srv.alive:
         raise EchoError(f"{srv.name} exited during the load (status {srv._proc.returncode})")
     return res, lines["STATS_BEGIN"], lines["STATS_END"]
+
+
+# --- the sweeps of notebook 09 -------------------------------------------------------------
+# Their first argument, `sweep`, runs the points: the lab hands in its own
+# (labkit.lab.running.sweep.for_notebook: checkpointed and resumable), called
+# sweep(measure_one, points, desc=..., checkpoint=PART).
+
+def connection_sweep(sweep, names, connections, repeats: int, *, requests: int,
+                     duration: float, message_bytes: int):
+    """Every server at every number of connections, `repeats` times."""
+    return sweep(
+        lambda repeat, connections, server: run_load(
+            server, connections=connections, requests=requests, duration=duration,
+            message_bytes=message_bytes, seed=repeat + 1).assign(repeat=repeat),
+        [dict(repeat=r, connections=c, server=s)
+         for r in range(repeats) for c in connections for s in names],
+        desc="connections", checkpoint="connections",
+    )
+
+
+def reads_sweep(sweep, names, *, chunks, repeats: int, connections: int, requests: int,
+                duration: float, message_bytes: int):
+    """Every server reading whole frames and with a read_some loop of each chunk size,
+    `repeats` times."""
+    points = [dict(repeat=r, mode=m, chunk=c, server=s)
+              for r in range(repeats)
+              for m, c in [("whole", 4096)] + [("some", c) for c in chunks]
+              for s in names]
+    return sweep(
+        lambda repeat, mode, chunk, server: run_load(
+            server, connections=connections, requests=requests, duration=duration,
+            message_bytes=message_bytes, read_mode=mode, chunk=chunk,
+            seed=repeat + 1).assign(repeat=repeat),
+        points, desc="whole vs read_some", checkpoint="reads",
+    )

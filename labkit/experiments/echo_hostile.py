@@ -213,3 +213,10 @@ def robustness(name: str, *, rounds: int = 3, timeout: float = 5.0):
          "outcome": "none" if not left else str(left), "ok": not left},
     ]
     return pd.DataFrame(rows)
+
+
+def robustness_of(names, *, rounds: int):
+    """robustness() for every server named, one frame."""
+    import pandas as pd
+
+    return pd.concat([robustness(n, rounds=rounds) for n in names], ignore_index=True)

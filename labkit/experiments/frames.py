@@ -535,3 +535,122 @@ def copy_stack(stack_in_use: int = 0, *, n: int = 1_000_000, repeats: int = 1,
             "rss_left_after_free_kb": r["VmRSS_after_kb"] - r["VmRSS_before_kb"],
             **_meta(r["cflags"], build)})
     return pd.DataFrame(rows)
+
+
+# --- the sweeps of notebooks 07a and 07b --------------------------------------------------
+# Their first argument, `sweep`, runs the points: the lab hands in its own
+# (labkit.lab.running.sweep.for_notebook: checkpointed and resumable), called
+# sweep(measure_one, points, desc=..., checkpoint=PART).
+
+# The coroutine kinds 07b measures: the rows of the article 004's table (conn256 from the
+# heap, a thread-local and a global pool), conn192 beside them and the empty coroutine
+# (the smallest frame).
+KINDS = [("conn256", "heap"), ("conn256", "tlpool"), ("conn256", "pool"),
+         ("conn192", "heap"), ("conn192", "pool"), ("empty", "heap"), ("empty", "pool")]
+# The leak check's runs: (allocator, coroutines alive at a time).
+CYCLE_RUNS = [("pool", 1), ("tlpool", 1), ("atomic", 1), ("heap", 1), ("pool", 1000)]
+
+
+def alloc_runs(sweep, blocks, *, live_blocks: int, memory_budget: int, pairs: int,
+               repeats: int, build: str):
+    """Every allocator at every block size in `blocks`, one block and `live_blocks` live
+    (at most a quarter of the budget for the largest); `pattern` names the two, and
+    `ns_shown` is net of the loop for one block and raw for many live: there a random
+    live block's cache miss dwarfs what the allocator adds, too small for a difference of
+    two timed loops to resolve."""
+    import numpy as np
+
+    def live_for(block):
+        return min(live_blocks, memory_budget // 4 // block)
+
+    points = [dict(allocator=a, block=b, live=n) for a in ALLOCATORS
+              for b in blocks for n in (0, live_for(b))]
+    alloc = sweep(
+        lambda allocator, block, live: alloc_bench(
+            allocator, block, pairs=pairs, live=live, repeats=repeats, build=build,
+            memory_budget=memory_budget),
+        points, desc="allocation", checkpoint="alloc",
+    )
+    alloc["pattern"] = np.where(alloc.live == 0, "one block", "many live")
+    alloc["ns_shown"] = np.where(alloc.pattern == "one block", alloc.ns_per_pair,
+                                 alloc.ns_per_pair_raw)
+    return alloc
+
+
+def cycle_runs(*, cycles: int, build: str):
+    """`cycles` create/destroy cycles of conn256 coroutines through each pool (and the
+    heap), one alive at a time and a thousand (CYCLE_RUNS); `every block back` is None for
+    the heap."""
+    import numpy as np
+    import pandas as pd
+
+    df = pd.concat([coroutines("conn256", a, n=cycles, batch=b, build=build,
+                               release_pool=False)
+                    for a, b in CYCLE_RUNS], ignore_index=True)
+    df["every block back"] = np.where(
+        df.allocator == "heap", None,
+        (df.pool_in_use == 0) & (df.pool_free_blocks == df.pool_carved)
+        & (df.pool_carved <= df.batch))
+    return df
+
+
+def coroutine_runs(sweep, *, n: int, repeats: int, build: str, memory_budget: int):
+    """n suspended coroutines of every kind (KINDS), `repeats` times."""
+    return sweep(
+        lambda variant, allocator: coroutines(
+            variant, allocator, n=n, repeats=repeats, build=build, memory_budget=memory_budget),
+        [dict(variant=v, allocator=a) for v, a in KINDS],
+        desc="coroutines", checkpoint="coroutines",
+    )
+
+
+def reuse_runs(sweep, pool_sizes, *, n: int, repeats: int, build: str, memory_budget: int):
+    """n connections served by a pool of P reused coroutines, for every P given and the
+    P the row claim C004.1d is judged at."""
+    sizes = sorted({*pool_sizes, judged_pool_size(n)})
+    return sweep(
+        lambda pool_size: pool_reuse(pool_size, n=n, repeats=repeats, build=build,
+                                     memory_budget=memory_budget),
+        [dict(pool_size=p) for p in sizes if p <= n],
+        desc="pool reuse", checkpoint="pool_reuse",
+    )
+
+
+def stackful_runs(sweep, stack_sizes, *, n: int, build: str, memory_budget: int):
+    """n contexts on untouched and touched stacks of every size, no guard pages; `stack`
+    labels the size, `per_million_gib` counts page tables too."""
+    from labkit.core import plots
+
+    stacks = sweep(
+        lambda stack_size, touched: stackful(
+            stack_size, touched=touched, n=n, guard=False, build=build,
+            memory_budget=memory_budget),
+        [dict(stack_size=s, touched=t) for t in (False, True) for s in stack_sizes],
+        desc="stackful", checkpoint="stackful",
+    )
+    stacks["stack"] = stacks.stack_size.map(plots.bytes_label)
+    stacks["per_million_gib"] = ((stacks.bytes_per_object + stacks.pte_bytes_per_object)
+                                 * 1e6 / 2**30)
+    return stacks
+
+
+def guard_runs(*, n: int, build: str):
+    """n 64 KiB stacks without and with a guard page."""
+    import pandas as pd
+
+    return pd.concat([stackful(64 << 10, touched=False, n=n, guard=g, build=build)
+                      for g in (False, True)], ignore_index=True)
+
+
+def copy_runs(sweep, in_use, *, n: int, build: str, memory_budget: int):
+    """n suspended copy-stack coroutines for each number of stack bytes in use, with the
+    bookkeeping beyond the saved stack and a million's worth."""
+    copies = sweep(
+        lambda stack_in_use: copy_stack(stack_in_use, n=n, build=build,
+                                        memory_budget=memory_budget),
+        [dict(stack_in_use=u) for u in in_use],
+        desc="copy stacks", checkpoint="copy_stack",
+    )
+    copies["bookkeeping_bytes"] = copies.bytes_per_object - copies.saved_bytes_per_object
+    copies["per_million_mib"] = copies.bytes_per_object * 1e6 / (1 << 20)
+    return copies

@@ -284,3 +284,29 @@ def _workers(value) -> int:
 
 def _build(value) -> str:
     return _native.check_build(value)
+
+# --- the sweep of notebook 08 --------------------------------------------------------------
+# The four set-ups: 1 MiB and 64 KiB stacks, one task and 32 tasks per switch.
+SWEEP_STACKS, SWEEP_BATCHES = [1 << 20, 64 << 10], [1, 32]
+
+
+def sweep_runs(sweep, work_cycles, *, rounds: int, tasks: dict, workers: int, repeats: int,
+               cpu, work: str = "dependent"):
+    """The four set-ups at every W, `rounds` passes one after the other. Dependent work is
+    the sweep the figures and the verdict read (a `point` column names set-up and W);
+    independent work is measured at the W given beside it. `sweep` runs the points: the
+    lab hands in its own (labkit.lab.running.sweep.for_notebook: checkpointed and
+    resumable), called sweep(measure_one, points, desc=..., checkpoint=PART)."""
+    independent = work == "independent"
+    runs = sweep(
+        lambda rotation, work_cycles, stack_size, batch: measure(
+            work_cycles, stack_size=stack_size, batch=batch, workers=workers,
+            tasks=tasks[work_cycles], repeats=repeats, cpu=cpu, work=work),
+        [dict(rotation=r, work_cycles=w, stack_size=s, batch=b) for r in range(rounds)
+         for w in work_cycles for s in SWEEP_STACKS for b in SWEEP_BATCHES],
+        desc="independent work" if independent else "frequency",
+        checkpoint="independent" if independent else None,
+    )
+    if not independent:
+        runs["point"] = runs.setup + ", W=" + runs.work_cycles.astype(str)
+    return runs

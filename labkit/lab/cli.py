@@ -128,9 +128,76 @@ def build_parser() -> argparse.ArgumentParser:
     lab.add_argument("lab_args", nargs=argparse.REMAINDER,
                      help="more options for `jupyter lab`")
 
-    _command(sub, "room", "a workshop room (forwards to labkit.lab.sharing.room)",
-             "Everything after `room` goes to labkit.lab.sharing.room.", add_help=False)
+    room = _command(sub, "room", "one comparison across many machines (needs the room extra)",
+                    "The room: a Dask scheduler with mutual TLS that runs labkit's suite on "
+                    "every joined machine and merges their bundles (labkit.lab.sharing.room).")
+    _room_arguments(room)
     return parser
+
+
+def _room_arguments(parser: argparse.ArgumentParser) -> None:
+    """`labkit room serve|join|run|noise`, and `suite`, the command a room's task runs
+    (unlisted: nobody types it)."""
+    sub = parser.add_subparsers(dest="room_command", required=True,
+                                metavar="{serve,join,run,noise}")
+    s = sub.add_parser("serve", help="open a room: a Dask scheduler requiring the room's TLS",
+                       description="Open a room: a Dask scheduler requiring the room's TLS.")
+    s.add_argument("--room", default="room.json", help="the room file to write (mode 0600)")
+    where = s.add_mutually_exclusive_group()
+    where.add_argument("--host", default="127.0.0.1",
+                       help="address to listen on (default: loopback only)")
+    where.add_argument("--interface", help="listen on this network interface, e.g. eth0")
+    s.add_argument("--port", type=int, default=0, help="port (default: any free one)")
+    _flag(s, "--new", "new keys even if the room file exists")
+    j = sub.add_parser("join", help="let the room run labkit's suite on this machine",
+                       description="Join a room with one Dask worker until Ctrl-C.")
+    j.add_argument("room", help="the room file its holder handed you")
+    j.add_argument("--name", required=True, help="your name as the room shows it")
+    _flag(j, "--allow-root", "join even as root (containers)")
+    j.add_argument("--machine-id", help=argparse.SUPPRESS)  # tests: two 'machines' on one
+    j.add_argument("--loud", action="store_true", help=argparse.SUPPRESS)  # Dask's defaults
+    r = sub.add_parser("run", help="run the suite on every joined machine and merge",
+                       description="Run the suite once on every joined machine, save each "
+                       "bundle as it arrives and merge them.")
+    r.add_argument("room", help="the room file")
+    _flag(r, "--quick", "the notebooks' quick mode")
+    r.add_argument("--only", nargs="*", metavar="NOTEBOOK", help="only these notebooks")
+    r.add_argument("-p", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                   help="a notebook parameter, as `labkit reproduce -p` takes it")
+    r.add_argument("-o", "--out", default="room-results", help="folder for the bundles")
+    r.add_argument("--timeout", type=float, help="give up on machines after this many s")
+    _flag(r, "--allow-other-commits", "merge bundles of different labkit commits")
+    n = sub.add_parser("noise", help="what an idle joined worker costs a measurement",
+                       description="Measure asm_fpu and thread_futex beside an idle joined "
+                       "worker, running and stopped (labkit.experiments.room_noise).")
+    n.add_argument("--blocks", type=int, default=10, help="ABBA pairs of blocks (default 10)")
+    n.add_argument("--repeats", type=int, default=5, help="repeats per block (default 5)")
+    n.add_argument("--cpu", type=int, default=0, help="the CPU measured on (default 0)")
+    _flag(n, "--loud", "the worker with Dask's defaults")
+    n.add_argument("-o", "--out", help="also write the summary to this CSV (and every "
+                                       "repeat to <out>-raw.csv)")
+    u = sub.add_parser("suite", description="What a room's task runs in a subprocess: the "
+                       "notebooks into a private folder, then one bundle "
+                       "(labkit.lab.sharing.room_suite).")
+    u.add_argument("--into", required=True, type=Path, help="the private results folder")
+    u.add_argument("--bundle", required=True, type=Path, help="the bundle to write")
+    u.add_argument("--cpus", type=_cpu_list, help="run on these CPUs only, e.g. 0,2")
+    _flag(u, "--quick", "the notebooks' quick mode")
+    u.add_argument("--only", nargs="*", metavar="NOTEBOOK", help="only these notebooks")
+    u.add_argument("-p", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                   help="a notebook parameter, as `labkit reproduce -p` takes it")
+    u.add_argument("--name", help="the participant's name, recorded in the bundle")
+    u.add_argument("--machine-id", help="the machine id the room knows this worker by")
+    u.add_argument("--parent", type=int, help="the worker's pid: die with it")
+
+
+def _cpu_list(text: str) -> set[int]:
+    from labkit.lab.sharing.room_suite import parse_cpus
+
+    try:
+        return parse_cpus(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _reproduce_arguments(parser: argparse.ArgumentParser) -> None:
@@ -275,19 +342,19 @@ def _run(args, parser) -> int:
             os.environ["LABKIT_RESULTS_DIR"] = str(reports_dir(True))
         print(bundle.make_bundle(args.out, quick=args.quick, include_host=args.include_host))
     elif args.command == "merge":
-        from labkit.lab.sharing import bundle
+        from labkit.lab.sharing import merge
 
-        out = bundle.merge(args.bundles, same_commit=not args.allow_other_commits)
+        out = merge.merge(args.bundles, same_commit=not args.allow_other_commits)
         if args.json:
             import json
 
-            print(json.dumps(bundle.merged_records(out), indent=1, default=str))
+            print(json.dumps(merge.merged_records(out), indent=1, default=str))
         else:
             print("machines:", *out["machines"], sep="\n  ")
             print(out["hardware"].to_string())
-            print(bundle.shown(out["verdicts"]).to_string())
+            print(merge.shown(out["verdicts"]).to_string())
             if not out["ladder"].empty:
-                print(bundle.shown(out["ladder"]).to_string())
+                print(merge.shown(out["ladder"]).to_string())
         if args.out:
             out["verdicts"].to_csv(f"{args.out}-verdicts.csv")
             out["ladder"].to_csv(f"{args.out}-ladder.csv")
@@ -296,6 +363,8 @@ def _run(args, parser) -> int:
         return _report(args.quick)
     elif args.command == "lab":
         return _lab(args)
+    elif args.command == "room":
+        return _room(args)
     return 0
 
 
@@ -352,32 +421,76 @@ def _lab(args) -> int:
     return subprocess.call(cmd, env=env)
 
 
-def _room(argv: list[str]) -> int:
+def _room(args) -> int:
+    """`labkit room ...`: the room's functions need the `room` extra (Dask distributed,
+    cryptography), imported only here."""
     import importlib
 
+    name = ("labkit.experiments.room_noise" if args.room_command == "noise" else
+            "labkit.lab.sharing.room_suite" if args.room_command == "suite" else
+            "labkit.lab.sharing.room")
     try:
-        room = importlib.import_module("labkit.lab.sharing.room")
+        module = importlib.import_module(name)
     except ModuleNotFoundError as exc:
-        if exc.name != "labkit.lab.sharing.room":  # the module is there but needs a package
+        if exc.name != name:  # the module is there but needs a package
             print(f"labkit room: needs {exc.name}, which is not installed: "
                   "pip install 'labkit[room]'", file=sys.stderr)
             return 2
-        print("labkit room: not available in this build (labkit.lab.sharing.room is not installed)",
+        print(f"labkit room: not available in this build ({name} is not installed)",
               file=sys.stderr)
         return 2
-    return int(room.main(argv) or 0)
+    try:
+        return _room_command(module, args)
+    except PermissionError as exc:  # joining as root: a usage error, not a failure
+        return _usage(args, exc)
+
+
+def _room_command(module, args) -> int:
+    if args.room_command == "serve":
+        module.serve(args.room, host=args.host, interface=args.interface, port=args.port,
+                     new=args.new)
+    elif args.room_command == "join":
+        module.join(args.room, name=args.name, machine_id=args.machine_id,
+                    allow_root=args.allow_root, quiet=not args.loud)
+    elif args.room_command == "run":
+        import time
+
+        def table(r):
+            print(time.strftime("%H:%M:%S"), "\n" + r.table.to_string(index=False), flush=True)
+
+        res = module.run(args.room, quick=args.quick, only=args.only, params=args.p,
+                         out=args.out, on_update=table, timeout=args.timeout,
+                         allow_other_commits=args.allow_other_commits)
+        if res.comparison is not None:
+            print(res.comparison["verdicts"].to_string())
+        if res.merge_error:
+            print(f"not merged: {res.merge_error}", file=sys.stderr)
+        states = set(res.table.state)
+        print(f"bundles in {res.out}: {len(res.bundles)}; " + ", ".join(
+            f"{s}: {(res.table.state == s).sum()}" for s in module.STATES if s in states))
+        return 0 if states <= {"done", "skipped"} else 1
+    elif args.room_command == "noise":
+        summ = module.noise(blocks=args.blocks, repeats=args.repeats, cpu=args.cpu,
+                            quiet=not args.loud)
+        print(summ.T.to_string(header=False))
+        if args.out:
+            from labkit.core.results import atomic_path
+
+            out = Path(args.out)
+            with atomic_path(out) as tmp:
+                summ.to_csv(tmp, index=False)
+            with atomic_path(out.with_name(out.stem + "-raw.csv")) as tmp:
+                summ.attrs["raw"].to_csv(tmp, index=False)
+    elif args.room_command == "suite":
+        return module.run_suite(args.into, args.bundle, cpus=args.cpus, quick=args.quick,
+                                only=args.only, params=args.p, name=args.name,
+                                machine_id=args.machine_id, parent=args.parent)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the `labkit` command line; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    # `room` takes its own options: everything after it goes to labkit.lab.sharing.room untouched.
-    i = 0
-    while i < len(argv) and argv[i].startswith("-"):
-        i += 2 if argv[i] == "--results" else 1
-    if i < len(argv) and argv[i] == "room":
-        _apply_globals(build_parser().parse_args([*argv[:i], "kernels"]))
-        return _room(argv[i + 1:])
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra and args.command != "lab":

@@ -4,7 +4,8 @@ sweeps, the per-object tables, the figures, the closing note, and the memory col
 labkit.lab.report.articles.STRATEGIES).
 
     from labkit.lab.analysis import coroutine_memory as cm
-    coros = cm.coroutine_runs(n=100_000, repeats=1, build="O2", memory_budget=2 << 30)
+    coros = frames.coroutine_runs(cm.sweep, n=100_000, repeats=1, build="O2",
+                                  memory_budget=2 << 30)
     cm.per_coroutine(coros)
 """
 from __future__ import annotations
@@ -17,14 +18,13 @@ from labkit.lab.analysis import article_part
 from labkit.lab.judging import verdicts
 from labkit.lab.report import articles
 from labkit.lab.report.articles.measured import S004
-from labkit.lab.running.sweep import sweep
+from labkit.lab.running.sweep import for_notebook
 
 NOTEBOOK = "07b_coroutine_memory"
+# The lab's sweep for the experiments' sweeps (labkit.experiments.frames), checkpointed
+# under this notebook's name.
+sweep = for_notebook(NOTEBOOK)
 KiB, MiB = 1 << 10, 1 << 20
-# The frames runs that follow the rows of 004's table (articles.STRATEGIES), with conn256
-# from the global pool and the empty coroutine (the smallest frame) beside them.
-KINDS = [("conn256", "heap"), ("conn256", "tlpool"), ("conn256", "pool"),
-         ("conn192", "heap"), ("conn192", "pool"), ("empty", "heap"), ("empty", "pool")]
 # The article's memory for a million coroutines, MB, by strategy (004's table).
 CLAIMED_MB = {s[0]: s[4] for s in articles.STRATEGIES}
 DEFAULT, REUSE = articles.STRATEGIES[0][0], "coroutine-pool reuse"
@@ -44,16 +44,6 @@ def kernel_rss_mib() -> float:
 
 
 # ---------------------------------------------------------------- stackless
-
-def coroutine_runs(*, n: int, repeats: int, build: str, memory_budget: int):
-    """n suspended coroutines of every kind (KINDS), `repeats` times (checkpointed)."""
-    return sweep(
-        lambda variant, allocator: frames.coroutines(
-            variant, allocator, n=n, repeats=repeats, build=build, memory_budget=memory_budget),
-        [dict(variant=v, allocator=a) for v, a in KINDS],
-        desc="coroutines", checkpoint=f"{NOTEBOOK}_coroutines",
-    )
-
 
 def per_coroutine(coros):
     """Per kind: frame bytes, resident bytes and page tables per coroutine, the total,
@@ -79,18 +69,6 @@ def pool_check(coros) -> str:
     return (f"pools after destroying all their coroutines: in use "
             f"{sorted(set(p.pool_in_use.astype(int)))} | free blocks == carved: "
             f"{bool((p.pool_free_blocks == p.pool_carved).all())}")
-
-
-def reuse_runs(pool_sizes, *, n: int, repeats: int, build: str, memory_budget: int):
-    """n connections served by a pool of P reused coroutines, for every P given and the
-    P the row claim C004.1d is judged at (checkpointed)."""
-    sizes = sorted({*pool_sizes, frames.judged_pool_size(n)})
-    return sweep(
-        lambda pool_size: frames.pool_reuse(pool_size, n=n, repeats=repeats, build=build,
-                                            memory_budget=memory_budget),
-        [dict(pool_size=p) for p in sizes if p <= n],
-        desc="pool reuse", checkpoint=f"{NOTEBOOK}_pool_reuse",
-    )
 
 
 def per_pool(reuse, coros):
@@ -142,28 +120,6 @@ def reuse_figure(rs, cs):
 
 
 # ---------------------------------------------------------------- stackful
-
-def stackful_runs(stack_sizes, *, n: int, build: str, memory_budget: int):
-    """n contexts on untouched and touched stacks of every size, no guard pages
-    (checkpointed); `stack` labels the size, `per_million_gib` counts page tables too."""
-    stacks = sweep(
-        lambda stack_size, touched: frames.stackful(
-            stack_size, touched=touched, n=n, guard=False, build=build,
-            memory_budget=memory_budget),
-        [dict(stack_size=s, touched=t) for t in (False, True) for s in stack_sizes],
-        desc="stackful", checkpoint=f"{NOTEBOOK}_stackful",
-    )
-    stacks["stack"] = stacks.stack_size.map(plots.bytes_label)
-    stacks["per_million_gib"] = ((stacks.bytes_per_object + stacks.pte_bytes_per_object)
-                                 * 1e6 / 2**30)
-    return stacks
-
-
-def guard_runs(*, n: int, build: str):
-    """n 64 KiB stacks without and with a guard page."""
-    return pd.concat([frames.stackful(64 * KiB, touched=False, n=n, guard=g, build=build)
-                      for g in (False, True)], ignore_index=True)
-
 
 def per_context(stacks):
     """The stackful runs' table, and the plan's notes (a scaled-down n says why)."""
@@ -261,20 +217,6 @@ def memory_figure(cs, stacks):
 
 
 # ---------------------------------------------------------------- copy stacks
-
-def copy_runs(in_use, *, n: int, build: str, memory_budget: int):
-    """n suspended copy-stack coroutines for each number of stack bytes in use
-    (checkpointed), with the bookkeeping beyond the saved stack and a million's worth."""
-    copies = sweep(
-        lambda stack_in_use: frames.copy_stack(stack_in_use, n=n, build=build,
-                                               memory_budget=memory_budget),
-        [dict(stack_in_use=u) for u in in_use],
-        desc="copy stacks", checkpoint=f"{NOTEBOOK}_copy_stack",
-    )
-    copies["bookkeeping_bytes"] = copies.bytes_per_object - copies.saved_bytes_per_object
-    copies["per_million_mib"] = copies.bytes_per_object * 1e6 / MiB
-    return copies
-
 
 def copy_table(copies):
     """The copy-stack runs as the notebook shows them."""

@@ -11,12 +11,15 @@ import numpy as np
 import pandas as pd
 
 from labkit.core import plots, results, stats
-from labkit.experiments import echo, echo_hostile
+from labkit.experiments import echo
 from labkit.lab.judging import rules, verdicts
 from labkit.lab.report.articles.measured import STRATEGIES
-from labkit.lab.running.sweep import grid, sweep
+from labkit.lab.running.sweep import for_notebook
 
 NOTEBOOK = "09_echo_servers"
+# The lab's sweep for the experiments' sweeps (labkit.experiments.echo), checkpointed under
+# this notebook's name.
+sweep = for_notebook(NOTEBOOK)
 # The servers C001.1 names, claimed fastest first: optimised coroutines, callbacks, plain.
 CLAIMED_ORDER = list(rules.ECHO_ORDER)
 SERVER_COLUMNS = ["server", "style", "frames", "transfer", "backend", "available", "why_not"]
@@ -79,12 +82,6 @@ def servers():
 
 # ---------------------------------------------------------------- the bad clients
 
-def robustness(names, *, rounds: int):
-    """echo_hostile.robustness for every server named, one frame."""
-    return pd.concat([echo_hostile.robustness(n, rounds=rounds) for n in names],
-                     ignore_index=True)
-
-
 def survived(robust):
     """Case by server: whether each server passed each case."""
     return robust.pivot(index="case", columns="server", values="ok").loc[
@@ -146,18 +143,6 @@ def table_figure(ms, *, connections: int, message_bytes: int, where: str):
 
 # ---------------------------------------------------------------- connections
 
-def connection_sweep(names, connections, repeats: int, *, requests: int, duration: float,
-                     message_bytes: int):
-    """Every server at every number of connections, `repeats` times (checkpointed)."""
-    return sweep(
-        lambda repeat, connections, server: echo.run_load(
-            server, connections=connections, requests=requests, duration=duration,
-            message_bytes=message_bytes, seed=repeat + 1).assign(repeat=repeat),
-        grid(repeat=list(range(repeats)), connections=connections, server=names),
-        desc="connections", checkpoint=f"{NOTEBOOK}_connections",
-    )
-
-
 def connections_figure(conn_runs, main):
     """Throughput and server CPU per message against connections (the main runs are the
     largest point); figures/09_echo_servers-connections. Returns QPS by connections."""
@@ -184,23 +169,6 @@ def connections_figure(conn_runs, main):
 
 
 # ---------------------------------------------------------------- whole or read_some
-
-def reads_sweep(names, *, chunks, repeats: int, connections: int, requests: int,
-                duration: float, message_bytes: int):
-    """Every server reading whole frames and with a read_some loop of each chunk size,
-    `repeats` times (checkpointed)."""
-    points = [dict(repeat=r, mode=m, chunk=c, server=s)
-              for r in range(repeats)
-              for m, c in [("whole", 4096)] + [("some", c) for c in chunks]
-              for s in names]
-    return sweep(
-        lambda repeat, mode, chunk, server: echo.run_load(
-            server, connections=connections, requests=requests, duration=duration,
-            message_bytes=message_bytes, read_mode=mode, chunk=chunk,
-            seed=repeat + 1).assign(repeat=repeat),
-        points, desc="whole vs read_some", checkpoint=f"{NOTEBOOK}_reads",
-    )
-
 
 def _hows(c15) -> list[str]:
     some = sorted(set(c15.loc[c15.read_mode == "some", "chunk"]))

@@ -20,9 +20,12 @@ from labkit.lab.analysis import article_part
 from labkit.lab.judging import claims, verdicts
 from labkit.lab.report import articles
 from labkit.lab.report.articles.measured import S001
-from labkit.lab.running.sweep import sweep
+from labkit.lab.running.sweep import for_notebook
 
 NOTEBOOK = "07a_frames_and_allocators"
+# The lab's sweep for the experiments' sweeps (labkit.experiments.frames), checkpointed
+# under this notebook's name.
+sweep = for_notebook(NOTEBOOK)
 PATTERNS = ("one block", "many live")
 # C001.2 is judged on 256-byte blocks, the frame size the article's gateway used.
 JUDGED_BLOCK = 256
@@ -103,30 +106,6 @@ def added(sizes, variant: str, build: str = "O2") -> int:
 def blocks(sizes) -> list[int]:
     """The block sizes measured: 192 B, 256 B and every frame size at -O2."""
     return sorted({192, 256} | set(int(b) for b in _o2(sizes).frame_bytes if b > 0))
-
-
-def alloc_runs(sizes, *, live_blocks: int, memory_budget: int, pairs: int, repeats: int,
-               build: str):
-    """Every allocator at every block size, one block and `live_blocks` live (at most a
-    quarter of the budget for the largest), checkpointed; `pattern` names the two, and
-    `ns_shown` is net of the loop for one block and raw for many live: there a random
-    live block's cache miss dwarfs what the allocator adds, too small for a difference of
-    two timed loops to resolve."""
-    def live_for(block):
-        return min(live_blocks, memory_budget // 4 // block)
-
-    points = [dict(allocator=a, block=b, live=n) for a in frames.ALLOCATORS
-              for b in blocks(sizes) for n in (0, live_for(b))]
-    alloc = sweep(
-        lambda allocator, block, live: frames.alloc_bench(
-            allocator, block, pairs=pairs, live=live, repeats=repeats, build=build,
-            memory_budget=memory_budget),
-        points, desc="allocation", checkpoint=f"{NOTEBOOK}_alloc",
-    )
-    alloc["pattern"] = np.where(alloc.live == 0, "one block", "many live")
-    alloc["ns_shown"] = np.where(alloc.pattern == "one block", alloc.ns_per_pair,
-                                 alloc.ns_per_pair_raw)
-    return alloc
 
 
 def alloc_summary(alloc):
@@ -217,22 +196,8 @@ def shown_ratios(r):
 
 # ---------------------------------------------------------------- leak check
 
-CYCLE_RUNS = [("pool", 1), ("tlpool", 1), ("atomic", 1), ("heap", 1), ("pool", 1000)]
 POOL_COLUMNS = ["pool_allocs", "pool_frees", "pool_in_use", "pool_carved", "pool_free_blocks",
                 "pool_chunks"]
-
-
-def cycle_runs(*, cycles: int, build: str):
-    """`cycles` create/destroy cycles of conn256 coroutines through each pool (and the
-    heap), one alive at a time and a thousand; `every block back` is None for the heap."""
-    df = pd.concat([frames.coroutines("conn256", a, n=cycles, batch=b, build=build,
-                                      release_pool=False)
-                    for a, b in CYCLE_RUNS], ignore_index=True)
-    df["every block back"] = np.where(
-        df.allocator == "heap", None,
-        (df.pool_in_use == 0) & (df.pool_free_blocks == df.pool_carved)
-        & (df.pool_carved <= df.batch))
-    return df
 
 
 def cycle_table(df):

@@ -17,11 +17,14 @@ import pandas as pd
 from labkit.core import plots, stats
 from labkit.experiments import frequency
 from labkit.lab.judging import claims, verdicts
-from labkit.lab.running.sweep import grid, sweep
+from labkit.lab.running.sweep import for_notebook
 
 NOTEBOOK = "08_switch_frequency"
+# The lab's sweep for the experiment's sweeps (labkit.experiments.frequency), checkpointed
+# under this notebook's name.
+sweep = for_notebook(NOTEBOOK)
 KiB, MiB = 1 << 10, 1 << 20
-STACKS, BATCHES = [1 * MiB, 64 * KiB], [1, 32]
+STACKS, BATCHES = frequency.SWEEP_STACKS, frequency.SWEEP_BATCHES
 BEFORE, AFTER = (1 * MiB, 1), (64 * KiB, 32)   # the author's two set-ups (C000.7)
 BY = ["setup", "stack_size", "batch", "work_cycles"]
 _NUMBER = r"[0-9]+(?:\.[0-9]+)?"
@@ -61,26 +64,6 @@ def tasks(work_cycles, *, seconds: float, workers: int, tsc_ghz: float) -> dict:
     """Tasks per timed loop at each W (frequency.tasks_for, batches of 32)."""
     return {w: frequency.tasks_for(w, seconds=seconds, workers=workers, batch=32,
                                    tsc_ghz=tsc_ghz) for w in work_cycles}
-
-
-def sweep_runs(work_cycles, *, rounds: int, tasks: dict, workers: int, repeats: int, cpu,
-               work: str = "dependent"):
-    """The four set-ups at every W, `rounds` passes one after the other (checkpointed).
-    Dependent work is the sweep the figures and the verdict read (a `point` column names
-    set-up and W); independent work is measured at the W given beside it."""
-    independent = work == "independent"
-    runs = sweep(
-        lambda rotation, work_cycles, stack_size, batch: frequency.measure(
-            work_cycles, stack_size=stack_size, batch=batch, workers=workers,
-            tasks=tasks[work_cycles], repeats=repeats, cpu=cpu, work=work),
-        grid(rotation=list(range(rounds)), work_cycles=work_cycles, stack_size=STACKS,
-             batch=BATCHES),
-        desc="independent work" if independent else "frequency",
-        checkpoint=f"{NOTEBOOK}_independent" if independent else NOTEBOOK,
-    )
-    if not independent:
-        runs["point"] = runs.setup + ", W=" + runs.work_cycles.astype(str)
-    return runs
 
 
 def summaries(runs):

@@ -130,3 +130,15 @@ def sweep(measure_one: Callable[..., object], points: list[dict], *, desc: str =
     finally:
         bar.close()
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def for_notebook(notebook: str) -> Callable[..., object]:
+    """sweep() as the experiments' own sweeps take it (labkit.experiments imports nothing
+    of the lab, so it is handed in): `run(measure_one, points, desc=..., checkpoint=PART)`
+    saves to data/checkpoints/<notebook>_<PART>.csv (<notebook>.csv without a PART)."""
+    def run(measure_one, points, *, desc: str = "sweep", checkpoint: str | None = None,
+            on_error: str = "raise"):
+        name = f"{notebook}_{checkpoint}" if checkpoint else notebook
+        return sweep(measure_one, points, desc=desc, checkpoint=name, on_error=on_error)
+
+    return run

@@ -1,6 +1,5 @@
-"""Results bundles: one machine's results in a folder that travels, and the merge of several
-machines' bundles into one side-by-side comparison (a workshop's laptops, an x86-64 and an
-AArch64 server).
+"""Results bundles: one machine's results in a folder that travels (packed, read and
+checked here; several machines' bundles are put side by side by labkit.lab.sharing.merge).
 
 A bundle is a folder `<name>.labkit/` holding
     machine.json          machine_info() of the machine, the labkit commit, when, quick or
@@ -13,10 +12,7 @@ Parquet keeps the columns typed and compact; any Arrow/pandas reader opens it.
 
 A bundle carries only what was measured on the machine that packs it: rows with another
 machine_id (say, the development VM's results committed in a fresh clone) are refused.
-`merge` puts side by side only bundles of a format it reads (READS: 2 and 3), of one mode
-(quick or full) and of one labkit commit; `shown` and `merged_records` give its tables as
-a person reads them ('not measured', not NaN) and as JSON. Bundles made before a machine
-field existed still merge: the field shows as not recorded.
+This labkit reads bundles of the formats in READS (2 and 3).
 """
 from __future__ import annotations
 
@@ -36,12 +32,6 @@ READS = (2, 3)  # the formats merge and compare read; older frames get today's c
 HOST_COLUMNS = ("hostname",)
 # What to do with a damaged bundle.
 REMAKE = "make the bundle again with `labkit bundle -o NAME` on the machine that measured it"
-# The machine fields merge puts side by side: the CPU as CPUID reports it and its layers.
-MACHINE_FIELDS = ("cpu_model", "cpu_vendor", "cpu_family", "cpu_model_id", "cpu_stepping",
-                  "microcode", "vector_isa", "xcr0", "xstate_components", "xsave_bytes",
-                  "cpu_count", "tsc_ghz", "kernel_release", "compiler", "virtualization",
-                  "hypervisor", "container", "governor", "turbo", "smt", "env_warnings")
-NOT_RECORDED = "not recorded"
 
 
 class ForeignResultsError(ValueError):
@@ -54,10 +44,6 @@ def _stringify_objects(df):
         if df[col].dtype == object:
             df[col] = df[col].map(lambda v: None if v is None or v != v else str(v))
     return df
-
-
-def _commit(machine: dict) -> str:
-    return str(machine.get("labkit_commit", "unknown")).removesuffix("-dirty")
 
 
 def _scrub(df):
@@ -168,106 +154,3 @@ def _parse(path: Path, name: str, read):
     except Exception as exc:  # the JSON, Arrow, Thrift and snappy readers each raise their own
         raise ValueError(f"path {path}: the bundle's {name} is damaged ({type(exc).__name__}: "
                          f"{exc}); {REMAKE}") from exc
-
-
-def label(machine: dict) -> str:
-    """A short column label for a machine: CPU model, arch and fingerprint."""
-    return f"{machine['cpu_model']} [{machine['arch']}] {machine['machine_id'][:6]}"
-
-
-def merge(paths, *, same_commit: bool = True) -> dict:
-    """Merge bundles into comparisons: `verdicts` (one row per claim, a verdict and a
-    measured value per machine), `ladder` (median ns per switch of each kernel, one
-    column per machine, with each machine's ratio to its own `asm`) and `hardware` (the
-    MACHINE_FIELDS of each machine, 'not recorded' where its bundle predates one)."""
-    import pandas as pd
-
-    if isinstance(paths, (str, bytes, os.PathLike)) or not hasattr(paths, "__iter__"):
-        raise TypeError(f"paths must be a list of bundle directories, not "
-                        f"{type(paths).__name__}")
-    paths = list(paths)
-    bundles = [read_bundle(p) for p in paths]
-    if len(bundles) < 2:
-        raise ValueError(f"paths must name at least two bundles; got {len(bundles)}")
-    for p, b in zip(paths, bundles):
-        if b["meta"].get("format") not in READS:
-            raise ValueError(f"paths: {p} is a bundle of format {b['meta'].get('format')}, "
-                             f"this labkit reads formats {', '.join(map(str, READS))}: remake "
-                             "it with `labkit bundle` from this labkit")
-    modes = {("quick" if b["meta"].get("quick") else "full") for b in bundles}
-    if len(modes) > 1:
-        raise ValueError("paths mix quick and full runs: " + ", ".join(
-            f"{p} ({'quick' if b['meta'].get('quick') else 'full'})"
-            for p, b in zip(paths, bundles)) + "; compare runs of the same mode")
-    commits = {_commit(b["machine"]) for b in bundles}
-    if same_commit and len(commits) > 1:
-        raise ValueError("paths come from different labkit commits (" + ", ".join(
-            f"{p}: {_commit(b['machine'])}" for p, b in zip(paths, bundles)) + "): the "
-            "experiments may differ; remake the bundles from one commit, or pass "
-            "same_commit=False (--allow-other-commits) to compare anyway")
-    labels = [label(b["machine"]) for b in bundles]
-    if len(set(labels)) != len(labels):
-        raise ValueError("two bundles come from the same machine: " + ", ".join(labels))
-    v = None
-    for lab, b in zip(labels, bundles):
-        part = b["verdicts"].set_index("claim_id")[["verdict", "measured_value"]]
-        part.columns = pd.MultiIndex.from_product([[lab], part.columns])
-        v = part if v is None else v.join(part, how="outer")
-    v = v.fillna("not-measured")
-    agree = v.xs("verdict", axis=1, level=1).nunique(axis=1) == 1
-    v[("all machines", "same verdict")] = agree
-    ladders = []
-    for lab, b in zip(labels, bundles):
-        m = b["measurements"]
-        m = m[(m.notebook == "04_latency_ladder") & m.get("ns_per_switch").notna()] \
-            if "ns_per_switch" in m else m.iloc[0:0]
-        if m.empty:
-            continue
-        med = m.groupby("entry").ns_per_switch.median()
-        ratio = med / med.get("asm", float("nan"))
-        ladders.append(pd.DataFrame({(lab, "median ns"): med, (lab, "ratio to asm"): ratio}))
-    ladder = pd.concat(ladders, axis=1) if ladders else pd.DataFrame()
-    hardware = pd.DataFrame({lab: [str(b["machine"].get(f, NOT_RECORDED)) for f in MACHINE_FIELDS]
-                             for lab, b in zip(labels, bundles)}, index=list(MACHINE_FIELDS))
-    return {"machines": labels, "verdicts": v, "ladder": ladder, "hardware": hardware}
-
-
-NOT_MEASURED = "not measured"  # how a merge shows a value a machine has no measurement of
-
-
-def shown(frame, digits: int = 2):
-    """A merge's frame as a person reads it: numbers rounded, a value a machine did not
-    measure (NaN) shown as 'not measured'."""
-    frame = frame.round(digits) if not frame.empty else frame
-    return frame.astype(object).where(frame.notna(), NOT_MEASURED)
-
-
-def merged_records(out: dict) -> dict:
-    """A merge (merge()'s dict) as plain data for JSON: the machines; each claim's verdict
-    and measured value per machine and whether they all agree; each entry's median ns per
-    switch and ratio to `asm` per machine (null where a machine did not measure it); and
-    the machines' hardware fields."""
-    import math
-
-    def value(x):
-        if isinstance(x, float) and not math.isfinite(x):
-            return None
-        return x.item() if hasattr(x, "item") else x
-
-    machines = out["machines"]
-    v = out["verdicts"]
-    verdict_rows = [{"claim_id": claim,
-                     "same_verdict": bool(row[("all machines", "same verdict")]),
-                     "machines": {m: {"verdict": row[(m, "verdict")],
-                                      "measured_value": value(row[(m, "measured_value")])}
-                                  for m in machines}}
-                    for claim, row in v.iterrows()]
-    lad = out["ladder"]
-    ladder_rows = [{"entry": entry,
-                    "machines": {m: {"median_ns": value(row.get((m, "median ns"), math.nan)),
-                                     "ratio_to_asm": value(row.get((m, "ratio to asm"),
-                                                                   math.nan))}
-                                 for m in machines}}
-                   for entry, row in lad.iterrows()]
-    return {"machines": machines, "verdicts": verdict_rows, "ladder": ladder_rows,
-            "hardware": {m: out["hardware"][m].to_dict() for m in machines}}

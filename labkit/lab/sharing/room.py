@@ -1,9 +1,5 @@
 """The room: one comparison across many machines, on Dask distributed with mutual TLS.
-
-    labkit room serve [--room room.json] [--host 127.0.0.1 | --interface eth0] [--port 0]
-    labkit room join room.json --name NAME [--allow-root]
-    labkit room run room.json [--quick] [--only NAME ...] [-p NAME VALUE] [-o room-results]
-    labkit room noise [--blocks 10] [--loud] [-o noise.csv]
+Its command line (`labkit room serve|join|run`) is built in labkit/lab/cli.py.
 
 The teacher (or a fleet's owner) serves a room: a Dask scheduler that accepts only peers
 with a certificate of the room's own CA. Each participant joins with one Dask worker
@@ -13,14 +9,11 @@ machine's bundle in memory; the client saves each bundle as it arrives and merge
 """
 from __future__ import annotations
 
-import argparse
-import contextlib
 import io
 import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tarfile
@@ -40,7 +33,8 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$")
 
 # An idle joined worker should wake as rarely as Dask allows: no statistical profiler
 # (every 10 ms by default), slow event-loop health checks (20 ms by default) and a slow
-# memory monitor; heartbeats stay (the scheduler sets their pace). Measured by `noise`.
+# memory monitor; heartbeats stay (the scheduler sets their pace). Measured by
+# `labkit room noise` (labkit.experiments.room_noise).
 QUIET_WORKER = {
     "distributed.worker.profile.enabled": False,
     "distributed.admin.tick.interval": "1s",
@@ -56,7 +50,7 @@ QUIET_WORKER = {
 
 # Set in a joined worker's environment by join(): the CPUs the suite gets (all but the
 # worker's own, when there are two or more). An environment variable rather than a module
-# global: `python -m labkit.lab.sharing.room` runs as __main__, the tasks import labkit.lab.sharing.room afresh.
+# global: the suite runs in a subprocess of the task, which reads it from there.
 SUITE_CPUS_ENV = "LABKIT_ROOM_SUITE_CPUS"
 
 
@@ -133,7 +127,7 @@ def serve(room_path="room.json", *, host: str = "127.0.0.1", interface: str | No
                   "the participants yourself, it is the key to the room)")
             print("each participant runs (in the labkit folder, the room file saved there):\n\n"
                   f"    labkit room join {room_path.name} --name THEIR-NAME\n\n"
-                  f"(without the labkit command: .venv/bin/python -m labkit.lab.sharing.room join "
+                  f"(without the labkit command: .venv/bin/python -m labkit room join "
                   f"{room_path.name} --name THEIR-NAME)\n")
             print(f"then run the suite everywhere: labkit room run {room_path} --quick",
                   flush=True)
@@ -232,9 +226,9 @@ def _suite_task(run_id: str, quick: bool, only, params) -> bytes:
 
     with tempfile.TemporaryDirectory(prefix="labkit-room-") as tmp:
         out = Path(tmp) / f"{name}.labkit"
-        cmd = [sys.executable, "-m", "labkit.lab.sharing.room_suite", "--results", str(Path(tmp) / "results"),
-               "--bundle", str(out), "--name", name, "--machine-id", mid,
-               "--parent", str(os.getpid())]
+        cmd = [sys.executable, "-m", "labkit", "room", "suite",
+               "--into", str(Path(tmp) / "results"), "--bundle", str(out), "--name", name,
+               "--machine-id", mid, "--parent", str(os.getpid())]
         if os.environ.get(SUITE_CPUS_ENV):
             cmd += ["--cpus", os.environ[SUITE_CPUS_ENV]]
         if quick:
@@ -270,7 +264,7 @@ class RoomRun:
     out: Path
     table: "object" = None            # pandas DataFrame, one row per machine
     bundles: dict = field(default_factory=dict)  # machine_id -> bundle folder
-    comparison: dict | None = None   # labkit.lab.sharing.bundle.merge() of the bundles so far
+    comparison: dict | None = None   # labkit.lab.sharing.merge.merge() of the bundles so far
     merge_error: str = ""             # why the bundles so far could not be merged
 
 
@@ -306,12 +300,12 @@ def _table(rows: dict):
 
 def _merge(run: RoomRun, *, allow_other_commits: bool = False) -> None:
     from labkit.core.results import atomic_path
-    from labkit.lab.sharing import bundle
+    from labkit.lab.sharing import merge
 
     if len(run.bundles) < 2:
         return
     try:
-        run.comparison = bundle.merge(sorted(run.bundles.values()),
+        run.comparison = merge.merge(sorted(run.bundles.values()),
                                       same_commit=not allow_other_commits)
         run.merge_error = ""
     except ValueError as exc:
@@ -450,221 +444,3 @@ def run(room_path, *, quick: bool = False, only=None, params=(), out="room-resul
             time.sleep(poll)
         update()
     return run_
-
-
-def ladder_figure(comparison: dict):
-    """Each machine's kernels as ratios to its own `asm` (the merged ladder), one bar per
-    machine; None when no machine has ladder results yet."""
-    import matplotlib.pyplot as plt
-
-    ladder = comparison.get("ladder")
-    if ladder is None or ladder.empty:
-        return None
-    ratios = ladder.xs("ratio to asm", axis=1, level=1)
-    fig, ax = plt.subplots(figsize=(7, 0.35 * len(ratios) + 1.5))
-    ratios.plot.barh(ax=ax)
-    ax.axvline(1, color="grey", lw=0.8)
-    ax.set_xlabel("median ns per switch / that machine's own asm")
-    ax.set_title("the ladder, machine by machine (ratios travel, nanoseconds do not)")
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
-
-
-def watch(room_path, **kwargs) -> RoomRun:
-    """run() for a notebook: a live table (ipywidgets when available, else an updated
-    display) of each machine's state; the verdicts by machine and the ladder figure
-    appear and update as bundles arrive."""
-    from IPython.display import display
-
-    def views(r):
-        out = [r.table]
-        if r.merge_error:
-            out.append(f"not merged: {r.merge_error}")
-        if r.comparison is not None:
-            out.append(r.comparison["verdicts"])
-            fig = ladder_figure(r.comparison)
-            if fig is not None:
-                out.append(fig)
-        return out
-
-    try:
-        import ipywidgets as widgets
-
-        box = widgets.Output()
-        display(box)
-
-        def show(r):
-            with box:
-                box.clear_output(wait=True)
-                for v in views(r):
-                    display(v)
-    except ImportError:
-        handles = [display(None, display_id=True) for _ in range(4)]
-
-        def show(r):
-            for h, v in zip(handles, views(r)):
-                h.update(v)
-    return run(room_path, on_update=show, **kwargs)
-
-
-# --- noise: what an idle joined worker costs a measurement --------------------------------
-
-@contextlib.contextmanager
-def _idle_worker(quiet: bool):
-    """A room served on loopback with one joined worker, for as long as the block runs:
-    yields the worker's pid. The scheduler is pinned beside the worker (the worker's own
-    CPU), so that only the worker differs between a running and a stopped worker."""
-    tmp = Path(tempfile.mkdtemp(prefix="labkit-noise-"))
-    room_file = tmp / "room.json"
-    procs = []
-    try:
-        with open(tmp / "serve.log", "w") as f:
-            sched = subprocess.Popen([sys.executable, "-m", "labkit.lab.sharing.room", "serve", "--room",
-                                      str(room_file), "--port", "0"], stdout=f,
-                                     stderr=subprocess.STDOUT)
-        procs.append(sched)
-        wait_for_text(tmp / "serve.log", "each participant runs", 60, proc=sched)
-        join_cmd = [sys.executable, "-m", "labkit.lab.sharing.room", "join", str(room_file), "--name",
-                    "noise", "--allow-root"] + ([] if quiet else ["--loud"])
-        with open(tmp / "worker.log", "w") as f:
-            worker = subprocess.Popen(join_cmd, stdout=f, stderr=subprocess.STDOUT)
-        procs.append(worker)
-        wait_for_text(tmp / "worker.log", "joined as", 120, proc=worker)
-        _pin_like(sched.pid, worker.pid)
-        yield worker.pid
-    finally:
-        for p in reversed(procs):
-            try:
-                os.kill(p.pid, signal.SIGCONT)  # a stopped process would not end
-            except ProcessLookupError:
-                pass
-            p.terminate()
-            try:
-                p.wait(20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def noise(*, blocks: int = 10, repeats: int = 5, cpu: int = 0, quiet: bool = True):
-    """What an idle joined worker costs a measurement on this machine: labkit's
-    idle-process experiment (labkit.experiments.idle_cost) beside a room's worker, as
-    `join` runs it (`quiet`) or with Dask's defaults. One row per kernel, with the column
-    `quiet_worker`; the raw rows are in `.attrs["raw"]`."""
-    from labkit.experiments import idle_cost
-
-    if not isinstance(quiet, bool):
-        raise TypeError(f"quiet must be True or False, not {quiet!r}")
-    summary = idle_cost.idle_process_cost(lambda: _idle_worker(quiet), blocks=blocks,
-                                          repeats=repeats, cpu=cpu)
-    summary.insert(summary.columns.get_loc("repeats") + 1, "quiet_worker", quiet)
-    return summary
-
-
-def wait_for_text(path: Path, text: str, seconds: float, *, proc=None) -> None:
-    """Wait until a log file holds `text`; TimeoutError (with the log's end) if not, or at
-    once if `proc` exits first."""
-    end = time.monotonic() + seconds
-    path = Path(path)
-    while time.monotonic() < end:
-        log = path.read_text(errors="replace") if path.exists() else ""
-        if text in log:
-            return
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"{proc.args[:5]} exited ({proc.returncode}): {log[-1500:]}")
-        time.sleep(0.2)
-    raise TimeoutError(f"no {text!r} in {path} after {seconds} s: {log[-1500:]}")
-
-
-def _pin_like(pid: int, like: int) -> None:
-    import psutil
-
-    cpus = os.sched_getaffinity(like)
-    for t in psutil.Process(pid).threads():
-        try:
-            os.sched_setaffinity(t.id, cpus)
-        except OSError:
-            pass
-
-
-# --- the command -------------------------------------------------------------------------
-
-def _print_table(r: RoomRun) -> None:
-    print(time.strftime("%H:%M:%S"), "\n" + r.table.to_string(index=False), flush=True)
-
-
-def main(argv: list[str]) -> int:
-    """`labkit room serve|join|run|noise ...`: argv is what follows `room`."""
-    p = argparse.ArgumentParser(prog="labkit room", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("serve", help="open a room: a Dask scheduler requiring the room's TLS")
-    s.add_argument("--room", default="room.json", help="the room file to write (mode 0600)")
-    where = s.add_mutually_exclusive_group()
-    where.add_argument("--host", default="127.0.0.1",
-                       help="address to listen on (default: loopback only)")
-    where.add_argument("--interface", help="listen on this network interface, e.g. eth0")
-    s.add_argument("--port", type=int, default=0, help="port (default: any free one)")
-    s.add_argument("--new", action="store_true", help="new keys even if the room file exists")
-    j = sub.add_parser("join", help="let the room run labkit's suite on this machine")
-    j.add_argument("room")
-    j.add_argument("--name", required=True, help="your name as the room shows it")
-    j.add_argument("--allow-root", action="store_true", help="join even as root (containers)")
-    j.add_argument("--machine-id", help=argparse.SUPPRESS)  # tests: two 'machines' on one
-    j.add_argument("--loud", action="store_true", help=argparse.SUPPRESS)  # Dask's defaults
-    r = sub.add_parser("run", help="run the suite on every joined machine and merge")
-    r.add_argument("room")
-    r.add_argument("--quick", action="store_true")
-    r.add_argument("--only", nargs="*")
-    r.add_argument("-p", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
-    r.add_argument("-o", "--out", default="room-results", help="folder for the bundles")
-    r.add_argument("--timeout", type=float, help="give up on machines after this many s")
-    r.add_argument("--allow-other-commits", action="store_true",
-                   help="merge bundles of different labkit commits")
-    n = sub.add_parser("noise", help="what an idle joined worker costs a measurement")
-    n.add_argument("--blocks", type=int, default=10)
-    n.add_argument("--repeats", type=int, default=5)
-    n.add_argument("--cpu", type=int, default=0)
-    n.add_argument("--loud", action="store_true", help="the worker with Dask's defaults")
-    n.add_argument("-o", "--out", help="also write the summary to this CSV (and every "
-                                       "repeat to <out>-raw.csv)")
-    args = p.parse_args(argv)
-    try:
-        if args.command == "serve":
-            serve(args.room, host=args.host, interface=args.interface, port=args.port,
-                  new=args.new)
-        elif args.command == "join":
-            join(args.room, name=args.name, machine_id=args.machine_id,
-                 allow_root=args.allow_root, quiet=not args.loud)
-        elif args.command == "run":
-            res = run(args.room, quick=args.quick, only=args.only, params=args.p, out=args.out,
-                      on_update=_print_table, timeout=args.timeout,
-                      allow_other_commits=args.allow_other_commits)
-            if res.comparison is not None:
-                print(res.comparison["verdicts"].to_string())
-            if res.merge_error:
-                print(f"not merged: {res.merge_error}", file=sys.stderr)
-            states = set(res.table.state)
-            print(f"bundles in {res.out}: {len(res.bundles)}; "
-                  + ", ".join(f"{s}: {(res.table.state == s).sum()}" for s in STATES if s in states))
-            return 0 if states <= {"done", "skipped"} else 1
-        elif args.command == "noise":
-            summ = noise(blocks=args.blocks, repeats=args.repeats, cpu=args.cpu,
-                         quiet=not args.loud)
-            print(summ.T.to_string(header=False))
-            if args.out:
-                from labkit.core.results import atomic_path
-
-                out = Path(args.out)
-                with atomic_path(out) as tmp:
-                    summ.to_csv(tmp, index=False)
-                with atomic_path(out.with_name(out.stem + "-raw.csv")) as tmp:
-                    summ.attrs["raw"].to_csv(tmp, index=False)
-    except (ValueError, TypeError, PermissionError, FileNotFoundError) as exc:
-        print(f"labkit room {args.command}: {exc}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -1,17 +1,18 @@
 """The suite as a room task runs it: a subprocess of the joined worker, on the CPUs the
 worker's thread does not use, with its results in a private folder, ending with a bundle.
 
-    python -m labkit.lab.sharing.room_suite --results DIR --bundle OUT [--cpus 0,2] [--quick]
+    python -m labkit room suite --into DIR --bundle OUT [--cpus 0,2] [--quick]
         [--only NAME ...] [-p NAME VALUE ...] [--name NAME] [--machine-id ID]
 
+(the options are built in labkit/lab/cli.py; `run_suite` is what they call).
+
 It runs the notebooks with labkit.lab.running.notebook_run, as reproduce does, but never touches the
-participant's data/, figures/ or reports/ (every result goes under --results), and takes
+participant's data/, figures/ or reports/ (every result goes under --into), and takes
 no lock: two rooms' suites on one machine do not wait for each other. Progress goes to
 stdout as lines `labkit-room {json}`, which the worker passes on to the room's client.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -48,13 +49,14 @@ def _die_with_parent(parent: int) -> None:
         kill_tree()
 
 
-def _parse_cpus(text: str) -> set[int]:
+def parse_cpus(text: str) -> set[int]:
+    """CPU numbers written like 0,2; ValueError if none or not numbers."""
     try:
         cpus = {int(c) for c in text.split(",") if c.strip()}
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--cpus must be CPU numbers like 0,2, not {text!r}")
+        raise ValueError(f"cpus must be CPU numbers like 0,2, not {text!r}") from None
     if not cpus:
-        raise argparse.ArgumentTypeError("--cpus must name at least one CPU")
+        raise ValueError("cpus must name at least one CPU")
     return cpus
 
 
@@ -78,36 +80,25 @@ def relabel(bundle_dir: Path, *, name: str | None, machine_id: str | None) -> No
     meta_path.write_text(json.dumps(meta, indent=1, default=str))
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m labkit.lab.sharing.room_suite",
-                                description=__doc__.splitlines()[0])
-    p.add_argument("--results", required=True, type=Path, help="private results folder")
-    p.add_argument("--bundle", required=True, type=Path, help="the bundle to write")
-    p.add_argument("--cpus", type=_parse_cpus, help="run on these CPUs only")
-    p.add_argument("--quick", action="store_true")
-    p.add_argument("--only", nargs="*")
-    p.add_argument("-p", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                   help="a notebook parameter, as `labkit reproduce -p` takes it")
-    p.add_argument("--name")
-    p.add_argument("--machine-id")
-    p.add_argument("--parent", type=int, help="the worker's pid: die with it")
-    args = p.parse_args(argv)
-    if args.parent:
-        _die_with_parent(args.parent)
-    if args.cpus:
-        os.sched_setaffinity(0, args.cpus)
-
-    os.environ["LABKIT_RESULTS_DIR"] = str(args.results)  # before labkit reads it
+def run_suite(into: Path, bundle_out: Path, *, cpus: set[int] | None = None,
+              quick: bool = False, only=None, params=(), name: str | None = None,
+              machine_id: str | None = None, parent: int | None = None) -> int:
+    """Run the notebooks into the private folder `into`, then pack them as the bundle
+    `bundle_out`; returns the exit status (1: no bundle). A bad notebook name or parameter
+    is a ValueError before anything runs."""
+    if parent:
+        _die_with_parent(parent)
+    if cpus:
+        os.sched_setaffinity(0, cpus)
+    into = Path(into)
+    os.environ["LABKIT_RESULTS_DIR"] = str(into)  # before labkit reads it
     from labkit.lab.judging import ledger
-    from labkit.lab.running import notebook_run, notebooks, params
+    from labkit.lab.running import notebook_run, notebooks, params as _params
     from labkit.lab.sharing import bundle
 
-    try:
-        sources = notebooks.notebook_sources(args.only)
-        # Each value read by its declared type and checked, before anything runs.
-        run_kwargs = {"parameters": params.parse([s.stem for s in sources], args.p)}
-    except ValueError as exc:
-        p.error(str(exc))
+    sources = notebooks.notebook_sources(only)
+    # Each value read by its declared type and checked, before anything runs.
+    run_kwargs = {"parameters": _params.parse([s.stem for s in sources], list(params))}
     notebook_run.ensure_kernel()  # an installed labkit registers its kernel
     manifest = {}
     n = len(sources)
@@ -115,23 +106,19 @@ def main(argv: list[str] | None = None) -> int:
          cpus=sorted(os.sched_getaffinity(0)))
     for k, src in enumerate(sources, 1):
         emit(state="running", k=k, n=n, notebook=src.stem, pid=os.getpid())
-        o = notebook_run.run_notebook(src, quick=args.quick, out_dir=args.results / "executed",
-                                      results_dir=args.results, **run_kwargs)
+        o = notebook_run.run_notebook(src, quick=quick, out_dir=into / "executed",
+                                      results_dir=into, **run_kwargs)
         manifest[o.name] = {"ok": o.ok, "seconds": round(o.seconds, 1),
-                            "error": o.error[-500:], "quick": args.quick,
+                            "error": o.error[-500:], "quick": quick,
                             "parameters": o.parameters, "given": o.given}
         ledger.write_manifest(manifest)
         emit(state="notebook", k=k, n=n, notebook=o.name, ok=o.ok, seconds=round(o.seconds, 1),
              error=o.error[-300:])
     try:
-        out = bundle.make_bundle(args.bundle, quick=args.quick)
+        out = bundle.make_bundle(bundle_out, quick=quick)
     except FileNotFoundError as exc:
         print(f"no bundle: {exc}", file=sys.stderr)
         return 1
-    relabel(out, name=args.name, machine_id=args.machine_id)
+    relabel(out, name=name, machine_id=machine_id)
     emit(state="bundled", k=n, n=n, notebook="", bundle=str(out))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
