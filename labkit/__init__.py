@@ -32,6 +32,8 @@ _API = {
     # correctness checks
     "check_registers": "labkit.core.checks", "check_fp_control": "labkit.core.checks",
     "probe_stack": "labkit.core.checks",
+    # which design for a workload (the lab layer: it reads data/ and the claims' intervals)
+    "advise": "labkit.lab.advising",
     # errors
     "KernelCrashError": "labkit.errors", "KernelUnavailableError": "labkit.errors",
     "MeasurementTimeout": "labkit.errors", "SwitchCountError": "labkit.errors",
