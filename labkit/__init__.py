@@ -33,7 +33,7 @@ _API = {
     "check_registers": "labkit.core.checks", "check_fp_control": "labkit.core.checks",
     "probe_stack": "labkit.core.checks",
     # which design for a workload (the lab layer: it reads data/ and the claims' intervals)
-    "advise": "labkit.lab.advising",
+    "advise": "labkit.lab.advising.advice",
     # errors
     "KernelCrashError": "labkit.errors", "KernelUnavailableError": "labkit.errors",
     "MeasurementTimeout": "labkit.errors", "SwitchCountError": "labkit.errors",

@@ -310,7 +310,7 @@ def _run(args, parser) -> int:
             out["ladder"].to_csv(f"{args.out}-ladder.csv")
             out["hardware"].to_csv(f"{args.out}-hardware.csv")
     elif args.command == "advise":
-        from labkit.lab import advising
+        from labkit.lab.advising import advice as advising
 
         options = {"work": "--work", "suspensions": "--switches", "alive": "--alive",
                    "connections": "--connections", "rate": "--rate", "design": "--design",
