@@ -83,10 +83,10 @@ def mapping_limit(ev, design: str, w, mem: dict) -> Hazard | None:
     if total <= limit:
         return None
     why = ("a guard-paged stack takes two (the PROT_NONE page and the stack)" if per == 2
-           else "each malloc'd stack large enough for mmap takes one")
+           else "malloc mmaps each stack this large as a mapping of its own")
     return Hazard(f"{w.alive} coroutines need {total} memory mappings ({why}), more than "
                   f"this machine's vm.max_map_count = {limit}: creating them fails near "
-                  f"{limit // per} (libdill's wall at 32.7k is this limit).", per == 2)
+                  f"{limit // per} (libdill's wall at 32.7k is this limit).", True)
 
 
 def swapcontext_syscalls(ev, design: str, w) -> Hazard | None:

@@ -33,6 +33,7 @@ from labkit.lab.advising import evidence as _ev
 FP_MODES = ("none", "control", "vector")
 SWITCHES_PER_SUSPENSION = 2  # out and back in
 GUARD_MAPPINGS = 2           # a guard-paged stack: the PROT_NONE page and the stack
+MMAP_THRESHOLD = 128 << 10   # glibc malloc's default M_MMAP_THRESHOLD: larger blocks are mmapped
 THREAD_PREFIX = "thread_"
 # Whose FP-control measurement stands for a design that has none of its own: the switch it
 # is built on (copy_stack and ucontext reload MXCSR as asm_fpu does; Boost.Fiber and
@@ -533,8 +534,9 @@ def copy_memory(ev, u: int) -> dict:
 
 
 def frame_memory(ev, frame: int) -> dict:
-    """A heap frame holding `frame` bytes alive across a suspension: a straight line through
-    07b's C++20 frames (heap allocator) by frame size."""
+    """A heap frame holding `frame` bytes alive across a suspension beside the smallest
+    (empty) coroutine's frame: a straight line through 07b's C++20 frames (heap allocator)
+    by frame size."""
     import numpy as np
 
     df = ev.rows("07b_coroutine_memory")
@@ -544,6 +546,7 @@ def frame_memory(ev, frame: int) -> dict:
         raise LookupError(f"no C++20 frame memory in {ev.source}")
     g = df.groupby("frame_bytes")[["bytes_per_object", "pte_bytes_per_object"]].median()
     x = g.index.to_numpy(float)
+    frame = x.min() + frame  # the empty coroutine's own fields, and what stays alive
     if len(x) < 2:
         raise LookupError("C++20 frame memory at one frame size only")
     fit = np.polyfit(x, g.bytes_per_object.to_numpy(float), 1)
@@ -628,7 +631,9 @@ def memory(ev, design: str, w: Workload) -> dict:
         frame = entries.frame_bytes(design) if fam == "stack" else 0
         m = stack_memory(ev, size, w.stack_in_use + frame)
         reserved = size + (page if guarded(design) else 0)
-        maps = GUARD_MAPPINGS if guarded(design) else 1
+        # A malloc'd stack (Boost's fixedsize_stack) is a mapping of its own only when
+        # malloc mmaps it.
+        maps = GUARD_MAPPINGS if guarded(design) else int(size >= MMAP_THRESHOLD)
     elif fam == "copy":
         m = copy_memory(ev, w.stack_in_use)
         reserved, maps = m["resident"], 0

@@ -5,6 +5,10 @@ from __future__ import annotations
 import html
 import math
 
+# Below this relative difference in time per request the reason says to choose by memory
+# and hazards instead: a wording threshold, not a cost.
+SAME_TIME = 0.01
+
 
 def _size(n) -> str:
     if n is None or not math.isfinite(n):
@@ -54,6 +58,9 @@ def _reason(p, best) -> str:
                 f"{100 * share['value']:.2g}% of it switching.")
     b = best["ns_per_request"]
     more = t["value"] / b["value"] - 1
+    if more < SAME_TIME:
+        return (f"As fast as {best['design']} to within {100 * SAME_TIME:g}% per request "
+                f"({100 * share['value']:.2g}% switching): choose by memory and hazards.")
     apart = t["low"] > b["high"]
     return (f"{100 * more:.2g}% slower than {best['design']} per request "
             + ("(the intervals are apart)" if apart else
