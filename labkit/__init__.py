@@ -35,6 +35,8 @@ _API = {
     # a user's own switch
     "add_switch": "labkit.core.user_switch", "check_switch": "labkit.core.user_switch",
     "remove_switch": "labkit.core.user_switch",
+    # which design for a workload (the lab layer: it reads data/ and the claims' intervals)
+    "advise": "labkit.lab.advising.advice",
     # errors
     "KernelCrashError": "labkit.errors", "KernelUnavailableError": "labkit.errors",
     "MeasurementTimeout": "labkit.errors", "SwitchCountError": "labkit.errors",

@@ -128,6 +128,34 @@ def build_parser() -> argparse.ArgumentParser:
     lab.add_argument("lab_args", nargs=argparse.REMAINDER,
                      help="more options for `jupyter lab`")
 
+    a = _command(sub, "advise", "which design for your workload: time, memory, hazards",
+                 "For a workload, every design of the catalogue (and kernel threads): "
+                 "predicted time per request and share switching with 95% intervals, "
+                 "memory per coroutine and for N against vm.max_map_count, the hazards "
+                 "that apply with the lab's evidence, and a ranking. Every figure comes "
+                 "from this machine's data/ (rows of another machine_id are not used), "
+                 "a short measurement made now (said on stderr), or --bundle.")
+    a.add_argument("--work", required=True, help="work between suspensions: 20us, 500ns, "
+                   "1ms or 100cycles (TSC cycles of the measuring machine)")
+    a.add_argument("--switches", type=float, default=1.0, metavar="S",
+                   help="suspensions per request, each a switch out and back in (default 1)")
+    a.add_argument("--alive", type=int, default=None, metavar="N",
+                   help="coroutines alive (default: --connections, else 1)")
+    a.add_argument("--connections", type=int, default=None, help="connections, one "
+                   "coroutine each")
+    a.add_argument("--rate", type=float, default=None, help="requests per second")
+    a.add_argument("--stack-in-use", default="0", metavar="SIZE",
+                   help="stack in use at a switch: 1KiB, 4096 (K, KB, KiB are 1024)")
+    a.add_argument("--fp", default="none", help="FP/SIMD use: none, control (the control "
+                   "words differ between coroutines) or vector (live vector registers)")
+    a.add_argument("--stack-size", default=None, metavar="SIZE", help="fix the stackful "
+                   "designs' stack (default: the smallest that holds the stack in use)")
+    a.add_argument("--design", action="append", default=None, metavar="NAME",
+                   help="judge only this design (repeatable; default all)")
+    a.add_argument("--bundle", default=None, help="another machine's bundle (.labkit)")
+    _flag(a, "--json", "print a list of objects: design, ns_per_request {value, low, high}, "
+          "switch_share, bytes_per_coroutine, bytes_total, hazards, rank")
+
     room = _command(sub, "room", "one comparison across many machines (needs the room extra)",
                     "The room: a Dask scheduler with mutual TLS that runs labkit's suite on "
                     "every joined machine and merges their bundles (labkit.lab.sharing.room).")
@@ -359,6 +387,28 @@ def _run(args, parser) -> int:
             out["verdicts"].to_csv(f"{args.out}-verdicts.csv")
             out["ladder"].to_csv(f"{args.out}-ladder.csv")
             out["hardware"].to_csv(f"{args.out}-hardware.csv")
+    elif args.command == "advise":
+        from labkit.lab.advising import advice as advising
+
+        options = {"work": "--work", "suspensions": "--switches", "alive": "--alive",
+                   "connections": "--connections", "rate": "--rate", "design": "--design",
+                   "designs": "--design",
+                   "stack_in_use": "--stack-in-use", "fp": "--fp", "stack_size": "--stack-size",
+                   "path": "--bundle"}
+        try:
+            advice = advising.advise(args.work, args.switches, args.alive, args.stack_in_use,
+                                     args.fp, stack_size=args.stack_size, rate=args.rate,
+                                     connections=args.connections, designs=args.design,
+                                     bundle=args.bundle)
+        except (ValueError, TypeError) as exc:
+            name = str(exc).split(" ", 1)[0].strip("`")
+            raise ValueError(f"{options.get(name, name)}: {exc}") from exc
+        if args.json:
+            import json
+
+            print(json.dumps(advice.records(), indent=1))
+        else:
+            print(advice.text())
     elif args.command == "report":
         return _report(args.quick)
     elif args.command == "lab":

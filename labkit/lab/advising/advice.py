@@ -1,0 +1,34 @@
+"""labkit.advise: a workload in, the ranked advice out."""
+from __future__ import annotations
+
+
+def advise(work="0ns", suspensions=1, alive=None, stack_in_use=0, fp="none", *,
+           stack_size=None, rate=None, connections=None, designs=None, bundle=None,
+           data_dir=None, quick: bool = False, status=None):
+    """Advice for a workload: `work` between suspensions ("20us", "100cycles", or ns),
+    `suspensions` per request (each a switch out and back in), `alive` coroutines (or
+    `connections`), `stack_in_use` at a switch ("1KiB" or bytes), `fp` "none", "control" or
+    "vector", an optional fixed `stack_size`, request `rate` per second. `designs` limits
+    the designs judged (default: all); `bundle` reads another machine's bundle instead of
+    this machine's data/. Returns an Advice (`.frame`, `.records()`, an HTML view)."""
+    from labkit.lab.advising import evidence, hazards, model, present
+
+    w = model.workload(work, suspensions, alive, stack_in_use, fp, stack_size, rate,
+                       connections)
+    if designs is None:
+        chosen = model.designs()
+    else:
+        if isinstance(designs, str) or not hasattr(designs, "__iter__"):
+            raise TypeError("designs must be a list of design names")
+        chosen = [model.check_design(d) for d in designs]
+        if not chosen:
+            raise ValueError("designs must name at least one design")
+    if not isinstance(quick, bool):
+        raise TypeError(f"quick must be True or False, not {type(quick).__name__}")
+    ev = evidence.load(bundle, data_dir, quick=quick, status=status)
+    preds = []
+    for d in chosen:
+        p = model.predict_full(d, w, ev)
+        p["hazards"] = hazards.of(ev, d, w, p)
+        preds.append(p)
+    return present.Advice(w, present.rank(preds), ev)

@@ -1,0 +1,741 @@
+"""The advisor's model: a workload, the designs, and for each design its predicted time per
+request (with an interval) and its memory, every term read from measurements
+(labkit.lab.advising.evidence).
+
+    t_request = s * (W + c_switch(design, N, u, fp) * 2)
+
+s is the suspensions per request; a suspension is a switch out and a switch back in, so two
+switches (the 2 above). W is the work between suspensions. c_switch is
+
+    the ladder's ping-pong cost of the design (notebook 04; threads: notebook 05's hand-off)
+  + the many-contexts term: ring(N, S) - ring(2, S) of notebook 01's ring of N contexts on
+    stacks of size S (stackful designs with a stack each; interpolated in log N, held flat
+    beyond the largest ring measured)
+  + for the copy stack, its sweep by bytes in use (notebook 04) instead of the ladder figure
+  + fp="control": the design's cost with differing FP control words minus with equal ones
+    (notebook 06); fp="vector": the xsave of dirty against clean state (06's xstate) for the
+    designs that save the whole state (asm_fxsave, asm_xsave, threads). A design that
+    follows the ABI keeps no vector register across a call: the compiler spills the live
+    ones around the switch, and that spill is part of W.
+
+Terms are independent resampled draws (evidence.draws); their sums give the interval
+(2.5 and 97.5 percentiles). Memory comes from notebook 07b.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass
+
+from labkit.lab.advising import evidence as _ev
+
+FP_MODES = ("none", "control", "vector")
+SWITCHES_PER_SUSPENSION = 2  # out and back in
+GUARD_MAPPINGS = 2           # a guard-paged stack: the PROT_NONE page and the stack
+MMAP_THRESHOLD = 128 << 10   # glibc malloc's default M_MMAP_THRESHOLD: larger blocks are mmapped
+THREAD_PREFIX = "thread_"
+# Whose FP-control measurement stands for a design that has none of its own: the switch it
+# is built on (copy_stack and ucontext reload MXCSR as asm_fpu does; Boost.Fiber and
+# Coroutine2 switch with fcontext).
+FP_SOURCE = {"copy_stack": "asm_fpu", "ucontext": "asm_fpu", "boost_fiber": "boost_fcontext",
+             "boost_fibers_yield": "boost_fcontext", "boost_coroutine2": "boost_fcontext"}
+# Designs that save the whole vector state on each switch, and which components.
+SAVES_VECTORS = {"asm_fxsave": "legacy", "asm_xsave": "all"}
+
+_TIME = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(ns|us|µs|ms|s|cycles?)\s*")
+_TIME_NS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
+_SIZE = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*(B|K|KB|KiB|M|MB|MiB|G|GB|GiB)?\s*")
+_SIZE_BYTES = {None: 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KiB": 1 << 10, "M": 1 << 20,
+               "MB": 1 << 20, "MiB": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "GiB": 1 << 30}
+
+
+def parse_time(name: str, value) -> tuple[float, str]:
+    """(amount, "ns" or "cycles") of a time such as "20us", "100cycles", 150 (ns)."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a time such as '20us' or '100cycles', not a bool")
+    if isinstance(value, (int, float)):
+        amount, unit = float(value), "ns"
+    elif isinstance(value, str):
+        if value.strip().startswith("-"):
+            raise ValueError(f"{name} must not be negative; got {value!r}")
+        m = _TIME.fullmatch(value)
+        if not m:
+            raise ValueError(f"{name} must be a number with a unit of ns, us, ms or cycles "
+                             f"(such as '20us' or '100cycles'); got {value!r}")
+        amount, unit = float(m.group(1)), m.group(2)
+        if unit.startswith("cycle"):
+            return amount, "cycles"
+        amount *= _TIME_NS[unit]
+        unit = "ns"
+    else:
+        raise TypeError(f"{name} must be a time such as '20us' (str) or ns (a number), "
+                        f"not {type(value).__name__}")
+    if not math.isfinite(amount) or amount < 0:
+        raise ValueError(f"{name} must be a finite time of at least 0; got {value!r}")
+    return amount, unit
+
+
+def parse_size(name: str, value) -> int:
+    """Bytes of a size such as "1KiB", "64K", "1MB" (K, KB and KiB are all 1024), or an int."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a size such as '1KiB' or bytes (int), not a bool")
+    if isinstance(value, int):
+        n = value
+    elif isinstance(value, float) and value.is_integer():
+        n = int(value)
+    elif isinstance(value, str):
+        if value.strip().startswith("-"):
+            raise ValueError(f"{name} must not be negative; got {value!r}")
+        m = _SIZE.fullmatch(value)
+        if not m:
+            raise ValueError(f"{name} must be a size in bytes, KiB, MiB or GiB (such as "
+                             f"'1KiB' or '4096'); got {value!r}")
+        n = float(m.group(1)) * _SIZE_BYTES[m.group(2)]
+        if not float(n).is_integer():
+            raise ValueError(f"{name} must be a whole number of bytes; got {value!r}")
+        n = int(n)
+    else:
+        raise TypeError(f"{name} must be a size such as '1KiB' (str) or bytes (int), "
+                        f"not {type(value).__name__}")
+    if n < 0:
+        raise ValueError(f"{name} must not be negative; got {value!r}")
+    return n
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What the user's program does: `work` between suspensions (ns, or `work_unit`
+    "cycles"), `suspensions` per request, `alive` coroutines, `stack_in_use` bytes at a
+    switch, FP/SIMD use `fp`, an optional fixed `stack_size`, request `rate` per second."""
+    work: float
+    work_unit: str
+    suspensions: float
+    alive: int
+    stack_in_use: int
+    fp: str
+    stack_size: int | None = None
+    rate: float | None = None
+
+    def work_ns(self, ev) -> float:
+        return self.work if self.work_unit == "ns" else self.work / ev.ticks_per_ns()
+
+
+def workload(work="0ns", suspensions=1, alive=None, stack_in_use=0, fp="none",
+             stack_size=None, rate=None, connections=None) -> Workload:
+    """A checked Workload; a ValueError or TypeError names the parameter. `connections`
+    stands for `alive` when that is not given (one coroutine per connection)."""
+    amount, unit = parse_time("work", work)
+    if isinstance(suspensions, bool) or not isinstance(suspensions, (int, float)):
+        raise TypeError(f"suspensions must be a number, not {type(suspensions).__name__}")
+    if not math.isfinite(suspensions) or suspensions <= 0:
+        raise ValueError(f"suspensions must be more than 0 per request; got {suspensions!r}")
+    if connections is not None:
+        if isinstance(connections, bool) or not isinstance(connections, int):
+            raise TypeError(f"connections must be an int, not {type(connections).__name__}")
+        if connections < 1:
+            raise ValueError(f"connections must be at least 1; got {connections}")
+        if alive is None:
+            alive = connections
+    if alive is None:
+        alive = 1
+    if isinstance(alive, bool) or not isinstance(alive, int):
+        raise TypeError(f"alive must be an int (coroutines alive), not {type(alive).__name__}")
+    if alive < 1:
+        raise ValueError(f"alive must be at least 1 coroutine; got {alive}")
+    u = parse_size("stack_in_use", stack_in_use)
+    if fp not in FP_MODES:
+        raise ValueError(f"fp must be one of {', '.join(FP_MODES)}; got {fp!r}")
+    size = None
+    if stack_size is not None:
+        size = parse_size("stack_size", stack_size)
+        if size < _page():
+            raise ValueError(f"stack_size must be at least one page ({_page()} bytes); "
+                             f"got {size}")
+        if u > size:
+            raise ValueError(f"stack_in_use ({u} bytes) is larger than stack_size "
+                             f"({size} bytes)")
+    if rate is not None:
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)):
+            raise TypeError(f"rate must be requests per second (a number), not "
+                            f"{type(rate).__name__}")
+        if not math.isfinite(rate) or rate <= 0:
+            raise ValueError(f"rate must be more than 0 requests per second; got {rate!r}")
+    return Workload(amount, unit, float(suspensions), alive, u, fp, size,
+                    None if rate is None else float(rate))
+
+
+def _page() -> int:
+    from labkit.core import validate
+
+    return validate.page_size()
+
+
+# ---- the designs ----
+
+def designs() -> list[str]:
+    """Every design the advisor judges: the catalogue's entries that switch (its baselines
+    left out) and the kernel threads' hand-offs of notebook 05."""
+    import labkit
+
+    cat = labkit.catalogue()
+    threads = [m for m in labkit.HANDOFF_MODES if m.startswith(THREAD_PREFIX)]
+    return [*cat.entry[cat.kind != "baseline"], *threads]
+
+
+def check_design(design) -> str:
+    if not isinstance(design, str):
+        raise TypeError(f"design must be a str, not {type(design).__name__}")
+    known = designs()
+    if design not in known:
+        raise ValueError(f"design must be one of {', '.join(known)}; got {design!r}")
+    return design
+
+
+def family(design: str) -> str:
+    """How a design keeps a suspended coroutine: "stack" (a stack of its own), "copy" (its
+    used stack copied out), "frame" (a heap frame), "python", or "thread"."""
+    from labkit.core import entries
+
+    if design.startswith(THREAD_PREFIX):
+        return "thread"
+    system = entries.system(design)
+    if system == "python":
+        return "python"
+    if design in entries.COPIES_STACK:
+        return "copy"
+    return "stack" if entries.kernel_info(design).kind == "stackful" else "frame"
+
+
+def guarded(design: str) -> bool:
+    """Whether each stack has a guard page: labkit's kernels and threads mmap one; the
+    Boost peers' fixedsize_stack is plain malloc."""
+    from labkit.core import entries
+
+    return family(design) == "thread" or (family(design) == "stack"
+                                          and entries.system(design) == "labkit")
+
+
+def keeps_fp_control(design: str) -> bool:
+    """Whether each coroutine has its own FP control words across a switch."""
+    from labkit.core import entries
+
+    fam = family(design)
+    if fam == "thread":
+        return True
+    if fam in ("frame", "python"):
+        return False  # one thread's MXCSR, shared by every coroutine on it
+    if entries.system(design) == "labkit":
+        return entries.keeps_fp_control(design)
+    return True  # Boost's fcontext saves MXCSR and the x87 control word by default
+
+
+def stack_size(design: str, w: Workload) -> int | None:
+    """The stack a design gets: the workload's, or the smallest whole-page size that holds
+    the stack in use and the design's saved frame (at least the design's minimum). None for
+    designs without a stack of their own."""
+    from labkit.core import entries, validate
+
+    fam = family(design)
+    if fam not in ("stack", "thread"):
+        return None
+    if w.stack_size is not None:
+        return validate.round_to_pages(w.stack_size)
+    frame = entries.frame_bytes(design) if fam == "stack" else 0
+    size = validate.round_to_pages(max(w.stack_in_use + frame, 1))
+    if fam == "stack" and entries.system(design) == "labkit":
+        size = max(size, entries.min_stack_size(design))
+    if fam == "thread":
+        size = max(size, os.sysconf("SC_THREAD_STACK_MIN"))
+    return size
+
+
+# ---- the switch terms ----
+
+def _pingpong(df, entry):
+    if df.empty or "entry" not in df:
+        return df.iloc[0:0]
+    sel = (df.entry == entry)
+    if "pattern" in df:
+        sel &= df.pattern == "pingpong"
+    if "fp_control" in df:
+        sel &= df.fp_control.isin(["as-is", "same"]) | df.fp_control.isna()
+    if "stack_in_use" in df:
+        sel &= df.stack_in_use.isna() | (df.stack_in_use == 0)
+    return df[sel & df.ns_per_switch.notna()]
+
+
+def ladder(ev, design: str) -> _ev.Term:
+    """A design's ping-pong cost per switch: over fresh processes where a verdict design
+    measured it, else over the ladder's repeats, else measured now (this machine only)."""
+    rng = ev.rng(f"ladder {design}")
+    for name in ("04_latency_ladder_verdict_runs", "05_kernel_switches_verdict_runs",
+                 "06_fp_state_and_return_verdict_runs"):
+        df = _pingpong(ev.rows(name), design)
+        if "side" in df:
+            df = df[df.side == design]
+        if len(df) and df.worker.nunique() >= 2:
+            return _ev.draws(df.ns_per_switch, rng, df.worker)
+    df = _pingpong(ev.rows("04_latency_ladder"), design)
+    if df.empty and ev.local:
+        import labkit
+
+        ev.announce(f"{design}'s ping-pong", "data/04_latency_ladder.csv has no row of it "
+                    "from this machine")
+        got = labkit.measure(design, switches=20_000 if ev.quick else 200_000,
+                             repeats=3 if ev.quick else 7)
+        ev.add("04_latency_ladder", got)
+        df = _pingpong(got, design)
+    if df.empty:
+        raise LookupError(f"no ping-pong of {design} in {ev.source}")
+    return _ev.draws(df.ns_per_switch, rng)
+
+
+def handoff(ev, mode: str) -> _ev.Term:
+    """One hand-off between two threads on one CPU (notebook 05)."""
+    rng = ev.rng(f"handoff {mode}")
+    vr = ev.rows("05_kernel_switches_verdict_runs")
+    if "side" in vr:
+        df = vr[(vr.side == f"{mode} same-cpu") & vr.ns_per_switch.notna()]
+        if df.worker.nunique() >= 2:
+            return _ev.draws(df.ns_per_switch, rng, df.worker)
+    rows = ev.rows("05_kernel_switches")
+    df = rows[(rows["mode"] == mode) & (rows.placement == "same-cpu")] if "mode" in rows \
+        else rows.iloc[0:0]
+    if df.empty and ev.local:
+        import labkit
+
+        ev.announce(f"{mode} hand-offs on one CPU", "data/05_kernel_switches.csv has none "
+                    "from this machine")
+        got = labkit.measure_handoff(mode, cpus=(0, 0), switches=2_000 if ev.quick else 20_000,
+                                     repeats=3 if ev.quick else 7)
+        got = got.assign(mode=mode, placement="same-cpu")
+        ev.add("05_kernel_switches", got)
+        df = got
+    if df.empty:
+        raise LookupError(f"no {mode} hand-off in {ev.source}")
+    return _ev.draws(df.ns_per_switch, rng)
+
+
+def _ring_rows(ev):
+    df = ev.rows("01_stack_size")
+    if "pattern" not in df:
+        return df.iloc[0:0]
+    sel = (df.pattern == "ring") & (df.colour_step.fillna(0) == 0) & (df.prefault != True)  # noqa: E712
+    return df[sel & df.ns_per_switch.notna()]
+
+
+def ring_extra(ev, n: int, size: int):
+    """(Term, note): what N contexts on stacks of `size` add to each switch over two, from
+    the ring of notebook 01 at the measured stack size nearest `size`."""
+    import numpy as np
+
+    df = _ring_rows(ev)
+    if df.empty and ev.local and n > 2:
+        import labkit
+
+        contexts = (2, 64) if ev.quick else (2, 64, 1024)
+        ev.announce(f"asm_fpu's ring of {', '.join(map(str, contexts))} contexts on "
+                    f"{size}-byte stacks", "data/01_stack_size.csv has no ring from this "
+                    "machine")
+        for c in contexts:
+            ev.add("01_stack_size", labkit.measure_ring(
+                "asm_fpu", contexts=c, stack_size=size, laps=20 if ev.quick else 200,
+                repeats=3 if ev.quick else 5).assign(colour_step=0, prefault=False))
+        df = _ring_rows(ev)
+    if n <= 2:
+        return _ev.Term(np.zeros(_ev.DRAWS), "two contexts"), ""
+    if df.empty:
+        raise LookupError(f"no ring of many contexts in {ev.source}")
+    sizes = np.sort(df.stack_size.unique())
+    s = sizes[np.argmin(np.abs(np.log2(sizes) - math.log2(size)))]
+    sub = df[df.stack_size == s]
+    cs = np.sort(sub.contexts.unique())
+    if cs[0] > 2:
+        raise LookupError("the ring has no two-context point to subtract")
+    rng = ev.rng(f"ring {s}")
+    point = {c: _ev.draws(sub[sub.contexts == c].ns_per_switch, rng).draws for c in cs}
+    note = "" if s == size else f"ring at {_bytes(s)} stacks"
+    if n >= cs[-1]:
+        hi = lo = cs[-1]
+        if n > cs[-1]:
+            note = "; ".join(filter(None, [note, f"held flat beyond the {cs[-1]} contexts "
+                                                  "the ring measured"]))
+    else:
+        hi = cs[np.searchsorted(cs, n)]
+        lo = cs[np.searchsorted(cs, n) - 1] if hi != n else hi
+    if hi == lo:
+        extra = point[hi] - point[cs[0]]
+    else:
+        f = (math.log2(n) - math.log2(lo)) / (math.log2(hi) - math.log2(lo))
+        extra = (1 - f) * point[lo] + f * point[hi] - point[cs[0]]
+    return _ev.Term(extra, f"{len(sub)} ring repeats"), note
+
+
+def _interp_draws(ev, points: dict, x: float, salt: str):
+    """Linear interpolation in x between measured points (draws each), extrapolated from
+    the last two points beyond the last."""
+    import numpy as np
+
+    xs = np.sort(np.array(list(points)))
+    if x <= xs[0]:
+        return points[xs[0]], ""
+    if x >= xs[-1]:
+        a, b = xs[-2], xs[-1]
+        note = f"extrapolated beyond {_bytes(b)}" if x > b else ""
+    else:
+        b = xs[np.searchsorted(xs, x)]
+        a = xs[np.searchsorted(xs, x) - 1]
+        note = ""
+    f = (x - a) / (b - a)
+    return (1 - f) * points[a] + f * points[b], note
+
+
+def copy_cost(ev, u: int):
+    """(Term, note): the copy stack's cost per switch with u bytes in use (notebook 04's
+    copy-stack sweep, interpolated in bytes)."""
+    df = ev.rows("04_latency_ladder_copy_stack")
+    if df.empty and ev.local:
+        import labkit
+
+        ev.announce(f"copy_stack with {u} bytes in use", "data/04_latency_ladder_copy_stack.csv "
+                    "has no row from this machine")
+        for x in sorted({0, u}):
+            ev.add("04_latency_ladder_copy_stack", labkit.measure(
+                "copy_stack", stack_in_use=x, switches=20_000 if ev.quick else 200_000,
+                repeats=3 if ev.quick else 7))
+        df = ev.rows("04_latency_ladder_copy_stack")
+    if df.empty:
+        raise LookupError(f"no copy-stack sweep in {ev.source}")
+    rng = ev.rng("copy")
+    points = {int(x): _ev.draws(g.ns_per_switch, rng).draws
+              for x, g in df.groupby(df.stack_in_use.fillna(0))}
+    if len(points) == 1:
+        (x, d), = points.items()
+        return _ev.Term(d, f"{len(df)} repeats"), f"measured at {x} bytes only"
+    d, note = _interp_draws(ev, points, u, "copy")
+    return _ev.Term(d, f"{len(df)} repeats of the sweep"), note
+
+
+def fp_control_term(ev, design: str):
+    """The design's cost with differing FP control words minus with equal ones (06)."""
+    import numpy as np
+
+    src = FP_SOURCE.get(design, design)
+    df = ev.rows("06_fp_state_and_return")
+    if "fp_control" not in df:
+        raise LookupError(f"no FP-control measurement in {ev.source}")
+    rng = ev.rng(f"fp {src}")
+    a = df[(df.entry == src) & (df.fp_control == "differ")].ns_per_switch
+    b = df[(df.entry == src) & (df.fp_control == "same")].ns_per_switch
+    if a.empty or b.empty:
+        raise LookupError(f"no FP-control measurement of {src} in {ev.source}")
+    d = _ev.draws(a, rng).draws - _ev.draws(b, rng).draws
+    note = "" if src == design else f"as {src}"
+    return _ev.Term(np.asarray(d), f"{len(a)}+{len(b)} repeats"), note
+
+
+def vector_term(ev, which: str):
+    """xsave of dirty minus clean state (06's xstate): "legacy" x87+SSE, "all" every
+    component of XCR0, "vector" every component but AMX's tiles."""
+    df = ev.rows("06_fp_state_and_return_xstate")
+    if df.empty:
+        raise LookupError(f"no xstate sweep in {ev.source}")
+    df = df[df.instruction == "xsave"]
+    comps = sorted(df.components.unique(), key=lambda c: len(c.split()))
+    if which == "legacy":
+        pick = comps[0]
+    elif which == "all":
+        pick = comps[-1]
+    else:
+        pick = [c for c in comps if "tile" not in c][-1]
+    rng = ev.rng(f"xstate {pick}")
+    sub = df[df.components == pick]
+    d = (_ev.draws(sub[sub.state == "dirty"].ns_per_pair, rng).draws
+         - _ev.draws(sub[sub.state == "clean"].ns_per_pair, rng).draws)
+    return _ev.Term(d, f"xsave of {pick}"), f"xsave of {pick}, dirty against clean"
+
+
+# ---- memory ----
+
+def _bytes(n) -> str:
+    for unit, k in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << k and n % (1 << (k - 4)) == 0 or n >= 10 << k:
+            return f"{n / (1 << k):g} {unit}" if n % (1 << k) == 0 else f"{n / (1 << k):.1f} {unit}"
+    return f"{int(n)} B"
+
+
+def _stackful_rows(ev):
+    df = ev.rows("07b_coroutine_memory")
+    if "experiment" not in df:
+        return df.iloc[0:0]
+    return df[df.experiment == "stackful"]
+
+
+def stack_memory(ev, size: int, touched_bytes: int) -> dict:
+    """Resident bytes and page tables of one stack of `size` with `touched_bytes` written:
+    07b's untouched stack (one page) plus, per further page written, the slope from its
+    wholly touched stack, at the measured size nearest `size`; page tables scaled by size."""
+    import numpy as np
+
+    page = _page()
+    df = _stackful_rows(ev)
+    if df.empty and ev.local:
+        from labkit.experiments import frames
+
+        n = 500 if ev.quick else 5000
+        ev.announce(f"memory of {n} stacks of {size} bytes, touched and not",
+                    "data/07b_coroutine_memory.csv has no stackful row from this machine")
+        for t in (False, True):
+            ev.add("07b_coroutine_memory", frames.stackful(size, touched=t, n=n)
+                   .assign(experiment="stackful"))
+        df = _stackful_rows(ev)
+    if df.empty:
+        raise LookupError(f"no stackful memory rows in {ev.source}")
+    sizes = np.sort(df.stack_size.unique())
+    s = sizes[np.argmin(np.abs(np.log2(sizes) - math.log2(size)))]
+    sub = df[df.stack_size == s]
+    untouched = sub[sub.touched.astype(str) == "False"]
+    touched = sub[sub.touched.astype(str) == "True"]
+    base = float(untouched.bytes_per_object.median())
+    pte = float(untouched.pte_bytes_per_object.median()) * size / s
+    pages = max(1, math.ceil(touched_bytes / page))
+    slope = page  # one page per page, until a fully touched stack says otherwise
+    if len(touched) and s > page:
+        slope = (float(touched.bytes_per_object.median()) - base) / (s / page - 1)
+    return {"resident": base + (min(pages, size // page) - 1) * slope, "page_tables": pte,
+            "note": "" if s == size else f"memory from {_bytes(s)} stacks"}
+
+
+def copy_memory(ev, u: int) -> dict:
+    import numpy as np
+
+    df = ev.rows("07b_coroutine_memory_copy_stack")
+    if df.empty and ev.local:
+        from labkit.experiments import frames
+
+        n = 2000 if ev.quick else 20_000
+        ev.announce(f"memory of {n} copy-stack coroutines with {u} bytes in use",
+                    "data/07b_coroutine_memory_copy_stack.csv has no row from this machine")
+        for x in sorted({0, u}):
+            ev.add("07b_coroutine_memory_copy_stack", frames.copy_stack(x, n=n))
+        df = ev.rows("07b_coroutine_memory_copy_stack")
+    if df.empty:
+        raise LookupError(f"no copy-stack memory in {ev.source}")
+    pts = df.groupby("stack_in_use").bytes_per_object.median()
+    xs, ys = pts.index.to_numpy(float), pts.to_numpy(float)
+    if len(xs) == 1 or u <= xs[-1]:
+        v = float(np.interp(u, xs, ys))
+        note = ""
+    else:
+        v = ys[-1] + (u - xs[-1]) * (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
+        note = f"extrapolated beyond {_bytes(xs[-1])} in use"
+    return {"resident": v, "page_tables": math.nan, "note": note}
+
+
+def frame_memory(ev, frame: int) -> dict:
+    """A heap frame holding `frame` bytes alive across a suspension beside the smallest
+    (empty) coroutine's frame: a straight line through 07b's C++20 frames (heap allocator)
+    by frame size."""
+    import numpy as np
+
+    df = ev.rows("07b_coroutine_memory")
+    if "kind" in df:
+        df = df[(df.kind == "cxx20") & (df.allocator == "heap")]
+    if df.empty:
+        raise LookupError(f"no C++20 frame memory in {ev.source}")
+    g = df.groupby("frame_bytes")[["bytes_per_object", "pte_bytes_per_object"]].median()
+    x = g.index.to_numpy(float)
+    frame = x.min() + frame  # the empty coroutine's own fields, and what stays alive
+    if len(x) < 2:
+        raise LookupError("C++20 frame memory at one frame size only")
+    fit = np.polyfit(x, g.bytes_per_object.to_numpy(float), 1)
+    pfit = np.polyfit(x, g.pte_bytes_per_object.to_numpy(float), 1)
+    note = f"extrapolated beyond {int(x.max())}-byte frames" if frame > x.max() else ""
+    return {"resident": float(np.polyval(fit, frame)),
+            "page_tables": max(0.0, float(np.polyval(pfit, frame))), "note": note}
+
+
+def python_memory(ev, design: str) -> dict:
+    """Python heap bytes per suspended greenlet, generator or asyncio task, measured now
+    with tracemalloc (the lab's data has none)."""
+    if not ev.local:
+        raise LookupError(f"no memory of {design} in {ev.source}")
+    key = f"python memory {design}"
+    if key not in ev.frames:
+        n = 1000 if ev.quick else 10_000
+        ev.announce(f"Python heap of {n} suspended {design} objects (tracemalloc)",
+                    "the lab's data has no memory figure for Python's designs")
+        ev.frames[key] = _python_bytes(design, n)
+    return {"resident": ev.frames[key], "page_tables": math.nan,
+            "note": "Python heap (tracemalloc), measured now"}
+
+
+def _python_bytes(design: str, n: int) -> float:
+    import asyncio
+    import gc
+    import tracemalloc
+
+    def gen():
+        yield 1
+        yield 2
+
+    held = []
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    if design == "generator_send":
+        for _ in range(n):
+            g = gen()
+            next(g)
+            held.append(g)
+    elif design == "greenlet_switch":
+        import greenlet
+
+        main = greenlet.getcurrent()
+        for _ in range(n):
+            g = greenlet.greenlet(lambda: main.switch())
+            g.switch()
+            held.append(g)
+    elif design == "asyncio_task":
+        loop = asyncio.new_event_loop()
+        fut = loop.create_future()
+
+        async def task():
+            await fut
+
+        held = [loop.create_task(task()) for _ in range(n)]
+        loop.run_until_complete(asyncio.sleep(0))
+    else:
+        raise ValueError(f"design {design!r} is not a Python design")
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    if design == "asyncio_task":
+        fut.cancel()
+        loop.run_until_complete(asyncio.gather(*held, return_exceptions=True))
+        loop.close()
+    elif design == "greenlet_switch":
+        for g in held:
+            g.throw(greenlet.GreenletExit)
+    return (after - before) / n
+
+
+def memory(ev, design: str, w: Workload) -> dict:
+    """Per coroutine: reserved, resident and page-table bytes and memory mappings; the
+    total for N (resident + page tables); the stack size it assumed; notes."""
+    from labkit.core import entries
+
+    fam, size = family(design), stack_size(design, w)
+    page = _page()
+    if fam in ("stack", "thread"):
+        frame = entries.frame_bytes(design) if fam == "stack" else 0
+        m = stack_memory(ev, size, w.stack_in_use + frame)
+        reserved = size + (page if guarded(design) else 0)
+        # A malloc'd stack (Boost's fixedsize_stack) is a mapping of its own only when
+        # malloc mmaps it.
+        maps = GUARD_MAPPINGS if guarded(design) else int(size >= MMAP_THRESHOLD)
+    elif fam == "copy":
+        m = copy_memory(ev, w.stack_in_use)
+        reserved, maps = m["resident"], 0
+    elif fam == "frame":
+        m = frame_memory(ev, w.stack_in_use)
+        reserved, maps = m["resident"], 0
+    else:
+        m = python_memory(ev, design)
+        reserved, maps = m["resident"], 0
+    per = m["resident"] + (0.0 if math.isnan(m["page_tables"]) else m["page_tables"])
+    return {"stack_size": size, "reserved": reserved, "resident": m["resident"],
+            "page_tables": m["page_tables"], "mappings": maps, "per_coroutine": per,
+            "total": per * w.alive, "mappings_total": maps * w.alive, "note": m["note"]}
+
+
+# ---- the prediction ----
+
+def switch_cost(ev, design: str, w: Workload):
+    """(Term of ns per switch, notes) for the design under the workload."""
+    import numpy as np
+
+    fam = family(design)
+    notes = []
+    if fam == "thread":
+        c = handoff(ev, design)
+    elif fam == "copy":
+        c, note = copy_cost(ev, w.stack_in_use)
+        notes.append(note)
+    else:
+        c = ladder(ev, design)
+    total = np.array(c.draws, float)
+    basis = c.basis
+    if fam in ("stack", "thread") and w.alive > 2:
+        extra, note = ring_extra(ev, w.alive, stack_size(design, w))
+        total = total + extra.draws
+        notes.append(note)
+    else:
+        notes.append("" if fam in ("stack", "thread") or w.alive <= 2
+                     else "no many-contexts term (the ring measures stackful contexts only)")
+    if w.fp == "control" and keeps_fp_control(design) and fam != "thread":
+        t, note = fp_control_term(ev, design)
+        total = total + t.draws
+        notes.append(note and f"FP control {note}")
+    if w.fp == "vector" and (design in SAVES_VECTORS or fam == "thread"):
+        t, note = vector_term(ev, SAVES_VECTORS.get(design, "vector"))
+        total = total + t.draws
+        notes.append(note)
+    return _ev.Term(np.maximum(total, 0.0), basis), [n for n in notes if n]
+
+
+def _interval(d) -> dict:
+    import numpy as np
+
+    lo, mid, hi = np.percentile(d, [2.5, 50, 97.5])
+    return {"value": float(mid), "low": float(lo), "high": float(hi)}
+
+
+def predict_full(design: str, w: Workload, ev=None) -> dict:
+    """Everything the advisor says of one design, hazards aside."""
+    ev = ev or _ev.load()
+    design = check_design(design)
+    if not isinstance(w, Workload):
+        raise TypeError(f"workload must be a Workload (advising.model.workload(...)), "
+                        f"not {type(w).__name__}")
+    out = {"design": design, "family": family(design), "notes": []}
+    try:
+        c, notes = switch_cost(ev, design, w)
+        out["notes"] += notes
+        wns = w.work_ns(ev)
+        switching = w.suspensions * SWITCHES_PER_SUSPENSION * c.draws
+        t = w.suspensions * wns + switching
+        out["ns_per_request"] = _interval(t)
+        out["ns_per_switch"] = _interval(c.draws)
+        share = switching / t if wns > 0 else switching / switching.clip(min=1e-300)
+        out["switch_share"] = _interval(share)
+        out["basis"] = c.basis
+        if w.rate is not None:
+            out["cpu_load"] = _interval(t * w.rate / 1e9)
+    except LookupError as exc:
+        nan = {"value": math.nan, "low": math.nan, "high": math.nan}
+        out.update(ns_per_request=nan, ns_per_switch=nan, switch_share=nan, basis="")
+        out["notes"].append(f"no time: {exc}")
+    try:
+        out["memory"] = memory(ev, design, w)
+        if out["memory"]["note"]:
+            out["notes"].append(out["memory"]["note"])
+    except LookupError as exc:
+        out["memory"] = {"stack_size": stack_size(design, w), "reserved": math.nan,
+                         "resident": math.nan, "page_tables": math.nan, "mappings": 0,
+                         "per_coroutine": math.nan, "total": math.nan, "mappings_total": 0,
+                         "note": ""}
+        out["notes"].append(f"no memory: {exc}")
+    return out
+
+
+def predict(design: str, w: Workload, ev=None) -> tuple[float, float, float]:
+    """(value, low, high) ns per request: what the calibration grid sets beside its
+    measurement."""
+    p = predict_full(design, w, ev)["ns_per_request"]
+    return p["value"], p["low"], p["high"]
+
+
+def predict_bytes(design: str, w: Workload, ev=None) -> float:
+    """Resident plus page-table bytes of `w.alive` suspended coroutines of the design."""
+    return predict_full(design, w, ev)["memory"]["total"]

@@ -1,0 +1,224 @@
+"""The design advisor (labkit.lab.advising): the model against simulated measurements of
+known truth, its bad input, `labkit advise --json`, machine_id gating, and the path that
+measures what data/ lacks."""
+import io
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from labkit.lab.advising import evidence, model
+
+PAGE = 4096
+
+
+def _machine():
+    from labkit.core.machine import machine_info
+
+    return machine_info()
+
+
+def _simulated(rng, *, c=3.0, extra=40.0, proc_sd=0.3, rep_sd=0.4, processes=16, repeats=9):
+    """Frames whose truth is known: asm switches in c ns (per-process offsets and repeat
+    noise around it), a ring whose 1024 contexts add `extra` ns over two, and stack memory
+    of one page untouched, the whole stack touched."""
+    rows = []
+    for w in range(processes):
+        mu = c + rng.normal(0, proc_sd)
+        for k in range(repeats):
+            rows.append({"entry": "asm", "side": "asm", "pattern": "pingpong", "contexts": 2,
+                         "fp_control": "as-is", "worker": w, "order": k,
+                         "ns_per_switch": mu + rng.normal(0, rep_sd)})
+    ring = []
+    for n, add in ((2, 0.0), (64, extra / 4), (1024, extra)):
+        for k in range(repeats):
+            ring.append({"entry": "asm_fpu", "pattern": "ring", "contexts": n,
+                         "stack_size": 65536, "colour_step": 0, "prefault": False,
+                         "ns_per_switch": 3.0 + add + rng.normal(0, rep_sd)})
+    mem = [{"experiment": "stackful", "kind": "stackful", "stack_size": 65536,
+            "touched": t, "bytes_per_object": b, "pte_bytes_per_object": 128.0}
+           for t, b in ((False, PAGE + 16.0), (True, 65536 + 16.0))]
+    return {"04_latency_ladder_verdict_runs": pd.DataFrame(rows),
+            "01_stack_size": pd.DataFrame(ring), "07b_coroutine_memory": pd.DataFrame(mem)}
+
+
+def _ev(frames, seed=0):
+    return evidence.Evidence("simulated", {"tsc_ghz": 2.0}, frames, local=False, seed=seed)
+
+
+def test_prediction_is_the_formula_on_known_truth():
+    ev = _ev(_simulated(np.random.default_rng(1), proc_sd=0.0, rep_sd=1e-9))
+    w = model.workload("1us", 3, 1024, "10000", stack_size="64KiB")
+    value, low, high = model.predict("asm", w, ev)
+    truth = 3 * (1000 + 2 * (3.0 + 40.0))  # s * (W + 2 * (c + ring term))
+    assert value == pytest.approx(truth, rel=1e-6)
+    assert low <= value <= high
+    # Memory: one page untouched plus one page per further page of the 10000 bytes in use.
+    mem = model.predict_full("asm", w, ev)["memory"]
+    assert mem["resident"] == pytest.approx(PAGE + 16 + 2 * (65536 - PAGE) / 15)
+    assert mem["mappings"] == model.GUARD_MAPPINGS
+    assert mem["total"] == pytest.approx(1024 * (mem["resident"] + 128.0))
+
+
+def test_cycles_use_the_tsc_rate_and_ring_interpolates_in_log_n():
+    ev = _ev(_simulated(np.random.default_rng(2), proc_sd=0.0, rep_sd=1e-9))
+    w = model.workload("100cycles", 1, 256, 0, stack_size="64KiB")
+    value, _, _ = model.predict("asm", w, ev)
+    # 256 is halfway between 64 and 1024 in log2: the ring term is the mean of 10 and 40.
+    assert value == pytest.approx(100 / 2.0 + 2 * (3.0 + 25.0), rel=1e-6)
+
+
+def test_intervals_cover_the_truth_at_about_their_rate():
+    w = model.workload("200ns", 2, 1024, 0, stack_size="64KiB")
+    truth = 2 * (200 + 2 * (3.0 + 40.0))
+    hits = []
+    for seed in range(120):
+        ev = _ev(_simulated(np.random.default_rng(100 + seed)), seed=seed)
+        _, low, high = model.predict("asm", w, ev)
+        hits.append(low <= truth <= high)
+    rate = np.mean(hits)
+    # Nominal 95%: a percentile bootstrap of a few processes and repeats runs a little short.
+    assert 0.85 <= rate <= 1.0, rate
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"work": "-5us"}, "work"), ({"work": "5 parsecs"}, "work"), ({"work": True}, "work"),
+    ({"suspensions": 0}, "suspensions"), ({"suspensions": "2"}, "suspensions"),
+    ({"alive": 0}, "alive"), ({"alive": 2.5}, "alive"), ({"stack_in_use": "1QB"}, "stack_in_use"),
+    ({"stack_in_use": -1}, "stack_in_use"), ({"fp": "sometimes"}, "fp"),
+    ({"stack_size": 100}, "stack_size"),
+    ({"stack_in_use": "8KiB", "stack_size": "4KiB"}, "stack_in_use"),
+    ({"rate": -1.0}, "rate"), ({"connections": 0}, "connections"),
+])
+def test_bad_workload_names_the_parameter(kwargs, name):
+    with pytest.raises((ValueError, TypeError), match=rf"^{name}\b"):
+        model.workload(**kwargs)
+
+
+def test_unknown_design_is_refused():
+    import labkit
+
+    with pytest.raises(ValueError, match="^design must be one of"):
+        labkit.advise("1us", designs=["no_such_design"])
+    with pytest.raises(TypeError, match="^designs"):
+        labkit.advise("1us", designs="asm")
+
+
+def test_parsers():
+    assert model.parse_time("work", "20us") == (20_000.0, "ns")
+    assert model.parse_time("work", "1.5ms") == (1_500_000.0, "ns")
+    assert model.parse_time("work", "100cycles") == (100.0, "cycles")
+    assert model.parse_size("s", "1KiB") == model.parse_size("s", "1K") == 1024
+    assert model.parse_size("s", "64KB") == 65536 and model.parse_size("s", 7) == 7
+
+
+def _write_data(tmp_path, machine_id):
+    """A results folder whose data/ holds simulated ladder, ring and memory rows."""
+    data = tmp_path / "data"
+    data.mkdir(parents=True)
+    frames = _simulated(np.random.default_rng(5))
+    for name, df in frames.items():
+        df.assign(machine_id=machine_id).to_csv(data / f"{name}.csv", index=False)
+    return data
+
+
+def test_rows_of_another_machine_are_not_used(tmp_path):
+    data = _write_data(tmp_path, "not-this-machine")
+    err = io.StringIO()
+    ev = evidence.from_data(data, status=err)
+    assert ev.rows("04_latency_ladder_verdict_runs").empty
+    assert "another machine" in err.getvalue()
+    mine = _write_data(tmp_path / "mine", _machine()["machine_id"])
+    assert len(evidence.from_data(mine, status=err).rows("04_latency_ladder_verdict_runs"))
+
+
+def test_a_bundle_of_another_machine_is_used(tmp_path):
+    pytest.importorskip("pyarrow")
+    frames = _simulated(np.random.default_rng(6))
+    parts = [df.assign(notebook=name, machine_id="elsewhere") for name, df in frames.items()]
+    b = tmp_path / "other.labkit"
+    b.mkdir()
+    pd.concat(parts, ignore_index=True).to_parquet(b / "measurements.parquet", index=False)
+    pd.DataFrame({"claim": ["C000.1"]}).to_parquet(b / "verdicts.parquet", index=False)
+    machine = {"machine_id": "elsewhere", "cpu_model": "Other CPU", "arch": "x86_64-sysv",
+               "tsc_ghz": 3.0}
+    (b / "machine.json").write_text(json.dumps({"machine": machine, "format": 3}))
+    ev = evidence.from_bundle(b)
+    assert not ev.local and ev.machine["machine_id"] == "elsewhere"
+    w = model.workload("30cycles", 1, 2, 0, stack_size="64KiB")
+    value, low, high = model.predict("asm", w, ev)
+    assert math.isfinite(value) and low <= value <= high
+    # Cycles convert at the bundle machine's TSC rate, not this machine's.
+    assert value == pytest.approx(10 + 2 * ev.rows(
+        "04_latency_ladder_verdict_runs").groupby("worker").ns_per_switch.median().mean(),
+        rel=0.05)
+
+
+def test_cli_json_shape(tmp_path):
+    from labkit.lab import cli
+
+    _write_data(tmp_path, _machine()["machine_id"])
+    out = io.StringIO()
+    import contextlib
+
+    with contextlib.redirect_stdout(out):
+        rc = cli.main(["--results", str(tmp_path), "advise", "--work", "20us", "--switches", "2",
+                       "--alive", "1024", "--stack-in-use", "1KiB", "--stack-size", "64KiB",
+                       "--design", "asm", "--json"])
+    assert rc == 0
+    rows = json.loads(out.getvalue())
+    assert [r["design"] for r in rows] == ["asm"]
+    r = rows[0]
+    assert set(r) >= {"design", "ns_per_request", "switch_share", "bytes_per_coroutine",
+                      "bytes_total", "hazards", "rank"}
+    assert set(r["ns_per_request"]) == {"value", "low", "high"}
+    assert r["ns_per_request"]["low"] <= r["ns_per_request"]["value"] <= r["ns_per_request"]["high"]
+    assert r["rank"] == 1 and isinstance(r["hazards"], list)
+    assert r["bytes_total"] == pytest.approx(1024 * r["bytes_per_coroutine"])
+
+
+@pytest.mark.parametrize("args, option", [
+    (["--work", "5us", "--alive", "0"], "--alive"),
+    (["--work", "5us", "--design", "nope"], "--design"),
+    (["--work", "5us", "--stack-in-use", "8KiB", "--stack-size", "4KiB"], "--stack-in-use"),
+    (["--work", "5xs"], "--work"), (["--work=-5us"], "--work"),
+    (["--work", "5us", "--fp", "maybe"], "--fp"),
+    (["--work", "5us", "--bundle", "/nonexistent.labkit"], "--bundle"),
+])
+def test_cli_bad_input_exits_2_naming_the_option(args, option, capsys):
+    from labkit.lab import cli
+
+    assert cli.main(["advise", *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and option in err[0]
+
+
+def test_missing_rows_are_measured_now_and_said(tmp_path):
+    err = io.StringIO()
+    ev = evidence.Evidence("empty", _machine(), {}, local=True, quick=True, status=err)
+    term = model.ladder(ev, "asm")
+    assert np.isfinite(term.draws).all() and (term.draws >= 0).all()
+    assert "measuring now asm's ping-pong" in err.getvalue()
+    assert len(ev.rows("04_latency_ladder")) == 3  # the quick measurement's repeats, kept
+    model.ladder(ev, "asm")  # a second call reads what was measured
+    assert err.getvalue().count("measuring now") == 1
+
+
+def test_advice_ranks_blocking_hazards_last_and_shows_html():
+    ev = _ev(_simulated(np.random.default_rng(7), proc_sd=0.0))
+    from labkit.lab.advising import hazards, present
+
+    w = model.workload("1us", 1, 100_000, 0, stack_size="64KiB")
+    p = model.predict_full("asm", w, ev)
+    p["hazards"] = hazards.of(ev, "asm", w, p)
+    from labkit.core import procfs
+
+    limit = procfs.max_map_count()
+    assert any(h.blocking for h in p["hazards"]) == (2 * 100_000 > limit)
+    ok = dict(p, design="asm_copy", hazards=[])
+    ranked = present.rank([p, ok])
+    assert ranked[-1]["design"] == ("asm" if 2 * 100_000 > limit else "asm_copy")
+    html = present.Advice(w, ranked, ev)._repr_html_()
+    assert "<table>" in html and "asm" in html
