@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from labkit.core import results
 from labkit.lab.advising import evidence, model
 
 PAGE = 4096
@@ -163,10 +164,13 @@ def test_cli_json_shape(tmp_path):
     out = io.StringIO()
     import contextlib
 
-    with contextlib.redirect_stdout(out):
-        rc = cli.main(["--results", str(tmp_path), "advise", "--work", "20us", "--switches", "2",
-                       "--alive", "1024", "--stack-in-use", "1KiB", "--stack-size", "64KiB",
-                       "--design", "asm", "--json"])
+    try:
+        with contextlib.redirect_stdout(out):
+            rc = cli.main(["--results", str(tmp_path), "advise", "--work", "20us", "--switches",
+                           "2", "--alive", "1024", "--stack-in-use", "1KiB", "--stack-size",
+                           "64KiB", "--design", "asm", "--json"])
+    finally:
+        results.set_home(None)  # --results sets the process's results home
     assert rc == 0
     rows = json.loads(out.getvalue())
     assert [r["design"] for r in rows] == ["asm"]

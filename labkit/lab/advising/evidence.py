@@ -145,7 +145,7 @@ def from_data(data_dir=None, *, quick: bool = False, status=None) -> Evidence:
 def from_bundle(path, *, status=None) -> Evidence:
     """Another machine's bundle (labkit.lab.sharing.bundle's reader); its measurements are
     that machine's, so nothing missing is measured here."""
-    from labkit.lab.sharing import bundle
+    from labkit.lab.sharing import bundle, merge
 
     b = bundle.read_bundle(path)
     m = b["measurements"]
@@ -153,7 +153,7 @@ def from_bundle(path, *, status=None) -> Evidence:
     if "notebook" in m:
         for nb, df in m.groupby("notebook"):
             frames[str(nb)] = df.drop(columns="notebook").reset_index(drop=True)
-    return Evidence(f"bundle {path} ({bundle.label(b['machine'])})", dict(b["machine"]), frames,
+    return Evidence(f"bundle {path} ({merge.label(b['machine'])})", dict(b["machine"]), frames,
                     local=False, status=status)
 
 
