@@ -148,7 +148,7 @@ def core(tag: str) -> Library:
     path = BIN_DIR / f"liblabkit_c-{tag}.so"
     if not path.exists():
         raise FileNotFoundError(f"no build {tag!r} at {path}: run `make setup`")
-    return Library(path, ("lk_sample", "lk_freq_sample", "lk_xstate_sample"))
+    return Library(path, ("lk_sample", "lk_freq_sample", "lk_xstate_sample", "lk_wl_sample"))
 
 
 def cflags(tag: str) -> str:
