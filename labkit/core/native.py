@@ -193,7 +193,8 @@ def peers(tag: str) -> Library:
     path = BIN_DIR / f"liblabkit_peers-{tag}.so"
     if not path.exists():
         raise FileNotFoundError(peers_missing_reason() or f"no peers build {tag!r} at {path}")
-    return Library(path, ("lk_sample", "lkf_sample", "lkf_pool_stats", "lkf_mem_report"))
+    return Library(path, ("lk_sample", "lkf_sample", "lkf_pool_stats", "lkf_mem_report",
+                         "lk_wl_sample"))
 
 
 def peer_names(tag: str = PEER_BUILD) -> list[str]:

@@ -85,8 +85,10 @@ def _targets() -> dict[str, dict]:
                          headers=[*CORE_HEADERS, "cxx/peers.h"], flags=["-O2", *WARN], libs=["-ldl"])
     for tag, opt in OPT_LEVELS.items():
         t[f"liblabkit_peers-{tag}.so"] = dict(
-            group="peers", lang="c++", sources=["cxx/peers.cpp", "cxx/frames.cpp"],
-            headers=["cxx/peers.h", "cxx/frames.h", *CORE_HEADERS],
+            group="peers", lang="c++",
+            sources=["cxx/peers.cpp", "cxx/frames.cpp", "cxx/workload.cpp"],
+            headers=["cxx/peers.h", "cxx/frames.h", "cxx/workload.h", "csrc/workload.h",
+                     *CORE_HEADERS],
             flags=["-std=c++20", *opt, *WARN], shared=True,
             libs=[f"-l{lib}" for lib, _, _ in libraries],
             needs=[(header, f"apt-get install {package}") for _, header, package in libraries],
