@@ -508,20 +508,25 @@ def requests_for(work_ns: float, switches_per_request: int, *, seconds: float = 
     return max(1, round(s * 1e9 / ((w + overhead_ns) * per)))
 
 
-def measure_point(designs_, *, processes: int = 3, repeats: int = 2, seed: int = 0, **workload):
+def measure_point(designs_, *, processes: int = 3, repeats: int = 2, samples: int = 5,
+                  seed: int = 0, **workload):
     """One grid point over `processes` fresh worker processes, each running every design of
     `designs_` `repeats` times in ABBA order (labkit.experiments.design.run_process; each
-    call makes, times and undoes the workload). `workload`: run_workload's keywords
-    (requests, alive, ...), the same for every design. Returns the runs (one row per call,
-    with `side` = design and `worker` = process)."""
+    call makes the workload, takes `samples` timed samples of it and undoes it: making N
+    coroutines costs far more than a sample, and the median of several sets a preempted
+    sample aside). `workload`: run_workload's keywords (requests, alive, ...), the same for
+    every design. Returns the runs (one row per sample, with `side` = design and `worker` =
+    process)."""
     from labkit.experiments import design as _design_mod
 
     if not isinstance(designs_, (list, tuple)) or not designs_:
         raise TypeError("designs_ must be a non-empty list of design names")
     names = [_design(d) for d in designs_]
     n = _v.integer_in("processes", processes, 2, 1000)
+    k = _v.integer_in("samples", samples, 1, 1000)
     workload.pop("repeats", None)
-    entries = {d: (lambda repeats, d=d: run_workload(d, repeats=repeats, **workload))
+    # run_process asks each call for one repeat of its side: here that is one call
+    entries = {d: (lambda repeats, d=d: run_workload(d, repeats=k * repeats, **workload))
                for d in names}
     import pandas as pd
 
