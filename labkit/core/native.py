@@ -148,7 +148,7 @@ def core(tag: str) -> Library:
     path = BIN_DIR / f"liblabkit_c-{tag}.so"
     if not path.exists():
         raise FileNotFoundError(f"no build {tag!r} at {path}: run `make setup`")
-    return Library(path, ("lk_sample", "lk_freq_sample", "lk_xstate_sample"))
+    return Library(path, ("lk_sample", "lk_freq_sample", "lk_xstate_sample", "lk_wl_sample"))
 
 
 def cflags(tag: str) -> str:
@@ -200,7 +200,8 @@ def peers(tag: str) -> Library:
     path = BIN_DIR / f"liblabkit_peers-{tag}.so"
     if not path.exists():
         raise FileNotFoundError(peers_missing_reason() or f"no peers build {tag!r} at {path}")
-    return Library(path, ("lk_sample", "lkf_sample", "lkf_pool_stats", "lkf_mem_report"))
+    return Library(path, ("lk_sample", "lkf_sample", "lkf_pool_stats", "lkf_mem_report",
+                         "lk_wl_sample"))
 
 
 def peer_names(tag: str = PEER_BUILD) -> list[str]:

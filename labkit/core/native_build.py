@@ -83,15 +83,17 @@ def _targets() -> dict[str, dict]:
     libraries = peer_libraries()
     for tag, opt in OPT_LEVELS.items():
         t[f"liblabkit_c-{tag}.so"] = dict(
-            group="core", lang="c", sources=[*CORE_SOURCES, "csrc/frequency.c"],
-            headers=[*CORE_HEADERS, "csrc/frequency.h"], flags=[*opt, *WARN], shared=True,
+            group="core", lang="c", sources=[*CORE_SOURCES, "csrc/workload.c", "csrc/frequency.c"],
+            headers=[*CORE_HEADERS, "csrc/frequency.h", "csrc/workload.h"], flags=[*opt, *WARN], shared=True,
             record=("LK_CFLAGS", " ".join(opt)))
     t["lk_count"] = dict(group="tools", lang="c", sources=["cxx/count_main.c"],
                          headers=[*CORE_HEADERS, "cxx/peers.h"], flags=["-O2", *WARN], libs=["-ldl"])
     for tag, opt in OPT_LEVELS.items():
         t[f"liblabkit_peers-{tag}.so"] = dict(
-            group="peers", lang="c++", sources=["cxx/peers.cpp", "cxx/frames.cpp"],
-            headers=["cxx/peers.h", "cxx/frames.h", *CORE_HEADERS],
+            group="peers", lang="c++",
+            sources=["cxx/peers.cpp", "cxx/frames.cpp", "cxx/workload.cpp"],
+            headers=["cxx/peers.h", "cxx/frames.h", "cxx/workload.h", "csrc/workload.h",
+                     *CORE_HEADERS],
             flags=["-std=c++20", *opt, *WARN], shared=True,
             libs=[f"-l{lib}" for lib, _, _ in libraries],
             needs=[(header, f"apt-get install {package}") for _, header, package in libraries],

@@ -56,6 +56,13 @@ def status_kb(field: str, pid="self") -> int:
     return 0
 
 
+def mappings(pid="self") -> int:
+    """How many memory mappings (VMAs) process `pid` holds now: the lines of
+    /proc/<pid>/maps, what vm.max_map_count limits."""
+    with open(PROC / _pid(pid) / "maps") as f:
+        return sum(1 for _ in f)
+
+
 def processes() -> list[dict]:
     """Every process /proc lists now, zombies included: pid, ppid, comm (the command name,
     which may hold spaces) and state (R, S, Z...), from /proc/<pid>/stat. A process that

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "labkit_core.h"
 #include "frequency.h"
+#include "workload.h"
 #include "xstate.h"
 
 #include <stdio.h>
@@ -269,8 +270,9 @@ done:
 }
 
 /* What labkit/core/structs.py reads an lk_freq_sample by, and what labkit/core/native.py
- * types this library's functions by (lk_layout.h): frequency.c is the one source of
- * liblabkit_c-<tag>.so that is in no other build. */
+ * types this library's functions by (lk_layout.h): frequency.c, the last source of
+ * liblabkit_c-<tag>.so and in no other build, exports the whole library's list. */
 LK_LAYOUT(lk_freq_sample, LK_FREQ_SAMPLE_FIELDS)
-#define LK_LIBRARY_FUNCTIONS(F) LK_CORE_FUNCTIONS(F) LK_FREQ_FUNCTIONS(F) LK_XSTATE_FUNCTIONS(F)
+#define LK_LIBRARY_FUNCTIONS(F) \
+    LK_CORE_FUNCTIONS(F) LK_FREQ_FUNCTIONS(F) LK_XSTATE_FUNCTIONS(F) LK_WL_FUNCTIONS(F)
 LK_FUNCTIONS(LK_LIBRARY_FUNCTIONS)

@@ -8,7 +8,7 @@
  *   stack.c       guarded stacks, new contexts, and the switches themselves
  *   copy_stack.c  copy stacks
  *   kernels.c     the kernel table: names, properties, availability, lk_swap_of
- *   harness.c, ring.c, xstate.c, frequency.c   the timed loops
+ *   harness.c, ring.c, xstate.c, workload.c, frequency.c   the timed loops
  *   checks.c      the correctness checks (registers, FP control state, the stack guard) */
 #ifndef LABKIT_CORE_H
 #define LABKIT_CORE_H

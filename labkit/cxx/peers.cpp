@@ -9,6 +9,7 @@
  * Build: g++ -std=c++20 -O2 -fPIC -c peers.cpp; link with -lboost_context -lboost_fiber. */
 #include "peers.h"
 #include "frames.h"
+#include "workload.h"
 
 #include <coroutine>
 #include <cstdarg>
@@ -661,9 +662,9 @@ size_t lkx_cxx20_frame_bytes(void) {
 /* The peers fill lk_sample too; this library has no harness.c to export its layout. */
 LK_LAYOUT(lk_sample, LK_SAMPLE_FIELDS)
 
-/* What labkit/core/native.py types this library's functions by, the peers' and the
- * frames' (lk_layout.h). */
-#define LKX_LIBRARY_FUNCTIONS(F) LKX_FUNCTIONS(F) LKF_FUNCTIONS(F)
+/* What labkit/core/native.py types this library's functions by, the peers', the frames'
+ * and the workload's (lk_layout.h). */
+#define LKX_LIBRARY_FUNCTIONS(F) LKX_FUNCTIONS(F) LKF_FUNCTIONS(F) LKW_FUNCTIONS(F)
 LK_FUNCTIONS(LKX_LIBRARY_FUNCTIONS)
 
 }  // extern "C"
