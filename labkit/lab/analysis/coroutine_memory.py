@@ -13,13 +13,14 @@ import pandas as pd
 
 from labkit.core import plots, procfs, stats
 from labkit.experiments import frames
+from labkit.lab.experiment import COROUTINE_MEMORY
 from labkit.lab.analysis import article_part
 from labkit.lab.judging import verdicts
 from labkit.lab.report import articles
 from labkit.lab.report.articles.measured import S004
 from labkit.lab.running.sweep import sweep
 
-NOTEBOOK = "07b_coroutine_memory"
+NOTEBOOK = COROUTINE_MEMORY.name
 KiB, MiB = 1 << 10, 1 << 20
 # The frames runs that follow the rows of 004's table (articles.STRATEGIES), with conn256
 # from the global pool and the empty coroutine (the smallest frame) beside them.

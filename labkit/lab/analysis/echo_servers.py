@@ -12,11 +12,12 @@ import pandas as pd
 
 from labkit.core import plots, results, stats
 from labkit.experiments import echo, echo_hostile
+from labkit.lab.experiment import ECHO_SERVERS
 from labkit.lab.judging import rules, verdicts
 from labkit.lab.report.articles.measured import STRATEGIES
 from labkit.lab.running.sweep import grid, sweep
 
-NOTEBOOK = "09_echo_servers"
+NOTEBOOK = ECHO_SERVERS.name
 # The servers C001.1 names, claimed fastest first: optimised coroutines, callbacks, plain.
 CLAIMED_ORDER = list(rules.ECHO_ORDER)
 SERVER_COLUMNS = ["server", "style", "frames", "transfer", "backend", "available", "why_not"]
@@ -353,7 +354,7 @@ def c004_table(main, ms):
                      "measured ratio": r, "low": lo, "high": hi,
                      "allocs/msg": ms.set_index("server").loc[server, "allocs_per_msg"]})
     c004 = pd.DataFrame(rows)
-    results.save_csv(c004, f"{NOTEBOOK}_c004")
+    results.save_csv(c004, ECHO_SERVERS.part("c004"))
     return c004.round(3)
 
 
@@ -365,7 +366,7 @@ def closing_table(ms):
         "allocs_per_s": "allocs/s", "allocs_per_msg": "allocs/msg", "rss_kb": "RSS KiB",
         "server_cpu_us_per_msg": "server CPU µs/msg"}).set_index("server")
     closing = closing.loc[_in_order(closing.index)]
-    results.save_csv(closing.reset_index(), f"{NOTEBOOK}_table")
+    results.save_csv(closing.reset_index(), ECHO_SERVERS.part("table"))
     return closing.round(1)
 
 
@@ -374,4 +375,4 @@ def save(*, main, connections, reads, robust):
     clients' table (09_echo_servers_robustness)."""
     results.save_experiments(NOTEBOOK, {"main": main, "connections": connections,
                                         "reads": reads})
-    results.save_csv(robust, f"{NOTEBOOK}_robustness")
+    results.save_csv(robust, ECHO_SERVERS.part("robustness"))

@@ -16,10 +16,11 @@ import pandas as pd
 
 from labkit.core import plots, stats
 from labkit.experiments import frequency
+from labkit.lab.experiment import SWITCH_FREQUENCY
 from labkit.lab.judging import claims, verdicts
 from labkit.lab.running.sweep import grid, sweep
 
-NOTEBOOK = "08_switch_frequency"
+NOTEBOOK = SWITCH_FREQUENCY.name
 KiB, MiB = 1 << 10, 1 << 20
 STACKS, BATCHES = [1 * MiB, 64 * KiB], [1, 32]
 BEFORE, AFTER = (1 * MiB, 1), (64 * KiB, 32)   # the author's two set-ups (C000.7)

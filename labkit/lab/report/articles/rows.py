@@ -6,6 +6,8 @@ import math
 
 from labkit.core import results
 
+from labkit.lab import experiment
+from labkit.lab.experiment import COROUTINE_MEMORY, ECHO_SERVERS
 from labkit.lab.judging import claims, rules, verdicts
 from labkit.lab.report.articles.anatomy import _anatomy
 from labkit.lab.report.articles.measured import STRATEGIES, _csv, _echo, _mem, _noisy, _reuse_ratio
@@ -32,7 +34,7 @@ def _j_anatomy(cid):
 
 
 def _j_allocs():
-    d = _csv("09_echo_servers")
+    d = _csv(ECHO_SERVERS.data)
     s = {k: _echo(d, k) for k in ("cxx20_pool_sym", "callback_epoll", "cxx20_new")}
     if any(v is None or not len(v) for v in s.values()):
         return verdicts.cannot_measure("C001.1b", "an echo server is missing from this run")
@@ -46,7 +48,7 @@ def _j_allocs():
 
 def _j_mem(cid):
     st = next(s for s in STRATEGIES if s[6] == cid)
-    d = _csv("07b_coroutine_memory")
+    d = _csv(COROUTINE_MEMORY.data)
     a, b = _mem(d, *st[1]), _mem(d, "conn256", "heap")
     if a is None or b is None:
         return verdicts.cannot_measure(cid, f"no run of {st[1][0]} frames from "
@@ -68,7 +70,7 @@ def _j_reuse():
     r, lo, hi, how = _reuse_ratio()
     if math.isnan(r):
         return verdicts.cannot_measure("C004.1d", how)
-    d = _csv("07b_coroutine_memory")
+    d = _csv(COROUTINE_MEMORY.data)
     a, b = _mem(d, "conn192", "pool"), _mem(d, "conn256", "heap")
     original = None
     if a is not None and b is not None and len(a) and len(b):
@@ -126,7 +128,7 @@ def save_article_verdicts(notebook: str):
     """Judge the row claims of `notebook` and save them as
     data/<notebook>_article_verdicts.csv; returns the table."""
     t = article_verdicts(notebook)
-    results.save_csv(t, f"{notebook}_article_verdicts")
+    results.save_csv(t, experiment.of(notebook).article_verdicts)
     return t
 
 
@@ -143,7 +145,7 @@ def verdict_of(cid: str) -> dict:
         row = rules.recompute(cid) or {}
     else:
         nb = claims.claim(cid)["notebook"]
-        d = _csv(f"{nb}_verdicts")
+        d = _csv(experiment.of(nb).verdicts)
         if d is None or cid not in set(d.claim_id):
             return {}
         row = d[d.claim_id == cid].iloc[0].fillna("").to_dict()
