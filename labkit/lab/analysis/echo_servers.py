@@ -376,3 +376,15 @@ def save(*, main, connections, reads, robust):
     results.save_experiments(NOTEBOOK, {"main": main, "connections": connections,
                                         "reads": reads})
     results.save_csv(robust, ECHO_SERVERS.part("robustness"))
+
+
+def verdict_notes(main, ms, c15, names, *, connections: int, message_bytes: int, where: str,
+                  chunk: int, c15_message_bytes: int, c15_connections: int) -> dict:
+    """What each claim's verdict row adds to its note (labkit.lab.judging.designs
+    .verdict_table), for the claims whose servers run here."""
+    notes = {"C001.3": c001_3_note(main, ms, connections)}
+    if all(s in names for s in CLAIMED_ORDER):
+        notes["C001.1"] = c001_1_note(main, ms, connections, message_bytes, where)
+    if ECHO_SERVERS.sides.ASIO_EPOLL in names:
+        notes["C001.5"] = c001_5_note(c15, chunk, c15_message_bytes, c15_connections)
+    return notes

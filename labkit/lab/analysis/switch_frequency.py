@@ -24,6 +24,20 @@ NOTEBOOK = SWITCH_FREQUENCY.name
 KiB, MiB = 1 << 10, 1 << 20
 STACKS, BATCHES = [1 * MiB, 64 * KiB], [1, 32]
 BEFORE, AFTER = (1 * MiB, 1), (64 * KiB, 32)   # the author's two set-ups (C000.7)
+
+
+def verdict_entries(judge_work: int, *, tasks: dict, workers: int, cpu) -> dict:
+    """The verdict design's sides (SWITCH_FREQUENCY.sides: the author's two set-ups, each
+    with dependent and independent work), each one call of frequency.measure at the
+    claim's W."""
+    from functools import partial
+
+    s = SWITCH_FREQUENCY.sides
+    sides = {s.BEFORE_DEPENDENT: (BEFORE, "dependent"), s.BEFORE_INDEPENDENT: (BEFORE, "independent"),
+             s.AFTER_DEPENDENT: (AFTER, "dependent"), s.AFTER_INDEPENDENT: (AFTER, "independent")}
+    return {label: partial(frequency.measure, judge_work, stack_size=size, batch=batch,
+                           workers=workers, tasks=tasks[judge_work], cpu=cpu, work=work)
+            for label, ((size, batch), work) in sides.items()}
 BY = ["setup", "stack_size", "batch", "work_cycles"]
 _NUMBER = r"[0-9]+(?:\.[0-9]+)?"
 
@@ -77,7 +91,7 @@ def sweep_runs(work_cycles, *, rounds: int, tasks: dict, workers: int, repeats: 
         grid(rotation=list(range(rounds)), work_cycles=work_cycles, stack_size=STACKS,
              batch=BATCHES),
         desc="independent work" if independent else "frequency",
-        checkpoint=f"{NOTEBOOK}_independent" if independent else NOTEBOOK,
+        checkpoint=SWITCH_FREQUENCY.part("independent") if independent else NOTEBOOK,
     )
     if not independent:
         runs["point"] = runs.setup + ", W=" + runs.work_cycles.astype(str)

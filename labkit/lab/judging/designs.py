@@ -94,6 +94,16 @@ def run_rounds(notebook, measure, labels, *, quick: bool, seed: int = 0):
     return runs, _headline(rows)
 
 
+def judge_saved(notebook) -> dict:
+    """What `run` returns as its rows, recomputed from the design runs saved in data/
+    ({claim id: verdict row}; the claims whose file is missing are left out): a notebook's
+    verdict table from its last run without measuring again."""
+    record = experiment.of(notebook)
+    rows = {cid: rules.recompute(cid) for cid, (_, names) in rules.RULES.items()
+            if names == [record.verdict_runs]}
+    return {cid: row for cid, row in rows.items() if row is not None}
+
+
 def headline_claims(notebook) -> list[str]:
     """The claims of a notebook's own verdict table: every claim of its experiment but the
     article tables' row claims (labkit.lab.report.articles.rows.ROW_JUDGES), in
@@ -103,7 +113,9 @@ def headline_claims(notebook) -> list[str]:
     return [c for c in experiment.of(notebook).claims() if c not in ROW_JUDGES]
 
 
-def _why(why, cid) -> str:
+def _why(why, cid) -> str | None:
+    if isinstance(why, dict):
+        return why.get(cid)
     try:
         return why(cid) if callable(why) else why
     except ValueError:  # a claim the notebook's reasons do not know
@@ -115,8 +127,8 @@ def verdict_table(notebook, judged=None, *, notes=None, why=None, **options):
     every claim of its experiment (headline_claims), each judged by its rule. A claim its
     verdict design judged (`judged`: run's or run_rounds's rows) keeps that row; any other
     is its rule on the data the notebook has saved (its own data only: what another
-    notebook measures is left out); a claim still not measured says why (`why`: a
-    function of the claim id, or text). notes: claim id -> text added to the note of a
+    notebook measures is left out); a claim still not measured says why (`why`: text, a
+    function of the claim id, or claim id -> text). notes: claim id -> text added to the note of a
     claim that was measured (its own sentence when the rule left no note). options go to
     the rules that take them (rules.recompute)."""
     judged = dict(judged or {})
@@ -128,8 +140,9 @@ def verdict_table(notebook, judged=None, *, notes=None, why=None, **options):
                 experiment.of(notebook).verdict_runs]:
             row = rules.recompute(cid, only=notebook, **options)
         measured = row is not None and row.get("measured_value") != "not measured"
-        if not measured and why is not None:
-            row = verdicts.cannot_measure(cid, _why(why, cid))
+        reason = None if measured or why is None else _why(why, cid)
+        if reason:
+            row = verdicts.cannot_measure(cid, reason)
         elif row is None:
             row = verdicts.cannot_measure(cid, "not measured in this run")
         if measured and notes.get(cid):

@@ -113,9 +113,10 @@ def article_verdicts(notebook: str):
     """The verdict table of the row claims (ROW_JUDGES) that `notebook` judges,
     judged from the data that notebook wrote: what its 'article's table' section saves
     as data/<notebook>_article_verdicts.csv for the ledger."""
-    if not isinstance(notebook, str):
+    if not isinstance(notebook, (str, experiment.Experiment)):
         raise TypeError(f"notebook must be a notebook name such as '01_stack_size', "
                         f"not {type(notebook).__name__}")
+    notebook = getattr(notebook, "name", notebook)
     c = claims.registry()
     if notebook not in set(c.notebook):
         raise ValueError(f"notebook must be one of {sorted(set(c.notebook))}, "
@@ -135,7 +136,8 @@ def save_article_verdicts(notebook: str):
 def verdict_of(cid: str) -> dict:
     """The verdict row of one claim, as the ledger has it: judged here for a row claim,
     from both notebooks' data for a claim the ledger judges itself (ledger.JUDGED_HERE),
-    otherwise read from its notebook's verdict file ({} when that notebook has not run).
+    otherwise read from its notebook's verdict file, or, for a claim newer than that file,
+    judged by its rule on the saved data ({} when that notebook has not run).
     The row carries `measured_quantity` (joined from the registry for an older file)."""
     from labkit.lab.judging import claims, ledger
 
@@ -146,9 +148,12 @@ def verdict_of(cid: str) -> dict:
     else:
         nb = claims.claim(cid)["notebook"]
         d = _csv(experiment.of(nb).verdicts)
-        if d is None or cid not in set(d.claim_id):
+        if d is not None and cid in set(d.claim_id):
+            row = d[d.claim_id == cid].iloc[0].fillna("").to_dict()
+        else:  # a claim newer than its notebook's verdict file: its rule on the saved data
+            row = (rules.recompute(cid) if cid in rules.RULES else None) or {}
+        if not row:
             return {}
-        row = d[d.claim_id == cid].iloc[0].fillna("").to_dict()
     if row and not row.get("measured_quantity"):
         row = {**row, "measured_quantity": claims.measured_quantities().get(cid, "")}
     return row

@@ -75,9 +75,9 @@ def section(notebook: str) -> None:
     """A notebook's "article's table beside ours": show each of its article tables with
     its figure, then judge the row claims of this notebook from the data it just saved
     and save them (data/<notebook>_article_verdicts.csv) for the ledger."""
-    if not isinstance(notebook, str):
-        raise TypeError(f"notebook must be a notebook name such as '01_stack_size', "
-                        f"not {type(notebook).__name__}")
+    from labkit.lab import experiment
+
+    notebook = experiment.of(notebook).name
     shown = by_notebook()
     if notebook not in shown:
         raise ValueError(f"notebook must be one of {sorted(shown)}, got {notebook!r}")
