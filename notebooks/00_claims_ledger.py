@@ -57,6 +57,7 @@ import pandas as pd
 
 import labkit
 from labkit.core import plots, results
+from labkit.lab.experiment import CLAIMS_LEDGER, LATENCY_LADDER
 from labkit.lab.judging import ledger
 
 pd.set_option("display.max_colwidth", 120)
@@ -73,7 +74,7 @@ pd.DataFrame({"amended rules": ledger.counts(table),
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(13, 5), gridspec_kw={"width_ratios": [2, 1]})
 try:
-    runs = results.load_csv("04_latency_ladder")
+    runs = results.load_csv(LATENCY_LADDER.data)
     s = labkit.summarize(runs, by=["entry"]).sort_values("median")
     axes[0].barh(s.entry, s["median"].clip(lower=0.05),
                  xerr=[(s["median"] - s["q1"]).clip(lower=0), (s["q3"] - s["median"]).clip(lower=0)],
@@ -106,7 +107,7 @@ amended[["claim_id", "original_verdict", "verdict", "original_rule", "rule", "am
 # ## Every claim
 
 # %%
-results.save_csv(table, "00_claims_ledger")
+results.save_csv(table, CLAIMS_LEDGER.data)
 table[["claim_id", "source", "claim", "claimed_value", "measured_quantity", "measured_value",
        "verdict", "lean", "processes", "original_verdict", "noisy", "note", "notebook",
        "figures"]]

@@ -47,10 +47,9 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 import labkit
 from labkit.core import plots, results
 from labkit.lab.analysis import stack_size as analysis
-from labkit.lab.judging import verdicts
+from labkit.lab.experiment import STACK_SIZE as exp
 from labkit.lab.running.sweep import grid, sweep
 
-KiB, MiB = analysis.KiB, analysis.MiB
 print(plots.machine_caption())
 labkit.catalogue()[["entry", "kind", "saves", "available", "why_not"]]
 
@@ -72,7 +71,7 @@ pingpong = analysis.label_stacks(sweep(
         entry, stack_size=stack_size, switches=switches, repeats=repeats, cpu=cpu,
         prefault=None if entry == "boost_fiber" else prefault),
     analysis.pingpong_points(kernels, sizes), desc="ping-pong",
-    checkpoint="01_stack_size_pingpong"))
+    checkpoint=exp.part("pingpong")))
 
 # %%
 pp = analysis.pingpong_summary(pingpong)
@@ -100,7 +99,7 @@ ring = sweep(
         laps=max(1, ring_laps_switches // (contexts + 1)), repeats=max(3, repeats // 2),
         cpu=cpu),
     grid(stack_size=ring_sizes, contexts=ring_counts, colour_step=[0, 64]),
-    desc="ring", checkpoint="01_stack_size_ring",
+    desc="ring", checkpoint=exp.part("ring"),
 )
 rs = analysis.ring_summary(ring)
 plots.finish(analysis.ring_figure(rs), "01_stack_size-ring")
@@ -153,21 +152,16 @@ from functools import partial
 
 from labkit.lab.judging import designs
 
-verdict_sizes = {"4 KiB": 4 * KiB, "16 KiB": 16 * KiB, "64 KiB": 64 * KiB,
-                 "256 KiB": 256 * KiB, "1 MiB": 1 * MiB, "8 MiB": 8 * MiB}
+judged, why = {}, None
 if judge_kernel == "boost_fiber":
-    verdict_runs, rows = designs.run("01_stack_size", {
+    verdict_runs, judged = designs.run(exp, {
         label: partial(labkit.measure, "boost_fiber", stack_size=size, switches=switches // 2,
-                       cpu=cpu) for label, size in verdict_sizes.items()}, quick=quick)
-    rows["C000.2"]["note"] += analysis.ring_note(rings, ring_counts)
+                       cpu=cpu) for label, size in analysis.VERDICT_SIZES.items()}, quick=quick)
 else:
-    rows = {c: verdicts.cannot_measure(c, f"Boost.Context missing here "
-                                          f"({missing.why_not.iloc[0]})")
-            for c in ("C000.2",)}
-table = verdicts.table(list(rows.values()))
-results.save_experiments("01_stack_size", {"pingpong": pingpong, "ring": ring})
-results.save_csv(table, "01_stack_size_verdicts")
-table
+    why = f"Boost.Context missing here ({missing.why_not.iloc[0]})"
+results.save_experiments(exp.data, {"pingpong": pingpong, "ring": ring})
+designs.verdict_table(exp, judged, notes={"C000.2": analysis.ring_note(rings, ring_counts)},
+                      why=why)
 
 # %% [markdown]
 # <a id="01_stack_size-article-table"></a>
@@ -183,4 +177,4 @@ table
 # %%
 from labkit.lab.report import articles
 
-articles.section("01_stack_size")
+articles.section(exp)

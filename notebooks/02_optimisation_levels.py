@@ -44,7 +44,7 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 import labkit
 from labkit.core import plots, results
 from labkit.lab.analysis import optimisation_levels as analysis
-from labkit.lab.judging import verdicts
+from labkit.lab.experiment import OPTIMISATION_LEVELS as exp
 from labkit.lab.running.sweep import grid, sweep
 
 print(plots.machine_caption())
@@ -62,7 +62,7 @@ available.loc[analysis.CANDIDATES, ["system", "kind", "available", "why_not"]]
 timed = sweep(
     lambda entry, build: labkit.measure(entry, switches=switches, repeats=repeats,
                                          cpu=cpu, build=build),
-    grid(entry=kernels, build=builds), desc="builds", checkpoint="02_optimisation_levels",
+    grid(entry=kernels, build=builds), desc="builds", checkpoint=exp.data,
 )
 ts = analysis.summary(timed, builds)
 analysis.pivot(ts, builds, "median")
@@ -110,19 +110,16 @@ from functools import partial
 
 from labkit.lab.judging import designs
 
+judged, why = {}, None
 if "boost_fiber" in kernels:
-    verdict_runs, rows = designs.run("02_optimisation_levels", {
+    verdict_runs, judged = designs.run(exp, {
         b: partial(labkit.measure, "boost_fiber", switches=switches // 2, cpu=cpu, build=b)
-        for b in ("O0", "O2", "O3")}, quick=quick)
-    rows["C000.3"]["note"] += analysis.instructions_note(ratios)
+        for b in exp.sides}, quick=quick)
 else:
-    rows = {c: verdicts.cannot_measure(c, "Boost.Context is missing here: "
-                                       + available.loc["boost_fiber", "why_not"])
-            for c in ("C000.3",)}
-results.save_csv(analysis.saved(timed, counts), "02_optimisation_levels")
-table = verdicts.table(list(rows.values()))
-results.save_csv(table, "02_optimisation_levels_verdicts")
-table
+    why = "Boost.Context is missing here: " + available.loc["boost_fiber", "why_not"]
+results.save_csv(analysis.saved(timed, counts), exp.data)
+designs.verdict_table(exp, judged, notes={"C000.3": analysis.instructions_note(ratios)},
+                      why=why)
 
 # %% [markdown]
 # <a id="02_optimisation_levels-article-table"></a>
@@ -138,4 +135,4 @@ table
 # %%
 from labkit.lab.report import articles
 
-articles.section("02_optimisation_levels")
+articles.section(exp)

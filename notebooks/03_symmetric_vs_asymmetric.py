@@ -47,7 +47,7 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 import labkit
 from labkit.core import plots, results
 from labkit.lab.analysis import symmetric as analysis
-from labkit.lab.judging import verdicts
+from labkit.lab.experiment import SYMMETRIC_VS_ASYMMETRIC as exp
 from labkit.lab.running.sweep import grid, sweep
 
 print(plots.machine_caption())
@@ -58,7 +58,7 @@ shapes = sweep(
         entry, contexts=contexts, asymmetric=asymmetric, stack_size=stack_size,
         laps=analysis.laps(contexts, asymmetric, switches_per_point), repeats=repeats, cpu=cpu),
     grid(entry=analysis.KERNELS, contexts=counts, asymmetric=[False, True]),
-    desc="shapes", checkpoint="03_symmetric_vs_asymmetric")
+    desc="shapes", checkpoint=exp.data)
 per_transfer, per_resume = analysis.summaries(shapes)
 per_transfer.pivot(index="contexts", columns=["entry", "pattern"], values="median").round(2)
 
@@ -107,15 +107,13 @@ def ring_entry(contexts, asymmetric):
                    cpu=cpu)
 
 
-verdict_runs, rows = designs.run("03_symmetric_vs_asymmetric", {
-    "scheduler 1024": ring_entry(1024, True), "ring 1": ring_entry(1, False),
-    "ring 1024": ring_entry(1024, False), "scheduler 2": ring_entry(2, True),
-    "ring 2": ring_entry(2, False)}, quick=quick)
-rows["C000.4"]["note"] += analysis.ucontext_note(shapes)
-results.save_csv(shapes, "03_symmetric_vs_asymmetric")
-table = verdicts.table(list(rows.values()))
-results.save_csv(table, "03_symmetric_vs_asymmetric_verdicts")
-table
+S = exp.sides
+verdict_runs, judged = designs.run(exp, {
+    S.SCHEDULER_1024: ring_entry(1024, True), S.RING_1: ring_entry(1, False),
+    S.RING_1024: ring_entry(1024, False), S.SCHEDULER_2: ring_entry(2, True),
+    S.RING_2: ring_entry(2, False)}, quick=quick)
+results.save_csv(shapes, exp.data)
+designs.verdict_table(exp, judged, notes={"C000.4": analysis.ucontext_note(shapes)})
 
 # %% [markdown]
 # <a id="03_symmetric_vs_asymmetric-article-table"></a>
@@ -130,4 +128,4 @@ table
 # %%
 from labkit.lab.report import articles
 
-articles.section("03_symmetric_vs_asymmetric")
+articles.section(exp)

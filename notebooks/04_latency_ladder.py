@@ -53,7 +53,7 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 import labkit
 from labkit.core import plots, results
 from labkit.lab.analysis import latency_ladder as analysis
-from labkit.lab.judging import verdicts
+from labkit.lab.experiment import LATENCY_LADDER as exp
 from labkit.lab.running.sweep import grid, sweep
 
 info = labkit.machine_info()
@@ -80,7 +80,7 @@ runs, missing = analysis.split_failed(sweep(
     lambda entry: labkit.measure(
         entry, switches=py_switches if system_of[entry] == "python" else switches,
         repeats=repeats, cpu=cpu),
-    grid(entry=available), desc="ladder", checkpoint="04_latency_ladder_runs",
+    grid(entry=available), desc="ladder", checkpoint=exp.part("runs"),
     on_error="record"), catalogue, missing)
 missing
 
@@ -115,7 +115,7 @@ plots.finish(analysis.ladder_figure(ns, ticks, info["tsc_ghz"], cpu), "04_latenc
 instr = analysis.instruction_counts(ns, only_judged=count_only_judged,
                                     count_instructions=count_instructions)
 if len(instr):
-    results.save_csv(instr, "04_latency_ladder_instructions")
+    results.save_csv(instr, exp.part("instructions"))
 ladder = analysis.ladder_table(ns, catalogue, instr)
 ladder.round(2)
 
@@ -148,8 +148,8 @@ copy_runs, copy = analysis.copy_summary(sweep(
     lambda stack_in_use: labkit.measure("copy_stack", switches=switches // 4, repeats=repeats,
                                         cpu=cpu, stack_in_use=stack_in_use),
     grid(stack_in_use=copy_in_use),
-    desc="copy stack", checkpoint="04_latency_ladder_copy_stack", on_error="record"))
-results.save_csv(copy_runs, "04_latency_ladder_copy_stack")
+    desc="copy stack", checkpoint=exp.part("copy_stack"), on_error="record"))
+results.save_csv(copy_runs, exp.part("copy_stack"))
 plots.finish(analysis.copy_figure(copy, ns, cpu), "04_latency_ladder-copy-stack")
 copy.round(2)
 
@@ -203,16 +203,13 @@ from functools import partial
 
 from labkit.lab.judging import designs
 
-named = ["virtual_call", "boost_fiber", "syscall_getppid", "cxx20_generator"]
-verdict_runs, rows = designs.run("04_latency_ladder", {
+verdict_runs, judged = designs.run(exp, {
     k: partial(labkit.measure, k, switches=switches // 4, cpu=cpu)
-    for k in named if k in set(ns.entry)}, quick=quick)
+    for k in exp.sides if k in set(ns.entry)}, quick=quick)
 
 # %%
-table = verdicts.table(list(rows.values()))
-results.save_csv(runs, "04_latency_ladder")
-results.save_csv(table, "04_latency_ladder_verdicts")
-table
+results.save_csv(runs, exp.data)
+designs.verdict_table(exp, judged)
 
 # %% [markdown]
 # <a id="04_latency_ladder-article-table"></a>
@@ -228,4 +225,4 @@ table
 # %%
 from labkit.lab.report import articles
 
-articles.section("04_latency_ladder")
+articles.section(exp)

@@ -71,7 +71,7 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 import labkit
 from labkit.core import plots, results
 from labkit.lab.analysis import kernel_switches as analysis
-from labkit.lab.judging import verdicts
+from labkit.lab.experiment import KERNEL_SWITCHES as exp
 from labkit.lab.running.sweep import grid, sweep
 
 placements, pair = analysis.placements(cpu, cross_cpus)
@@ -98,7 +98,7 @@ def measure_one(task, placement):
 
 
 handoffs = sweep(measure_one, analysis.points(placements), desc="hand-offs",
-                 checkpoint="05_kernel_switches_handoffs")
+                 checkpoint=exp.part("handoffs"))
 hs = analysis.summary(handoffs)
 hs[["task", "placement", "what", "repeats", "median", "q1", "q3", "median_ticks", "cv", "noisy"]]
 
@@ -160,7 +160,7 @@ plots.finish(analysis.oneway_figure(hs, cpu, pair), "05_kernel_switches-oneway")
 yields = sweep(
     lambda every: labkit.measure_yield(units=yield_units, every=[every], cpu=cpu,
                                        repeats=yield_repeats),
-    grid(every=yield_every), desc="yield", checkpoint="05_kernel_switches_yield",
+    grid(every=yield_every), desc="yield", checkpoint=exp.part("yield"),
 )
 ys = analysis.yield_summary(yields)
 plots.finish(analysis.yield_figure(ys, yield_every, cpu), "05_kernel_switches-yield")
@@ -196,29 +196,13 @@ analysis.spreads(handoffs, yields, pair)
 # (`data/claims_amendments.csv`), and the original rule's verdict stays beside it.
 
 # %%
-from functools import partial
-
 from labkit.lab.judging import designs
 
-entries = {
-    "asm": partial(labkit.measure, "asm", switches=coroutine_switches, cpu=cpu),
-    "ucontext": partial(labkit.measure, "ucontext", switches=coroutine_switches, cpu=cpu),
-    "yield k=0": partial(labkit.measure_yield, units=yield_units, every=[0], cpu=cpu),
-    "yield k=1": partial(labkit.measure_yield, units=yield_units, every=[1], cpu=cpu),
-}
-for task in ("thread_futex", "thread_condvar", "process_pipe", "thread_pipe"):
-    entries[f"{task} same-cpu"] = partial(labkit.measure_handoff, task,
-                                          cpus=(cpu, cpu), switches=switches)
-if pair is not None:
-    entries["thread_condvar cross-cpu"] = partial(labkit.measure_handoff, "thread_condvar",
-                                                  cpus=pair, switches=switches)
-verdict_runs, rows = designs.run("05_kernel_switches", entries, quick=quick)
-rows["C003.2"]["note"] += analysis.million_note(verdict_runs, cpu)
-
-table = verdicts.table(list(rows.values()))
-results.save_csv(analysis.saved(handoffs, yields), "05_kernel_switches")
-results.save_csv(table, "05_kernel_switches_verdicts")
-table
+entries = analysis.verdict_entries(cpu=cpu, pair=pair, switches=switches,
+                                   coroutine_switches=coroutine_switches, units=yield_units)
+verdict_runs, judged = designs.run(exp, entries, quick=quick)
+results.save_csv(analysis.saved(handoffs, yields), exp.data)
+designs.verdict_table(exp, judged, notes={"C003.2": analysis.million_note(verdict_runs, cpu)})
 
 # %% [markdown]
 # <a id="05_kernel_switches-article-table"></a>
@@ -234,4 +218,4 @@ table
 # %%
 from labkit.lab.report import articles
 
-articles.section("05_kernel_switches")
+articles.section(exp)

@@ -53,7 +53,7 @@ cpu, switches, repeats, xstate_pairs, xstate_repeats = params.resolve(
 import labkit
 from labkit.core import plots, results
 from labkit.lab.analysis import fp_state as analysis
-from labkit.lab.judging import verdicts
+from labkit.lab.experiment import FP_STATE_AND_RETURN as exp
 from labkit.lab.running.sweep import grid, sweep
 
 print(plots.machine_caption())
@@ -72,7 +72,7 @@ runs = analysis.label_fp_control(sweep(
     lambda entry, fp_control: labkit.measure(entry, switches=switches, repeats=repeats,
                                              cpu=cpu, fp_control=fp_control),
     grid(entry=ladder, fp_control=["same", "differ"]), desc="kernels",
-    checkpoint="06_fp_state_and_return"))
+    checkpoint=exp.data))
 summary = analysis.summary(runs)
 same = analysis.same_words(summary)
 same.round(2)
@@ -116,7 +116,7 @@ else:
     xs_cpu = xstate.cpu_state()
     print(analysis.xstate_text(xs_cpu))
     xs_runs = xstate.sweep(pairs=xstate_pairs, repeats=xstate_repeats, cpu=cpu)
-    results.save_csv(xs_runs, "06_fp_state_and_return_xstate")
+    results.save_csv(xs_runs, exp.part("xstate"))
     xs_summary = xstate.summary(xs_runs)
     plots.finish(analysis.xstate_figure(xs_summary), "06_fp_state_and_return-xstate")
     print(analysis.xstate_reading(xs_summary, xs_cpu))
@@ -144,20 +144,14 @@ xs_summary.round(1) if not why_no_xstate else None
 # %%
 from functools import partial
 
-from labkit.lab.judging import designs, rules
+from labkit.lab.judging import designs
 
-verdict_runs, rows = designs.run("06_fp_state_and_return", {
+verdict_runs, judged = designs.run(exp, {
     k: partial(labkit.measure, k, switches=switches // 2, cpu=cpu, fp_control="same")
-    for k in ("asm_fxsave", "asm_fpu", "asm_xsave") if k in ladder}, quick=quick)
-rows = list(rows.values())
-row = rules.c000_6(counts)
-if row["measured_value"] == "not measured":
-    row["note"] = why or catalogue.loc["boost_fcontext", "why_not"] or "not counted"
-rows.append(row)
-results.save_csv(analysis.saved(runs, counts), "06_fp_state_and_return")
-table = verdicts.table(rows)
-results.save_csv(table, "06_fp_state_and_return_verdicts")
-table
+    for k in exp.sides if k in ladder}, quick=quick)
+results.save_csv(analysis.saved(runs, counts), exp.data)
+designs.verdict_table(exp, judged, why={
+    "C000.6": why or catalogue.loc["boost_fcontext", "why_not"] or "not counted"})
 
 # %% [markdown]
 # <a id="06_fp_state_and_return-article-table"></a>
@@ -174,4 +168,4 @@ table
 from labkit.lab.report import articles
 
 articles.save_anatomy();
-articles.section("06_fp_state_and_return")
+articles.section(exp)

@@ -65,7 +65,8 @@ from labkit.core import native, plots, results
 from labkit.experiments import frames
 from labkit.lab.analysis import article_part
 from labkit.lab.analysis import frames_allocators as fa
-from labkit.lab.judging import designs, rules, verdicts
+from labkit.lab.experiment import FRAMES_AND_ALLOCATORS as exp
+from labkit.lab.judging import designs
 
 missing = native.peers_missing_reason()
 if missing:
@@ -167,24 +168,13 @@ fa.cycle_table(cycles_df)
 #   `suspend` by at least their size.
 
 # %%
-rows = []
-
-_, design_rows = designs.run("07a_frames_and_allocators", {
+_, judged = designs.run(exp, {
     a: partial(frames.alloc_bench, a, 256, pairs=pairs, build=build,
-               memory_budget=memory_budget) for a in ("heap", "pool")}, quick=quick)
-row = design_rows["C001.2"]
-row["note"] += fa.c001_2_note(alloc, ratios)
-rows.append(row)
-
-row = rules.c004_3(sizes.assign(experiment="frame_sizes"))
-row["note"] = fa.c004_3_note(sizes)
-rows.append(row)
-rows.append(rules.c004_4(sizes.assign(experiment="frame_sizes")))
-
-table = verdicts.table(rows)
-results.save_experiments("07a_frames_and_allocators", {
+               memory_budget=memory_budget) for a in exp.sides}, quick=quick)
+results.save_experiments(exp.data, {
     "frame_sizes": sizes, "allocation": alloc, "cycles": cycles_df})
-results.save_csv(table, "07a_frames_and_allocators_verdicts")
+table = designs.verdict_table(exp, judged, notes={
+    "C001.2": fa.c001_2_note(alloc, ratios), "C004.3": fa.c004_3_note(sizes)})
 
 # %% [markdown]
 # ## Closing note
@@ -207,5 +197,5 @@ table
 # they are shown there, with the whole table.
 
 # %%
-row_claims, judged = article_part.judge("07a_frames_and_allocators", table)
+row_claims, judged = article_part.judge(exp, table)
 article_part.show(fa.article_table(alloc, judged), row_claims)

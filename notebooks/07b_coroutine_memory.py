@@ -62,7 +62,8 @@ from labkit.core import native, plots, results
 from labkit.experiments import frames
 from labkit.lab.analysis import article_part
 from labkit.lab.analysis import coroutine_memory as cm
-from labkit.lab.judging import rules, verdicts
+from labkit.lab.experiment import COROUTINE_MEMORY as exp
+from labkit.lab.judging import designs
 
 missing = native.peers_missing_reason()
 if missing:
@@ -129,7 +130,7 @@ cs.round(2)
 # %%
 reuse = frames.reuse_runs(cm.sweep, reuse_pool_sizes, n=n_coroutines, repeats=coroutine_repeats,
                           build=build, memory_budget=memory_budget)
-results.save_csv(reuse.assign(experiment="pool_reuse"), "07b_coroutine_memory_pool_reuse")
+results.save_csv(reuse.assign(experiment="pool_reuse"), exp.part("pool_reuse"))
 rs = cm.per_pool(reuse, coros)
 rs.round(3)
 
@@ -194,7 +195,7 @@ cm.memory_figure(cs, stacks);
 
 # %%
 copies = frames.copy_runs(cm.sweep, copy_in_use, n=n_copy, build=build, memory_budget=memory_budget)
-results.save_csv(copies, "07b_coroutine_memory_copy_stack")
+results.save_csv(copies, exp.part("copy_stack"))
 cm.copy_table(copies)
 
 # %%
@@ -223,18 +224,13 @@ print(cm.kernel_text(kernel_rss, coros, stacks))
 #   (`data/claims_amendments.csv`) either part failing refutes the claim.
 
 # %%
-rows = []
-row = rules.c004_1(coros.assign(experiment="coroutines"))
-row["note"] += f"; the pooled-reuse row's {cm.CLAIMED_MB[cm.REUSE]:g} MB is checked in the closing note"
-rows.append(row)
-
-# C004.2's memory half; the ledger adds 09's throughput half.
-rows.append(rules.c004_2(coros.assign(experiment="coroutines"), None))
-
-table = verdicts.table(rows)
-results.save_experiments("07b_coroutine_memory", {
+results.save_experiments(exp.data, {
     "coroutines": coros, "stackful": stacks, "guard_check": guard_check})
-results.save_csv(table, "07b_coroutine_memory_verdicts")
+# C004.2's memory half (its rule reads 07b's data only here); the ledger adds 09's
+# throughput half.
+table = designs.verdict_table(exp, notes={"C004.1": f"; the pooled-reuse row's "
+                                          f"{cm.CLAIMED_MB[cm.REUSE]:g} MB is checked in the "
+                                          "closing note"})
 
 # %% [markdown]
 # ## Closing note
@@ -257,5 +253,5 @@ table
 # echo servers, which run after this notebook: it is shown there, with the whole table.
 
 # %%
-row_claims, judged = article_part.judge("07b_coroutine_memory", table)
+row_claims, judged = article_part.judge(exp, table)
 article_part.show(cm.article_table(coros, reuse, judged), row_claims)

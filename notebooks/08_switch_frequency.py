@@ -47,16 +47,13 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
     "08_switch_frequency", quick=quick).values()
 
 # %%
-from functools import partial
-
 import labkit
 from labkit.core import results
-from labkit.experiments import frequency
 from labkit.lab.analysis import switch_frequency as sf
-from labkit.lab.judging import designs, verdicts
+from labkit.lab.experiment import SWITCH_FREQUENCY as exp
+from labkit.lab.judging import designs
 from labkit.lab.report import articles
 
-before, after = sf.BEFORE, sf.AFTER   # the author's two set-ups: (stack size, batch)
 info = labkit.machine_info()
 print(sf.setting(info))
 
@@ -162,7 +159,7 @@ sf.throughput_figure(runs, speed, judge_work=judge_work);
 
 # %%
 # The article's row claim C000.7a reads these beside the dependent-work runs.
-results.save_csv(indep, "08_switch_frequency_independent")
+results.save_csv(indep, exp.part("independent"))
 sf.at_w(runs, indep, judge_work=judge_work)
 
 # %%
@@ -205,18 +202,10 @@ author
 # the direction of the gain, and the original verdict stays beside it.
 
 # %%
-setups = {"before": before, "after": after}
-verdict_runs, design_rows = designs.run("08_switch_frequency", {
-    f"{name} {work}": partial(frequency.measure, judge_work, stack_size=size, batch=batch,
-                              workers=workers, tasks=tasks[judge_work], cpu=cpu, work=work)
-    for name, (size, batch) in setups.items() for work in ("dependent", "independent")},
-    quick=quick)
-rows = [design_rows["C000.7"]]
-rows[0]["note"] += f"; {workers} asm_fpu coroutines"
-results.save_csv(runs, "08_switch_frequency")
-table = verdicts.table(rows)
-results.save_csv(table, "08_switch_frequency_verdicts")
-table
+verdict_runs, judged = designs.run(exp, sf.verdict_entries(
+    judge_work, tasks=tasks, workers=workers, cpu=cpu), quick=quick)
+results.save_csv(runs, exp.data)
+designs.verdict_table(exp, judged, notes={"C000.7": f"; {workers} asm_fpu coroutines"})
 
 # %% [markdown]
 # <a id="08_switch_frequency-article-table"></a>
@@ -230,4 +219,4 @@ table
 # `data/claims.csv`.
 
 # %%
-articles.section("08_switch_frequency")
+articles.section(exp)

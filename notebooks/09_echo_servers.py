@@ -76,10 +76,11 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
     "09_echo_servers", quick=quick).values()
 
 # %%
-from labkit.core import plots, results
+from labkit.core import plots
 from labkit.experiments import echo, echo_hostile
 from labkit.lab.analysis import echo_servers as es
-from labkit.lab.judging import designs, rules, verdicts
+from labkit.lab.experiment import ECHO_SERVERS as exp
+from labkit.lab.judging import designs
 from labkit.lab.report import articles
 
 where, names = echo.placement()[2], echo.available()
@@ -118,7 +119,7 @@ es.survived(robust)
 
 # %%
 main, echo_rows = designs.run_rounds(
-    "09_echo_servers",
+    exp,
     lambda server, r: echo.run_load(
         server, connections=connections, requests=requests, duration=duration,
         message_bytes=message_bytes, read_mode="whole", seed=r + 1).assign(repeat=r),
@@ -147,7 +148,8 @@ es.table_figure(ms, connections=connections, message_bytes=message_bytes, where=
 
 # %%
 conn_runs = echo.connection_sweep(es.sweep, names, sweep_connections, sweep_repeats,
-                                  requests=requests, duration=sweep_duration, message_bytes=message_bytes)
+                                  requests=requests, duration=sweep_duration,
+                                  message_bytes=message_bytes)
 es.connections_figure(conn_runs, main)
 
 # %% [markdown]
@@ -162,8 +164,9 @@ es.connections_figure(conn_runs, main)
 # asio, its read completions).
 
 # %%
-c15 = echo.reads_sweep(es.sweep, names, chunks=c15_chunks, repeats=c15_repeats, connections=c15_connections,
-                       requests=requests, duration=c15_duration, message_bytes=c15_message_bytes)
+c15 = echo.reads_sweep(es.sweep, names, chunks=c15_chunks, repeats=c15_repeats,
+                       connections=c15_connections, requests=requests, duration=c15_duration,
+                       message_bytes=c15_message_bytes)
 es.reads_figure(c15, message_bytes=c15_message_bytes, connections=c15_connections)
 
 # %% [markdown]
@@ -206,22 +209,9 @@ es.reads_table(c15, chunk=c15_judge_chunk).round(2)
 #   above and in the note.
 
 # %%
-if have_order:
-    c001_1 = echo_rows["C001.1"]
-    c001_1["note"] += es.c001_1_note(main, ms, connections, message_bytes, where)
-else:
-    c001_1 = verdicts.cannot_measure("C001.1", es.why_not("C001.1"))
-c001_3 = echo_rows["C001.3"]
-if c001_3["measured_value"] != "not measured":
-    c001_3["note"] += es.c001_3_note(main, ms, connections)
-else:
-    c001_3 = verdicts.cannot_measure("C001.3", es.why_not("C001.3"))
-if "asio_epoll" in names:
-    c001_5 = rules.c001_5(c15.assign(experiment="reads"), chunk=c15_judge_chunk)
-    c001_5["note"] += es.c001_5_note(c15, c15_judge_chunk, c15_message_bytes, c15_connections)
-else:
-    c001_5 = verdicts.cannot_measure("C001.5", es.why_not("C001.5", c15, c15_judge_chunk))
-rows = [c001_1, c001_3, c001_5]
+notes = es.verdict_notes(main, ms, c15, names, connections=connections,
+                         message_bytes=message_bytes, where=where, chunk=c15_judge_chunk,
+                         c15_message_bytes=c15_message_bytes, c15_connections=c15_connections)
 
 # %% [markdown]
 # ## C004.1's TPS column, beside the claim
@@ -247,9 +237,8 @@ es.closing_table(ms)
 
 # %%
 es.save(main=main, connections=conn_runs, reads=c15, robust=robust)
-table = verdicts.table(rows)
-results.save_csv(table, "09_echo_servers_verdicts")
-table
+designs.verdict_table(exp, echo_rows, notes=notes, chunk=c15_judge_chunk,
+                      why=lambda claim: es.why_not(claim, c15, c15_judge_chunk))
 
 # %% [markdown]
 # <a id="09_echo_servers-article-table"></a>
@@ -263,4 +252,4 @@ table
 # without a verdict above are judged here by their rules in `data/claims.csv`.
 
 # %%
-articles.section("09_echo_servers")
+articles.section(exp)

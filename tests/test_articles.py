@@ -101,7 +101,7 @@ def test_every_row_claim_is_registered_and_judged_by_its_own_notebook():
         assert cid in registered.index, cid
     # Each table names only registered claims.
     for key in articles.TABLES:
-        for nb in (nb for nb, keys in articles.BY_NOTEBOOK.items() if key in keys):
+        for nb in (nb for nb, keys in articles.by_notebook().items() if key in keys):
             assert nb in set(registered.notebook)
 
 

@@ -99,10 +99,11 @@ def test_the_design_rejects_bad_input():
         design.sequential(_fake([]), [len], schedule={"looks": (4,), "seconds": -1})
     with pytest.raises(TypeError, match="entries"):
         design.measure_for_verdicts({"a": 3}, [len], schedule=ok)
-    assert sequential.schedule("09_echo_servers")["looks"] == \
-        sequential.DESIGNS["09_echo_servers"]["looks"]
-    assert sequential.schedule("01_stack_size", quick=True)["looks"] == sequential.QUICK_LOOKS
-    assert sequential.schedule("01_stack_size")["repeats"] == sequential.REPEATS
+    from labkit.lab import experiment
+
+    assert experiment.ECHO_SERVERS.schedule()["looks"] == experiment.ECHO_SERVERS.looks
+    assert experiment.STACK_SIZE.schedule(quick=True)["looks"] == sequential.QUICK_LOOKS
+    assert experiment.STACK_SIZE.schedule()["repeats"] == sequential.REPEATS
 
 
 def test_after_a_look_only_the_entries_of_open_claims_are_measured():

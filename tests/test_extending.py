@@ -226,3 +226,128 @@ def test_a_dummy_kernel_and_peer_in_the_docs_files_are_picked_up(tmp_path):
     passed = set(re.findall(r"PASSED \S+\[(\w+)\]", tests.stdout))
     assert passed >= {DUMMY_PY} | ({DUMMY_KERNEL} if x86 else set()) | (
         {DUMMY_PEER} if peer["available"] else set())
+
+
+# ---- experiments: a claim and a notebook, each in the files the doc names ----
+
+CLAIM_ROW = "a claim"
+NOTEBOOK_ROW = "a notebook"
+DUMMY_CLAIM = "C000.7z"
+CLAIM_EDITS = {
+    "data/claims.csv": lambda text: text + (
+        f'{DUMMY_CLAIM},000_dc0f0e0d023658f3.txt,"A test claim: batching does not slow the '
+        'tasks",1,ratio,"median total time per process, after / before, dependent work",'
+        "x <= 2,x > 10,a claim added by tests/test_extending.py,08_switch_frequency\n"),
+    "labkit/lab/judging/rules.py": lambda text: text + (
+        "\n\ndef c000_7z(runs):\n"
+        f'    """{DUMMY_CLAIM}: total time after / before, dependent work."""\n'
+        f'    return _ratio_row("{DUMMY_CLAIM}", runs, S08.AFTER_DEPENDENT, '
+        'S08.BEFORE_DEPENDENT, col="total_ns")\n\n\n'
+        f"RULES = _rules()\n"),
+}
+NOTEBOOK_EDITS = {
+    "notebooks/10_test_dummy.py": lambda text: (
+        "# %% [markdown]\n# # 10 · A test notebook\n\n"
+        '# %% tags=["parameters"]\nfrom labkit.lab.running import params\n\n'
+        "quick = False\n(rounds,) = params.resolve(\"10_test_dummy\", quick=quick).values()\n\n"
+        "# %%\nfrom labkit.lab.analysis import test_dummy\n\ntest_dummy.show(rounds)\n"),
+    "labkit/lab/experiment.py": lambda text: text.replace(
+        "\n\nRECORDS: dict[str, Experiment]",
+        '\n\nTEST_DUMMY = Experiment(\n    "10_test_dummy", "A test notebook",\n'
+        '    params=(integer("rounds", 3, 1, "rounds of nothing", high=10),))\n'
+        "\n\nRECORDS: dict[str, Experiment]"),
+    "labkit/lab/analysis/test_dummy.py": lambda text: (
+        '"""Notebook 10\'s analysis (a test)."""\n\n\ndef show(rounds):\n'
+        "    return rounds\n"),
+}
+
+CLAIM_CHECK = f"""
+import importlib, json
+from labkit.lab.experiment import SWITCH_FREQUENCY as exp
+from labkit.lab.judging import designs, rules
+tables = importlib.import_module("labkit.lab.report.articles.tables")
+# what notebook 08 calls, on the committed data: its design's rows (recomputed from its
+# saved runs), its verdict table, its article table
+verdicts = designs.verdict_table(exp, designs.judge_saved(exp))
+article = tables.table(exp.tables[0])
+row = verdicts[verdicts.claim_id == {DUMMY_CLAIM!r}]
+cells = [str(c) for c in article.frame[tables.VERDICT_COLUMN]]
+print(json.dumps({{"rule": rules.RULES[{DUMMY_CLAIM!r}][1], "claims": exp.claims(),
+                  "verdict": row.verdict.tolist(), "value": row.measured_value.tolist(),
+                  "article": [c for c in cells if {DUMMY_CLAIM!r} in c]}}))
+"""
+
+NOTEBOOK_CHECK = """
+import json
+from labkit.lab.running import notebooks, params
+print(json.dumps({"sources": [p.stem for p in notebooks.notebook_sources()],
+                  "resolve": params.resolve("10_test_dummy", quick=True),
+                  "parsed": params.parse(["10_test_dummy"], [("rounds", "2")]),
+                  "index": notebooks.experiment_index().notebook.tolist()}, default=str))
+"""
+
+
+def _touched(copy: Path) -> set[str]:
+    """The files changed or added in the copy (not the checkout's own, not caches)."""
+    new = {str(p.relative_to(copy)) for p in copy.rglob("*")
+           if p.is_file() and "__pycache__" not in p.parts
+           and not (ROOT / p.relative_to(copy)).exists()}
+    return _changed(copy) | new
+
+
+def _python_copy(tmp_path) -> tuple[Path, dict]:
+    copy = tmp_path / "labkit-copy"
+    _copy(copy)
+    for so in (ROOT / "labkit" / "core").glob("_core*.so"):
+        shutil.copy2(so, copy / "labkit" / "core" / so.name)
+    env = dict(os.environ, PYTHONPATH=str(copy), LABKIT_RESULTS_DIR=str(copy))
+    return copy, env
+
+
+def _apply(copy: Path, edits: dict) -> set[str]:
+    for path, edit in edits.items():
+        target = copy / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(edit(target.read_text() if target.exists() else ""))
+    return _touched(copy)
+
+
+def test_the_experiment_edits_are_the_docs_files():
+    rows = doc_rows()
+    assert sorted(CLAIM_EDITS) == sorted(rows[CLAIM_ROW][0])
+    assert sorted(NOTEBOOK_EDITS) == sorted(f.replace("<NN_name>", "10_test_dummy")
+                                            .replace("<name>", "test_dummy")
+                                            for f in rows[NOTEBOOK_ROW][0])
+
+
+def test_a_claim_of_08_in_two_files_is_judged_and_shown(tmp_path):
+    """A claim added to notebook 08 in its row of data/claims.csv and its rule, and nothing
+    else, is judged by 08's design rule, and shows in 08's verdict table and article table
+    (what the notebook calls, on the committed data)."""
+    copy, env = _python_copy(tmp_path)
+    touched = _apply(copy, CLAIM_EDITS)
+    assert touched == set(CLAIM_EDITS) and len(touched) == 2
+    run = subprocess.run([sys.executable, "-c", CLAIM_CHECK], cwd=copy, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["rule"] == ["08_switch_frequency_verdict_runs"]
+    assert DUMMY_CLAIM in out["claims"]
+    assert out["verdict"] and out["verdict"][0] in ("reproduced", "contradicted", "inconclusive")
+    assert out["value"][0] not in ("", "not measured")
+    assert out["article"] and out["verdict"][0] in out["article"][0]
+
+
+def test_a_notebook_with_its_record_in_three_files_is_picked_up(tmp_path):
+    """A notebook, its record and its analysis module: reproduce's list, the parameters
+    and the start page's index take it."""
+    copy, env = _python_copy(tmp_path)
+    touched = _apply(copy, NOTEBOOK_EDITS)
+    assert touched == set(NOTEBOOK_EDITS) and len(touched) == 3
+    run = subprocess.run([sys.executable, "-c", NOTEBOOK_CHECK], cwd=copy, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert "10_test_dummy" in out["sources"]
+    assert out["resolve"] == {"rounds": 1} and out["parsed"] == {"rounds": 2}
+    assert "10_test_dummy" in json.dumps(out["index"])

@@ -1,42 +1,9 @@
-"""Notebooks 07a, 07b, 08 and 09 narrate, call labkit, plot and judge: each holds at most
-60 lines of code (comments, markdown and blank lines aside); their analysis lives in
-labkit.lab.analysis. Also what those modules read from the claims registry."""
-from pathlib import Path
-
+"""What the analysis modules of notebooks 07a, 07b, 08 and 09 read from the claims
+registry (every notebook's size: tests/test_notebook_size_a.py, from the records)."""
 import pytest
 
 from labkit.lab.analysis import echo_servers, frames_allocators, switch_frequency
 from labkit.lab.judging import claims
-
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
-MINE = ["07a_frames_and_allocators", "07b_coroutine_memory", "08_switch_frequency",
-        "09_echo_servers"]
-MAX_CODE_LINES = 60
-
-
-def code_lines(text: str) -> int:
-    """Lines that are neither blank nor comments (in jupytext's percent format, markdown
-    cells are comments too)."""
-    return sum(1 for line in text.splitlines()
-               if line.strip() and not line.lstrip().startswith("#"))
-
-
-def test_code_lines_counts_code_only():
-    assert code_lines("# %% [markdown]\n# text\n\n# %%\nx = 1\n  # note\ny = 2  # why\n") == 2
-
-
-@pytest.mark.parametrize("name", MINE)
-def test_notebook_is_short(name):
-    n = code_lines((NOTEBOOKS / f"{name}.py").read_text())
-    assert n <= MAX_CODE_LINES, (f"{name} has {n} lines of code (at most {MAX_CODE_LINES}): "
-                                 "move its analysis into labkit.lab.analysis")
-
-
-@pytest.mark.parametrize("name", MINE)
-def test_notebook_cites_the_registry_not_claims_md(name):
-    text = (NOTEBOOKS / f"{name}.py").read_text()
-    assert "CLAIMS.md" not in text
-    assert "data/claims.csv" in text and "docs/sources.md" in text
 
 
 def test_figure_bounds_follow_the_rule_as_amended(monkeypatch):

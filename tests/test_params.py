@@ -79,7 +79,7 @@ def test_resolve_refuses_what_the_table_does_not_allow():
 
 
 def test_every_notebook_has_a_table_and_describe_shows_it():
-    assert set(params.TABLES) == {p.stem for p in notebooks.notebook_sources()}
+    assert set(params.tables()) == {p.stem for p in notebooks.notebook_sources()}
     frame = params.describe("03_symmetric_vs_asymmetric", quick=True)
     assert list(frame.columns) == ["name", "value", "full", "quick", "allowed", "help"]
     row = frame.set_index("name").loc["repeats"]

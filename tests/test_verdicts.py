@@ -161,19 +161,25 @@ def test_every_claim_is_judged_by_a_notebook_there_is():
     c = claims.registry()
     there = {p.stem for p in reproduce.notebook_sources()}
     assert set(c.notebook) <= there, sorted(set(c.notebook) - there)
-    assert (c.experiment == c.notebook).sum() == len(c) - sum(
-        len(ids) for parts in claims.SPLIT.values() for ids in parts.values())
-    for old, parts in claims.SPLIT.items():
+    from labkit.lab import experiment
+
+    parts = [e for e in experiment.RECORDS.values() if e.registered_as]
+    assert (c.experiment == c.notebook).sum() == len(c) - sum(len(e.judges) for e in parts)
+    for old in {e.registered_as for e in parts}:
         registered = set(c.claim_id[c.experiment == old])
-        handed = [i for ids in parts.values() for i in ids]
+        handed = [i for e in parts if e.registered_as == old for i in e.judges]
         assert sorted(handed) == sorted(registered), old
 
 
 def test_a_claim_of_a_split_notebook_left_without_a_part_is_an_error(monkeypatch):
-    parts = {nb: tuple(i for i in ids if i != "C004.3")
-             for nb, ids in claims.SPLIT["07_coroutine_frames"].items()}
-    monkeypatch.setitem(claims.SPLIT, "07_coroutine_frames", parts)
-    with pytest.raises(ValueError, match="C004.3.*SPLIT"):
+    import dataclasses
+
+    from labkit.lab import experiment
+
+    part = experiment.FRAMES_AND_ALLOCATORS
+    monkeypatch.setitem(experiment.RECORDS, part.name, dataclasses.replace(
+        part, judges=tuple(i for i in part.judges if i != "C004.3")))
+    with pytest.raises(ValueError, match="C004.3.*judges"):
         claims.registry()
 
 

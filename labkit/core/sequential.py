@@ -29,14 +29,11 @@ ALPHA = 0.05
 # costs little, so the cap is high; the first look stays at 8 processes.
 LOOKS = (8, 16, 32, 64, 96)
 QUICK_LOOKS = (4, 8)
-# Designs whose processes are dear get their own schedule. A process of 05 runs the OS's
-# own hand-offs (about 4 s with every side); a replication of 09 is a round of fresh
-# server processes under load (about 0.7 s a server). A design also stops at its budget in
-# seconds, at the first look after the budget is spent.
-DESIGNS = {
-    "05_kernel_switches": {"looks": (8, 16, 32, 48, 64), "seconds": 300, "repeats": 2},
-    "09_echo_servers": {"looks": (8, 16, 32, 48), "quick_looks": (3,), "seconds": 240},
-}
+# A design whose processes are dear has its own schedule, in its experiment's record
+# (labkit.lab.experiment): a process of 05 runs the OS's own hand-offs (about 4 s with every
+# side); a replication of 09 is a round of fresh server processes under load (about 0.7 s a
+# server). A design also stops at its budget in seconds, at the first look after the budget
+# is spent.
 DEFAULT_SECONDS = 240
 # Repeats of each side inside one process, in whole ABBA passes. Kalibera and Jones's
 # best number of repeats per process (notebook 00's table) is between 1 and 3 for most
@@ -48,13 +45,16 @@ REPEATS = 4
 QUICK_REPEATS = 2
 
 
-def schedule(notebook: str | None = None, *, quick: bool = False) -> dict:
-    """The stopping rule of one notebook's verdict design: looks (processes at each
-    look), the budget in seconds and the repeats of each side inside a process."""
-    d = DESIGNS.get(notebook, {})
-    looks = d.get("quick_looks" if quick else "looks", QUICK_LOOKS if quick else LOOKS)
-    return {"looks": tuple(looks), "seconds": d.get("seconds", DEFAULT_SECONDS),
-            "repeats": QUICK_REPEATS if quick else d.get("repeats", REPEATS)}
+def schedule(*, looks=None, quick_looks=None, seconds=None, repeats=None,
+             quick: bool = False) -> dict:
+    """The stopping rule of a verdict design: looks (processes at each look), the budget in
+    seconds and the repeats of each side inside a process. A design's own values (None:
+    the defaults here) come from its experiment's record; quick mode keeps QUICK_REPEATS."""
+    chosen = quick_looks if quick else looks
+    return {"looks": tuple(chosen if chosen is not None else
+                           (QUICK_LOOKS if quick else LOOKS)),
+            "seconds": DEFAULT_SECONDS if seconds is None else seconds,
+            "repeats": QUICK_REPEATS if quick else (REPEATS if repeats is None else repeats)}
 
 
 def obf_spending(t: float, alpha: float = ALPHA) -> float:

@@ -14,13 +14,14 @@ import pandas as pd
 
 from labkit.core import plots, procfs, stats
 from labkit.experiments import frames
+from labkit.lab.experiment import COROUTINE_MEMORY
 from labkit.lab.analysis import article_part
 from labkit.lab.judging import verdicts
 from labkit.lab.report import articles
 from labkit.lab.report.articles.measured import S004
 from labkit.lab.running.sweep import for_notebook
 
-NOTEBOOK = "07b_coroutine_memory"
+NOTEBOOK = COROUTINE_MEMORY.name
 # The lab's sweep for the experiments' sweeps (labkit.experiments.frames), checkpointed
 # under this notebook's name.
 sweep = for_notebook(NOTEBOOK)

@@ -12,11 +12,12 @@ import pandas as pd
 
 from labkit.core import plots, results, stats
 from labkit.experiments import echo
+from labkit.lab.experiment import ECHO_SERVERS
 from labkit.lab.judging import rules, verdicts
 from labkit.lab.report.articles.measured import STRATEGIES
 from labkit.lab.running.sweep import for_notebook
 
-NOTEBOOK = "09_echo_servers"
+NOTEBOOK = ECHO_SERVERS.name
 # The lab's sweep for the experiments' sweeps (labkit.experiments.echo), checkpointed under
 # this notebook's name.
 sweep = for_notebook(NOTEBOOK)
@@ -321,7 +322,7 @@ def c004_table(main, ms):
                      "measured ratio": r, "low": lo, "high": hi,
                      "allocs/msg": ms.set_index("server").loc[server, "allocs_per_msg"]})
     c004 = pd.DataFrame(rows)
-    results.save_csv(c004, f"{NOTEBOOK}_c004")
+    results.save_csv(c004, ECHO_SERVERS.part("c004"))
     return c004.round(3)
 
 
@@ -333,7 +334,7 @@ def closing_table(ms):
         "allocs_per_s": "allocs/s", "allocs_per_msg": "allocs/msg", "rss_kb": "RSS KiB",
         "server_cpu_us_per_msg": "server CPU µs/msg"}).set_index("server")
     closing = closing.loc[_in_order(closing.index)]
-    results.save_csv(closing.reset_index(), f"{NOTEBOOK}_table")
+    results.save_csv(closing.reset_index(), ECHO_SERVERS.part("table"))
     return closing.round(1)
 
 
@@ -342,4 +343,16 @@ def save(*, main, connections, reads, robust):
     clients' table (09_echo_servers_robustness)."""
     results.save_experiments(NOTEBOOK, {"main": main, "connections": connections,
                                         "reads": reads})
-    results.save_csv(robust, f"{NOTEBOOK}_robustness")
+    results.save_csv(robust, ECHO_SERVERS.part("robustness"))
+
+
+def verdict_notes(main, ms, c15, names, *, connections: int, message_bytes: int, where: str,
+                  chunk: int, c15_message_bytes: int, c15_connections: int) -> dict:
+    """What each claim's verdict row adds to its note (labkit.lab.judging.designs
+    .verdict_table), for the claims whose servers run here."""
+    notes = {"C001.3": c001_3_note(main, ms, connections)}
+    if all(s in names for s in CLAIMED_ORDER):
+        notes["C001.1"] = c001_1_note(main, ms, connections, message_bytes, where)
+    if ECHO_SERVERS.sides.ASIO_EPOLL in names:
+        notes["C001.5"] = c001_5_note(c15, chunk, c15_message_bytes, c15_connections)
+    return notes

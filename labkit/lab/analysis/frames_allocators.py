@@ -16,13 +16,14 @@ import pandas as pd
 
 from labkit.core import plots, stats
 from labkit.experiments import frames
+from labkit.lab.experiment import FRAMES_AND_ALLOCATORS
 from labkit.lab.analysis import article_part
 from labkit.lab.judging import claims, verdicts
 from labkit.lab.report import articles
 from labkit.lab.report.articles.measured import S001
 from labkit.lab.running.sweep import for_notebook
 
-NOTEBOOK = "07a_frames_and_allocators"
+NOTEBOOK = FRAMES_AND_ALLOCATORS.name
 # The lab's sweep for the experiments' sweeps (labkit.experiments.frames), checkpointed
 # under this notebook's name.
 sweep = for_notebook(NOTEBOOK)

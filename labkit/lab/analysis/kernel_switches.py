@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import labkit
 from labkit.core import handoff, plots
+from labkit.lab.experiment import KERNEL_SWITCHES
 
 COROUTINES = ["asm", "ucontext"]
 WHAT = {"same-cpu": "switch", "cross-cpu": "wake-up"}
@@ -162,3 +163,29 @@ def saved(handoffs, yields):
     return pd.concat([handoffs.assign(what=handoffs.placement.map(WHAT)),
                       yields.assign(switches_per_unit=_switches_per_unit(yields), part="yield")],
                      ignore_index=True)
+
+
+def verdict_entries(*, cpu, pair, switches, coroutine_switches, units) -> dict:
+    """The verdict design's sides (KERNEL_SWITCHES.sides), each one call: asm and ucontext,
+    the sched_yield sweep at k=0 and k=1, the four hand-offs on one CPU, and the condvar
+    hand-off across the two CPUs of `pair` (left out when there is no pair)."""
+    from functools import partial
+
+    s = KERNEL_SWITCHES.sides
+
+    def on(task, cpus):
+        return partial(labkit.measure_handoff, task, cpus=cpus, switches=switches)
+
+    entries = {
+        s.ASM: partial(labkit.measure, "asm", switches=coroutine_switches, cpu=cpu),
+        s.UCONTEXT: partial(labkit.measure, "ucontext", switches=coroutine_switches, cpu=cpu),
+        s.YIELD_NEVER: partial(labkit.measure_yield, units=units, every=[0], cpu=cpu),
+        s.YIELD_EVERY: partial(labkit.measure_yield, units=units, every=[1], cpu=cpu),
+        s.FUTEX_SAME_CPU: on("thread_futex", (cpu, cpu)),
+        s.CONDVAR_SAME_CPU: on("thread_condvar", (cpu, cpu)),
+        s.PROCESS_PIPE_SAME_CPU: on("process_pipe", (cpu, cpu)),
+        s.THREAD_PIPE_SAME_CPU: on("thread_pipe", (cpu, cpu)),
+    }
+    if pair is not None:
+        entries[s.CONDVAR_CROSS_CPU] = on("thread_condvar", pair)
+    return entries

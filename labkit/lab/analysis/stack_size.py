@@ -5,7 +5,13 @@ from __future__ import annotations
 import labkit
 from labkit.core import plots
 
+from labkit.lab.experiment import STACK_SIZE
+
 KiB, MiB = 1 << 10, 1 << 20
+_S = STACK_SIZE.sides
+# The verdict design's sides (STACK_SIZE.sides) and the stack each measures, bytes.
+VERDICT_SIZES = {_S.KIB_4: 4 * KiB, _S.KIB_16: 16 * KiB, _S.KIB_64: 64 * KiB,
+                 _S.KIB_256: 256 * KiB, _S.MIB_1: 1 * MiB, _S.MIB_8: 8 * MiB}
 # The author's library first; labkit's kernels run beside it.
 KERNELS = ("boost_fiber", "asm_fpu", "asm", "ucontext")
 BOOST_STACKS = "malloc'd by Boost"

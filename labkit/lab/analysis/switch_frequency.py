@@ -16,16 +16,31 @@ import pandas as pd
 
 from labkit.core import plots, stats
 from labkit.experiments import frequency
+from labkit.lab.experiment import SWITCH_FREQUENCY
 from labkit.lab.judging import claims, verdicts
 from labkit.lab.running.sweep import for_notebook
 
-NOTEBOOK = "08_switch_frequency"
+NOTEBOOK = SWITCH_FREQUENCY.name
 # The lab's sweep for the experiment's sweeps (labkit.experiments.frequency), checkpointed
 # under this notebook's name.
 sweep = for_notebook(NOTEBOOK)
 KiB, MiB = 1 << 10, 1 << 20
 STACKS, BATCHES = frequency.SWEEP_STACKS, frequency.SWEEP_BATCHES
 BEFORE, AFTER = (1 * MiB, 1), (64 * KiB, 32)   # the author's two set-ups (C000.7)
+
+
+def verdict_entries(judge_work: int, *, tasks: dict, workers: int, cpu) -> dict:
+    """The verdict design's sides (SWITCH_FREQUENCY.sides: the author's two set-ups, each
+    with dependent and independent work), each one call of frequency.measure at the
+    claim's W."""
+    from functools import partial
+
+    s = SWITCH_FREQUENCY.sides
+    sides = {s.BEFORE_DEPENDENT: (BEFORE, "dependent"), s.BEFORE_INDEPENDENT: (BEFORE, "independent"),
+             s.AFTER_DEPENDENT: (AFTER, "dependent"), s.AFTER_INDEPENDENT: (AFTER, "independent")}
+    return {label: partial(frequency.measure, judge_work, stack_size=size, batch=batch,
+                           workers=workers, tasks=tasks[judge_work], cpu=cpu, work=work)
+            for label, ((size, batch), work) in sides.items()}
 BY = ["setup", "stack_size", "batch", "work_cycles"]
 _NUMBER = r"[0-9]+(?:\.[0-9]+)?"
 

@@ -1,6 +1,7 @@
 """The claims registry, written before measuring: data/claims.csv (one row per claim, never
 edited) and data/claims_amendments.csv (an amended rule beside the original), and which
-notebook judges each claim now (SPLIT, where a registered notebook was split in two).
+notebook judges each claim now (its experiment's record, labkit.lab.experiment: the
+registered notebook, or the part of it that `judges` the claim where it was split in two).
 
     from labkit.lab.judging import claims
     claims.registry()            # every claim, with the notebook that judges it
@@ -9,41 +10,20 @@ notebook judges each claim now (SPLIT, where a registered notebook was split in 
 from __future__ import annotations
 
 from labkit.core.results import claims_csv
+from labkit.lab import experiment
 
 CLAIMS_CSV = claims_csv()  # the checkout's data/claims.csv, or the shipped copy
 AMENDMENTS_CSV = claims_csv("claims_amendments.csv")
-# data/claims.csv names the notebook each claim was registered to (`experiment`), and its
-# rows are never edited. Where a registered notebook is now two notebooks, each claim goes
-# to the part that measures it: registered name -> {the part: its claims}.
-SPLIT = {
-    "07_coroutine_frames": {
-        "07a_frames_and_allocators": ("C001.2", "C004.3", "C004.4"),
-        "07b_coroutine_memory": ("C004.1", "C004.2", "C004.1a", "C004.1b", "C004.1c",
-                                 "C004.1d"),
-    },
-}
-
-
-
-
-def _notebook(claim_id: str, experiment: str) -> str:
-    if experiment not in SPLIT:
-        return experiment
-    for part, ids in SPLIT[experiment].items():
-        if claim_id in ids:
-            return part
-    raise ValueError(f"{claim_id} is registered to {experiment}, which was split: give it "
-                     "one of the parts in labkit.lab.judging.claims.SPLIT")
 
 
 def registry():
     """The claims registry as written before measuring: one row per claim id, and beside
     the registered `experiment` the `notebook` that judges the claim now (the same one,
-    unless that notebook was split: SPLIT)."""
+    unless that notebook was split: labkit.lab.experiment.notebook_of)."""
     import pandas as pd
 
     c = pd.read_csv(CLAIMS_CSV, dtype=str).fillna("")
-    c["notebook"] = [_notebook(i, e) for i, e in zip(c.claim_id, c.experiment)]
+    c["notebook"] = [experiment.notebook_of(i, e) for i, e in zip(c.claim_id, c.experiment)]
     return c
 
 
@@ -67,7 +47,6 @@ def measured_quantities() -> dict:
         if am.get("measured_quantity", ""):
             out[am["claim_id"]] = am["measured_quantity"]
     return out
-
 
 
 def claim(claim_id: str, *, original: bool = False) -> dict:

@@ -1,6 +1,14 @@
 """One function per claim: from the tidy rows a notebook saved (data/<notebook>*.csv)
-to that claim's verdict row. Notebooks call these, and tests/test_committed_verdicts.py
-calls them again on the committed data, so every verdict can be recomputed.
+to that claim's verdict row. The verdict designs and the notebooks' verdict tables call
+these, and tests/test_committed_verdicts.py calls them again on the committed data, so
+every verdict can be recomputed.
+
+A claim's function is named after its id (C000.2a: `c000_2a`) and RULES finds it by that
+name. It reads its experiment's verdict design runs (data/<notebook>_verdict_runs.csv,
+the notebook from the claim's `experiment` in data/claims.csv and its record,
+labkit.lab.experiment), unless `@reads` names other data; the sides it compares are its
+record's named constants, the ones the notebook measures. Adding a claim is its row in
+data/claims.csv and its function here.
 
 Each function takes the frame(s) named in RULES and returns `verdicts.judge`'s row.
 Timings are judged by labkit.lab.judging.engine: one statistic per fresh process, a repeated
@@ -11,16 +19,33 @@ rule is flagged in the row, never a veto.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
 from labkit.core import stats
-
+from labkit.lab import experiment
+from labkit.lab.experiment import (COROUTINE_MEMORY, ECHO_SERVERS, FP_STATE_AND_RETURN,
+                                   FRAMES_AND_ALLOCATORS, KERNEL_SWITCHES, LATENCY_LADDER,
+                                   OPTIMISATION_LEVELS, STACK_SIZE, SWITCH_FREQUENCY,
+                                   SYMMETRIC_VS_ASYMMETRIC)
 from labkit.lab.judging import engine, verdicts
 
-KiB, MiB = 1024, 1024 * 1024
-# What each notebook's verdict design saves its runs as (labkit.lab.judging.designs).
-RUNS = "{}_verdict_runs"
+# The sides each design compares, as its record names them.
+S01, S02, S03 = STACK_SIZE.sides, OPTIMISATION_LEVELS.sides, SYMMETRIC_VS_ASYMMETRIC.sides
+S04, S05, S06 = LATENCY_LADDER.sides, KERNEL_SWITCHES.sides, FP_STATE_AND_RETURN.sides
+S07A, S08, S09 = FRAMES_AND_ALLOCATORS.sides, SWITCH_FREQUENCY.sides, ECHO_SERVERS.sides
+# What a rule reads when `@reads` does not say: its experiment's verdict design runs.
+OWN = ("data", "verdict_runs")
+
+
+def reads(*names):
+    """A rule reading other data than its experiment's design runs: each name is one of
+    its own record's data ("data", "verdict_runs") or another record's data name."""
+    def mark(fn):
+        fn.reads = names
+        return fn
+    return mark
 
 
 def _entry(df, label, col="ns_per_switch"):
@@ -80,12 +105,12 @@ def _positive_indicator(value, low, high):
 def c000_1(runs):
     """C000.1: 1 if virtual_call < boost_fiber < syscall_getppid and the fiber is nearer
     the call on a log scale: three log-distances per process, each with its interval."""
-    need = ["virtual_call", "boost_fiber", "syscall_getppid"]
+    need = [S04.VIRTUAL_CALL, S04.BOOST_FIBER, S04.SYSCALL]
     missing = _missing_row("C000.1", runs, *need)
     if missing:
         return missing
-    call_fiber = engine.log_ratios(runs, "boost_fiber", "virtual_call")
-    fiber_sys = engine.log_ratios(runs, "syscall_getppid", "boost_fiber")
+    call_fiber = engine.log_ratios(runs, S04.BOOST_FIBER, S04.VIRTUAL_CALL)
+    fiber_sys = engine.log_ratios(runs, S04.SYSCALL, S04.BOOST_FIBER)
     distances = {"fiber/call": call_fiber, "syscall/fiber": fiber_sys,
                  "nearer the call": fiber_sys - call_fiber}
     c, f, s = (float(_entry(runs, k).median()) for k in need)
@@ -107,7 +132,7 @@ def c000_5(runs):
     """C000.5, amended: boost_fiber / cxx20_generator in raw ns per transfer (the whole
     timed loop over its switches, as the article times them); the original rule's net
     ratio (each loop minus its empty loop) beside it."""
-    pair = ("boost_fiber", "cxx20_generator")
+    pair = (S04.BOOST_FIBER, S04.CXX20_GENERATOR)
     missing = _missing_row("C000.5", runs, *pair, col="ns_per_switch_raw")
     if missing:
         return missing
@@ -126,16 +151,16 @@ def c000_5(runs):
               f"net of the empty loop: {2 * fn:.3g} and {2 * gn:.3g} ns"))
 
 
-STACK_ROWS = {"C000.2": "8 MiB", "C000.2a": "16 KiB", "C000.2b": "64 KiB",
-              "C000.2c": "256 KiB", "C000.2d": "1 MiB"}
+STACK_ROWS = {"C000.2": S01.MIB_8, "C000.2a": S01.KIB_16, "C000.2b": S01.KIB_64,
+              "C000.2c": S01.KIB_256, "C000.2d": S01.MIB_1}
 
 
 def _stack_rule(claim_id):
     def rule(runs):
-        return _ratio_row(claim_id, runs, STACK_ROWS[claim_id], "4 KiB",
+        return _ratio_row(claim_id, runs, STACK_ROWS[claim_id], S01.KIB_4,
                           note="Boost fiber ping-pong")
     rule.__name__ = rule.__qualname__ = claim_id.lower().replace(".", "_")
-    rule.__doc__ = f"{claim_id}: Boost fiber ping-pong, {STACK_ROWS[claim_id]} / 4 KiB stacks."
+    rule.__doc__ = f"{claim_id}: Boost fiber ping-pong, {STACK_ROWS[claim_id]} / {S01.KIB_4} stacks."
     return rule
 
 
@@ -144,25 +169,26 @@ c000_2, c000_2a, c000_2b, c000_2c, c000_2d = (_stack_rule(c) for c in STACK_ROWS
 
 def c000_3(runs):
     """C000.3: Boost fiber ping-pong built at -O0 / at -O2."""
-    return _ratio_row("C000.3", runs, "O0", "O2", note="Boost fiber ping-pong")
+    return _ratio_row("C000.3", runs, S02.O0, S02.O2, note="Boost fiber ping-pong")
 
 
 def c000_3a(runs):
     """C000.3a: Boost fiber ping-pong built at -O3 / at -O2."""
-    return _ratio_row("C000.3a", runs, "O3", "O2", note="Boost fiber ping-pong")
+    return _ratio_row("C000.3a", runs, S02.O3, S02.O2, note="Boost fiber ping-pong")
 
 
 def c000_4(runs):
     """C000.4, amended: asm_fpu scheduler of 1024 / two-context ping-pong; the original
     rule's ring of 1024 beside it."""
-    missing = _missing_row("C000.4", runs, "scheduler 1024", "ring 1", "ring 1024")
+    sides = (S03.SCHEDULER_1024, S03.RING_1, S03.RING_1024)
+    missing = _missing_row("C000.4", runs, *sides)
     if missing:
         return missing
-    sched, pp, ring = (_entry(runs, k) for k in ("scheduler 1024", "ring 1", "ring 1024"))
+    sched, pp, ring = (_entry(runs, k) for k in sides)
     return engine.judge(
-        "C000.4", {"x": engine.log_ratios(runs, "scheduler 1024", "ring 1")},
+        "C000.4", {"x": engine.log_ratios(runs, S03.SCHEDULER_1024, S03.RING_1)},
         looks=engine.looks_of(runs), noisy=_noisy(sched, pp, ring),
-        original={"stats": {"x": engine.log_ratios(runs, "scheduler 1024", "ring 1024")},
+        original={"stats": {"x": engine.log_ratios(runs, S03.SCHEDULER_1024, S03.RING_1024)},
                   "measured": lambda v, lo, hi, n: (f"scheduler 1024 / ring 1024 = {v:.3g} "
                                                    f"[{lo:.3g}, {hi:.3g}]")},
         note=(f"asm_fpu per transfer: scheduler of 1024 {sched.median():.3g} ns, two-context "
@@ -171,28 +197,28 @@ def c000_4(runs):
 
 def c000_4a(runs):
     """C000.4a: asm_fpu scheduler of 2 workers / symmetric ring of 2, per transfer."""
-    return _ratio_row("C000.4a", runs, "scheduler 2", "ring 2", note="asm_fpu, N=2")
+    return _ratio_row("C000.4a", runs, S03.SCHEDULER_2, S03.RING_2, note="asm_fpu, N=2")
 
 
 def c002_3(runs):
     """C002.3: asm_fxsave / asm_fpu, both contexts with the same control words."""
     note = ""
-    if not _have(runs, "asm_xsave"):
-        note = (f"asm_xsave / asm_fpu = "
-                f"{_entry(runs, 'asm_xsave').median() / _entry(runs, 'asm_fpu').median():.1f}")
-    return _ratio_row("C002.3", runs, "asm_fxsave", "asm_fpu", note=note)
+    if not _have(runs, S06.ASM_XSAVE):
+        note = (f"{S06.ASM_XSAVE} / {S06.ASM_FPU} = "
+                f"{_entry(runs, S06.ASM_XSAVE).median() / _entry(runs, S06.ASM_FPU).median():.1f}")
+    return _ratio_row("C002.3", runs, S06.ASM_FXSAVE, S06.ASM_FPU, note=note)
 
 
 def c001_4(runs):
     """C001.4: one-way futex thread switch / asm switch, same CPU, with both magnitudes."""
-    missing = _missing_row("C001.4", runs, "thread_futex same-cpu", "asm")
+    missing = _missing_row("C001.4", runs, S05.FUTEX_SAME_CPU, S05.ASM)
     if missing:
         return missing
     t = engine.per_process(runs)
-    futex, asm = _entry(runs, "thread_futex same-cpu"), _entry(runs, "asm")
-    named = {"x": engine.log_ratios(runs, "thread_futex same-cpu", "asm"),
-             "coroutine_ns": np.log(t["asm"].to_numpy(float)),
-             "thread_ns": np.log(t["thread_futex same-cpu"].to_numpy(float))}
+    futex, asm = _entry(runs, S05.FUTEX_SAME_CPU), _entry(runs, S05.ASM)
+    named = {"x": engine.log_ratios(runs, S05.FUTEX_SAME_CPU, S05.ASM),
+             "coroutine_ns": np.log(t[S05.ASM].to_numpy(float)),
+             "thread_ns": np.log(t[S05.FUTEX_SAME_CPU].to_numpy(float))}
 
     def measured(v, lo, hi, n):
         return (f"x = {v['x']:.0f} [{lo['x']:.0f}, {hi['x']:.0f}]; asm {v['coroutine_ns']:.3g} "
@@ -204,18 +230,18 @@ def c001_4(runs):
 
 def c002_1(runs):
     """C002.1: process / thread pipe ping-pong, one-way, same CPU."""
-    return _ratio_row("C002.1", runs, "process_pipe same-cpu", "thread_pipe same-cpu")
+    return _ratio_row("C002.1", runs, S05.PROCESS_PIPE_SAME_CPU, S05.THREAD_PIPE_SAME_CPU)
 
 
 def c002_2(runs):
     """C002.2: throughput yielding every unit / never yielding."""
-    return _ratio_row("C002.2", runs, "yield k=1", "yield k=0", col="units_per_s",
+    return _ratio_row("C002.2", runs, S05.YIELD_EVERY, S05.YIELD_NEVER, col="units_per_s",
                       note="two threads on one CPU, ~1 us units")
 
 
 def c002_4(runs):
     """C002.4, amended: process - thread pipe switch in TSC ticks, an upper bound."""
-    p_, t_ = "process_pipe same-cpu", "thread_pipe same-cpu"
+    p_, t_ = S05.PROCESS_PIPE_SAME_CPU, S05.THREAD_PIPE_SAME_CPU
     missing = _missing_row("C002.4", runs, p_, t_, col="ticks_per_switch")
     if missing:
         return missing
@@ -234,8 +260,8 @@ def c003_1(runs):
     """C003.1: AArch64 hardware needed; the x86-64 ratio is reported for reference."""
     row = verdicts.judge("C003.1", 1.0, note="reference only: AArch64 timing needs AArch64 "
                                              "hardware")
-    if not _have(runs, "thread_condvar same-cpu", "ucontext"):
-        r = _ratio_row("C003.2", runs, "thread_condvar same-cpu", "ucontext")
+    if not _have(runs, S05.CONDVAR_SAME_CPU, S05.UCONTEXT):
+        r = _ratio_row("C003.2", runs, S05.CONDVAR_SAME_CPU, S05.UCONTEXT)
         row["measured_value"] = f"here (x86-64): thread_condvar / ucontext = {r['measured_value']}"
     else:
         row["measured_value"] = "not measured"
@@ -244,22 +270,22 @@ def c003_1(runs):
 
 def c003_2(runs):
     """C003.2: condvar thread hand-off / swapcontext, same CPU."""
-    return _ratio_row("C003.2", runs, "thread_condvar same-cpu", "ucontext")
+    return _ratio_row("C003.2", runs, S05.CONDVAR_SAME_CPU, S05.UCONTEXT)
 
 
 def c003_3(runs):
     """C003.3: condvar hand-off across two CPUs (a wake-up) / on one CPU."""
-    if _have(runs, "thread_condvar cross-cpu"):
+    if _have(runs, S05.CONDVAR_CROSS_CPU):
         return verdicts.cannot_measure("C003.3", "needs two CPUs: no cross-CPU run here")
-    return _ratio_row("C003.3", runs, "thread_condvar cross-cpu", "thread_condvar same-cpu",
+    return _ratio_row("C003.3", runs, S05.CONDVAR_CROSS_CPU, S05.CONDVAR_SAME_CPU,
                       note="across CPUs this is a wake-up, not a switch")
 
 
 def c003_3a(runs):
     """C003.3a: condvar hand-off across two CPUs / swapcontext."""
-    if _have(runs, "thread_condvar cross-cpu"):
+    if _have(runs, S05.CONDVAR_CROSS_CPU):
         return verdicts.cannot_measure("C003.3a", "needs two CPUs: no cross-CPU run here")
-    return _ratio_row("C003.3a", runs, "thread_condvar cross-cpu", "ucontext",
+    return _ratio_row("C003.3a", runs, S05.CONDVAR_CROSS_CPU, S05.UCONTEXT,
                       note="condvar hand-off across two CPUs / swapcontext")
 
 
@@ -268,9 +294,9 @@ def c003_3a(runs):
 def c001_2(runs):
     """C001.2: heap / pool, ns per allocate+free pair of 256 B blocks, one block, over
     fresh processes."""
-    return _ratio_row("C001.2", runs, "heap", "pool", col="ns_per_pair",
-                      note=f"heap {_entry(runs, 'heap', 'ns_per_pair').median():.3g} ns, pool "
-                           f"{_entry(runs, 'pool', 'ns_per_pair').median():.3g} ns per pair "
+    return _ratio_row("C001.2", runs, S07A.HEAP, S07A.POOL, col="ns_per_pair",
+                      note=f"heap {_entry(runs, S07A.HEAP, 'ns_per_pair').median():.3g} ns, pool "
+                           f"{_entry(runs, S07A.POOL, 'ns_per_pair').median():.3g} ns per pair "
                            "(claimed ~100 and ~10)")
 
 
@@ -289,13 +315,15 @@ def _memory_ratio(frames07b):
     return float(np.median(pooled) / np.median(default)), float(r.min()), float(r.max())
 
 
+@reads("data", ECHO_SERVERS.verdict_runs)
 def c004_2(frames07b, runs09):
     """C004.2: memory ratio (07b, exact) and throughput ratio (09's rounds, over rounds),
     judged where either exists; a part not measured yet is missing data."""
     mem = _memory_ratio(frames07b)
     note = ("mem = conn192/pool over conn256/heap bytes per coroutine, tps = "
             "cxx20_pool_sym / cxx20_new QPS")
-    have_tps = runs09 is not None and not _have(runs09, "cxx20_pool_sym", "cxx20_new", col="qps")
+    have_tps = runs09 is not None and not _have(runs09, S09.CXX20_POOL_SYM, S09.CXX20_NEW,
+                                                col="qps")
     if not have_tps:
         value = {"mem": mem[0], "tps": float("nan")}
         return verdicts.judge("C004.2", value, low={"mem": mem[1], "tps": float("nan")},
@@ -306,7 +334,7 @@ def c004_2(frames07b, runs09):
         return ({"mem": mem[0], "tps": v["tps"]}, {"mem": mem[1], "tps": lo["tps"]},
                 {"mem": mem[2], "tps": hi["tps"]})
 
-    tps = engine.log_ratios(runs09, "cxx20_pool_sym", "cxx20_new", "qps")
+    tps = engine.log_ratios(runs09, S09.CXX20_POOL_SYM, S09.CXX20_NEW, "qps")
     return engine.judge("C004.2", {"tps": tps},
                         looks=engine.looks_of(runs09), combine=with_mem,
                         note=("memory not measured (07b); " if math.isnan(mem[0]) else "")
@@ -315,6 +343,8 @@ def c004_2(frames07b, runs09):
 
 SETUPS = {"before": "1 MiB, 1 task/switch", "after": "64 KiB, 32 tasks/switch"}
 WORKS = ("dependent", "independent")
+# 08's sides, "<setup> <work>" (SWITCH_FREQUENCY.sides.BEFORE_DEPENDENT: "before dependent").
+LABEL = {(s, w): getattr(S08, f"{s}_{w}".upper()) for s in SETUPS for w in WORKS}
 SHARE_FLOOR = 1e-6  # a share whose interval reaches 0 is unresolved: the ratio is unbounded
 
 
@@ -323,7 +353,7 @@ def _share_stats(runs, setup):
     1 - work-only / total of the medians (unfloored: the interval carries the sign)."""
     t_total = engine.per_process(runs, "total_ns")
     t_work = engine.per_process(runs, "work_only_ns")
-    return {w: (1 - t_work[f"{setup} {w}"] / t_total[f"{setup} {w}"]).to_numpy(float)
+    return {w: (1 - t_work[LABEL[setup, w]] / t_total[LABEL[setup, w]]).to_numpy(float)
             for w in WORKS}
 
 
@@ -348,14 +378,14 @@ def _hidden(value, low, high, name):
 def c000_7(runs, *, work_cycles=100):
     """C000.7: share of time switching after / before and the throughput gain at W=100,
     over fresh processes; each figure's interval spans both kinds of work."""
-    labels = [f"{s} {w}" for s in SETUPS for w in WORKS]
+    labels = list(LABEL.values())
     missing = _missing_row("C000.7", runs, *labels, col="total_ns")
     if missing:
         return missing
     sb, sa = _share_stats(runs, "before"), _share_stats(runs, "after")
     stats_ = {**{f"share_before {w}": sb[w] for w in WORKS},
               **{f"share_after {w}": sa[w] for w in WORKS},
-              **{f"gain {w}": engine.log_ratios(runs, f"after {w}", f"before {w}",
+              **{f"gain {w}": engine.log_ratios(runs, LABEL["after", w], LABEL["before", w],
                                                  "throughput_mtasks_s") for w in WORKS}}
     scales = {k: "linear" if k.startswith("share") else "log" for k in stats_}
     seen = {}
@@ -397,7 +427,7 @@ def c000_7(runs, *, work_cycles=100):
 def c000_7a(runs):
     """C000.7a: the share of time switching before (1 MiB, one task per switch, W=100),
     its interval spanning dependent and independent work."""
-    labels = [f"before {w}" for w in WORKS]
+    labels = [LABEL["before", w] for w in WORKS]
     missing = _missing_row("C000.7a", runs, *labels, col="total_ns")
     if missing:
         return missing
@@ -420,7 +450,7 @@ def c000_7a(runs):
     return row
 
 
-ECHO_ORDER = ("cxx20_pool_sym", "callback_epoll", "cxx20_new")
+ECHO_ORDER = (S09.CXX20_POOL_SYM, S09.CALLBACK_EPOLL, S09.CXX20_NEW)
 
 
 def _ordering(claim_id, runs, order, col, *, faster_first: bool, unit: str):
@@ -457,28 +487,28 @@ def c001_1a(runs, order=ECHO_ORDER):
 
 def c001_1c(runs):
     """C001.1c: QPS of plain coroutines / callbacks."""
-    return _ratio_row("C001.1c", runs, "cxx20_new", "callback_epoll", col="qps",
+    return _ratio_row("C001.1c", runs, S09.CXX20_NEW, S09.CALLBACK_EPOLL, col="qps",
                       note="1000 connections, 64 B")
 
 
 def c001_3(runs):
     """C001.3: asio io_uring / epoll QPS (the lab's callback twins if asio is missing)."""
-    for u, e in (("asio_uring", "asio_epoll"), ("callback_uring", "callback_epoll")):
+    for u, e in ((S09.ASIO_URING, S09.ASIO_EPOLL), (S09.CALLBACK_URING, S09.CALLBACK_EPOLL)):
         if not _have(runs, u, e, col="qps"):
             return _ratio_row("C001.3", runs, u, e, col="qps")
     return verdicts.cannot_measure("C001.3", "no io_uring server ran here")
 
 
-TPS_ROWS = {"C004.1e": "cxx20_pool", "C004.1f": "cxx20_lean", "C004.1g": "cxx20_pool_sym",
-            "C004.1h": "cxx20_reuse"}
+TPS_ROWS = {"C004.1e": S09.CXX20_POOL, "C004.1f": S09.CXX20_LEAN,
+            "C004.1g": S09.CXX20_POOL_SYM, "C004.1h": S09.CXX20_REUSE}
 
 
 def _tps_rule(claim_id):
     def rule(runs):
-        return _ratio_row(claim_id, runs, TPS_ROWS[claim_id], "cxx20_new", col="qps",
+        return _ratio_row(claim_id, runs, TPS_ROWS[claim_id], S09.CXX20_NEW, col="qps",
                           note="QPS, 1000 connections, 64 B")
     rule.__name__ = rule.__qualname__ = claim_id.lower().replace(".", "_")
-    rule.__doc__ = f"{claim_id}: QPS of {TPS_ROWS[claim_id]} / cxx20_new."
+    rule.__doc__ = f"{claim_id}: QPS of {TPS_ROWS[claim_id]} / {S09.CXX20_NEW}."
     return rule
 
 
@@ -487,6 +517,7 @@ c004_1e, c004_1f, c004_1g, c004_1h = (_tps_rule(c) for c in TPS_ROWS)
 
 # ---- counts and sizes: exact, or nearly so; the range over repeats is their spread ----
 
+@reads("data")
 def c000_6(frames06):
     """C000.6: instructions per switch of Boost's jump_fcontext (callgrind, net)."""
     sel = frames06.loc[frames06.entry == "boost_fcontext"] if "entry" in frames06 else frames06.iloc[0:0]
@@ -498,6 +529,7 @@ def c000_6(frames06):
                                "spread. The misprediction half (asm_ret / asm) is not judged")
 
 
+@reads("data")
 def c004_1(frames07b):
     """C004.1: resident bytes per suspended default-new coroutine / frame bytes."""
     c = frames07b[frames07b.get("experiment", "coroutines") == "coroutines"] \
@@ -523,6 +555,7 @@ def _frame_sizes(frames07a, build):
     return f[f.build == build].drop_duplicates("variant").set_index("variant")
 
 
+@reads("data")
 def c004_3(frames07a):
     """C004.3: frame bytes added by a 64 KiB array alive across a suspension (-O2)."""
     o2, o0 = _frame_sizes(frames07a, "O2"), _frame_sizes(frames07a, "O0")
@@ -534,6 +567,7 @@ def c004_3(frames07a):
                           measured=f"{added('array_alive'):,} B at -O2{at_o0}")
 
 
+@reads("data")
 def c004_4(frames07a, pointer: int = 8):
     """C004.4: 1 if the empty frame holds the promise and two pointers and every variant
     with live locals or parameters grows by at least their size (-O2), else 0."""
@@ -555,7 +589,8 @@ def c004_4(frames07a, pointer: int = 8):
              "failed: " + ", ".join(k for k, ok in checks.items() if not ok))
 
 
-def c001_5(frames09, server="asio_epoll", chunk=1024):
+@reads("data")
+def c001_5(frames09, server=S09.ASIO_EPOLL, chunk=1024):
     """C001.5: suspensions per message, one whole read vs a read_some loop of `chunk`."""
     r = frames09[frames09.get("experiment", "reads") == "reads"] if "experiment" in frames09 else frames09
     sel = r[r.server == server] if "server" in r else r.iloc[0:0]
@@ -572,47 +607,39 @@ def c001_5(frames09, server="asio_epoll", chunk=1024):
         note="counted inside the server; spread: quartiles over runs")
 
 
+_RULE = re.compile(r"c(\d{3})_(\d+[a-z]?)")
+
+
+def _rules() -> dict:
+    """claim id -> (its function, the data names it reads), in data/claims.csv's order: every
+    function of this module named after a claim (`c000_2a` for C000.2a), reading its
+    experiment's design runs unless `@reads` says otherwise."""
+    judged = experiment.judged_by()
+    found = {}
+    for name, fn in list(globals().items()):
+        m = _RULE.fullmatch(name)
+        if not m or not callable(fn):
+            continue
+        cid = f"C{m[1]}.{m[2]}"
+        if cid not in judged:
+            raise ValueError(f"rules.{name} judges {cid}, which has no row in data/claims.csv")
+        record = experiment.of(judged[cid])
+        found[cid] = (fn, [getattr(record, n) if n in OWN else n
+                           for n in getattr(fn, "reads", ("verdict_runs",))])
+    return {cid: found[cid] for cid in judged if cid in found}
+
+
 # claim id -> (function, the data files it reads, by name under data/). The rules that
 # read a notebook's design runs are the ones its design judges (labkit.lab.judging.designs).
-RULES = {
-    "C000.1": (c000_1, [RUNS.format("04_latency_ladder")]),
-    "C000.5": (c000_5, [RUNS.format("04_latency_ladder")]),
-    **{c: (globals()[c.lower().replace(".", "_")], [RUNS.format("01_stack_size")])
-       for c in STACK_ROWS},
-    "C000.3": (c000_3, [RUNS.format("02_optimisation_levels")]),
-    "C000.3a": (c000_3a, [RUNS.format("02_optimisation_levels")]),
-    "C000.4": (c000_4, [RUNS.format("03_symmetric_vs_asymmetric")]),
-    "C000.4a": (c000_4a, [RUNS.format("03_symmetric_vs_asymmetric")]),
-    "C000.7": (c000_7, [RUNS.format("08_switch_frequency")]),
-    "C000.7a": (c000_7a, [RUNS.format("08_switch_frequency")]),
-    "C001.1": (c001_1, [RUNS.format("09_echo_servers")]),
-    "C001.1a": (c001_1a, [RUNS.format("09_echo_servers")]),
-    "C001.1c": (c001_1c, [RUNS.format("09_echo_servers")]),
-    "C001.3": (c001_3, [RUNS.format("09_echo_servers")]),
-    **{c: (globals()[c.lower().replace(".", "_")], [RUNS.format("09_echo_servers")])
-       for c in TPS_ROWS},
-    "C001.2": (c001_2, [RUNS.format("07a_frames_and_allocators")]),
-    "C001.4": (c001_4, [RUNS.format("05_kernel_switches")]),
-    "C002.1": (c002_1, [RUNS.format("05_kernel_switches")]),
-    "C002.2": (c002_2, [RUNS.format("05_kernel_switches")]),
-    "C002.4": (c002_4, [RUNS.format("05_kernel_switches")]),
-    "C003.1": (c003_1, [RUNS.format("05_kernel_switches")]),
-    "C003.2": (c003_2, [RUNS.format("05_kernel_switches")]),
-    "C003.3": (c003_3, [RUNS.format("05_kernel_switches")]),
-    "C003.3a": (c003_3a, [RUNS.format("05_kernel_switches")]),
-    "C002.3": (c002_3, [RUNS.format("06_fp_state_and_return")]),
-    "C004.2": (c004_2, ["07b_coroutine_memory", RUNS.format("09_echo_servers")]),
-    "C000.6": (c000_6, ["06_fp_state_and_return"]),
-    "C001.5": (c001_5, ["09_echo_servers"]),
-    "C004.1": (c004_1, ["07b_coroutine_memory"]),
-    "C004.3": (c004_3, ["07a_frames_and_allocators"]),
-    "C004.4": (c004_4, ["07a_frames_and_allocators"]),
-}
+RULES = _rules()
 
 
-def recompute(claim_id: str, data_dir=None) -> dict | None:
+def recompute(claim_id: str, data_dir=None, *, only=None, **options) -> dict | None:
     """Recompute one claim's verdict row from the CSVs in data_dir (default: the results
-    folder); None when a file it needs is missing (C004.2 needs only one of its two)."""
+    folder); None when a file it needs is missing (C004.2 needs only one of its two).
+    only: a notebook; the data of other notebooks is taken as missing (what that notebook
+    alone can judge). options: keyword arguments given to the rule where it takes them
+    (C001.5's `chunk`, say); the others are left out."""
     from labkit.core import results
 
     if claim_id not in RULES:
@@ -622,10 +649,14 @@ def recompute(claim_id: str, data_dir=None) -> dict | None:
     frames = []
     for name in names:
         path = data_dir / f"{name}.csv"
+        mine = only is None or name in experiment.of(only).files()
         frames.append(results.read_csv(path, low_memory=False, float_precision="round_trip")
-                      if path.exists() else None)
+                      if mine and path.exists() else None)
+    import inspect
+
+    kw = {k: v for k, v in options.items() if k in inspect.signature(fn).parameters}
     if claim_id == "C004.2":
-        return fn(*frames) if any(f is not None for f in frames) else None
+        return fn(*frames, **kw) if any(f is not None for f in frames) else None
     if any(f is None for f in frames):
         return None
-    return fn(*frames)
+    return fn(*frames, **kw)

@@ -140,18 +140,20 @@ def _legend(quick: bool, n_claims: int | None = None) -> str:
     ledger's `n_claims`; the registry's count where there is no ledger), and the method
     in words."""
     from labkit.core import sequential
+    from labkit.lab import experiment
     from labkit.lab.judging import claims, verdicts
 
     n = len(claims.registry()) if n_claims is None else n_claims
     items = "".join(f"<li><b>{_e(v)}</b>: {_e(why)}</li>" for v, why in verdicts.LEGEND.items())
-    def listed(nb):
-        *most, last = sequential.schedule(nb, quick=quick)["looks"]
+    def listed(looks):
+        *most, last = looks
         return f"{', '.join(map(str, most))} and {last}" if most else str(last)
 
-    own = "; ".join(f"notebook {nb[:2]}: {listed(nb)}" for nb in sequential.DESIGNS
-                    if sequential.schedule(nb, quick=quick)["looks"]
-                    != sequential.schedule(None, quick=quick)["looks"])
-    looks = listed(None) + " processes" + (f" ({own}; 09's are rounds of fresh servers)"
+    default = sequential.schedule(quick=quick)["looks"]
+    own = "; ".join(f"notebook {e.name[:2]}: {listed(e.schedule(quick=quick)['looks'])}"
+                    for e in experiment.RECORDS.values()
+                    if e.schedule(quick=quick)["looks"] != default)
+    looks = listed(default) + " processes" + (f" ({own}; 09's are rounds of fresh servers)"
                                            if own else "")
     return (f"<ul class='lk-legend'>{items}</ul><p class='lk-note'>Timings are judged over "
             f"fresh processes, looked at after {looks}; each look's interval is a "

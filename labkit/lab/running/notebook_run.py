@@ -113,7 +113,7 @@ def run_values(name: str, *, quick: bool, parameters: dict | None = None) -> dic
     in labkit.lab.running.params, every parameter's value (those of `parameters` it has beat the
     mode's), so that its injected-parameters cell records all it runs with."""
     parameters = dict(parameters or {})
-    if name not in params.TABLES:
+    if name not in params.tables():
         return {"quick": quick, **parameters}
     mine = {k: v for k, v in parameters.items() if k in {p.name for p in params.table(name)}}
     return {"quick": quick, **params.resolve(name, quick=quick, **mine)}
@@ -170,7 +170,7 @@ def run_notebook(source: Path, *, quick: bool, out_dir: Path, results_dir: Path 
     try:
         with atomic_path(executed) as tmp:
             tmp_ipynb = tmp.with_suffix(".ipynb")
-            quiet = _DeclaredNames(set(values) if name in params.TABLES else set())
+            quiet = _DeclaredNames(set(values) if name in params.tables() else set())
             for logger in quiet.LOGGERS:
                 logging.getLogger(logger).addFilter(quiet)
             try:

@@ -45,6 +45,7 @@ def experiment_index():
     and, where a run left them, its last verdicts: the start page's live table."""
     import pandas as pd
 
+    from labkit.lab import experiment
     from labkit.lab.judging import claims, verdicts
 
     registered = claims.registry()
@@ -55,8 +56,9 @@ def experiment_index():
         name = src.stem
         mine = registered[registered.notebook == name].claim_id.tolist()
         last = ""
-        vfile = results.data_dir() / f"{name}_verdicts.csv"
-        if name != LEDGER and vfile.exists():
+        record = experiment.RECORDS.get(name)  # compare_machines has none
+        vfile = results.data_dir() / f"{record.verdicts}.csv" if record else None
+        if name != LEDGER and vfile is not None and vfile.exists():
             v = pd.read_csv(vfile)
             last = ", ".join(f"{n} {verdict}" for verdict, n in v.verdict.value_counts().items())
         rows.append({"notebook": src.name, "title": _title(src), "claims": ", ".join(mine),

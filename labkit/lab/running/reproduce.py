@@ -259,7 +259,7 @@ def _checked(parser, sources: list[Path], given: dict[str, str], from_file: dict
     """The parameters file's values and the -p values (which beat them), each checked
     against every notebook of this run that has it; a bad one is a usage error (status 2)
     before anything runs."""
-    others = {s.stem: notebook_parameters(s) for s in sources if s.stem not in params.TABLES}
+    others = {s.stem: notebook_parameters(s) for s in sources if s.stem not in params.tables()}
     try:
         return params.parse([s.stem for s in sources], list(given.items()), others,
                             file_values=from_file, file=file)

@@ -19,13 +19,13 @@ from labkit.lab.report.articles.measured import STACKS, STRATEGIES, measured_mac
 from labkit.lab.report.articles.rows import (ROW_JUDGES, article_verdicts, judged_on,
                                              save_article_verdicts, verdict_of)
 from labkit.lab.report.articles.show import figure, section, to_html
-from labkit.lab.report.articles.tables import (BY_NOTEBOOK, QUANTITY_COLUMN, SWEEP, TABLES,
+from labkit.lab.report.articles.tables import (QUANTITY_COLUMN, SWEEP, TABLES, by_notebook,
                                                VERDICT_COLUMN, ArticleTable, closing_note, table,
                                                tables)
 
 __all__ = [
     # the tables
-    "ArticleTable", "table", "tables", "TABLES", "BY_NOTEBOOK", "closing_note",
+    "ArticleTable", "table", "tables", "TABLES", "by_notebook", "closing_note",
     "VERDICT_COLUMN", "QUANTITY_COLUMN", "SWEEP",
     # showing them
     "figure", "to_html", "section",

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 
 from labkit.core import results
+from labkit.lab.experiment import FP_STATE_AND_RETURN
 from labkit.lab.report.articles.measured import _csv
 
 
@@ -57,7 +58,7 @@ def count_memory_ops(disassembly: str) -> dict:
 
 
 def _anatomy():
-    d = _csv("06_fp_state_and_return_anatomy")
+    d = _csv(FP_STATE_AND_RETURN.part("anatomy"))
     if d is not None and len(d):
         return d.iloc[0].to_dict()
     return jump_fcontext_memory_ops()
@@ -71,5 +72,5 @@ def save_anatomy():
 
     a = jump_fcontext_memory_ops()
     if a:
-        results.save_csv(pd.DataFrame([a]), "06_fp_state_and_return_anatomy")
+        results.save_csv(pd.DataFrame([a]), FP_STATE_AND_RETURN.part("anatomy"))
     return a

@@ -6,6 +6,7 @@ import math
 
 from labkit.core import results
 
+from labkit.lab.experiment import COROUTINE_MEMORY, SWITCH_FREQUENCY
 from labkit.lab.judging import verdicts
 
 
@@ -158,7 +159,7 @@ def _share(d, setup: str, w: int = 100):
 
 
 # Notebook 08's runs with independent work (frequency.WORKS), beside its dependent ones.
-INDEPENDENT_CSV = "08_switch_frequency_independent"
+INDEPENDENT_CSV = SWITCH_FREQUENCY.part("independent")
 
 
 def _switch_cost(stack_size: int, batch: int, w: int = 100):
@@ -168,7 +169,7 @@ def _switch_cost(stack_size: int, batch: int, w: int = 100):
 
     from labkit.experiments import frequency
 
-    d, i = _csv("08_switch_frequency"), _csv(INDEPENDENT_CSV)
+    d, i = _csv(SWITCH_FREQUENCY.data), _csv(INDEPENDENT_CSV)
     if d is None:
         return None
     both = pd.concat([x for x in (d, i) if x is not None], ignore_index=True)
@@ -233,7 +234,7 @@ STRATEGIES = [
 
 # Notebook 07b's runs of the reuse strategy (frames.pool_reuse): n connections served by
 # a pool of P reused coroutines, memory against P.
-REUSE_CSV = "07b_coroutine_memory_pool_reuse"
+REUSE_CSV = COROUTINE_MEMORY.part("pool_reuse")
 
 
 def _reuse_at_judged_pool():
@@ -261,7 +262,7 @@ def _reuse_ratio():
     (frames.pool_reuse_ratio); NaNs and a reason when either run is missing."""
     from labkit.experiments import frames
 
-    s, f = _reuse_at_judged_pool(), _coro(_csv("07b_coroutine_memory"), "conn256", "heap")
+    s, f = _reuse_at_judged_pool(), _coro(_csv(COROUTINE_MEMORY.data), "conn256", "heap")
     if s is None or f is None:
         return (math.nan,) * 3 + ("no pooled-reuse run, or no conn256/heap run, in 07b's data",)
     n, p = int(s.n.iloc[0]), int(s.pool_size.iloc[0])

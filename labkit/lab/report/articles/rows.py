@@ -6,6 +6,8 @@ import math
 
 from labkit.core import results
 
+from labkit.lab import experiment
+from labkit.lab.experiment import COROUTINE_MEMORY, ECHO_SERVERS
 from labkit.lab.judging import claims, rules, verdicts
 from labkit.lab.report.articles.anatomy import _anatomy
 from labkit.lab.report.articles.measured import STRATEGIES, _csv, _echo, _mem, _noisy, _reuse_ratio
@@ -32,7 +34,7 @@ def _j_anatomy(cid):
 
 
 def _j_allocs():
-    d = _csv("09_echo_servers")
+    d = _csv(ECHO_SERVERS.data)
     s = {k: _echo(d, k) for k in ("cxx20_pool_sym", "callback_epoll", "cxx20_new")}
     if any(v is None or not len(v) for v in s.values()):
         return verdicts.cannot_measure("C001.1b", "an echo server is missing from this run")
@@ -46,7 +48,7 @@ def _j_allocs():
 
 def _j_mem(cid):
     st = next(s for s in STRATEGIES if s[6] == cid)
-    d = _csv("07b_coroutine_memory")
+    d = _csv(COROUTINE_MEMORY.data)
     a, b = _mem(d, *st[1]), _mem(d, "conn256", "heap")
     if a is None or b is None:
         return verdicts.cannot_measure(cid, f"no run of {st[1][0]} frames from "
@@ -68,7 +70,7 @@ def _j_reuse():
     r, lo, hi, how = _reuse_ratio()
     if math.isnan(r):
         return verdicts.cannot_measure("C004.1d", how)
-    d = _csv("07b_coroutine_memory")
+    d = _csv(COROUTINE_MEMORY.data)
     a, b = _mem(d, "conn192", "pool"), _mem(d, "conn256", "heap")
     original = None
     if a is not None and b is not None and len(a) and len(b):
@@ -111,9 +113,10 @@ def article_verdicts(notebook: str):
     """The verdict table of the row claims (ROW_JUDGES) that `notebook` judges,
     judged from the data that notebook wrote: what its 'article's table' section saves
     as data/<notebook>_article_verdicts.csv for the ledger."""
-    if not isinstance(notebook, str):
+    if not isinstance(notebook, (str, experiment.Experiment)):
         raise TypeError(f"notebook must be a notebook name such as '01_stack_size', "
                         f"not {type(notebook).__name__}")
+    notebook = getattr(notebook, "name", notebook)
     c = claims.registry()
     if notebook not in set(c.notebook):
         raise ValueError(f"notebook must be one of {sorted(set(c.notebook))}, "
@@ -126,14 +129,15 @@ def save_article_verdicts(notebook: str):
     """Judge the row claims of `notebook` and save them as
     data/<notebook>_article_verdicts.csv; returns the table."""
     t = article_verdicts(notebook)
-    results.save_csv(t, f"{notebook}_article_verdicts")
+    results.save_csv(t, experiment.of(notebook).article_verdicts)
     return t
 
 
 def verdict_of(cid: str) -> dict:
     """The verdict row of one claim, as the ledger has it: judged here for a row claim,
     from both notebooks' data for a claim the ledger judges itself (ledger.JUDGED_HERE),
-    otherwise read from its notebook's verdict file ({} when that notebook has not run).
+    otherwise read from its notebook's verdict file, or, for a claim newer than that file,
+    judged by its rule on the saved data ({} when that notebook has not run).
     The row carries `measured_quantity` (joined from the registry for an older file)."""
     from labkit.lab.judging import claims, ledger
 
@@ -143,10 +147,13 @@ def verdict_of(cid: str) -> dict:
         row = rules.recompute(cid) or {}
     else:
         nb = claims.claim(cid)["notebook"]
-        d = _csv(f"{nb}_verdicts")
-        if d is None or cid not in set(d.claim_id):
+        d = _csv(experiment.of(nb).verdicts)
+        if d is not None and cid in set(d.claim_id):
+            row = d[d.claim_id == cid].iloc[0].fillna("").to_dict()
+        else:  # a claim newer than its notebook's verdict file: its rule on the saved data
+            row = (rules.recompute(cid) if cid in rules.RULES else None) or {}
+        if not row:
             return {}
-        row = d[d.claim_id == cid].iloc[0].fillna("").to_dict()
     if row and not row.get("measured_quantity"):
         row = {**row, "measured_quantity": claims.measured_quantities().get(cid, "")}
     return row

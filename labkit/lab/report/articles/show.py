@@ -6,7 +6,7 @@ import math
 
 from labkit.lab.report.articles.measured import measured_machines
 from labkit.lab.report.articles.rows import save_article_verdicts
-from labkit.lab.report.articles.tables import BY_NOTEBOOK, ArticleTable, table
+from labkit.lab.report.articles.tables import ArticleTable, by_notebook, table
 
 
 def figure(t: ArticleTable, *, save: bool = True):
@@ -75,15 +75,16 @@ def section(notebook: str) -> None:
     """A notebook's "article's table beside ours": show each of its article tables with
     its figure, then judge the row claims of this notebook from the data it just saved
     and save them (data/<notebook>_article_verdicts.csv) for the ledger."""
-    if not isinstance(notebook, str):
-        raise TypeError(f"notebook must be a notebook name such as '01_stack_size', "
-                        f"not {type(notebook).__name__}")
-    if notebook not in BY_NOTEBOOK:
-        raise ValueError(f"notebook must be one of {sorted(BY_NOTEBOOK)}, got {notebook!r}")
+    from labkit.lab import experiment
+
+    notebook = experiment.of(notebook).name
+    shown = by_notebook()
+    if notebook not in shown:
+        raise ValueError(f"notebook must be one of {sorted(shown)}, got {notebook!r}")
     import matplotlib.pyplot as plt
     from IPython.display import HTML, display
 
-    for key in BY_NOTEBOOK[notebook]:
+    for key in shown[notebook]:
         t = table(key)
         display(HTML(to_html(t)))
         fig = figure(t)   # saved, and shown when this runs in a notebook

@@ -9,6 +9,11 @@ import re
 from dataclasses import dataclass, field
 
 from labkit.core.stats import net_text
+from labkit.lab import experiment
+from labkit.lab.experiment import (COROUTINE_MEMORY, ECHO_SERVERS, FP_STATE_AND_RETURN,
+                                   FRAMES_AND_ALLOCATORS, KERNEL_SWITCHES, LATENCY_LADDER,
+                                   OPTIMISATION_LEVELS, STACK_SIZE, SWITCH_FREQUENCY,
+                                   SYMMETRIC_VS_ASYMMETRIC)
 from labkit.lab.judging import verdicts
 from labkit.lab.report.articles.anatomy import _anatomy
 from labkit.lab.report.articles.measured import (ECHO_ROWS, KB, LADDER, MB, S000, S001, S002, S003,
@@ -85,8 +90,8 @@ def _verdict_cell(t: ArticleTable, *cids) -> str:
 
 def _t01() -> ArticleTable:
     t = ArticleTable("t01", S000, "Stack size against switch time (Boost fiber ping-pong)",
-                     "01_stack_size", reference="4 KB")
-    d = _csv("01_stack_size")
+                     STACK_SIZE.name, reference="4 KB")
+    d = _csv(STACK_SIZE.data)
     base = _stack(d, "boost_fiber", 4 * KB)
     # The largest ring measured (4096 contexts in a full run): where stack size shows.
     rings = d[(d.entry == "asm_fpu") & (d.pattern == "ring")] if d is not None else None
@@ -127,8 +132,8 @@ def _t01() -> ArticleTable:
 
 def _t02() -> ArticleTable:
     t = ArticleTable("t02", S000, "Optimisation level against switch time",
-                     "02_optimisation_levels", reference="-O2")
-    d = _csv("02_optimisation_levels")
+                     OPTIMISATION_LEVELS.name, reference="-O2")
+    d = _csv(OPTIMISATION_LEVELS.data)
     base = _kernel(d, "boost_fiber", build="O2")
     rows = []
     for build, ns, cid in (("O0", 180, "C000.3"), ("O2", 25, None), ("O3", 22, "C000.3a")):
@@ -152,9 +157,9 @@ def _t02() -> ArticleTable:
 
 def _t03() -> ArticleTable:
     t = ArticleTable("t03", S000, "Symmetric against asymmetric switching",
-                     "03_symmetric_vs_asymmetric", reference="N=2",
+                     SYMMETRIC_VS_ASYMMETRIC.name, reference="N=2",
                      ylabel="asymmetric / symmetric (1 = the same)")
-    d = _csv("03_symmetric_vs_asymmetric")
+    d = _csv(SYMMETRIC_VS_ASYMMETRIC.data)
     rows = []
     for label, n, art_ns, art_r, cid in (("few workers", 2, "~25 both", 1.0, "C000.4a"),
                                          ("about 1000 workers", 1024, "~25 vs ~30", 1.15,
@@ -173,8 +178,8 @@ def _t03() -> ArticleTable:
 
 def _t04() -> ArticleTable:
     t = ArticleTable("t04", S000, "The latency ladder: call, fiber, system call, C++20",
-                     "04_latency_ladder", reference="fiber switch (Boost)")
-    d = _csv("04_latency_ladder")
+                     LATENCY_LADDER.name, reference="fiber switch (Boost)")
+    d = _csv(LATENCY_LADDER.data)
     fiber = _kernel(d, "boost_fiber")
     rows = []
     for label, kernel, art, mid, cid in LADDER:
@@ -196,10 +201,10 @@ def _t04() -> ArticleTable:
 
 
 def _t05() -> ArticleTable:
-    t = ArticleTable("t05", S000, "jump_fcontext's anatomy", "06_fp_state_and_return",
+    t = ArticleTable("t05", S000, "jump_fcontext's anatomy", FP_STATE_AND_RETURN.name,
                      reference="instructions", ylabel="count / the article's (1 = as it says)")
     a = _anatomy()
-    d = _csv("06_fp_state_and_return")
+    d = _csv(FP_STATE_AND_RETURN.data)
     instr = math.nan
     if d is not None and "net" in d:
         s = d[(d.entry == "boost_fcontext")].net.dropna()
@@ -223,9 +228,9 @@ def _t05() -> ArticleTable:
 
 def _t06() -> ArticleTable:
     t = ArticleTable("t06", S000, "Case study: share of time switching, before and after",
-                     "08_switch_frequency", reference="before",
+                     SWITCH_FREQUENCY.name, reference="before",
                      ylabel="share / share before; throughput ratio")
-    d = _csv("08_switch_frequency")
+    d = _csv(SWITCH_FREQUENCY.data)
     before = _share(d, "1 MiB, 1 task/switch")
     after = _share(d, "64 KiB, 32 tasks/switch")
     b = _q(before.share_switching) if before is not None else (math.nan,) * 3
@@ -261,8 +266,8 @@ def _t06() -> ArticleTable:
 
 def _t07() -> ArticleTable:
     t = ArticleTable("t07", S001, "Echo server: callbacks, plain and optimised coroutines",
-                     "09_echo_servers", reference="callbacks")
-    d = _csv("09_echo_servers")
+                     ECHO_SERVERS.name, reference="callbacks")
+    d = _csv(ECHO_SERVERS.data)
     cb = _qps(d, "callback_epoll")
     rows = []
     for label, server, qps, p99, aps in ECHO_ROWS:
@@ -288,9 +293,9 @@ def _t07() -> ArticleTable:
 
 def _t08() -> ArticleTable:
     t = ArticleTable("t08", S001, "Allocation, io_uring and the cost of plain coroutines",
-                     "09_echo_servers", reference="as claimed",
+                     ECHO_SERVERS.name, reference="as claimed",
                      ylabel="the ratio of each row")
-    f = _csv("07a_frames_and_allocators")
+    f = _csv(FRAMES_AND_ALLOCATORS.data)
 
     def alloc(name):
         if f is None:
@@ -299,7 +304,7 @@ def _t08() -> ArticleTable:
               & (f.block == 256)] if "block" in f else None
         return None if s is None or not len(s) else s.ns_per_pair.to_numpy()
     heap, pool = alloc("heap"), alloc("pool")
-    d = _csv("09_echo_servers")
+    d = _csv(ECHO_SERVERS.data)
 
     def qps(server):
         return _qps(d, server)
@@ -325,10 +330,10 @@ def _t08() -> ArticleTable:
 
 def _t09() -> ArticleTable:
     t = ArticleTable("t09", S002, "Kernel switches: processes, threads, yielding, FP state",
-                     "05_kernel_switches", reference="as claimed",
+                     KERNEL_SWITCHES.name, reference="as claimed",
                      ylabel="the ratio of each row")
-    d = _csv("05_kernel_switches")
-    f = _csv("06_fp_state_and_return")
+    d = _csv(KERNEL_SWITCHES.data)
+    f = _csv(FP_STATE_AND_RETURN.data)
 
     def hand(task):
         if d is None:
@@ -378,9 +383,9 @@ def _t09() -> ArticleTable:
 
 def _t10() -> ArticleTable:
     t = ArticleTable("t10", S003, "1M swapcontext against 1M mutex+condvar thread switches",
-                     "05_kernel_switches", reference="ratio thread/swapcontext",
+                     KERNEL_SWITCHES.name, reference="ratio thread/swapcontext",
                      ylabel="thread switch / swapcontext")
-    uc, same, cross = _ucontext_and_condvar(_csv("05_kernel_switches"))
+    uc, same, cross = _ucontext_and_condvar(_csv(KERNEL_SWITCHES.data))
     # ns per switch x 1e6 switches / 1e6 ns per ms: the ns figure reads as ms per million.
     r1, r2 = _ratio(same, uc), _ratio(cross, uc)
     rows = [["Kunpeng 916 VM, 1 core (article)", "814", "3,300", "4.05", "",
@@ -408,9 +413,9 @@ def _t10() -> ArticleTable:
 
 def _t11() -> ArticleTable:
     t = ArticleTable("t11", S004, "Five coroutine-frame strategies: frame, memory for 1M, TPS",
-                     "07b_coroutine_memory", reference="default new")
-    f = _csv("07b_coroutine_memory")
-    d = _csv("09_echo_servers")
+                     COROUTINE_MEMORY.name, reference="default new")
+    f = _csv(COROUTINE_MEMORY.data)
+    d = _csv(ECHO_SERVERS.data)
     base_mem = _mem(f, "conn256", "heap")
     base_q = _qps(d, "cxx20_new")
     rows = []
@@ -456,13 +461,10 @@ TABLES = {"t01": _t01, "t02": _t02, "t03": _t03, "t04": _t04, "t05": _t05, "t06"
           "t07": _t07, "t08": _t08, "t09": _t09, "t10": _t10, "t11": _t11}
 
 
-# Which tables each notebook shows in its "article's table beside ours" section.
-BY_NOTEBOOK = {"01_stack_size": ["t01"], "02_optimisation_levels": ["t02"],
-               "03_symmetric_vs_asymmetric": ["t03"], "04_latency_ladder": ["t04"],
-               "05_kernel_switches": ["t09", "t10"], "06_fp_state_and_return": ["t05"],
-               "07a_frames_and_allocators": ["t08"], "07b_coroutine_memory": ["t11"],
-               "08_switch_frequency": ["t06"],
-               "09_echo_servers": ["t07", "t08", "t11"]}
+def by_notebook() -> dict[str, list[str]]:
+    """Which tables each notebook shows in its "article's table beside ours" section (its
+    experiment's record, labkit.lab.experiment)."""
+    return {e.name: list(e.tables) for e in experiment.RECORDS.values() if e.tables}
 
 
 def table(key: str) -> ArticleTable:
@@ -471,12 +473,53 @@ def table(key: str) -> ArticleTable:
         raise TypeError(f"key must be a str such as 't01', not {type(key).__name__}")
     if key not in TABLES:
         raise ValueError(f"key must be one of {sorted(TABLES)}, got {key!r}")
-    return TABLES[key]()
+    return _with_unplaced(TABLES[key]())
+
+
+def _placed() -> set[str]:
+    """The claims the table builders place: every claim id their code names (here and in
+    labkit.lab.report.articles.measured, where the rows' claims are listed)."""
+    import inspect
+    import sys
+
+    return set(re.findall(r"C\d{3}\.\d+[a-z]?", inspect.getsource(sys.modules[__name__])
+                          + inspect.getsource(inspect.getmodule(_csv))))
+
+
+def _with_unplaced(t: ArticleTable) -> ArticleTable:
+    """A table with a row of its own for each claim of an experiment whose first article
+    table it is that no table's builder places: the claim, and its verdict with the value
+    and interval it stands on (a claim added to data/claims.csv shows here untouched)."""
+    placed = _placed()
+    home = [e for e in experiment.RECORDS.values() if e.tables[:1] == (t.key,)]
+    placed |= set(t.judged) | set(t.verdicts)
+    extra = [c for e in home for c in e.claims() if c not in placed]
+    if not extra or t.frame is None:
+        return t
+    import pandas as pd
+
+    from labkit.lab.judging import claims
+
+    rows = []
+    for cid in extra:
+        _verdict_cell(t, cid)
+        row = t.judged[cid]
+        t.verdicts[cid] = row.get("verdict", "") or "not-measured"
+        cells = {c: "" for c in t.frame.columns}
+        cells[t.frame.columns[0]] = claims.claim(cid)["claim"]
+        if VERDICT_COLUMN in cells:
+            cells[VERDICT_COLUMN] = f"{cid}: {judged_on(row)}"
+        if QUANTITY_COLUMN in cells:
+            cells[QUANTITY_COLUMN] = f"{cid}: {row.get('measured_quantity', '')}"
+        rows.append(cells)
+    t.frame = pd.concat([t.frame, pd.DataFrame(rows, columns=t.frame.columns)],
+                        ignore_index=True)
+    return t
 
 
 def tables() -> list[ArticleTable]:
     """All eleven tables, in article order."""
-    return [TABLES[k]() for k in TABLES]
+    return [table(k) for k in TABLES]
 
 
 def closing_note(ts: list[ArticleTable] | None = None):
