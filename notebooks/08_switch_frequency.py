@@ -49,6 +49,7 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 # %%
 import labkit
 from labkit.core import results
+from labkit.experiments import frequency
 from labkit.lab.analysis import switch_frequency as sf
 from labkit.lab.experiment import SWITCH_FREQUENCY as exp
 from labkit.lab.judging import designs
