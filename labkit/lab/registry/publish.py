@@ -35,6 +35,7 @@ class Refused(ValueError):
     """A bundle the registry will not take; str() is the one line to show."""
 
     def __init__(self, path, reason: str):
+        reason = " ".join(str(reason).split())  # one line, whatever the reason quoted
         super().__init__(f"refused {path}: {reason}")
         self.reason = reason
 

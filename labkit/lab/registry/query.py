@@ -69,7 +69,7 @@ def machines(registry, *, filters: dict | None = None, quick: bool = False):
     sql = f"""WITH chosen AS ({_chosen(store, filters, quick)}),
         counts AS (SELECT machine, count(*) AS bundles
                    FROM {READ.format(glob=store.glob('machine'))} WHERE {where} GROUP BY machine)
-        SELECT c.label, c.machine, c.cpu_vendor, c.cpu_model, c.cpu_family, c.cpu_model_id,
+        SELECT c.label, c.machine, c.bundle, c.cpu_vendor, c.cpu_model, c.cpu_family, c.cpu_model_id,
                c.cpu_stepping, c.microcode, c.vector_isa, c.xcr0, c.xsave_bytes, c.layers,
                c.commit, c.format, c.recomputable, c.recomputed, c.created, n.bundles
         FROM chosen c JOIN counts n USING (machine) ORDER BY c.label"""
@@ -154,26 +154,14 @@ def verdict_runs(registry, *, filters: dict | None = None, quick: bool = False) 
     if chosen.empty:
         return {}
     chosen = chosen[chosen.recomputable.astype(bool)]
-    fs = store.fs()
-    rels = {r.split("/machine=")[1].split("/")[0]: r for r in store.bundles()}
+    rels = store.bundles()
     out = {}
     for _, m in chosen.iterrows():
-        # the chosen bundle of the machine: its latest, as machines() picked it
-        rel = next(r for r in store.bundles() if f"machine={m.machine}/" in r
-                   and _created(store, r) == m.created) if m.bundles > 1 else rels[m.machine]
-        path = store.path(f"{rel}/verdict_runs.parquet")
+        rel = next(r for r in rels if r.endswith(f"/bundle={m.bundle}"))
         try:
-            with fs.open_input_file(path) as f:
-                runs = pd.read_parquet(f)
-        except (FileNotFoundError, OSError):
+            runs = store.read(rel, "verdict_runs.parquet")
+        except Exception:  # noqa: BLE001 - a bundle with no runs (none of its designs ran)
             continue
         out[m.label] = {nb: g.drop(columns="notebook").reset_index(drop=True)
                         for nb, g in runs.groupby("notebook")}
     return out
-
-
-def _created(store, rel: str) -> str:
-    import pandas as pd
-
-    with store.fs().open_input_file(store.path(f"{rel}/{stores.MARKER}")) as f:
-        return str(pd.read_parquet(f).created.iloc[0])

@@ -36,30 +36,45 @@ class DuplicateBundle(ValueError):
 
 @dataclass
 class Store:
+    """A registry's storage: pyarrow's local filesystem for a folder, DuckDB's httpfs for
+    S3 (reads and writes; the AWS SDK's streamed uploads are not read back whole by every
+    S3 server)."""
     location: str           # as the user gave it
     kind: str               # "local" or "s3"
     root: str               # local: an absolute folder; s3: "bucket/prefix"
     endpoint: str | None = None  # s3: "host:port"
     scheme: str = "https"
 
-    # ---- writing (pyarrow.fs) ----
-    def fs(self):
-        from pyarrow import fs
-
-        if self.kind == "local":
-            return fs.LocalFileSystem()
-        key, secret = os.environ.get(KEY_ENV), os.environ.get(SECRET_ENV)
-        kw = dict(access_key=key, secret_key=secret) if key and secret else dict(anonymous=True)
-        return fs.S3FileSystem(endpoint_override=self.endpoint, scheme=self.scheme,
-                               region="us-east-1", allow_bucket_creation=True, **kw)
-
     def path(self, rel: str) -> str:
-        return f"{self.root}/{rel}" if rel else self.root
+        prefix = self.root if self.kind == "local" else f"s3://{self.root}"
+        return f"{prefix}/{rel}" if rel else prefix
 
     def has(self, rel_dir: str) -> bool:
-        from pyarrow import fs
+        if self.kind == "local":
+            return Path(self.path(f"{rel_dir}/{MARKER}")).exists()
+        # DuckDB's glob returns a path without a wildcard as given: list the folder
+        files = self._sql("SELECT file FROM glob(?)", [self.path(f"{rel_dir}/*")])
+        return any(f.endswith(f"/{MARKER}") for (f,) in files)
 
-        return self.fs().get_file_info(self.path(f"{rel_dir}/{MARKER}")).type != fs.FileType.NotFound
+    def _sql(self, sql: str, params=()):
+        con = self.connect()
+        try:
+            return con.execute(sql, list(params)).fetchall()
+        finally:
+            con.close()
+
+    def read(self, rel_dir: str, name: str):
+        """One file of one bundle as a DataFrame, with its own column types."""
+        import pandas as pd
+
+        path = self.path(f"{rel_dir}/{name}")
+        if self.kind == "local":
+            return pd.read_parquet(path)
+        con = self.connect()
+        try:
+            return con.execute("SELECT * FROM read_parquet(?)", [path]).df()
+        finally:
+            con.close()
 
     def put(self, rel_dir: str, files: dict) -> None:
         """Write one bundle's files (name -> bytes) at rel_dir, all or nothing; raises
@@ -70,15 +85,19 @@ class Store:
             return self._put_local(rel_dir, files)
         if self.has(rel_dir):
             raise DuplicateBundle(rel_dir)
-        f = self.fs()
-        bucket = self.root.split("/", 1)[0]
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        con = self.connect()
         try:
-            f.create_dir(bucket)
-        except OSError:
-            pass  # there already, or created by another client meanwhile
-        for name in sorted(files, key=lambda n: n == MARKER):  # the marker last
-            with f.open_output_stream(self.path(f"{rel_dir}/{name}")) as out:
-                out.write(files[name])
+            for name in sorted(files, key=lambda n: n == MARKER):  # the marker last
+                table = pq.read_table(pa.BufferReader(files[name]))
+                con.register("bundle_file", table)
+                con.execute(f"COPY (SELECT * FROM bundle_file) TO '{self.path(f'{rel_dir}/{name}')}' "
+                            "(FORMAT parquet)")
+                con.unregister("bundle_file")
+        finally:
+            con.close()
 
     def _put_local(self, rel_dir: str, files: dict) -> None:
         final = Path(self.root) / rel_dir
@@ -107,31 +126,24 @@ class Store:
 
     def bundles(self) -> list[str]:
         """The rel_dir of every complete bundle (its marker written)."""
-        from pyarrow import fs
-
-        f = self.fs()
-        try:
-            infos = f.get_file_info(fs.FileSelector(self.root, recursive=True))
-        except (FileNotFoundError, OSError):
-            return []
-        out = []
-        for i in infos:
-            rel = i.path[len(self.root):].lstrip("/")
-            parts = rel.split("/")
-            if len(parts) == len(PARTITIONS) + 1 and parts[-1] == MARKER \
-                    and not rel.startswith(STAGING):
-                out.append("/".join(parts[:-1]))
-        return sorted(out)
+        if self.kind == "local":
+            if not Path(self.root).is_dir():
+                return []
+            files = [str(p) for p in Path(self.root).glob(self.glob("machine")[len(self.root) + 1:])]
+        else:
+            files = [r[0] for r in self._sql("SELECT file FROM glob(?)", [self.glob("machine")])]
+        prefix = self.path("")
+        return sorted(f[len(prefix):].strip("/").rsplit("/", 1)[0] for f in files)
 
     def size_bytes(self) -> int:
         """Bytes of every complete bundle's files."""
-        from pyarrow import fs
-
-        f = self.fs()
         total = 0
         for rel in self.bundles():
-            for i in f.get_file_info(fs.FileSelector(self.path(rel))):
-                total += i.size or 0
+            if self.kind == "local":
+                total += sum(p.stat().st_size for p in Path(self.path(rel)).iterdir())
+            else:
+                total += int(self._sql("SELECT coalesce(sum(size), 0) FROM read_blob(?)",
+                                       [self.path(f"{rel}/*.parquet")])[0][0])
         return total
 
     # ---- reading (DuckDB) ----
@@ -139,8 +151,7 @@ class Store:
         if table not in TABLES:
             raise ValueError(f"table must be one of {TABLES}; got {table!r}")
         stars = "/".join(f"{k}=*" for k in PARTITIONS)
-        prefix = self.root if self.kind == "local" else f"s3://{self.root}"
-        return f"{prefix}/{stars}/{table}.parquet"
+        return f"{self.path('')}/{stars}/{table}.parquet"
 
     def connect(self):
         """A DuckDB connection that reads this store (S3 through the httpfs extension of
