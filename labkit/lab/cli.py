@@ -6,6 +6,9 @@
     labkit check [--json]              labkit stability --runs 3 [--quick]
     labkit bundle -o mylaptop          labkit merge a.labkit b.labkit [--json]
     labkit report                      labkit lab          labkit room ...
+    labkit publish a.labkit --registry PATH_OR_URL
+    labkit registry claims|ladder|machines|effects --registry PATH_OR_URL [--json]
+    labkit registry serve [--data DIR] [--address HOST:PORT]
 
 Exit status: 0 ok; 1 a measurement or a notebook failed (one line; --debug shows the
 traceback); 2 a usage error (a bad option or value); 130 interrupted.
@@ -116,6 +119,19 @@ def build_parser() -> argparse.ArgumentParser:
                                        "<out>-hardware.csv")
     _flag(g, "--json", "print the comparison as JSON (null where a machine measured nothing)")
     _flag(g, "--allow-other-commits", "merge bundles made from different labkit commits")
+
+    pb = _command(sub, "publish", "send a bundle to a registry of machines",
+                  "Store a bundle in a registry (a folder, s3://BUCKET/PREFIX or "
+                  "http://HOST:PORT/BUCKET), after recomputing every verdict it states. A "
+                  "bundle that is damaged, of an unknown format or commit, already stored, or "
+                  "whose verdicts disagree with their recomputation is refused (exit status 2).")
+    pb.add_argument("bundle", help="a bundle folder (<name>.labkit)")
+    pb.add_argument("--registry", required=True, help="folder path or S3 URL of the registry")
+    _flag(pb, "--include-host", "also store the bundle's hostname and results path, if it has them")
+    _flag(pb, "--json", "print what was stored as JSON")
+    _registry_arguments(_command(sub, "registry", "query a registry of machines, or serve one",
+                                 "Ask a registry (docs/registry.md) about its machines, "
+                                 "claims, ladder and machine effects, or start an S3 store."))
 
     rp = _command(sub, "report", "rebuild the HTML report from the last executed notebooks",
                   "Rebuild reports/[quick/]labkit-report.html without running anything.")
@@ -286,6 +302,82 @@ def _stability(args, parser: argparse.ArgumentParser) -> int:
     return 0
 
 
+def _registry_arguments(p) -> None:
+    sub = p.add_subparsers(dest="registry_command", required=True, metavar="QUESTION")
+    helps = {"claims": "each claim's verdicts across machines, with a tally",
+             "ladder": "each design's median ns per switch across CPUs",
+             "machines": "the machines in the registry and their hardware",
+             "effects": "machine effects: does a claim's value differ between machines?"}
+    for name, help in helps.items():
+        q = sub.add_parser(name, help=help, description=help)
+        q.add_argument("--registry", required=True, help="folder path or S3 URL of the registry")
+        for f in ("vendor", "family", "model", "layers", "commit"):
+            q.add_argument(f"--{f}", default=None, help=f"only machines of this {f}")
+        _flag(q, "--quick", "the quick runs' bundles (kept apart from full ones)")
+        _flag(q, "--json", "print as JSON")
+        if name == "effects":
+            q.add_argument("--claim", action="append", default=None,
+                           help="a claim to test (repeatable; default: every claim whose "
+                                "verdicts differ between machines)")
+            q.add_argument("--method", default="holm", choices=("holm", "bonferroni"),
+                           help="correction across comparisons (default holm)")
+    s = sub.add_parser("serve", help="start an S3 store (SeaweedFS) for a registry",
+                       description="Start SeaweedFS's S3 server for a registry, on loopback "
+                       "unless --address says otherwise; prints the registry URL and where "
+                       "the data live; Ctrl-C stops it.")
+    s.add_argument("--data", default="labkit-registry-data", help="folder for the store's data")
+    s.add_argument("--address", default="127.0.0.1:8333", help="HOST:PORT to serve S3 on")
+    s.add_argument("--bucket", default="labkit", help="the registry's bucket")
+
+
+def _registry(args) -> int:
+    import json
+
+    from labkit.lab.registry import effects, query
+
+    if args.registry_command == "serve":
+        from labkit.lab.registry import serve
+
+        return serve.run_forever(args.data, args.address, args.bucket)
+    filters = {f: getattr(args, f) for f in ("vendor", "family", "model", "layers", "commit")}
+    kw = {"filters": filters, "quick": args.quick}
+    if args.registry_command == "machines":
+        df = query.machines(args.registry, **kw)
+        print(df.to_json(orient="records", indent=1) if args.json
+              else df.to_string(index=False) if not df.empty else "no machines")
+    elif args.registry_command == "claims":
+        rows = query.tally(query.claims(args.registry, **kw))
+        print(json.dumps(rows, indent=1, default=str) if args.json
+              else "\n".join(r["line"] for r in rows) or "no claims")
+    elif args.registry_command == "ladder":
+        df = query.ladder(args.registry, **kw)
+        if args.json:
+            print(df.to_json(orient="records", indent=1))
+        elif df.empty:
+            print("no ladder")
+        else:
+            print(df.pivot(index="entry", columns="label", values="median_ns").round(2)
+                  .to_string())
+    else:
+        runs = query.verdict_runs(args.registry, **kw)
+        claim_ids = args.claim or _differing(query.claims(args.registry, **kw), runs)
+        rows = effects.between(runs, claim_ids, method=args.method)
+        print(json.dumps(rows, indent=1, default=str) if args.json
+              else "\n".join(effects.line(r) for r in rows) or "no comparisons")
+    return 0
+
+
+def _differing(rows, runs) -> list:
+    """Claims with a rule whose verdicts differ between machines that carry runs."""
+    from labkit.lab.judging import rules
+
+    if rows.empty:
+        return []
+    rows = rows[rows.label.isin(runs)]
+    n = rows.groupby("claim_id").verdict.nunique()
+    return [c for c in n[n > 1].index if c in rules.RULES]
+
+
 def _bundle_formats() -> tuple:
     from labkit.lab.sharing.bundle import READS
 
@@ -369,6 +461,18 @@ def _run(args, parser) -> int:
         if args.quick:
             os.environ["LABKIT_RESULTS_DIR"] = str(reports_dir(True))
         print(bundle.make_bundle(args.out, quick=args.quick, include_host=args.include_host))
+    elif args.command == "publish":
+        import json
+
+        from labkit.lab.registry import publish
+
+        out = publish.publish(args.bundle, args.registry, include_host=args.include_host)
+        print(json.dumps(out, indent=1) if args.json else
+              f"published {out['bundle']} as {out['stored_as']} ({out['recomputed_agree']} of "
+              f"{out['claims']} verdicts recomputed and agree"
+              + ("" if out["recomputable"] else "; not recomputable: no verdict runs") + ")")
+    elif args.command == "registry":
+        return _registry(args)
     elif args.command == "merge":
         from labkit.lab.sharing import merge
 

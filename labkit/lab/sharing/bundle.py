@@ -8,11 +8,15 @@ A bundle is a folder `<name>.labkit/` holding
     measurements.parquet  every experiment's tidy rows (data/<notebook>.csv), with a
                           `notebook` column; every row already carries its machine_id
     verdicts.parquet      the claims ledger of that machine (one row per claim)
+    verdict_runs.parquet  the per-process runs the verdicts stand on (data/<notebook>_
+                          verdict_runs.csv, with a `notebook` column), so that anyone can
+                          recompute every verdict with labkit.lab.judging.rules (format 4)
 Parquet keeps the columns typed and compact; any Arrow/pandas reader opens it.
 
 A bundle carries only what was measured on the machine that packs it: rows with another
 machine_id (say, the development VM's results committed in a fresh clone) are refused.
-This labkit reads bundles of the formats in READS (2 and 3).
+This labkit reads bundles of the formats in READS (2 to 4); a bundle before format 4 has no
+verdict runs and reads as not recomputable.
 """
 from __future__ import annotations
 
@@ -27,8 +31,10 @@ from labkit.lab.judging import ledger
 from labkit.lab.running import notebooks
 
 SUFFIX = ".labkit"
-FORMAT = 3  # 3: the catalogue entry's column is `entry` (2: `kernel`)
-READS = (2, 3)  # the formats merge and compare read; older frames get today's column names
+FORMAT = 4  # 4: verdict_runs.parquet; 3: the catalogue entry's column is `entry` (2: `kernel`)
+READS = (2, 3, 4)  # the formats merge and compare read; older frames get today's column names
+RECOMPUTABLE_FROM = 4  # the first format that carries the verdict runs
+RUNS_SUFFIX = "_verdict_runs"  # data/<notebook>_verdict_runs.csv: a verdict design's runs
 HOST_COLUMNS = ("hostname",)
 # What to do with a damaged bundle.
 REMAKE = "make the bundle again with `labkit bundle -o NAME` on the machine that measured it"
@@ -68,13 +74,9 @@ def make_bundle(out: str | Path, *, quick: bool = False, include_host: bool = Fa
 
     from labkit.core.machine import machine_info
 
-    if not isinstance(out, (str, os.PathLike)):
-        raise TypeError(f"out must be a path (str or Path), not {type(out).__name__}")
     if not isinstance(quick, bool) or not isinstance(include_host, bool):
         raise TypeError("quick and include_host must be True or False")
-    out = Path(out)
-    if out.suffix != SUFFIX:
-        out = out.with_name(out.name + SUFFIX)
+    out = _bundle_path(out)
     info = machine_info()
     frames, foreign = [], {}
     failed = {nb for nb, st in ledger.read_manifest().items() if st.get("ok") is False}
@@ -98,22 +100,60 @@ def make_bundle(out: str | Path, *, quick: bool = False, include_host: bool = Fa
             f"Run `labkit reproduce{' --quick' if quick else ''}` here first")
     if not frames:
         raise FileNotFoundError(f"no results in {results.data_dir()}: run `labkit reproduce` first")
-    measurements = _stringify_objects(pd.concat(frames, ignore_index=True))
-    verdict_table = ledger.ledger()
-    machine = dict(info)
-    meta = {"machine": machine, "created": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+    runs = _runs_of(results.data_dir(), set(notebooks.experiments()) - failed)
+    foreign = _foreign_runs(runs, info["machine_id"])
+    if foreign:
+        raise ForeignResultsError(
+            f"refusing to bundle verdict runs measured on another machine: machine_id "
+            f"{', '.join(foreign)} in {results.data_dir()}, not this machine "
+            f"({info['machine_id']}). Run `labkit reproduce{' --quick' if quick else ''}` here first")
+    meta = {"machine": dict(info),
+            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(),
             "quick": quick, "environment": envcheck.latest(), "format": FORMAT}
     if include_host:
         meta["results_root"] = str(results.root())
-    else:
-        machine.pop("hostname", None)
+    return _write(out, meta, pd.concat(frames, ignore_index=True), ledger.ledger(), runs,
+                  include_host=include_host)
+
+
+def _runs_of(data_dir: Path, names):
+    """The verdict runs of the notebooks `names` found in data_dir, one frame with a
+    `notebook` column (None when there are none)."""
+    import pandas as pd
+
+    frames = []
+    for nb in sorted(names):
+        path = Path(data_dir) / f"{nb}{RUNS_SUFFIX}.csv"
+        if path.exists():
+            frames.append(results.read_csv(path, low_memory=False, float_precision="round_trip")
+                          .assign(notebook=nb))
+    return pd.concat(frames, ignore_index=True) if frames else None
+
+
+def _foreign_runs(runs, machine_id: str) -> list[str]:
+    if runs is None or "machine_id" not in runs:
+        return []
+    return sorted(set(runs.machine_id.dropna().astype(str)) - {str(machine_id)})
+
+
+def _write(out: Path, meta: dict, measurements, verdict_table, runs, *, include_host: bool):
+    """Write a bundle folder under a temporary name and rename it into place."""
+    measurements = _stringify_objects(measurements)
+    if not include_host:
+        meta["machine"].pop("hostname", None)
         measurements = _scrub(measurements)
         verdict_table = _scrub(verdict_table)
+        runs = None if runs is None else _scrub(runs)
     tmp = out.with_name(f".{out.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     measurements.to_parquet(tmp / "measurements.parquet", index=False)
     _stringify_objects(verdict_table).to_parquet(tmp / "verdicts.parquet", index=False)
+    import pandas as pd
+
+    # Always written from format 4 on: an empty table says no design ran, not an old bundle.
+    runs = pd.DataFrame({"notebook": pd.Series(dtype=str)}) if runs is None else runs
+    _stringify_objects(runs).to_parquet(tmp / "verdict_runs.parquet", index=False)
     (tmp / "machine.json").write_text(json.dumps(meta, indent=1, default=str))
     if out.exists():
         shutil.rmtree(out)
@@ -121,8 +161,84 @@ def make_bundle(out: str | Path, *, quick: bool = False, include_host: bool = Fa
     return out
 
 
+def _bundle_path(out) -> Path:
+    if not isinstance(out, (str, os.PathLike)):
+        raise TypeError(f"out must be a path (str or Path), not {type(out).__name__}")
+    out = Path(out)
+    return out if out.suffix == SUFFIX else out.with_name(out.name + SUFFIX)
+
+
+# The machine fields a data row carries (labkit.core.machine), read back by pack_folder.
+ROW_MACHINE_FIELDS = ("machine_id", "cpu_model", "cpu_vendor", "cpu_family", "cpu_model_id",
+                      "cpu_stepping", "microcode", "vector_isa", "xcr0", "xsave_bytes", "arch",
+                      "cpu_count", "kernel_release", "compiler", "opt_level", "timer", "tsc_ghz",
+                      "virtualization", "hypervisor", "container", "governor", "turbo", "smt",
+                      "aslr", "isolated_cpus", "env_warnings", "labkit_commit")
+
+
+def pack_folder(data_dir, out, *, quick: bool = False) -> Path:
+    """A bundle of a data folder measured on one machine, wherever it is now (a checkout's
+    committed data/): the machine is the one its rows record, never this one, and the
+    folder's rows must all come from that one machine. The verdicts are the folder's
+    00_claims_ledger.csv."""
+    import pandas as pd
+
+    if not isinstance(data_dir, (str, os.PathLike)) or not Path(data_dir).is_dir():
+        raise ValueError(f"data_dir must be a folder of results (data/); got {data_dir!r}")
+    if not isinstance(quick, bool):
+        raise TypeError("quick must be True or False")
+    data_dir, out = Path(data_dir), _bundle_path(out)
+    ledger_csv = data_dir / "00_claims_ledger.csv"
+    if not ledger_csv.exists():
+        raise ValueError(f"data_dir {data_dir} has no 00_claims_ledger.csv: no verdicts to bundle")
+    frames = []
+    for nb in notebooks.experiments():
+        path = data_dir / f"{nb}.csv"
+        if path.exists():
+            frames.append(results.read_csv(path, low_memory=False).assign(notebook=nb))
+    if not frames:
+        raise ValueError(f"data_dir {data_dir} has no experiment's results")
+    measurements = pd.concat(frames, ignore_index=True)
+    runs = _runs_of(data_dir, notebooks.experiments())
+    ids = set(measurements.get("machine_id", pd.Series(dtype=str)).dropna().astype(str))
+    if runs is not None and "machine_id" in runs:
+        ids |= set(runs.machine_id.dropna().astype(str))
+    if len(ids) != 1:
+        raise ValueError(f"data_dir {data_dir}: its rows come from {len(ids)} machines "
+                         f"({', '.join(sorted(ids)) or 'none recorded'}); a bundle is one machine's")
+    first = measurements[measurements.machine_id.astype(str) == next(iter(ids))].iloc[0]
+    machine = {k: (first[k].item() if hasattr(first[k], "item") else first[k])
+               for k in ROW_MACHINE_FIELDS if k in first and first[k] == first[k]}
+    environment = data_dir / "environment.json"
+    meta = {"machine": machine, "created": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+            "quick": quick, "format": FORMAT, "packed_from": "a data folder (its rows' machine)",
+            "environment": json.loads(environment.read_text()) if environment.exists() else None}
+    return _write(out, meta, measurements, pd.read_csv(ledger_csv, dtype=str).fillna(""), runs,
+                  include_host=False)
+
+
+def attach_runs(path, runs_dir, out) -> Path:
+    """A format-4 copy of an older bundle with its machine's verdict runs added from
+    runs_dir (the data/*_verdict_runs.csv its `make reproduce` wrote beside it). Every
+    run must carry the bundle's machine_id."""
+    b = read_bundle(path)
+    if not isinstance(runs_dir, (str, os.PathLike)) or not Path(runs_dir).is_dir():
+        raise ValueError(f"runs_dir must be a folder of *{RUNS_SUFFIX}.csv files; got {runs_dir!r}")
+    runs = _runs_of(Path(runs_dir), notebooks.experiments())
+    if runs is None:
+        raise ValueError(f"runs_dir {runs_dir} holds no *{RUNS_SUFFIX}.csv")
+    foreign = _foreign_runs(runs, b["machine"]["machine_id"])
+    if foreign:
+        raise ValueError(f"runs_dir {runs_dir}: runs of machine_id {', '.join(foreign)}, not "
+                         f"the bundle's machine ({b['machine']['machine_id']})")
+    meta = dict(b["meta"], format=FORMAT, runs_added=f"from format {b['meta'].get('format')}")
+    return _write(_bundle_path(out), meta, b["measurements"], b["verdicts"], runs,
+                  include_host="results_root" in meta)
+
+
 def read_bundle(path: str | Path) -> dict:
-    """{machine: dict, measurements: DataFrame, verdicts: DataFrame} of one bundle."""
+    """{meta, machine: dict, measurements, verdicts, runs: DataFrames, recomputable: bool}
+    of one bundle; runs is None and recomputable False before format 4."""
     import pandas as pd
 
     if not isinstance(path, (str, os.PathLike)):
@@ -141,10 +257,18 @@ def read_bundle(path: str | Path) -> dict:
     if lacking:
         raise ValueError(f"path {path}: the bundle's machine.json has no machine."
                          f"{', machine.'.join(lacking)}; {REMAKE}")
+    fmt = meta.get("format")
+    runs = None
+    if isinstance(fmt, int) and fmt >= RECOMPUTABLE_FROM:
+        if not (path / "verdict_runs.parquet").exists():
+            raise ValueError(f"path {path}: a bundle of format {fmt} must hold "
+                             f"verdict_runs.parquet; {REMAKE}")
+        runs = results.current_columns(_parse(path, "verdict_runs.parquet", pd.read_parquet))
     return {"meta": meta, "machine": machine,
             "measurements": results.current_columns(
                 _parse(path, "measurements.parquet", pd.read_parquet)),
-            "verdicts": _parse(path, "verdicts.parquet", pd.read_parquet)}
+            "verdicts": _parse(path, "verdicts.parquet", pd.read_parquet),
+            "runs": runs, "recomputable": runs is not None}
 
 
 def _parse(path: Path, name: str, read):

@@ -1,0 +1,185 @@
+"""Machine effects, decided: does a claim's value really differ between two machines?
+
+A claim judged on one per-process statistic (the log of a ratio, say -O3 / -O2, one per
+fresh process) has on each machine a set of independent processes. The machine effect is
+the difference of the two machines' means on the log scale, read back as a ratio of
+ratios (machine A's ratio over machine B's). Its interval takes, as the verdicts do, the
+repeated-confidence critical value of labkit.core.sequential at the look each machine
+stopped at (the wider of the two: each machine's processes were collected under that
+stopping rule), with Welch's standard error of the difference.
+
+Across comparisons (claims x machine pairs) the error rate is held by Holm's step-down
+procedure (METHOD): comparisons in order of their p-values (the level at which the
+interval just touches 1), the i-th tested at alpha / (k - i + 1), stopping at the first
+that does not exclude 1. A comparison
+rejected there is a "machine effect"; one that is not is "no machine effect (within ±m%)"
+when its interval at alpha / k (Bonferroni, Holm's most demanding level) lies inside
+[1/(1+m), 1+m], and "undecided" otherwise. tests/test_registry.py calibrates this on
+simulated machines of known truth.
+
+The statistic is the rule's own: the claim's rule (labkit.lab.judging.rules) runs on the
+machine's runs and the per-process values it hands the engine are the ones compared.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+from labkit.core import sequential
+
+METHOD = "holm"
+METHODS = ("holm", "bonferroni")
+MARGIN = 0.05  # "no machine effect" means within ±5% (a ratio of ratios in [1/1.05, 1.05])
+EFFECT, NO_EFFECT, UNDECIDED = "machine effect", "no machine effect", "undecided"
+
+
+def rule_statistic(claim_id: str, runs) -> tuple:
+    """(per-process log values, looks) the claim's rule judges on these runs; ValueError
+    for a claim not judged on one log-scale statistic per process."""
+    import numpy as np
+
+    from labkit.lab.judging import engine, rules
+
+    if claim_id not in rules.RULES:
+        raise ValueError(f"claim_id must be one of {sorted(rules.RULES)}; got {claim_id!r}")
+    seen = {}
+    real = engine.judge
+
+    def spy(cid, stats, **kw):
+        seen.update(stats=stats, kw=kw)
+        return real(cid, stats, **kw)
+
+    engine.judge = spy  # the rule calls engine.judge: see what it hands over
+    try:
+        rules.RULES[claim_id][0](runs)
+    finally:
+        engine.judge = real
+    if not seen:
+        raise ValueError(f"claim_id {claim_id}: its rule judged no per-process statistic on "
+                         "these runs (a side missing, or an exact count)")
+    stats, kw = seen["stats"], seen["kw"]
+    if len(stats) != 1 or kw.get("combine") or (kw.get("scales") or {}).get("x", "log") != "log":
+        raise ValueError(f"claim_id {claim_id}: judged on {len(stats)} statistics or a "
+                         "combination of them, not one ratio per process: no ratio of ratios")
+    (values,) = stats.values()
+    return np.asarray(values, float), tuple(kw["looks"])
+
+
+def compare(a, b, looks_a, looks_b, alpha: float) -> dict:
+    """The difference of means of two machines' per-process log statistics, with its
+    interval at level alpha: {d, low, high, z, n_a, n_b} (log scale)."""
+    import numpy as np
+
+    a = np.asarray(a, float)
+    b = np.asarray(b, float)
+    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+    if a.size < 2 or b.size < 2:
+        return {"d": math.nan, "low": -math.inf, "high": math.inf, "z": 0.0,
+                "n_a": int(a.size), "n_b": int(b.size)}
+    d = float(a.mean() - b.mean())
+    se = math.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)
+    c = max(sequential.critical_value(a.size, looks_a, alpha),
+            sequential.critical_value(b.size, looks_b, alpha))
+    z = abs(d) / se if se > 0 else math.inf
+    return {"d": d, "low": d - c * se, "high": d + c * se, "z": z,
+            "n_a": int(a.size), "n_b": int(b.size)}
+
+
+def decide(comparisons: list[dict], *, alpha: float = sequential.ALPHA, margin: float = MARGIN,
+           method: str = METHOD) -> list[dict]:
+    """Decide each comparison ({a, b, looks_a, looks_b, ...}: per-process log statistics
+    of two machines) together: `outcome`, `ratio` with `low`/`high` (A's ratio over B's) at
+    the level it was judged, and `method`."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    if not 0 < margin < 1:
+        raise ValueError(f"margin must be a fraction in (0, 1); got {margin!r}")
+    k = len(comparisons)
+    base = [compare(c["a"], c["b"], c["looks_a"], c["looks_b"], alpha / max(k, 1))
+            for c in comparisons]
+    order = sorted(range(k), key=lambda i: _p_value(comparisons[i], base[i])) if k > 1 \
+        else list(range(k))
+    effect = {}
+    for step, i in enumerate(order):
+        level = alpha / (k - step) if method == "holm" else alpha / k
+        r = compare(comparisons[i]["a"], comparisons[i]["b"], comparisons[i]["looks_a"],
+                    comparisons[i]["looks_b"], level)
+        if r["low"] > 0 or r["high"] < 0:
+            effect[i] = (r, level)
+        elif method == "holm":
+            break  # step-down: every later comparison is kept as not rejected
+    bound = math.log1p(margin)
+    out = []
+    for i, c in enumerate(comparisons):
+        r, level = effect.get(i, (base[i], alpha / max(k, 1)))
+        if i in effect:
+            outcome = EFFECT
+        elif -bound <= r["low"] and r["high"] <= bound:
+            outcome = f"{NO_EFFECT} (within ±{margin:.0%})"
+        else:
+            outcome = UNDECIDED
+        extra = {key: v for key, v in c.items() if key not in ("a", "b", "looks_a", "looks_b")}
+        out.append({**extra, "outcome": outcome, "ratio": _exp(r["d"]), "low": _exp(r["low"]),
+                    "high": _exp(r["high"]), "level": level, "processes": (r["n_a"], r["n_b"]),
+                    "method": f"{method} over {k} comparison{'s' * (k != 1)}; repeated "
+                    f"confidence intervals (labkit.core.sequential), margin ±{margin:.0%}"})
+    return out
+
+
+def _p_value(c: dict, r: dict) -> float:
+    """The smallest level whose interval excludes 0 (the repeated-confidence critical
+    value inverted in alpha)."""
+    from scipy.optimize import brentq
+
+    if not math.isfinite(r["z"]) or r["n_a"] < 2 or r["n_b"] < 2:
+        return 0.0 if r["z"] == math.inf else 1.0
+
+    def gap(alpha):
+        return max(sequential.critical_value(r["n_a"], c["looks_a"], alpha),
+                   sequential.critical_value(r["n_b"], c["looks_b"], alpha)) - r["z"]
+
+    lo, hi = 1e-10, 0.999
+    if gap(lo) < 0:
+        return lo
+    if gap(hi) > 0:
+        return 1.0
+    return float(brentq(gap, lo, hi, xtol=1e-6))
+
+
+def _exp(v: float) -> float:
+    if math.isnan(v):
+        return math.nan
+    return 0.0 if v < -700 else math.inf if v > 700 else math.exp(v)
+
+
+def between(runs_by_machine: dict, claim_ids, *, alpha: float = sequential.ALPHA,
+            margin: float = MARGIN, method: str = METHOD) -> list[dict]:
+    """Machine effects of each claim between every pair of machines: runs_by_machine maps
+    a machine's label to {notebook: its verdict runs}; a claim the rule cannot reduce to
+    one ratio per process on a machine is left out for that machine."""
+    from labkit.lab.judging import rules
+
+    comparisons = []
+    for claim_id in claim_ids:
+        notebook = rules.RULES[claim_id][1][0].removesuffix("_verdict_runs")
+        have = {}
+        for label, runs in runs_by_machine.items():
+            frame = runs.get(notebook)
+            if frame is None or frame.empty:
+                continue
+            try:
+                have[label] = rule_statistic(claim_id, frame)
+            except ValueError:
+                continue
+        for la, lb in itertools.combinations(sorted(have), 2):
+            comparisons.append({"claim_id": claim_id, "machine_a": la, "machine_b": lb,
+                                "a": have[la][0], "looks_a": have[la][1],
+                                "b": have[lb][0], "looks_b": have[lb][1]})
+    return decide(comparisons, alpha=alpha, margin=margin, method=method)
+
+
+def line(r: dict) -> str:
+    """One decision as a person reads it."""
+    return (f"{r['claim_id']}: {r['outcome']}: {r['machine_a']} / {r['machine_b']} = "
+            f"{r['ratio']:.3g} [{r['low']:.3g}, {r['high']:.3g}] (ratio of the machines' "
+            f"ratios; {r['processes'][0]} and {r['processes'][1]} processes; {r['method']})")

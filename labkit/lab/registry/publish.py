@@ -1,0 +1,227 @@
+"""Publishing a bundle to a registry, nothing taken on trust: the bundle must read whole,
+be of a format and a labkit commit this labkit knows, not be in the store already, and
+every verdict it states must come out the same when recomputed here from its verdict runs
+with the claims' written rules (labkit.lab.judging.rules, the engine's path). Anything else
+is refused with a Refused (a ValueError) naming the bundle and the one reason, and the
+store is left as it was.
+"""
+from __future__ import annotations
+
+import datetime
+import hashlib
+import io
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+from labkit.lab.registry import store as stores
+from labkit.lab.sharing import bundle as bundles
+
+# The fields of machine.json's machine a registry keeps: the CPU as CPUID reports it and
+# the layers under the process. Never the host's name or a path.
+MACHINE_FIELDS = ("cpu_model", "cpu_vendor", "cpu_family", "cpu_model_id", "cpu_stepping",
+                  "microcode", "vector_isa", "xcr0", "xstate_components", "xsave_bytes",
+                  "xsave_max_bytes", "arch", "cpu_count", "tsc_ghz", "kernel_release",
+                  "compiler", "opt_level", "virtualization", "hypervisor", "container",
+                  "governor", "turbo", "smt", "env_warnings")
+HOST_FIELDS = ("hostname",)
+# How a verdict row is compared with its recomputation (as tests/test_committed_verdicts.py).
+COMPARED = ("verdict", "original_verdict", "measured_value")
+AGREES = "recomputed: agrees"
+
+
+class Refused(ValueError):
+    """A bundle the registry will not take; str() is the one line to show."""
+
+    def __init__(self, path, reason: str):
+        reason = " ".join(str(reason).split())  # one line, whatever the reason quoted
+        super().__init__(f"refused {path}: {reason}")
+        self.reason = reason
+
+
+def content_hash(path: Path) -> str:
+    """sha256 over the bundle's files, names and bytes, in name order."""
+    h = hashlib.sha256()
+    for f in sorted(Path(path).iterdir()):
+        if f.is_file():
+            h.update(f.name.encode() + b"\0")
+            h.update(f.read_bytes())
+            h.update(b"\0")
+    return h.hexdigest()
+
+
+def known_commit(commit: str, repo: Path | None = None) -> bool:
+    """Whether `commit` is a commit of this labkit's git history."""
+    from labkit.core import results
+
+    repo = repo or results.checkout()
+    if repo is None or not commit or not all(c in "0123456789abcdef" for c in commit):
+        return False
+    done = subprocess.run(["git", "-C", str(repo), "cat-file", "-e", f"{commit}^{{commit}}"],
+                          capture_output=True)
+    return done.returncode == 0
+
+
+def layers(machine: dict) -> str:
+    """The virtualisation layers under the process, outermost first ('kvm+docker'), from
+    the machine's hypervisor and container fields (or its older `virtualization` text)."""
+    words = []
+    hv, ct = machine.get("hypervisor"), machine.get("container")
+    if hv is None and ct is None:
+        text = str(machine.get("virtualization", "")).lower()
+        words = [w for w in ("kvm", "xen", "vmware", "hyperv", "docker", "podman", "lxc")
+                 if w in text]
+    else:
+        words = [str(w) for w in (hv, ct) if w and str(w) not in ("none", "")]
+    return "+".join(words) or ("not recorded" if "virtualization" not in machine
+                               else "bare metal")
+
+
+def vendor(machine: dict) -> str:
+    """CPUID's vendor string; for a bundle before the field, read from the brand string."""
+    if machine.get("cpu_vendor"):
+        return str(machine["cpu_vendor"])
+    model = str(machine.get("cpu_model", ""))
+    return "GenuineIntel" if "Intel" in model else "AuthenticAMD" if "AMD" in model \
+        else "not recorded"
+
+
+def recompute(b: dict) -> dict:
+    """claim_id -> (check, recomputed row or None): each stated verdict recomputed from
+    the bundle's own data. check is AGREES, 'not recomputable: why' or 'disagrees: how'."""
+    from labkit.lab.judging import rules, verdicts
+
+    out = {}
+    stated = b["verdicts"].astype(str).set_index("claim_id")
+    if not b["recomputable"]:
+        why = (f"not recomputable: a format-{b['meta'].get('format')} bundle carries no "
+               "verdict runs")
+        return {c: (why, None) for c in stated.index}
+    with tempfile.TemporaryDirectory(prefix="labkit-recompute-") as tmp:
+        data = Path(tmp)
+        _as_data_folder(b, data)
+        for claim_id, row in stated.iterrows():
+            method = row.get("method", "")
+            if claim_id not in rules.RULES:
+                out[claim_id] = ("not recomputable: judged in its notebook, no rule of "
+                                 "labkit.lab.judging.rules", None)
+                continue
+            if method not in (verdicts.METHOD, verdicts.EXACT):
+                out[claim_id] = (f"not recomputable: judged by the method {method or 'none'!r}",
+                                 None)
+                continue
+            again = rules.recompute(claim_id, data)
+            if again is None:
+                out[claim_id] = (f"disagrees: {row['verdict']} by {method}, but the bundle does "
+                                 "not carry the data it stands on", None)
+                continue
+            got = {k: str(again.get(k, "")) for k in COMPARED}
+            bad = [k for k in COMPARED if got[k] != str(row.get(k, ""))]
+            out[claim_id] = (AGREES, again) if not bad else (
+                f"disagrees: the bundle says {row['verdict']}, {row['measured_value']}; "
+                f"recomputed: {got['verdict']}, {got['measured_value']}", again)
+    return out
+
+
+def _as_data_folder(b: dict, into: Path) -> None:
+    """The bundle's rows as the data/ folder the rules read: <notebook>.csv and
+    <notebook>_verdict_runs.csv."""
+    for name, frame in (("", b["measurements"]), (bundles.RUNS_SUFFIX, b["runs"])):
+        if frame is None or frame.empty:
+            continue
+        for nb, g in frame.groupby("notebook"):
+            g.drop(columns="notebook").dropna(axis=1, how="all") \
+                .to_csv(into / f"{nb}{name}.csv", index=False)
+
+
+def _parquet(df) -> bytes:
+    buf = io.BytesIO()
+    df.to_parquet(buf, index=False)
+    return buf.getvalue()
+
+
+def prepare(path, *, include_host: bool = False, store=None) -> tuple[str, dict, dict]:
+    """Every check of a publish, without writing: (rel_dir, files, summary), or Refused.
+    Given the store, a bundle it already holds is refused before the recomputation."""
+    import pandas as pd
+
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"bundle must be a bundle folder (str or Path), not {type(path).__name__}")
+    path = Path(path)
+    try:
+        b = bundles.read_bundle(path)
+    except ValueError as exc:
+        raise Refused(path, str(exc).removeprefix(f"path {path}: ")) from exc
+    meta, machine = b["meta"], b["machine"]
+    fmt = meta.get("format")
+    if fmt not in bundles.READS:
+        raise Refused(path, f"unknown format {fmt!r}: this labkit reads formats "
+                      f"{', '.join(map(str, bundles.READS))}")
+    raw = str(machine.get("labkit_commit", ""))
+    commit = raw.removesuffix("-dirty")
+    if not known_commit(commit):
+        raise Refused(path, f"unknown labkit commit {raw!r}: not a commit of this labkit's "
+                      "history, so its experiments cannot be known")
+    digest = content_hash(path)
+    mode = "quick" if meta.get("quick") else "full"
+    parts = {"run_mode": mode, "format": str(fmt), "commit": commit,
+             "machine": str(machine["machine_id"]), "bundle": digest[:16]}
+    rel = "/".join(f"{k}={v}" for k, v in parts.items())
+    if store is not None and store.has(rel):
+        raise Refused(path, _duplicate(rel))
+    checks = recompute(b)
+    wrong = [(c, why) for c, (why, _) in checks.items() if why.startswith("disagrees")]
+    if wrong:
+        c, why = wrong[0]
+        more = f" (and {len(wrong) - 1} more claims)" if len(wrong) > 1 else ""
+        raise Refused(path, f"forged or stale verdicts: {c} {why}{more}")
+    row = {k: machine.get(k) for k in MACHINE_FIELDS}
+    row = {k: (None if v is None else str(v)) for k, v in row.items()}
+    row.update(cpu_vendor=vendor(machine), layers=layers(machine), machine_id=parts["machine"],
+               labkit_commit=raw, dirty=raw.endswith("-dirty"), content_hash=digest,
+               created=str(meta.get("created", "")), quick=mode == "quick",
+               published=datetime.datetime.now(datetime.timezone.utc).isoformat(),
+               recomputable=b["recomputable"],
+               recomputed=sum(why == AGREES for why, _ in checks.values()),
+               synthetic=bool(meta.get("synthetic", False)))
+    if include_host:
+        row.update(hostname=machine.get("hostname"), results_root=meta.get("results_root"))
+    v = b["verdicts"].copy()
+    v["check"] = v.claim_id.map(lambda c: checks.get(c, ("not recomputable", None))[0])
+    measurements, runs = b["measurements"], b["runs"]
+    if not include_host:
+        measurements = measurements.drop(columns=[c for c in HOST_FIELDS if c in measurements])
+        runs = None if runs is None else runs.drop(columns=[c for c in HOST_FIELDS if c in runs])
+    files = {"verdicts.parquet": _parquet(bundles._stringify_objects(v)),
+             "measurements.parquet": _parquet(bundles._stringify_objects(measurements.copy())),
+             stores.MARKER: _parquet(pd.DataFrame([row]))}
+    if runs is not None and not runs.empty:
+        files["verdict_runs.parquet"] = _parquet(bundles._stringify_objects(runs.copy()))
+    for name in ("verdicts", "measurements", "verdict_runs"):
+        frame = {"verdicts": v, "measurements": measurements, "verdict_runs": runs}[name]
+        clash = set(stores.PARTITIONS) & set(() if frame is None else frame.columns)
+        if clash:
+            raise Refused(path, f"its {name} has a column named like a partition key: "
+                          f"{', '.join(sorted(clash))}")
+    summary = {"bundle": str(path), "stored_as": rel, "machine": parts["machine"],
+               "cpu_model": machine.get("cpu_model"), "run_mode": mode, "format": fmt,
+               "commit": commit, "recomputable": b["recomputable"],
+               "recomputed_agree": row["recomputed"], "claims": len(v)}
+    return rel, files, summary
+
+
+def publish(path, registry, *, include_host: bool = False) -> dict:
+    """Check a bundle (prepare) and store it in the registry, atomically; returns what was
+    stored. Raises Refused (a ValueError) with the one line to show."""
+    store = registry if isinstance(registry, stores.Store) else stores.open_store(registry)
+    rel, files, summary = prepare(path, include_host=include_host, store=store)
+    try:
+        store.put(rel, files)
+    except stores.DuplicateBundle:  # published by another client meanwhile
+        raise Refused(path, _duplicate(rel)) from None
+    return summary
+
+
+def _duplicate(rel: str) -> str:
+    return f"a duplicate: the registry already holds this bundle ({rel.rsplit('=', 1)[-1]})"

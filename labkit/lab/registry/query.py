@@ -1,0 +1,167 @@
+"""Questions asked of a registry, in DuckDB over its Parquet (local folder or S3): the
+machines, each claim's verdicts across them with a tally, each design's ns per switch
+across CPUs. A machine with several bundles is read at its latest (by `created`); full and
+quick runs are never mixed.
+"""
+from __future__ import annotations
+
+from labkit.lab.registry import store as stores
+
+# filter name -> the SQL condition on the machine table (one parameter each).
+FILTERS = {
+    "vendor": "lower(cpu_vendor) LIKE '%' || lower(?) || '%'",
+    "family": "CAST(cpu_family AS VARCHAR) = CAST(? AS VARCHAR)",
+    "model": "(CAST(cpu_model_id AS VARCHAR) = CAST(? AS VARCHAR) "
+             "OR lower(cpu_model) LIKE '%' || lower(?) || '%')",
+    "layers": "lower(layers) = lower(?)",
+    "commit": "starts_with(commit, lower(?))",
+}
+READ = "read_parquet('{glob}', hive_partitioning = true, hive_types_autocast = false, " \
+       "union_by_name = true)"
+
+
+def _store(registry) -> stores.Store:
+    return registry if isinstance(registry, stores.Store) else stores.open_store(registry)
+
+
+def _where(filters: dict, quick: bool) -> tuple[str, list]:
+    conds, params = ["run_mode = ?"], ["quick" if quick else "full"]
+    for name, value in (filters or {}).items():
+        if value is None:
+            continue
+        if name not in FILTERS:
+            raise ValueError(f"filters: {name!r} is not one of {', '.join(FILTERS)}")
+        if not isinstance(value, (str, int)) or str(value) == "":
+            raise ValueError(f"filters: {name} must be a non-empty text or number; got {value!r}")
+        conds.append(FILTERS[name])
+        params += [str(value)] * FILTERS[name].count("?")
+    return " AND ".join(conds), params
+
+
+def _chosen(store, filters, quick) -> str:
+    """SQL of the chosen bundles: one per machine, its latest, among those the filters
+    keep; with a `label` per machine."""
+    where, _ = _where(filters, quick)
+    return f"""
+        SELECT *, cpu_model || ' ' || substr(machine, 1, 6) || ' (' || layers || ')' AS label
+        FROM {READ.format(glob=store.glob('machine'))}
+        WHERE {where}
+        QUALIFY row_number() OVER (PARTITION BY machine ORDER BY created DESC) = 1"""
+
+
+def _run(store, sql: str, params: list):
+    if not store.bundles():
+        return None
+    con = store.connect()
+    try:
+        return con.execute(sql, params).df()
+    finally:
+        con.close()
+
+
+def machines(registry, *, filters: dict | None = None, quick: bool = False):
+    """One row per machine (its latest bundle): identity, hardware, layers, commit,
+    whether its verdicts were recomputed, and how many bundles it has in the store."""
+    import pandas as pd
+
+    store = _store(registry)
+    where, params = _where(filters, quick)
+    sql = f"""WITH chosen AS ({_chosen(store, filters, quick)}),
+        counts AS (SELECT machine, count(*) AS bundles
+                   FROM {READ.format(glob=store.glob('machine'))} WHERE {where} GROUP BY machine)
+        SELECT c.label, c.machine, c.bundle, c.cpu_vendor, c.cpu_model, c.cpu_family, c.cpu_model_id,
+               c.cpu_stepping, c.microcode, c.vector_isa, c.xcr0, c.xsave_bytes, c.layers,
+               c.commit, c.format, c.recomputable, c.recomputed, c.created, n.bundles
+        FROM chosen c JOIN counts n USING (machine) ORDER BY c.label"""
+    df = _run(store, sql, params + params)
+    return pd.DataFrame() if df is None else df
+
+
+def claims(registry, *, filters: dict | None = None, quick: bool = False):
+    """One row per (claim, machine): verdict, measured value and how the registry checked
+    it (recomputed or why not)."""
+    import pandas as pd
+
+    store = _store(registry)
+    _, params = _where(filters, quick)
+    sql = f"""WITH chosen AS ({_chosen(store, filters, quick)})
+        SELECT v.claim_id, c.label, c.machine, v.verdict, v.measured_value, v."check"
+        FROM {READ.format(glob=store.glob('verdicts'))} v
+        JOIN chosen c ON v.bundle = c.bundle
+        ORDER BY v.claim_id, c.label"""
+    df = _run(store, sql, params)
+    return pd.DataFrame() if df is None else df
+
+
+def tally(rows) -> list[dict]:
+    """Per claim: how many machines gave each verdict, most common first, and the line
+    'C000.2: contradicted on 14 of 15 machines'."""
+    out = []
+    for claim_id, g in rows.groupby("claim_id", sort=True):
+        counts = g.verdict.value_counts()
+        n = int(counts.sum())
+        parts = [f"{v} on {int(k)}" for v, k in counts.items()]
+        head = (f"{parts[0]} of {n} machines" if len(parts) == 1
+                else ", ".join(parts) + f" of {n} machines")
+        out.append({"claim_id": claim_id, "machines": n,
+                    "tally": {v: int(k) for v, k in counts.items()},
+                    "line": f"{claim_id}: {head}",
+                    "verdicts": g[["label", "verdict", "measured_value", "check"]]
+                    .to_dict(orient="records")})
+    return out
+
+
+def ladder(registry, *, filters: dict | None = None, quick: bool = False,
+           notebook: str = "04_latency_ladder"):
+    """Each design's (entry's) median ns per switch on each machine (rows of the latency
+    ladder's measurements), with its ratio to that machine's own `asm`."""
+    import pandas as pd
+
+    store = _store(registry)
+    _, params = _where(filters, quick)
+    sql = f"""WITH chosen AS ({_chosen(store, filters, quick)}),
+        m AS (SELECT bundle, entry, TRY_CAST(ns_per_switch AS DOUBLE) AS ns
+              FROM {READ.format(glob=store.glob('measurements'))}
+              WHERE notebook = ?),
+        med AS (SELECT c.label, m.entry, median(m.ns) AS median_ns, count(*) AS rows
+                FROM m JOIN chosen c ON m.bundle = c.bundle
+                WHERE m.ns IS NOT NULL GROUP BY c.label, m.entry)
+        SELECT a.*, a.median_ns / b.median_ns AS ratio_to_asm
+        FROM med a LEFT JOIN med b ON a.label = b.label AND b.entry = 'asm'
+        ORDER BY a.entry, a.label"""
+    df = _run(store, sql, params + [notebook])
+    return pd.DataFrame() if df is None else df
+
+
+def explain_claims(registry, *, filters: dict | None = None, quick: bool = False) -> str:
+    """DuckDB's physical plan of the claims query: where the partition filters prune."""
+    store = _store(registry)
+    _, params = _where(filters, quick)
+    sql = f"""EXPLAIN WITH chosen AS ({_chosen(store, filters, quick)})
+        SELECT v.claim_id, c.label, v.verdict FROM {READ.format(glob=store.glob('verdicts'))} v
+        JOIN chosen c ON v.bundle = c.bundle"""
+    df = _run(store, sql, params)
+    return "" if df is None else "\n".join(df.iloc[:, -1].astype(str))
+
+
+def verdict_runs(registry, *, filters: dict | None = None, quick: bool = False) -> dict:
+    """label -> {notebook: that machine's verdict runs} for the chosen bundles that carry
+    them (format 4 on); each file read whole with its own types."""
+    import pandas as pd
+
+    store = _store(registry)
+    chosen = machines(store, filters=filters, quick=quick)
+    if chosen.empty:
+        return {}
+    chosen = chosen[chosen.recomputable.astype(bool)]
+    rels = store.bundles()
+    out = {}
+    for _, m in chosen.iterrows():
+        rel = next(r for r in rels if r.endswith(f"/bundle={m.bundle}"))
+        try:
+            runs = store.read(rel, "verdict_runs.parquet")
+        except Exception:  # noqa: BLE001 - a bundle with no runs (none of its designs ran)
+            continue
+        out[m.label] = {nb: g.drop(columns="notebook").reset_index(drop=True)
+                        for nb, g in runs.groupby("notebook")}
+    return out
