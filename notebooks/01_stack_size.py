@@ -159,7 +159,7 @@ if judge_kernel == "boost_fiber":
                        cpu=cpu) for label, size in analysis.VERDICT_SIZES.items()}, quick=quick)
 else:
     why = f"Boost.Context missing here ({missing.why_not.iloc[0]})"
-results.save_experiments(exp.data, {"pingpong": pingpong, "ring": ring})
+results.save_parts(exp.data, {"pingpong": pingpong, "ring": ring})
 designs.verdict_table(exp, judged, notes={"C000.2": analysis.ring_note(rings, ring_counts)},
                       why=why)
 

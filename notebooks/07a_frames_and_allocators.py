@@ -171,7 +171,7 @@ fa.cycle_table(cycles_df)
 _, judged = designs.run(exp, {
     a: partial(frames.alloc_bench, a, 256, pairs=pairs, build=build,
                memory_budget=memory_budget) for a in exp.sides}, quick=quick)
-results.save_experiments(exp.data, {
+results.save_parts(exp.data, {
     "frame_sizes": sizes, "allocation": alloc, "cycles": cycles_df})
 table = designs.verdict_table(exp, judged, notes={
     "C001.2": fa.c001_2_note(alloc, ratios), "C004.3": fa.c004_3_note(sizes)})

@@ -130,7 +130,7 @@ cs.round(2)
 # %%
 reuse = frames.reuse_runs(cm.sweep, reuse_pool_sizes, n=n_coroutines, repeats=coroutine_repeats,
                           build=build, memory_budget=memory_budget)
-results.save_csv(reuse.assign(experiment="pool_reuse"), exp.part("pool_reuse"))
+results.save_csv(reuse.assign(part="pool_reuse"), exp.part("pool_reuse"))
 rs = cm.per_pool(reuse, coros)
 rs.round(3)
 
@@ -224,7 +224,7 @@ print(cm.kernel_text(kernel_rss, coros, stacks))
 #   (`data/claims_amendments.csv`) either part failing refutes the claim.
 
 # %%
-results.save_experiments(exp.data, {
+results.save_parts(exp.data, {
     "coroutines": coros, "stackful": stacks, "guard_check": guard_check})
 # C004.2's memory half (its rule reads 07b's data only here); the ledger adds 09's
 # throughput half.

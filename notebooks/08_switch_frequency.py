@@ -17,10 +17,10 @@
 # **C000.7** (`000_dc0f0e0d023658f3.txt`, the author's case study):
 # in a pool of coroutines doing compute tasks with 1 MB stacks, each coroutine yielded
 # after about 100 CPU cycles of work, and `jump_fcontext` took about 15% of the CPU time
-# (by `perf`). With 64 KB stacks, batches of 32 tasks per yield and per-worker local
+# (by `perf`). With 64 KB stacks, batches of 32 tasks per yield and per-coroutine local
 # queues, it fell under 3% and throughput rose by 40%.
 #
-# The experiment: a scheduler resumes N = 64 worker coroutines in turn with labkit's
+# The experiment: a scheduler resumes N = 64 coroutines in turn with labkit's
 # `asm_fpu` kernel (what `jump_fcontext` saves). Each resumption runs one task, or a batch
 # of 32, then yields back. A task is W ticks of a calibrated busy loop, for W from 0 to
 # 100,000. The same tasks are also run with no switching at all, interleaved with each
@@ -43,7 +43,7 @@
 from labkit.lab.running import params
 
 quick = False  # True: small sweeps and few repeats (what CI runs)
-(cpu, workers, rounds, repeats, loop_seconds, work_cycles, judge_work) = params.resolve(
+(cpu, coroutines, rounds, repeats, loop_seconds, work_cycles, judge_work) = params.resolve(
     "08_switch_frequency", quick=quick).values()
 
 # %%
@@ -62,7 +62,7 @@ print(sf.setting(info))
 # ## The sweep
 #
 # Every point runs the same number of tasks for its W in all four set-ups (about
-# `loop_seconds` of work, and at least one batch of 32 for every worker, so that every
+# `loop_seconds` of work, and at least one batch of 32 for every coroutine, so that every
 # stack is in play). The loops are kept short because this machine is shared: a loop
 # the OS preempts gains milliseconds, and the shorter the loop, the fewer runs that
 # happens to (`preemptions` counts the runs it happened to; they are kept, as every
@@ -70,7 +70,7 @@ print(sf.setting(info))
 # tasks form one dependency chain (each starts from the value the previous one left),
 # so a task takes its W ticks whether it runs alone or in a batch. The counters of every
 # run are checked: the switches the loop made, the switches both sides counted, and the
-# tasks the workers ran must all agree, or the run raises `SwitchCountError`.
+# tasks the coroutines ran must all agree, or the run raises `SwitchCountError`.
 #
 # The sweep runs `rounds` times over, one whole pass after the other, so that every
 # point is measured at several moments and the set-ups compared by the verdict see the
@@ -78,14 +78,14 @@ print(sf.setting(info))
 # row comes from). The spread of each point pools all its runs.
 
 # %%
-tasks = sf.tasks(work_cycles, seconds=loop_seconds, workers=workers, tsc_ghz=info["tsc_ghz"])
-runs = frequency.sweep_runs(sf.sweep, work_cycles, rounds=rounds, tasks=tasks, workers=workers,
+tasks = sf.tasks(work_cycles, seconds=loop_seconds, coroutines=coroutines, tsc_ghz=info["tsc_ghz"])
+runs = frequency.sweep_runs(sf.sweep, work_cycles, rounds=rounds, tasks=tasks, coroutines=coroutines,
                             repeats=repeats, cpu=cpu)
 # The same set-ups at W = 0 and at the claim's W with independent work, which fills the
 # core's issue width: beside it a switch has no idle slot to hide in (see the W = 100
 # section). Kept apart from `runs`, which the figures and the verdict read.
 indep = frequency.sweep_runs(sf.sweep, sorted({0, judge_work}), rounds=rounds, tasks=tasks,
-                             workers=workers, repeats=repeats, cpu=cpu, work="independent")
+                             coroutines=coroutines, repeats=repeats, cpu=cpu, work="independent")
 share, speed, warnings = sf.summaries(runs)
 print("\n".join([sf.load_text("after"), *warnings]))
 sf.share_table(share)
@@ -107,11 +107,11 @@ checks.pivot(index="work_cycles", columns="setup",
 checks.pivot(index="work_cycles", columns="setup", values=["preempted_runs", "page_faults"])
 
 # %%
-sf.share_figure(share, judge_work=judge_work, workers=workers);
+sf.share_figure(share, judge_work=judge_work, coroutines=coroutines);
 
 # %% [markdown]
 # How to read it. The stack size should not matter here: a switch touches only the top
-# of a stack (the saved registers and the worker's own frame), and with stacks of
+# of a stack (the saved registers and the coroutine's own frame), and with stacks of
 # 64 KiB and 1 MiB alike every top sits at the start of a page, so the two sizes put
 # the same lines in the same cache sets (notebook 01 measures where stack tops collide).
 # Batching divides the number of switches by 32 for the same tasks. One run's share is
@@ -135,7 +135,7 @@ sf.throughput_figure(runs, speed, judge_work=judge_work);
 #
 # `ns per switch` is what each switch adds to the elapsed time: the median over repeats
 # of (total - work-only) / switches, each pair measured one right after the other in the
-# same worker, with the quartiles of those differences as its interval. Where the
+# same coroutine, with the quartiles of those differences as its interval. Where the
 # interval reaches zero the table says "below resolution (< X)": the switch costs less
 # than X there, and no sign or digit beyond that is known. The share of time switching
 # is given the same way, within [0, 100%].
@@ -176,7 +176,7 @@ sf.by_rotation(runs, judge_work=judge_work)
 # measured here.
 #
 # Second, this experiment has one scheduler on one thread, so the author's third change,
-# per-worker local queues instead of a shared one, has nothing to act on: no lock, no
+# per-coroutine local queues instead of a shared one, has nothing to act on: no lock, no
 # contention, no remote memory. It is left out, and the claim's rule does not name it.
 
 # %%
@@ -204,9 +204,9 @@ author
 
 # %%
 verdict_runs, judged = designs.run(exp, sf.verdict_entries(
-    judge_work, tasks=tasks, workers=workers, cpu=cpu), quick=quick)
+    judge_work, tasks=tasks, coroutines=coroutines, cpu=cpu), quick=quick)
 results.save_csv(runs, exp.data)
-designs.verdict_table(exp, judged, notes={"C000.7": f"; {workers} asm_fpu coroutines"})
+designs.verdict_table(exp, judged, notes={"C000.7": f"; {coroutines} asm_fpu coroutines"})
 
 # %% [markdown]
 # <a id="08_switch_frequency-article-table"></a>

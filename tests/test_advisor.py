@@ -38,7 +38,7 @@ def _simulated(rng, *, c=3.0, extra=40.0, proc_sd=0.3, rep_sd=0.4, processes=16,
             ring.append({"entry": "asm_fpu", "pattern": "ring", "contexts": n,
                          "stack_size": 65536, "colour_step": 0, "prefault": False,
                          "ns_per_switch": 3.0 + add + rng.normal(0, rep_sd)})
-    mem = [{"experiment": "stackful", "kind": "stackful", "stack_size": 65536,
+    mem = [{"part": "stackful", "kind": "stackful", "stack_size": 65536,
             "touched": t, "bytes_per_object": b, "pte_bytes_per_object": 128.0}
            for t, b in ((False, PAGE + 16.0), (True, 65536 + 16.0))]
     return {"04_latency_ladder_verdict_runs": pd.DataFrame(rows),

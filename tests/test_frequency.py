@@ -16,7 +16,7 @@ from labkit.core.timing import SwitchCountError
 
 KiB = 1 << 10
 # Small runs: a few thousand switches, milliseconds each.
-SMALL = dict(workers=8, repeats=3, warmup=1)
+SMALL = dict(coroutines=8, repeats=3, warmup=1)
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def test_counters_prove_every_switch_and_task(work, batch):
     assert len(df) == SMALL["repeats"]
     resumptions = tasks // batch
     assert (df.resumptions == resumptions).all()
-    assert (df.switches == 2 * resumptions).all()          # main -> worker -> main
+    assert (df.switches == 2 * resumptions).all()          # main -> coroutine -> main
     assert (df.counted_switches == df.switches).all()      # both sides counted each one
     assert (df.tasks_counted == tasks).all()
 
@@ -149,10 +149,10 @@ def test_switch_cost_agrees_when_both_works_see_the_same():
 
 def test_tasks_for_gives_whole_batches_for_every_worker():
     for w in (0, 100, 100_000):
-        t = frequency.tasks_for(w, seconds=0.001, workers=64, batch=32, tsc_ghz=2.5)
+        t = frequency.tasks_for(w, seconds=0.001, coroutines=64, batch=32, tsc_ghz=2.5)
         assert t % (32 * 64) == 0 and t >= 32 * 64
-    assert (frequency.tasks_for(0, seconds=0.01, workers=4, batch=1, tsc_ghz=1.0)
-            > frequency.tasks_for(1000, seconds=0.01, workers=4, batch=1, tsc_ghz=1.0))
+    assert (frequency.tasks_for(0, seconds=0.01, coroutines=4, batch=1, tsc_ghz=1.0)
+            > frequency.tasks_for(1000, seconds=0.01, coroutines=4, batch=1, tsc_ghz=1.0))
 
 
 def _synthetic(shares_before, shares_after, total_before, total_after):
@@ -204,8 +204,8 @@ BAD = [
     (dict(batch=0), ValueError, ["batch"]),
     (dict(batch=10**6), ValueError, ["batch"]),
     (dict(batch="32"), TypeError, ["batch"]),
-    (dict(workers=0), ValueError, ["workers"]),
-    (dict(workers=2.0), TypeError, ["workers"]),
+    (dict(coroutines=0), ValueError, ["coroutines"]),
+    (dict(coroutines=2.0), TypeError, ["coroutines"]),
     (dict(tasks=100, batch=32), ValueError, ["tasks", "multiple of batch"]),
     (dict(tasks=0), ValueError, ["tasks"]),
     (dict(tasks=10**12), ValueError, ["tasks"]),
@@ -236,7 +236,7 @@ def test_measure_rejects_bad_input(kwargs, exc, words):
 @pytest.mark.parametrize("kwargs,exc,word", [
     (dict(seconds=0), ValueError, "seconds"),
     (dict(seconds="1"), TypeError, "seconds"),
-    (dict(seconds=0.01, workers=0), ValueError, "workers"),
+    (dict(seconds=0.01, coroutines=0), ValueError, "coroutines"),
     (dict(seconds=0.01, batch=-1), ValueError, "batch"),
 ])
 def test_tasks_for_rejects_bad_input(kwargs, exc, word):

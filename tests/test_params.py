@@ -23,7 +23,7 @@ def test_an_explicit_value_beats_the_quick_value():
 
 def test_what_papermill_is_given_is_every_value_that_runs():
     values = notebook_run.run_values("01_stack_size", quick=True,
-                                  parameters={"repeats": 9, "workers": 3})  # 08's, not 01's
+                                  parameters={"repeats": 9, "coroutines": 3})  # 08's, not 01's
     assert values == {"quick": True, **params.resolve("01_stack_size", quick=True, repeats=9)}
     # A notebook without a table gets quick and the values given, as before.
     assert notebook_run.run_values("90_tiny", quick=False, parameters={"log": "x"}) == \

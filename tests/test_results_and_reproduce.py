@@ -40,14 +40,25 @@ def test_bad_names_are_refused(results_dir):
         results.save_csv(pd.DataFrame(), "../escape")
 
 
-def test_experiments_are_saved_as_one_tidy_file(results_dir):
-    path = results.save_experiments("nb", {"a": pd.DataFrame({"x": [1, 2]}),
-                                           "b": pd.DataFrame({"x": [3], "y": [4.5]})})
+def test_parts_are_saved_as_one_tidy_file(results_dir):
+    path = results.save_parts("nb", {"a": pd.DataFrame({"x": [1, 2]}),
+                                     "b": pd.DataFrame({"x": [3], "y": [4.5]})})
     back = pd.read_csv(path)
-    assert list(back.experiment) == ["a", "a", "b"] and list(back.x) == [1, 2, 3]
+    assert list(back.part) == ["a", "a", "b"] and list(back.x) == [1, 2, 3]
     assert back.y.isna().sum() == 2
     with pytest.raises(TypeError, match="parts"):
-        results.save_experiments("nb", [pd.DataFrame()])
+        results.save_parts("nb", [pd.DataFrame()])
+
+
+def test_older_data_names_its_parts_experiment_and_reads_as_part(tmp_path):
+    """data/ written before the glossary called a notebook's parts `experiment`; a claims
+    frame's `experiment` (the record a claim belongs to) keeps its name."""
+    old = tmp_path / "old.csv"
+    pd.DataFrame({"experiment": ["ring", "pingpong"], "ns_per_switch": [1.0, 2.0]}).to_csv(
+        old, index=False)
+    assert list(results.read_csv(old).part) == ["ring", "pingpong"]
+    claims_like = pd.DataFrame({"claim_id": ["C000.1"], "experiment": ["04_latency_ladder"]})
+    assert list(results.current_columns(claims_like).columns) == ["claim_id", "experiment"]
 
 
 def test_failing_notebook_is_reported_not_raised(tmp_path):

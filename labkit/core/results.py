@@ -116,23 +116,29 @@ def save_csv(df, name: str, *, subdir: str | None = None) -> Path:
     return path
 
 
-def save_experiments(name: str, parts: dict) -> Path:
-    """Write a notebook's tidy rows, {experiment: frame}, as one data/<name>.csv with an
-    `experiment` column naming the part each row comes from; returns the path."""
+def save_parts(name: str, parts: dict) -> Path:
+    """Write a notebook's tidy rows, {part: frame}, as one data/<name>.csv with a `part`
+    column naming the part each row comes from; returns the path."""
     import pandas as pd
 
     if not isinstance(parts, dict) or not parts:
-        raise TypeError(f"parts must be a non-empty dict of experiment name -> DataFrame, "
+        raise TypeError(f"parts must be a non-empty dict of part name -> DataFrame, "
                         f"not {type(parts).__name__}")
-    return save_csv(pd.concat([df.assign(experiment=part) for part, df in parts.items()],
+    return save_csv(pd.concat([df.assign(part=part) for part, df in parts.items()],
                               ignore_index=True), name)
 
 
 def current_columns(df):
     """A frame written by an older labkit under today's column names. Before bundle
     format 3 the catalogue entry's column was `kernel`, and a design's runs called the
-    side of a comparison `entry`; a frame with neither old name is returned as it is."""
+    side of a comparison `entry`; before format 4 a notebook's parts were its rows'
+    `experiment`, and 08's coroutines its `workers`. A frame with no old name is returned
+    as it is."""
     renames = {}
+    if "experiment" in df.columns and "part" not in df.columns and "claim_id" not in df.columns:
+        renames["experiment"] = "part"
+    if "workers" in df.columns and "work_cycles" in df.columns:  # 08's pool of coroutines
+        renames["workers"] = "coroutines"
     if "entry" in df.columns and "side" not in df.columns and (
             "kernel" in df.columns or "worker" in df.columns):
         renames["entry"] = "side"

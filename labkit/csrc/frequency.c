@@ -2,8 +2,8 @@
  * the time goes to switching when coroutines do W ticks of work between switches, with
  * one task or a batch of tasks per resumption. See frequency.h for the shape.
  *
- * Counting: the scheduler bumps its counter after each transfer back to it, each worker
- * bumps its own before each transfer to the scheduler, and each task bumps its worker's
+ * Counting: the scheduler bumps its counter after each transfer back to it, each coroutine
+ * bumps its own before each transfer to the scheduler, and each task bumps its coroutine's
  * task counter; after R resumptions the switch counters must add up to 2R and the task
  * counters to R * batch, which the Python side checks before it believes any time. */
 #define _GNU_SOURCE
@@ -20,10 +20,10 @@
 
 typedef struct fq fq;
 typedef struct {
-    void *sp;                    /* the worker's stored stack pointer while it is suspended */
+    void *sp;                    /* the coroutine's stored stack pointer while it is suspended */
     fq *q;
-    volatile uint64_t count;     /* transfers this worker made back to the scheduler */
-    volatile uint64_t tasks;     /* tasks this worker ran */
+    volatile uint64_t count;     /* transfers this coroutine made back to the scheduler */
+    volatile uint64_t tasks;     /* tasks this coroutine ran */
 } __attribute__((aligned(64))) fq_slot;  /* a cache line each, as in ring.c */
 
 struct fq {
@@ -45,9 +45,9 @@ struct fq {
 
 /* One task. Both loops, and the calibration, call this same out-of-line function, so a
  * unit costs the same wherever it runs. Every task starts from the value the previous
- * one left in q->sink, whichever worker ran it: the tasks form one serial chain, so a
- * task takes its W ticks in every mode. (With a chain per worker, the tasks of two
- * different workers would overlap in the out-of-order core and one task per switch
+ * one left in q->sink, whichever coroutine ran it: the tasks form one serial chain, so a
+ * task takes its W ticks in every mode. (With a chain per coroutine, the tasks of two
+ * different coroutines would overlap in the out-of-order core and one task per switch
  * would get more work done per tick than batches do.) Switches are not fenced off:
  * the core may run them beside the chain, as it would beside real work. */
 __attribute__((noinline)) static void fq_task(fq *q, fq_slot *s) {
@@ -99,7 +99,7 @@ static void fq_worker(void *arg) {
     }
 }
 
-/* The scheduler: resumes the workers round-robin, so with N workers each stack top is
+/* The scheduler: resumes the coroutines round-robin, so with N coroutines each stack top is
  * revisited only after N-1 others, as in a pool with a shared run queue. */
 LK_TIMED_LOOP static void fq_switching(fq *q, uint64_t resumptions) {
     int i = 0;
@@ -110,7 +110,7 @@ LK_TIMED_LOOP static void fq_switching(fq *q, uint64_t resumptions) {
     }
 }
 
-/* The same tasks for the same workers' slots in the same order, every counter bumped as
+/* The same tasks for the same coroutines' slots in the same order, every counter bumped as
  * often as above, but called in place: no transfer, no other stack. */
 LK_TIMED_LOOP static void fq_work_only(fq *q, uint64_t resumptions) {
     int i = 0;
@@ -171,38 +171,38 @@ double lk_freq_ticks_per_unit(int work, uint64_t units, int tries) {
     return best;
 }
 
-int lk_freq_run(size_t stack_size, int workers, uint32_t batch, int work, uint64_t units,
+int lk_freq_run(size_t stack_size, int coroutines, uint32_t batch, int work, uint64_t units,
                 uint64_t tasks, int warmup, int repeats, lk_freq_sample *out, char *err,
                 size_t errlen) {
     if (!fq_task_of(work)) {
         snprintf(err, errlen, "unknown work %d", work);
         return -1;
     }
-    if (workers < 1 || batch < 1 || tasks < batch || tasks % batch) {
-        snprintf(err, errlen, "need workers >= 1, batch >= 1 and tasks a positive multiple "
-                 "of batch; got workers=%d batch=%u tasks=%llu", workers, batch,
+    if (coroutines < 1 || batch < 1 || tasks < batch || tasks % batch) {
+        snprintf(err, errlen, "need coroutines >= 1, batch >= 1 and tasks a positive multiple "
+                 "of batch; got coroutines=%d batch=%u tasks=%llu", coroutines, batch,
                  (unsigned long long)tasks);
         return -1;
     }
     fq *q = calloc(1, sizeof *q);
-    lk_stack *stacks = calloc((size_t)workers, sizeof *stacks);
-    fq_slot *w = aligned_alloc(64, sizeof(fq_slot) * (size_t)workers);
+    lk_stack *stacks = calloc((size_t)coroutines, sizeof *stacks);
+    fq_slot *w = aligned_alloc(64, sizeof(fq_slot) * (size_t)coroutines);
     int rc = -1, made = 0;
     if (!q || !stacks || !w) {
-        snprintf(err, errlen, "out of memory for %d workers", workers);
+        snprintf(err, errlen, "out of memory for %d coroutines", coroutines);
         goto done;
     }
-    memset(w, 0, sizeof(fq_slot) * (size_t)workers);
-    q->n = workers;
+    memset(w, 0, sizeof(fq_slot) * (size_t)coroutines);
+    q->n = coroutines;
     q->batch = batch;
     q->units = units;
     q->task = fq_task_of(work);
     q->sink = 1;
     q->w = w;
-    for (int i = 0; i < workers; i++, made++) {
+    for (int i = 0; i < coroutines; i++, made++) {
         int e = lk_stack_alloc(&stacks[i], stack_size, 0, 0);
         if (e != 0) {
-            snprintf(err, errlen, "mmap of worker %d's stack (%zu bytes) failed: %s", i,
+            snprintf(err, errlen, "mmap of coroutine %d's stack (%zu bytes) failed: %s", i,
                      stack_size, strerror(-e));
             goto done;
         }
@@ -210,7 +210,7 @@ int lk_freq_run(size_t stack_size, int workers, uint32_t batch, int work, uint64
         w[i].sp = lk_make(LK_ASM_FPU, &stacks[i], fq_worker, &w[i]);
         if (!w[i].sp) {
             lk_stack_free(&stacks[i]);
-            snprintf(err, errlen, "could not make worker %d", i);
+            snprintf(err, errlen, "could not make coroutine %d", i);
             goto done;
         }
     }
@@ -261,7 +261,7 @@ int lk_freq_run(size_t stack_size, int workers, uint32_t batch, int work, uint64
     }
     rc = 0;
 done:
-    /* The workers stay suspended for good; their stacks simply go away. */
+    /* The coroutines stay suspended for good; their stacks simply go away. */
     for (int i = 0; i < made; i++) lk_stack_free(&stacks[i]);
     free(w);
     free(stacks);

@@ -1,8 +1,8 @@
 /* frequency.h -- switch frequency and batching (notebook 08, claim C000.7).
  *
- * A scheduler (main) resumes N worker coroutines in turn with the asm_fpu kernel, which
+ * A scheduler (main) resumes N coroutines in turn with the asm_fpu kernel, which
  * keeps what Boost's jump_fcontext keeps. Each resumption runs `batch` tasks, then the
- * worker yields back: 2 transfers per resumption, tasks / batch resumptions. A task is
+ * coroutine yields back: 2 transfers per resumption, tasks / batch resumptions. A task is
  * `units` rounds of a fixed busy loop; the caller turns W cycle-counter ticks of work
  * into units with lk_freq_ticks_per_unit. Two kinds of work (enum lk_freq_work): one
  * dependent multiply-add chain, which leaves most execution ports idle, so an
@@ -27,9 +27,9 @@
     F(uint64_t, total_ns) F(uint64_t, total_ticks)  /* the loop with switches */           \
     F(uint64_t, work_ns) F(uint64_t, work_ticks)    /* the same tasks without switches */  \
     F(uint64_t, switches)        /* transfers the switching loop makes: 2 per resumption */ \
-    F(uint64_t, counted)         /* transfers the scheduler and workers counted */         \
+    F(uint64_t, counted)         /* transfers the scheduler and coroutines counted */         \
     F(uint64_t, tasks)           /* tasks each loop must run */                            \
-    F(uint64_t, tasks_counted)   /* tasks the workers counted in the switching loop */     \
+    F(uint64_t, tasks_counted)   /* tasks the coroutines counted in the switching loop */     \
     F(uint64_t, work_tasks_counted)  /* tasks counted in the switch-free loop */           \
     F(uint64_t, minor_faults)    /* page faults inside the switching loop */               \
     /* involuntary context switches in either loop: a run the OS cut into (a VM's steal    \
@@ -48,7 +48,7 @@ enum lk_freq_work {
  * lk_freq_ticks_per_unit: cycle-counter ticks one unit of the busy loop of `work` takes,
  *   the fastest of `tries` runs of `units` units through the same task function the
  *   experiment uses (0 for an unknown work).
- * lk_freq_run: `workers` coroutines with stacks of stack_size bytes (mmapped, guard page
+ * lk_freq_run: `coroutines` coroutines with stacks of stack_size bytes (mmapped, guard page
  *   below, not prefaulted), `tasks` tasks of `units` units each, `batch` tasks per
  *   resumption (tasks must be a multiple of batch), tasks doing `work`. warmup runs are
  *   dropped, then `repeats` samples are written to out, each timing the loops in the
@@ -56,7 +56,7 @@ enum lk_freq_work {
  *   adding the halves. Returns 0, or -1 with err filled. */
 #define LK_FREQ_FUNCTIONS(F)                                                            \
     F(double, lk_freq_ticks_per_unit, (int work, uint64_t units, int tries))            \
-    F(int, lk_freq_run, (size_t stack_size, int workers, uint32_t batch, int work,      \
+    F(int, lk_freq_run, (size_t stack_size, int coroutines, uint32_t batch, int work,      \
                          uint64_t units, uint64_t tasks, int warmup, int repeats,       \
                          lk_freq_sample *out, char *err, size_t errlen))
 LK_DECLARE(LK_FREQ_FUNCTIONS)

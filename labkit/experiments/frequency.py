@@ -2,7 +2,7 @@
 switching when coroutines do W ticks of work between switches, and how stack size and
 batching tasks per resumption change it.
 
-A scheduler resumes `workers` coroutines round-robin with labkit's asm_fpu kernel (what
+A scheduler resumes `coroutines` coroutines round-robin with labkit's asm_fpu kernel (what
 Boost's jump_fcontext saves); each resumption runs `batch` tasks and yields back. A task
 is a calibrated busy loop of W cycle-counter ticks: one dependent chain ("dependent",
 which leaves an out-of-order core room to run a switch beside it), or independent adds
@@ -42,7 +42,7 @@ WORKS = {
 }
 DEFAULT_BUILD = _native.DEFAULT_BUILD
 MAX_WORK_CYCLES = 10_000_000
-MAX_WORKERS = 4096
+MAX_COROUTINES = 4096
 MAX_BATCH = 4096
 MAX_TASKS = 10**9
 # How many units the calibration times (a few milliseconds), and how often.
@@ -54,7 +54,7 @@ _OVERHEAD_TICKS = 60
 
 # ---- run in the worker process (labkit.core.worker.call) ----
 
-def worker_run(build: str, work_cycles: int, stack_size: int, workers: int, batch: int,
+def worker_run(build: str, work_cycles: int, stack_size: int, coroutines: int, batch: int,
                tasks: int, warmup: int, repeats: int, cpu: int | None,
                work: str = "dependent") -> dict:
     """Calibrate the busy loop, then run lk_freq_run; the raw samples as dicts."""
@@ -68,7 +68,7 @@ def worker_run(build: str, work_cycles: int, stack_size: int, workers: int, batc
         if not per_unit > 0:
             raise RuntimeError("the busy loop's calibration gave no ticks per unit")
         units = round(work_cycles / per_unit) if work_cycles else 0
-        samples = lib.samples("lk_freq_run", "lk_freq_sample", repeats, stack_size, workers,
+        samples = lib.samples("lk_freq_run", "lk_freq_sample", repeats, stack_size, coroutines,
                               batch, kind, units, tasks, warmup, repeats)
     finally:
         # The worker is shared: leave it as free to move as it was.
@@ -86,13 +86,13 @@ def setup_label(stack_size: int, batch: int) -> str:
     return f"{bytes_label(stack_size)}, {batch} task{'s' if batch != 1 else ''}/switch"
 
 
-def tasks_for(work_cycles: int, *, seconds: float, workers: int = 64, batch: int = 32,
+def tasks_for(work_cycles: int, *, seconds: float, coroutines: int = 64, batch: int = 32,
               tsc_ghz: float | None = None) -> int:
     """A task count for one timed loop of about `seconds` at W = work_cycles ticks: a
-    multiple of batch * workers, so that with batches of `batch` every worker runs the same
+    multiple of batch * coroutines, so that with batches of `batch` every coroutine runs the same
     number of whole batches, and at least one round of them (all stacks in play)."""
     w = _work_cycles(work_cycles)
-    n = _workers(workers)
+    n = _coroutines(coroutines)
     b = _batch(batch)
     if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
         raise TypeError(f"seconds must be a number, not {type(seconds).__name__}")
@@ -104,11 +104,11 @@ def tasks_for(work_cycles: int, *, seconds: float, workers: int = 64, batch: int
     return min(max(step, math.ceil(want / step) * step), MAX_TASKS // step * step)
 
 
-def measure(work_cycles: int, *, stack_size: int, batch: int = 1, workers: int = 64,
+def measure(work_cycles: int, *, stack_size: int, batch: int = 1, coroutines: int = 64,
             tasks: int | None = None, repeats: int = 10, warmup: int = 1,
             cpu: int | None = None, build: str = DEFAULT_BUILD, work: str = "dependent",
             timeout: float | None = None):
-    """Run `tasks` tasks of `work_cycles` cycle-counter ticks of busy `work` (WORKS) on `workers`
+    """Run `tasks` tasks of `work_cycles` cycle-counter ticks of busy `work` (WORKS) on `coroutines`
     coroutines with stacks of `stack_size` bytes, `batch` tasks per resumption, `repeats`
     times after `warmup` dropped runs, in a worker process; and the same tasks without
     switching, interleaved with each run (work-only, switching, switching, work-only). One row per repeat: total and work-only time, the
@@ -120,10 +120,10 @@ def measure(work_cycles: int, *, stack_size: int, batch: int = 1, workers: int =
     w = _work_cycles(work_cycles)
     size = _entries.check_stack_size(KERNEL, stack_size)
     b = _batch(batch)
-    n = _workers(workers)
+    n = _coroutines(coroutines)
     if tasks is None:
         # Short loops: on a shared machine, fewer of them are cut by preemption.
-        tasks = tasks_for(w, seconds=0.001, workers=n, batch=math.lcm(b, 32))
+        tasks = tasks_for(w, seconds=0.001, coroutines=n, batch=math.lcm(b, 32))
     t = _v.integer("tasks", tasks)
     if not b <= t <= MAX_TASKS or t % b:
         raise ValueError(f"tasks must be a multiple of batch ({b}) from {b} to {MAX_TASKS}; "
@@ -139,12 +139,12 @@ def measure(work_cycles: int, *, stack_size: int, batch: int = 1, workers: int =
         timeout = _v.timeout(timeout)
     meta = _machine.row_metadata(build)  # before the run: it may calibrate in the worker
     describe = (f"switch frequency (work_cycles={w}, work={work!r}, stack_size={size}, "
-                f"batch={b}, workers={n}, tasks={t}, repeats={repeats}, cpu={cpu}, "
+                f"batch={b}, coroutines={n}, tasks={t}, repeats={repeats}, cpu={cpu}, "
                 f"build={build})")
-    got = _worker.call("labkit.experiments.frequency", "worker_run", describe=describe, timeout=timeout,
-                       build=build, work_cycles=w, stack_size=size, workers=n, batch=b,
+    got = _worker.call("labkit.experiments.frequency", "worker_run", describe=describe,
+                       timeout=timeout, build=build, work_cycles=w, stack_size=size, coroutines=n, batch=b,
                        tasks=t, warmup=warmup, repeats=repeats, cpu=cpu, work=work)
-    common = {"entry": KERNEL, "build": build, "workers": n, "stack_size_requested": stack_size,
+    common = {"entry": KERNEL, "build": build, "coroutines": n, "stack_size_requested": stack_size,
               "stack_size": size, "batch": b, "setup": setup_label(size, b),
               "work": work, "work_cycles": w, "work_units": got["units"],
               "ticks_per_unit": got["ticks_per_unit"], "tasks": t, "resumptions": t // b,
@@ -163,7 +163,7 @@ def _frame(samples, common, describe, meta):
             raise SwitchCountError(
                 f"{describe}: repeat {i} expected {2 * resumptions} switches and {t} tasks; "
                 f"the loop made {s['switches']} switches, the contexts counted "
-                f"{s['counted']}, the workers ran {s['tasks_counted']} tasks and the "
+                f"{s['counted']}, the coroutines ran {s['tasks_counted']} tasks and the "
                 f"work-only loop {s['work_tasks_counted']}")
         total, work = s["total_ns"], s["work_ns"]
         net, below = floor_net(total, work)
@@ -278,8 +278,8 @@ def _batch(value) -> int:
     return _v.integer_in("batch", value, 1, MAX_BATCH, " tasks per switch")
 
 
-def _workers(value) -> int:
-    return _v.integer_in("workers", value, 1, MAX_WORKERS)
+def _coroutines(value) -> int:
+    return _v.integer_in("coroutines", value, 1, MAX_COROUTINES)
 
 
 def _build(value) -> str:
@@ -290,7 +290,7 @@ def _build(value) -> str:
 SWEEP_STACKS, SWEEP_BATCHES = [1 << 20, 64 << 10], [1, 32]
 
 
-def sweep_runs(sweep, work_cycles, *, rounds: int, tasks: dict, workers: int, repeats: int,
+def sweep_runs(sweep, work_cycles, *, rounds: int, tasks: dict, coroutines: int, repeats: int,
                cpu, work: str = "dependent"):
     """The four set-ups at every W, `rounds` passes one after the other. Dependent work is
     the sweep the figures and the verdict read (a `point` column names set-up and W);
@@ -300,7 +300,7 @@ def sweep_runs(sweep, work_cycles, *, rounds: int, tasks: dict, workers: int, re
     independent = work == "independent"
     runs = sweep(
         lambda rotation, work_cycles, stack_size, batch: measure(
-            work_cycles, stack_size=stack_size, batch=batch, workers=workers,
+            work_cycles, stack_size=stack_size, batch=batch, coroutines=coroutines,
             tasks=tasks[work_cycles], repeats=repeats, cpu=cpu, work=work),
         [dict(rotation=r, work_cycles=w, stack_size=s, batch=b) for r in range(rounds)
          for w in work_cycles for s in SWEEP_STACKS for b in SWEEP_BATCHES],

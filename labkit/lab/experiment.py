@@ -286,7 +286,7 @@ SWITCH_FREQUENCY = Experiment(
     "08_switch_frequency", "How often can a coroutine switch before switching eats the CPU?",
     params=(
         cpu(None),
-        integer("workers", 64, help="coroutines in the pool", high=1 << 16),
+        integer("coroutines", 64, help="coroutines in the pool", high=1 << 16),
         integer("rounds", 2, 1, "the whole sweep is run this many times, one after the other",
              high=100),
         repeats(11, 3, help="per point and round: rounds * repeats runs per point in all"),

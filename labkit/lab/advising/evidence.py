@@ -82,16 +82,16 @@ class Evidence:
                          "the machine's metadata give; give work in ns, us or ms")
 
 
-def draws(values, rng, workers=None) -> Term:
-    """Resampled estimates of a measured quantity. With `workers` (the process of each value):
+def draws(values, rng, processes=None) -> Term:
+    """Resampled estimates of a measured quantity. With `processes` (the process of each value):
     each process's median, then the bootstrap mean over processes; without: the bootstrap
     median of the repeats."""
     import numpy as np
 
     v = np.asarray(values, float)
     ok = np.isfinite(v)
-    if workers is not None:
-        w = np.asarray(workers)[ok]
+    if processes is not None:
+        w = np.asarray(processes)[ok]
         v = v[ok]
         per = np.array([np.median(v[w == k]) for k in np.unique(w)])
         if per.size >= 2:
@@ -104,7 +104,7 @@ def draws(values, rng, workers=None) -> Term:
         raise LookupError("no finite measurement")
     idx = rng.integers(0, v.size, (DRAWS, v.size))
     return Term(np.median(v[idx], axis=1), f"{v.size} repeats of one process"
-                if workers is None else f"{v.size} process")
+                if processes is None else f"{v.size} process")
 
 
 def this_machine_id() -> str:

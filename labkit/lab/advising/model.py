@@ -467,9 +467,9 @@ def _bytes(n) -> str:
 
 def _stackful_rows(ev):
     df = ev.rows("07b_coroutine_memory")
-    if "experiment" not in df:
+    if "part" not in df:
         return df.iloc[0:0]
-    return df[df.experiment == "stackful"]
+    return df[df.part == "stackful"]
 
 
 def stack_memory(ev, size: int, touched_bytes: int) -> dict:
@@ -488,7 +488,7 @@ def stack_memory(ev, size: int, touched_bytes: int) -> dict:
                     "data/07b_coroutine_memory.csv has no stackful row from this machine")
         for t in (False, True):
             ev.add("07b_coroutine_memory", frames.stackful(size, touched=t, n=n)
-                   .assign(experiment="stackful"))
+                   .assign(part="stackful"))
         df = _stackful_rows(ev)
     if df.empty:
         raise LookupError(f"no stackful memory rows in {ev.source}")

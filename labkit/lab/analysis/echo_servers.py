@@ -341,7 +341,7 @@ def closing_table(ms):
 def save(*, main, connections, reads, robust):
     """The notebook's tidy runs (09_echo_servers, one experiment column) and the bad
     clients' table (09_echo_servers_robustness)."""
-    results.save_experiments(NOTEBOOK, {"main": main, "connections": connections,
+    results.save_parts(NOTEBOOK, {"main": main, "connections": connections,
                                         "reads": reads})
     results.save_csv(robust, ECHO_SERVERS.part("robustness"))
 

@@ -29,7 +29,7 @@ STACKS, BATCHES = frequency.SWEEP_STACKS, frequency.SWEEP_BATCHES
 BEFORE, AFTER = (1 * MiB, 1), (64 * KiB, 32)   # the author's two set-ups (C000.7)
 
 
-def verdict_entries(judge_work: int, *, tasks: dict, workers: int, cpu) -> dict:
+def verdict_entries(judge_work: int, *, tasks: dict, coroutines: int, cpu) -> dict:
     """The verdict design's sides (SWITCH_FREQUENCY.sides: the author's two set-ups, each
     with dependent and independent work), each one call of frequency.measure at the
     claim's W."""
@@ -39,7 +39,7 @@ def verdict_entries(judge_work: int, *, tasks: dict, workers: int, cpu) -> dict:
     sides = {s.BEFORE_DEPENDENT: (BEFORE, "dependent"), s.BEFORE_INDEPENDENT: (BEFORE, "independent"),
              s.AFTER_DEPENDENT: (AFTER, "dependent"), s.AFTER_INDEPENDENT: (AFTER, "independent")}
     return {label: partial(frequency.measure, judge_work, stack_size=size, batch=batch,
-                           workers=workers, tasks=tasks[judge_work], cpu=cpu, work=work)
+                           coroutines=coroutines, tasks=tasks[judge_work], cpu=cpu, work=work)
             for label, ((size, batch), work) in sides.items()}
 BY = ["setup", "stack_size", "batch", "work_cycles"]
 _NUMBER = r"[0-9]+(?:\.[0-9]+)?"
@@ -75,9 +75,9 @@ def load_text(when: str) -> str:
             f"on {os.cpu_count()} CPUs")
 
 
-def tasks(work_cycles, *, seconds: float, workers: int, tsc_ghz: float) -> dict:
+def tasks(work_cycles, *, seconds: float, coroutines: int, tsc_ghz: float) -> dict:
     """Tasks per timed loop at each W (frequency.tasks_for, batches of 32)."""
-    return {w: frequency.tasks_for(w, seconds=seconds, workers=workers, batch=32,
+    return {w: frequency.tasks_for(w, seconds=seconds, coroutines=coroutines, batch=32,
                                    tsc_ghz=tsc_ghz) for w in work_cycles}
 
 
@@ -132,7 +132,7 @@ def _decades(ax):
     ax.set_xlabel("W: work per task (TSC ticks)")
 
 
-def share_figure(share, *, judge_work: int, workers: int):
+def share_figure(share, *, judge_work: int, coroutines: int):
     """The share of time switching against W, the author's two shares marked
     (figures/08_switch_frequency-share)."""
     import matplotlib.pyplot as plt
@@ -150,7 +150,7 @@ def share_figure(share, *, judge_work: int, workers: int):
     _decades(ax)
     ax.set_ylim(0, max(20, pct.q3.max() + 5))
     ax.set_ylabel("share of time switching, % (median, IQR bars)")
-    ax.set_title(f"{workers} coroutines, asm_fpu: time switching vs work between switches")
+    ax.set_title(f"{coroutines} coroutines, asm_fpu: time switching vs work between switches")
     return plots.finish(fig, f"{NOTEBOOK}-share")
 
 

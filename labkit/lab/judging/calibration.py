@@ -66,9 +66,9 @@ def new_design(rng, ratio: float, *, looks=sequential.LOOKS,
     return {"verdict": d["verdict"], "processes": n}
 
 
-def old_design(rng, ratio: float, *, workers: int = 3, repeats: int = 5,
+def old_design(rng, ratio: float, *, processes: int = 3, repeats: int = 5,
                n_resamples: int = 1000) -> dict:
-    """The replaced design: `workers` processes with `repeats` repeats per side, the
+    """The replaced design: `processes` processes with `repeats` repeats per side, the
     repeats pooled into one bootstrap BCa interval of the ratio of medians; after a
     straddle, one extension to three times the repeats in as many new processes."""
     import numpy as np
@@ -77,16 +77,16 @@ def old_design(rng, ratio: float, *, workers: int = 3, repeats: int = 5,
         x = simulate(rng, ratio, n_workers, per)
         return x[:, 0].ravel(), x[:, 1].ravel()
 
-    a, b = draw(workers, repeats)
+    a, b = draw(processes, repeats)
     v, lo, hi = verdicts.ratio_with_spread(a, b, n_resamples=n_resamples)
     d = _decide(v, lo, hi)
-    n = workers
+    n = processes
     if d["verdict"] == "inconclusive" and d["straddle"]:
-        a2, b2 = draw(workers, 2 * repeats)
+        a2, b2 = draw(processes, 2 * repeats)
         a, b = np.concatenate([a, a2]), np.concatenate([b, b2])
         v, lo, hi = verdicts.ratio_with_spread(a, b, n_resamples=n_resamples)
         d = _decide(v, lo, hi)
-        n = 2 * workers
+        n = 2 * processes
     return {"verdict": d["verdict"], "processes": n}
 
 

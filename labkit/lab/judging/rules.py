@@ -196,7 +196,7 @@ def c000_4(runs):
 
 
 def c000_4a(runs):
-    """C000.4a: asm_fpu scheduler of 2 workers / symmetric ring of 2, per transfer."""
+    """C000.4a: asm_fpu scheduler of 2 coroutines / symmetric ring of 2, per transfer."""
     return _ratio_row("C000.4a", runs, S03.SCHEDULER_2, S03.RING_2, note="asm_fpu, N=2")
 
 
@@ -306,7 +306,7 @@ def _memory_ratio(frames07b):
     nan = float("nan")
     if frames07b is None or "variant" not in frames07b:
         return nan, nan, nan
-    c = frames07b[frames07b.get("experiment", "coroutines") == "coroutines"]
+    c = frames07b[frames07b.get("part", "coroutines") == "coroutines"]
     pooled = c.loc[(c.variant == "conn192") & (c.allocator == "pool"), "bytes_per_object"]
     default = c.loc[(c.variant == "conn256") & (c.allocator == "heap"), "bytes_per_object"]
     if not len(pooled) or not len(default):
@@ -532,8 +532,8 @@ def c000_6(frames06):
 @reads("data")
 def c004_1(frames07b):
     """C004.1: resident bytes per suspended default-new coroutine / frame bytes."""
-    c = frames07b[frames07b.get("experiment", "coroutines") == "coroutines"] \
-        if "experiment" in frames07b else frames07b
+    c = frames07b[frames07b.get("part", "coroutines") == "coroutines"] \
+        if "part" in frames07b else frames07b
     d = c[(c.variant == "conn256") & (c.allocator == "heap")]
     if d.empty:
         return verdicts.cannot_measure("C004.1", "no conn256/heap coroutine rows")
@@ -550,8 +550,8 @@ def c004_1(frames07b):
 
 
 def _frame_sizes(frames07a, build):
-    f = frames07a[frames07a.get("experiment", "frame_sizes") == "frame_sizes"] \
-        if "experiment" in frames07a else frames07a
+    f = frames07a[frames07a.get("part", "frame_sizes") == "frame_sizes"] \
+        if "part" in frames07a else frames07a
     return f[f.build == build].drop_duplicates("variant").set_index("variant")
 
 
@@ -592,7 +592,7 @@ def c004_4(frames07a, pointer: int = 8):
 @reads("data")
 def c001_5(frames09, server=S09.ASIO_EPOLL, chunk=1024):
     """C001.5: suspensions per message, one whole read vs a read_some loop of `chunk`."""
-    r = frames09[frames09.get("experiment", "reads") == "reads"] if "experiment" in frames09 else frames09
+    r = frames09[frames09.get("part", "reads") == "reads"] if "part" in frames09 else frames09
     sel = r[r.server == server] if "server" in r else r.iloc[0:0]
     w = sel.loc[sel.read_mode == "whole", "read_waits_per_msg"].astype(float)
     some = sel.loc[(sel.read_mode == "some") & (sel.chunk == chunk), "read_waits_per_msg"].astype(float)

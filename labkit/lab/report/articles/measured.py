@@ -210,7 +210,7 @@ def _ucontext_and_condvar(d):
 def _coro(d, variant, allocator):
     if d is None:
         return None
-    sel = d[(d.experiment == "coroutines") & (d.variant == variant) & (d.allocator == allocator)]
+    sel = d[(d.part == "coroutines") & (d.variant == variant) & (d.allocator == allocator)]
     return sel if len(sel) else None
 
 

@@ -300,7 +300,7 @@ def _t08() -> ArticleTable:
     def alloc(name):
         if f is None:
             return None
-        s = f[(f.experiment == "allocation") & (f.allocator == name) & (f.pattern == "one block")
+        s = f[(f.part == "allocation") & (f.allocator == name) & (f.pattern == "one block")
               & (f.block == 256)] if "block" in f else None
         return None if s is None or not len(s) else s.ns_per_pair.to_numpy()
     heap, pool = alloc("heap"), alloc("pool")
