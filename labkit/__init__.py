@@ -23,7 +23,7 @@ _API = {
     # measuring
     "measure": "labkit.core.timing", "measure_ring": "labkit.core.timing",
     "summarize": "labkit.core.stats", "noise_warnings": "labkit.core.stats",
-    # hand-offs between kernel threads and processes
+    # hand-offs between OS threads and processes
     "measure_handoff": "labkit.core.handoff", "measure_yield": "labkit.core.handoff",
     "HANDOFF_MODES": "labkit.core.handoff",
     # what there is

@@ -24,7 +24,7 @@
 # **Reported here, judged elsewhere:** C001.4 (`001_22488c889cf00991.txt`: coroutines
 # switch in nanoseconds, threads in microseconds) and C003.2 (`003_58dac7765c62683c.txt`:
 # a million `swapcontext` switches in 814 ms on a one-core Kunpeng VM) are judged in
-# notebook 05 against kernel threads; this ladder supplies their coroutine side.
+# notebook 05 against OS threads; this ladder supplies their coroutine side.
 #
 # How the author of `000_dc0f0e0d023658f3.txt` measured: an i7-12700K locked at 5.0 GHz
 # with only its performance cores and no hyper-threading, GCC 11.3 at `-O2 -march=native`,

@@ -11,7 +11,7 @@
 # ---
 
 # %% [markdown]
-# # 05 · Kernel threads and processes: what one hand-off costs
+# # 05 · OS threads and processes: what one hand-off costs
 #
 # **Claims tested** (ids from `data/claims.csv`, the articles in `docs/sources.md`):
 #
@@ -25,7 +25,7 @@
 # - **C002.4** (same file): a TLB flush costs hundreds to thousands of cycles (the
 #   cache-pollution half of that claim needs hardware counters and is not judged).
 # - **C003.1** (`003_58dac7765c62683c.txt`): on an AArch64 Kunpeng 916, a producer to
-#   consumer hand-off takes about 1900 ns between kernel threads, 500 ns between fibers.
+#   consumer hand-off takes about 1900 ns between OS threads, 500 ns between fibers.
 # - **C003.2** (same file): on a one-core Kunpeng VM, a million `swapcontext` switches
 #   take 814 ms, a million condition-variable hand-offs between threads 3300 ms.
 # - **C003.3** (same file): on a seven-core i7-9700 VM the thread test takes 32,000 ms
@@ -45,7 +45,7 @@
 # `swapcontext`, threads through a producer-consumer queue of capacity one guarded by a
 # mutex and condition variables.
 #
-# **What we run**, all in one run on this machine: two kernel tasks handing a turn
+# **What we run**, all in one run on this machine: two OS tasks handing a turn
 # back and forth (lmbench `lat_ctx` style, `labkit/csrc/handoff.h`) through a futex, a
 # mutex + condition variable (the `003` queue), or a pipe (two threads, or two processes:
 # only the shared address space differs), once with both pinned to one CPU and once on
@@ -81,7 +81,7 @@ print(f"same CPU: {cpu}; two CPUs: {pair or 'not available (one usable CPU)'}")
 # %% [markdown]
 # ## One run: kernel hand-offs and coroutine switches
 #
-# Each point is `repeats` runs after a dropped warm-up. For the kernel tasks a run is
+# Each point is `repeats` runs after a dropped warm-up. For the OS tasks a run is
 # `switches` one-way hand-offs; the same communication done by one task that never
 # has to wait (the system calls, the lock, the counters) is timed before each run and
 # subtracted, so what is left is the cost of making the other task run. The coroutine

@@ -1,4 +1,4 @@
-"""The kernel's counters through perf_event_open: software counters see the context
+"""The OS's counters through perf_event_open: software counters see the context
 switches and page faults a block causes, a counter the kernel refuses says why with its
 errno, and every measured row carries the counts beside the lab's own."""
 import errno

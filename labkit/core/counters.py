@@ -198,7 +198,7 @@ class count:
 
 
 def counted(run) -> dict:
-    """run()'s samples, and the kernel's counters of it: opened and enabled before, read
+    """run()'s samples, and the OS's counters of it: opened and enabled before, read
     after, so their syscalls stay out of the timed loops run() makes."""
     with count() as c:
         samples = run()

@@ -1,4 +1,4 @@
-"""Hand-offs between kernel tasks: two threads (or two processes) passing a turn back and
+"""Hand-offs between OS tasks: two threads (or two processes) passing a turn back and
 forth, lmbench lat_ctx style (labkit/csrc/handoff.c), and the cost of yielding the CPU often.
 "Kernel" in labkit means a switch kernel (`asm`...); what the OS does here is a hand-off.
 
@@ -39,7 +39,7 @@ def placement(cpu_a: int, cpu_b: int) -> str:
 
 def measure_handoff(mode: str, *, cpus=(0, 0), switches: int = 20_000,
                           repeats: int = 10, warmup: int = 1, timeout: float | None = None):
-    """Time `switches` hand-offs between two kernel tasks (`mode`: thread_futex,
+    """Time `switches` hand-offs between two OS tasks (`mode`: thread_futex,
     thread_condvar, thread_pipe, process_pipe), pinned to `cpus` = (cpu_a, cpu_b)
     (None: unpinned). One row per repeat: one-way ns and ticks per switch net of the
     same communication without a switch, and the kernel's voluntary/involuntary switch

@@ -45,7 +45,7 @@ def read_text(path, default: str | None = None) -> str | None:
 
 def status_kb(field: str, pid="self") -> int:
     """A kB field of /proc/<pid>/status ("VmRSS", "VmPTE", "RssAnon"...), in kB; 0 when the
-    process has no such field (a kernel thread has no VmRSS)."""
+    process has no such field (a OS thread has no VmRSS)."""
     if not isinstance(field, str) or not _FIELD.fullmatch(field):
         raise ValueError(f"field must name a field of /proc/<pid>/status such as 'VmRSS'; "
                          f"got {field!r}")

@@ -100,7 +100,7 @@ def _stack_in_use(kernel, size, value) -> int | None:
 
 
 def counted_columns(counts: dict, warmup: int, repeats: int, baseline: bool = True) -> dict:
-    """The kernel's counters of one measurement (labkit.core.counters), as row columns,
+    """The OS's counters of one measurement (labkit.core.counters), as row columns,
     with what they cover: the whole worker call, so every row of it shows the same."""
     cover = (f"whole measurement: {warmup} warm-up + {repeats} repeat{'s' * (repeats != 1)}"
              + (", with baseline loops" if baseline else ""))
@@ -109,7 +109,7 @@ def counted_columns(counts: dict, warmup: int, repeats: int, baseline: bool = Tr
 
 def _frame(samples, expected, describe, common, resumptions, meta, counts):
     """One row per repeat, net of the empty loop; refuses runs whose counters disagree.
-    counts: the kernel's counters of the measurement, put beside the lab's own count."""
+    counts: the OS's counters of the measurement, put beside the lab's own count."""
     import pandas as pd
 
     rows = []

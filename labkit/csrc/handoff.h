@@ -1,6 +1,6 @@
 /* handoff.h -- kernel context switches, measured the way lmbench's lat_ctx does it.
  *
- * Two kernel tasks (threads of this process, or this process and a forked child)
+ * Two OS tasks (threads of this process, or this process and a forked child)
  * hand a turn back and forth; every hand-off forces the receiver to wake up, and
  * on one CPU forces the kernel to switch from the sender to the receiver. R round
  * trips are 2R hand-offs, so one-way cost = round trip / 2 = loop time / (2R).

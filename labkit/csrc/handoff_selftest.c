@@ -1,6 +1,6 @@
 /* handoff_selftest.c -- the kernel-switch measurements as a plain C program.
  *
- * What is measured (see handoff.c): two kernel tasks hand a turn back and forth,
+ * What is measured (see handoff.c): two OS tasks hand a turn back and forth,
  * lmbench lat_ctx style; one round trip is two hand-offs, so one-way cost is
  * (loop - baseline) / hand-offs. CPUs 0,0 is a real switch per hand-off; CPUs 0,1
  * is a cross-CPU wake-up per hand-off (the other CPU idles, it does not switch).

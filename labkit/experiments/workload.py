@@ -109,7 +109,7 @@ def _memory() -> dict:
 def worker_run(design: str, library: str, index: int, alive: int, stack_size: int,
                guard: bool, in_use: int, work_cycles: float, work_ns: float,
                resumptions: int, warmup: int, repeats: int) -> dict:
-    """Make the workload, read its memory, time it under the kernel's counters, undo it."""
+    """Make the workload, read its memory, time it under the OS's counters, undo it."""
     from labkit.core import counters
 
     core = _native.core(BUILD)

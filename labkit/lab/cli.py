@@ -145,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="more options for `jupyter lab`")
 
     a = _command(sub, "advise", "which design for your workload: time, memory, hazards",
-                 "For a workload, every design of the catalogue (and kernel threads): "
+                 "For a workload, every design of the catalogue (and OS threads): "
                  "predicted time per request and share switching with 95% intervals, "
                  "memory per coroutine and for N against vm.max_map_count, the hazards "
                  "that apply with the lab's evidence, and a ranking. Every figure comes "

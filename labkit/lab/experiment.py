@@ -200,12 +200,12 @@ LATENCY_LADDER = Experiment(
     tables=("t04",))
 
 KERNEL_SWITCHES = Experiment(
-    "05_kernel_switches", "Kernel threads and processes: what one hand-off costs",
+    "05_kernel_switches", "OS threads and processes: what one hand-off costs",
     params=(
         cpu(0, "the one CPU of the same-CPU runs (and of the coroutine runs)"),
         ints("cross_cpus", None, help="(a, b) for the two-CPU runs; None: the first two "
               "usable CPUs", optional=True, length=2, **CPU),
-        switches(40_000, 4_000, help="hand-offs per repeat, kernel tasks"),
+        switches(40_000, 4_000, help="hand-offs per repeat, OS tasks"),
         switches(1_000_000, 100_000, "coroutine_switches",
                   "switches per repeat, asm and ucontext"),
         repeats(7, 5),

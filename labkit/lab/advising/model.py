@@ -175,7 +175,7 @@ def _page() -> int:
 
 def designs() -> list[str]:
     """Every design the advisor judges: the catalogue's entries that switch (its baselines
-    left out) and the kernel threads' hand-offs of notebook 05."""
+    left out) and the OS threads' hand-offs of notebook 05."""
     import labkit
 
     cat = labkit.catalogue()

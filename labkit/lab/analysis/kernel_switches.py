@@ -73,7 +73,7 @@ def oneway_figure(hs, cpu: int, pair):
                         hue="placement", label_fmt=legend[placement], linestyle="none")
     ax.set_xticks(range(len(order)), order)
     plots.log_axis(ax, "y")
-    ax.set_xlabel("mechanism (asm, ucontext: coroutine switches; others: two kernel tasks)")
+    ax.set_xlabel("mechanism (asm, ucontext: coroutine switches; others: two OS tasks)")
     ax.set_ylabel("one-way ns per switch or wake-up\n(median, IQR bars)")
     ax.set_title("What it costs to hand the CPU to another context")
     return fig

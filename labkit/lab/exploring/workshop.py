@@ -113,7 +113,7 @@ def ratio(a: str, b: str, *, quick: bool = False, **kwargs) -> Measured:
 
 def thread_vs_coroutine(*, quick: bool = False, kernel: str = "asm_fpu",
                         mode: str = "thread_futex", cpu: int = 0) -> Measured:
-    """One hand-off between two kernel threads on one CPU (a real context switch, through
+    """One hand-off between two OS threads on one CPU (a real context switch, through
     the scheduler) over one coroutine switch with `kernel`, both pinned to `cpu`."""
     import pandas as pd
 
