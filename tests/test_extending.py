@@ -89,9 +89,7 @@ PEER_EDITS = {
                  '    L(m, "math.h", "libc6-dev")\n')),
     "labkit/cxx/peers.cpp": _replace(
         "#define LKX_RUN_CASE(",
-        f"LKX_RUN({DUMMY_PEER}) {{\n"
-        "    run_samples(loop_direct, p, args.rounds, args.warmup, args.repeats, args.out);\n"
-        "    return 0;\n}\n\n#define LKX_RUN_CASE("),
+        f"LKX_RUN_LOOP({DUMMY_PEER}, loop_direct)\n\n#define LKX_RUN_CASE("),
 }
 
 
@@ -312,6 +310,17 @@ def _apply(copy: Path, edits: dict) -> set[str]:
     return _touched(copy)
 
 
+def _edited_run(tmp_path, edits: dict, check: str) -> tuple[set[str], dict]:
+    """The files `edits` touch in a copy of the checkout, and what `check` prints (its
+    last line, JSON) when run there."""
+    copy, env = _python_copy(tmp_path)
+    touched = _apply(copy, edits)
+    run = subprocess.run([sys.executable, "-c", check], cwd=copy, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return touched, json.loads(run.stdout.strip().splitlines()[-1])
+
+
 def test_the_experiment_edits_are_the_docs_files():
     rows = doc_rows()
     assert sorted(CLAIM_EDITS) == sorted(rows[CLAIM_ROW][0])
@@ -324,13 +333,8 @@ def test_a_claim_of_08_in_two_files_is_judged_and_shown(tmp_path):
     """A claim added to notebook 08 in its row of data/claims.csv and its rule, and nothing
     else, is judged by 08's design rule, and shows in 08's verdict table and article table
     (what the notebook calls, on the committed data)."""
-    copy, env = _python_copy(tmp_path)
-    touched = _apply(copy, CLAIM_EDITS)
+    touched, out = _edited_run(tmp_path, CLAIM_EDITS, CLAIM_CHECK)
     assert touched == set(CLAIM_EDITS) and len(touched) == 2
-    run = subprocess.run([sys.executable, "-c", CLAIM_CHECK], cwd=copy, env=env,
-                         capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    out = json.loads(run.stdout.strip().splitlines()[-1])
     assert out["rule"] == ["08_switch_frequency_verdict_runs"]
     assert DUMMY_CLAIM in out["claims"]
     assert out["verdict"] and out["verdict"][0] in ("reproduced", "contradicted", "inconclusive")
@@ -341,13 +345,8 @@ def test_a_claim_of_08_in_two_files_is_judged_and_shown(tmp_path):
 def test_a_notebook_with_its_record_in_three_files_is_picked_up(tmp_path):
     """A notebook, its record and its analysis module: reproduce's list, the parameters
     and the start page's index take it."""
-    copy, env = _python_copy(tmp_path)
-    touched = _apply(copy, NOTEBOOK_EDITS)
+    touched, out = _edited_run(tmp_path, NOTEBOOK_EDITS, NOTEBOOK_CHECK)
     assert touched == set(NOTEBOOK_EDITS) and len(touched) == 3
-    run = subprocess.run([sys.executable, "-c", NOTEBOOK_CHECK], cwd=copy, env=env,
-                         capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    out = json.loads(run.stdout.strip().splitlines()[-1])
     assert "10_test_dummy" in out["sources"]
     assert out["resolve"] == {"rounds": 1} and out["parsed"] == {"rounds": 2}
     assert "10_test_dummy" in json.dumps(out["index"])

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "lk_timer.h"
+#include "ring_loops.h"
 #include "switch_platform.h"
 
 #if !defined(__x86_64__)
@@ -172,129 +173,25 @@ int lk_pingpong_fp(int kernel, size_t stack_size, int prefault, uint64_t rounds,
 
 /* ---------------------------------------------------------------- the ring */
 
-/* ring.c's symmetric ring and asymmetric scheduler over lk_user_swap. */
-typedef struct ring ring;
-typedef struct {
-    void *h;
-    ring *r;
-    int i;
-    volatile uint64_t count;
-} __attribute__((aligned(64))) slot;  /* one cache line each: no false sharing of counters */
-struct ring {
-    int n;
-    slot main;
-    slot *c;
-};
+/* ring_loops.h's ring (ring.c's) over lk_user_swap. */
+LK_RING(user, lk_user_swap, 0)
 
-static void sym_user(void *arg) {
-    slot *s = arg;
-    slot *next = s->i + 1 < s->r->n ? &s->r->c[s->i + 1] : &s->r->main;
-    for (;;) {
-        s->count++;
-        lk_user_swap(&s->h, next->h);
-    }
+static void *make_user(int kernel, lk_stack *s, void (*fn)(void *), void *arg) {
+    (void)kernel;
+    return make_on(s, fn, arg);
 }
-static void asym_user(void *arg) {
-    slot *s = arg;
-    for (;;) {
-        s->count++;
-        lk_user_swap(&s->h, s->r->main.h);
-    }
-}
-LK_TIMED_LOOP static void symloop(ring *r, uint64_t laps) {
-    for (uint64_t l = 0; l < laps; l++) {
-        lk_user_swap(&r->main.h, r->c[0].h);
-        r->main.count++;
-    }
-}
-LK_TIMED_LOOP static void asymloop(ring *r, uint64_t laps) {
-    for (uint64_t l = 0; l < laps; l++)
-        for (int i = 0; i < r->n; i++) {
-            lk_user_swap(&r->main.h, r->c[i].h);
-            r->main.count++;
-        }
-}
-LK_TIMED_LOOP static void symbase(ring *r, uint64_t laps) {
-    for (uint64_t l = 0; l < laps; l++) {
-        for (int i = 0; i < r->n; i++) r->c[i].count++;
-        r->main.count++;
-    }
-}
-LK_TIMED_LOOP static void asymbase(ring *r, uint64_t laps) {
-    for (uint64_t l = 0; l < laps; l++)
-        for (int i = 0; i < r->n; i++) {
-            r->c[i].count++;
-            r->main.count++;
-        }
-}
-static uint64_t total(ring *r) {
-    uint64_t t = r->main.count;
-    for (int i = 0; i < r->n; i++) t += r->c[i].count;
-    return t;
-}
-LK_TIMED_FN(timed_ring, ring, total)
 
 int lk_ring(int kernel, int n, int asymmetric, size_t stack_size, size_t colour_step,
             int prefault, uint64_t laps, int warmup, int repeats, lk_sample *out, char *err,
             size_t errlen) {
-    if (kernel != 0 || n < 1) {
-        snprintf(err, errlen, "a ring needs switch 0 and at least one context");
+    if (kernel != 0) {
+        snprintf(err, errlen, "a user's library holds one switch, number 0; got %d", kernel);
         return -1;
     }
-    ring *r = aligned_alloc(64, (sizeof *r + 63) & ~(size_t)63);
-    lk_stack *stacks = calloc((size_t)n, sizeof *stacks);
-    slot *c = aligned_alloc(64, sizeof(slot) * (size_t)n);
-    int rc = -1, made = 0;
-    if (!r || !stacks || !c) {
-        snprintf(err, errlen, "out of memory for %d contexts", n);
-        goto done;
-    }
-    memset(r, 0, sizeof *r);
-    memset(c, 0, sizeof(slot) * (size_t)n);
-    r->n = n;
-    r->c = c;
-    r->main.r = r;
-    r->main.i = -1;
-    for (int i = 0; i < n; i++, made++) {
-        size_t offset = colour_step ? (size_t)(i % 1024) * colour_step : 0;
-        int e = lk_stack_alloc(&stacks[i], stack_size, offset, prefault);
-        if (e != 0) {
-            snprintf(err, errlen, "mmap of stack %d (%zu bytes) failed: %s", i, stack_size,
-                     strerror(-e));
-            goto done;
-        }
-        c[i].r = r;
-        c[i].i = i;
-        c[i].h = make_on(&stacks[i], asymmetric ? asym_user : sym_user, &c[i]);
-        if (!c[i].h) {
-            lk_stack_free(&stacks[i]);
-            snprintf(err, errlen, "lk_user_make returned NULL for context %d", i);
-            goto done;
-        }
-    }
-    void (*loop)(ring *, uint64_t) = asymmetric ? asymloop : symloop;
-    void (*base)(ring *, uint64_t) = asymmetric ? asymbase : symbase;
-    uint64_t per_lap = asymmetric ? 2ull * (uint64_t)n : (uint64_t)n + 1;
-    uint64_t ns, ticks, flt, counted;
-    for (int w = 0; w < warmup; w++) {
-        timed_ring(base, r, laps, &ns, &ticks, &flt, &counted);
-        timed_ring(loop, r, laps, &ns, &ticks, &flt, &counted);
-    }
-    for (int k = 0; k < repeats; k++) {
-        lk_sample *o = &out[k];
-        memset(o, 0, sizeof *o);
-        timed_ring(base, r, laps, &o->base_ns, &o->base_ticks, &flt, &counted);
-        timed_ring(loop, r, laps, &o->loop_ns, &o->loop_ticks, &o->minor_faults, &o->counted);
-        o->switches = laps * per_lap;
-        o->xinuse = lk_xinuse();
-    }
-    rc = 0;
-done:
-    for (int i = 0; i < made; i++) lk_stack_free(&stacks[i]);
-    free(c);
-    free(stacks);
-    free(r);
-    return rc;
+    const ring_code code = {sym_user, asym_user, symloop_user, asymloop_user, make_user,
+                            LK_HANDLE_sp};
+    return ring_run(&code, kernel, n, asymmetric, stack_size, colour_step, prefault, laps,
+                    warmup, repeats, out, err, errlen);
 }
 
 /* ---------------------------------------------------------------- the checks */

@@ -384,11 +384,24 @@ void timed(loop_fn f, pingpong *p, uint64_t rounds, uint64_t *ns, uint64_t *tick
     timed_loop(f, p, rounds, ns, ticks, faults, counted);
 }
 
+/* The arguments of one lkx_pingpong call. */
+struct run_args {
+    size_t stack_size;
+    uint64_t rounds;
+    int warmup, repeats;
+    lk_sample *out;
+    char *err;
+    size_t errlen;
+};
+
 /* Warm-up pairs are run and dropped; each sample is the baseline, then the loop, back
  * to back. prepare and finish run outside the clock. */
-void run_samples(loop_fn loop, pingpong *p, uint64_t rounds, int warmup, int repeats,
-                 lk_sample *out, void (*prepare)(pingpong *, uint64_t) = nullptr,
+void run_samples(loop_fn loop, pingpong *p, const run_args &args,
+                 void (*prepare)(pingpong *, uint64_t) = nullptr,
                  void (*finish)(pingpong *) = nullptr) {
+    const uint64_t rounds = args.rounds;
+    const int warmup = args.warmup, repeats = args.repeats;
+    lk_sample *out = args.out;
     lk_sample scratch;
     for (int i = 0; i < warmup + repeats; i++) {
         lk_sample *o = i < warmup ? &scratch : &out[i - warmup];
@@ -458,45 +471,27 @@ struct fpctl_scope {
     uint16_t cw;
 };
 
-/* The arguments of one lkx_pingpong call. */
-struct run_args {
-    size_t stack_size;
-    uint64_t rounds;
-    int warmup, repeats;
-    lk_sample *out;
-    char *err;
-    size_t errlen;
-};
-
 /* Each peer's run, named after its row of the peer table (LKX_PEERS, peers.h): it makes
  * the peer's contexts, samples its loop and undoes them. Returns 0, or -1 with args.err
  * filled. */
 #define LKX_RUN(name) int run_##name(pingpong *p, const run_args &args)
 
-LKX_RUN(direct_call) {
-    run_samples(loop_direct, p, args.rounds, args.warmup, args.repeats, args.out);
-    return 0;
-}
+/* The run of a peer whose loop needs nothing made first: its samples alone. */
+#define LKX_RUN_LOOP(name, loop)    \
+    LKX_RUN(name) {                 \
+        run_samples(loop, p, args); \
+        return 0;                   \
+    }
 
-LKX_RUN(indirect_call) {
-    run_samples(loop_indirect, p, args.rounds, args.warmup, args.repeats, args.out);
-    return 0;
-}
-
-LKX_RUN(virtual_call) {
-    run_samples(loop_virtual, p, args.rounds, args.warmup, args.repeats, args.out);
-    return 0;
-}
-
-LKX_RUN(syscall_getppid) {
-    run_samples(loop_syscall, p, args.rounds, args.warmup, args.repeats, args.out);
-    return 0;
-}
+LKX_RUN_LOOP(direct_call, loop_direct)
+LKX_RUN_LOOP(indirect_call, loop_indirect)
+LKX_RUN_LOOP(virtual_call, loop_virtual)
+LKX_RUN_LOOP(syscall_getppid, loop_syscall)
 
 LKX_RUN(cxx20_generator) {
     coro g = gen_body(p);
     p->gen = g.h;
-    run_samples(loop_generator, p, args.rounds, args.warmup, args.repeats, args.out);
+    run_samples(loop_generator, p, args);
     return 0;  /* ~coro destroys the suspended frame */
 }
 
@@ -512,7 +507,7 @@ LKX_RUN(cxx20_symmetric) {
     coro b = sym_b_body(p);
     p->sym_a = g_sym_a = a.h;
     p->sym_b = g_sym_b = b.h;
-    run_samples(loop_symmetric, p, args.rounds, args.warmup, args.repeats, args.out);
+    run_samples(loop_symmetric, p, args);
     return 0;  /* both frames are suspended; destroying them frees them */
 }
 
@@ -524,7 +519,7 @@ LKX_RUN(boost_fcontext) {
     /* make_fcontext copied main's (default) MXCSR and CW into the new frame; now main
      * alone may be dirtied. */
     fp.made();
-    run_samples(loop_fcontext, p, args.rounds, args.warmup, args.repeats, args.out);
+    run_samples(loop_fcontext, p, args);
     /* The other side is parked in jump_fcontext and holds nothing that needs a
      * destructor; its entry cannot return, so its stack is simply freed. */
     alloc.deallocate(sc);
@@ -541,7 +536,7 @@ LKX_RUN(boost_fiber) {
                       return std::move(back);
                   });
     p->fiber = &f;
-    run_samples(loop_fiber, p, args.rounds, args.warmup, args.repeats, args.out);
+    run_samples(loop_fiber, p, args);
     /* Let the lambda return: the fiber ends and Boost frees its stack. */
     p->stop = true;
     if (f) f = std::move(f).resume();
@@ -556,8 +551,7 @@ LKX_RUN(boost_fibers_yield) {
     fibers_pair fp;
     p->pair = &fp;
     p->stack_size = args.stack_size;
-    run_samples(loop_fibers_yield, p, args.rounds, args.warmup, args.repeats, args.out,
-                fibers_prepare, fibers_finish);
+    run_samples(loop_fibers_yield, p, args, fibers_prepare, fibers_finish);
     return 0;
 }
 
@@ -574,7 +568,7 @@ LKX_RUN(boost_coroutine2) {
                                 }
                             });
     p->coro2 = &source;
-    run_samples(loop_coroutine2, p, args.rounds, args.warmup, args.repeats, args.out);
+    run_samples(loop_coroutine2, p, args);
     /* Let the body return: the coroutine completes and Boost frees its stack. */
     p->stop = true;
     source();

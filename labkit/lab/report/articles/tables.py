@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 from labkit.core.stats import net_text
 from labkit.lab import experiment
@@ -30,6 +31,10 @@ from labkit.lab.report.articles.rows import judged_on, verdict_of
 VERDICT_COLUMN = "claim: verdict on the interval it stands on"
 QUANTITY_COLUMN = "x: what the claim measures"
 SWEEP = "sweep"
+# A table whose rows are each a ratio the article gives (t08, t09): its columns and figure.
+RATIO_COLUMNS = ["row", "article", f"here ({SWEEP})", "ratio, article", f"ratio, here ({SWEEP})",
+                 VERDICT_COLUMN]
+RATIO_FIGURE = {"reference": "as claimed", "ylabel": "the ratio of each row"}
 _CLAIM = re.compile(r"\b(C\d{3}\.\d+[a-z]?): ")
 
 
@@ -88,10 +93,27 @@ def _verdict_cell(t: ArticleTable, *cids) -> str:
     return "; ".join(out)
 
 
-def _t01() -> ArticleTable:
-    t = ArticleTable("t01", S000, "Stack size against switch time (Boost fiber ping-pong)",
-                     STACK_SIZE.name, reference="4 KB")
-    d = _csv(STACK_SIZE.data)
+# key -> the builder of that table, in article order (each @_table adds its own).
+TABLES: dict[str, Callable[[], ArticleTable]] = {}
+
+
+def _table(key: str, source: str, title: str, record, **figure):
+    """Declares a table builder: the table's key, the article item it answers (source,
+    title), the experiment's record whose notebook it shows and whose data the builder gets
+    (None when not measured), and the figure's `reference` and `ylabel`. The builder fills
+    the table's points and verdicts and returns its rows, columns and note."""
+    def register(build):
+        def made() -> ArticleTable:
+            t = ArticleTable(key, source, title, record.name, **figure)
+            return _finish(t, *build(t, _csv(record.data)))
+        TABLES[key] = made
+        return build
+    return register
+
+
+@_table("t01", S000, "Stack size against switch time (Boost fiber ping-pong)",
+        STACK_SIZE, reference="4 KB")
+def _t01(t: ArticleTable, d) -> tuple[list, list[str], str]:
     base = _stack(d, "boost_fiber", 4 * KB)
     # The largest ring measured (4096 contexts in a full run): where stack size shows.
     rings = d[(d.entry == "asm_fpu") & (d.pattern == "ring")] if d is not None else None
@@ -122,18 +144,17 @@ def _t01() -> ArticleTable:
         if al == al and co == co:
             note += (f" Here, {n_ring} contexts with 8 MiB stacks: {_g(al)} ns aligned, "
                      f"{_g(co)} ns coloured.")
-    return _finish(t, rows, ["stack", "ns/switch, article",
-                             f"ns/switch, here (Boost fiber, {SWEEP})",
-                             "% over 4 KB, article", f"% over 4 KB, here ({SWEEP})",
-                             f"ns/switch, here (asm_fpu ring of {n_ring}, {SWEEP})",
-                             f"% over 4 KB, ring ({SWEEP})",
-                             VERDICT_COLUMN], note)
+    return (rows, ["stack", "ns/switch, article",
+                   f"ns/switch, here (Boost fiber, {SWEEP})",
+                   "% over 4 KB, article", f"% over 4 KB, here ({SWEEP})",
+                   f"ns/switch, here (asm_fpu ring of {n_ring}, {SWEEP})",
+                   f"% over 4 KB, ring ({SWEEP})",
+                   VERDICT_COLUMN], note)
 
 
-def _t02() -> ArticleTable:
-    t = ArticleTable("t02", S000, "Optimisation level against switch time",
-                     OPTIMISATION_LEVELS.name, reference="-O2")
-    d = _csv(OPTIMISATION_LEVELS.data)
+@_table("t02", S000, "Optimisation level against switch time",
+        OPTIMISATION_LEVELS, reference="-O2")
+def _t02(t: ArticleTable, d) -> tuple[list, list[str], str]:
     base = _kernel(d, "boost_fiber", build="O2")
     rows = []
     for build, ns, cid in (("O0", 180, "C000.3"), ("O2", 25, None), ("O3", 22, "C000.3a")):
@@ -146,20 +167,19 @@ def _t02() -> ArticleTable:
         rows.append([f"-{build}", ns, _span(*_q(a)), _g(ns / 25), _span(*r), instr,
                      _verdict_cell(t, cid) if cid else "C000.3 (reference row)"])
         t.points.append((f"-{build}", ns / 25, *r))
-    return _finish(t, rows, ["build", "ns/switch, article",
-                             f"ns/switch, here (Boost fiber, {SWEEP})",
-                             "ratio to -O2, article", f"ratio to -O2, here ({SWEEP})",
-                             "instructions/switch, here (callgrind)", VERDICT_COLUMN],
-                   ("The switch itself is assembly and does not change with -O; what -O0 slows "
-                    "is the C++ around it (Boost's fiber wrappers), which callgrind's instruction "
-                    "count shows without timing noise."))
+    return (rows, ["build", "ns/switch, article",
+                   f"ns/switch, here (Boost fiber, {SWEEP})",
+                   "ratio to -O2, article", f"ratio to -O2, here ({SWEEP})",
+                   "instructions/switch, here (callgrind)", VERDICT_COLUMN],
+            ("The switch itself is assembly and does not change with -O; what -O0 slows "
+             "is the C++ around it (Boost's fiber wrappers), which callgrind's instruction "
+             "count shows without timing noise."))
 
 
-def _t03() -> ArticleTable:
-    t = ArticleTable("t03", S000, "Symmetric against asymmetric switching",
-                     SYMMETRIC_VS_ASYMMETRIC.name, reference="N=2",
-                     ylabel="asymmetric / symmetric (1 = the same)")
-    d = _csv(SYMMETRIC_VS_ASYMMETRIC.data)
+@_table("t03", S000, "Symmetric against asymmetric switching",
+        SYMMETRIC_VS_ASYMMETRIC, reference="N=2",
+        ylabel="asymmetric / symmetric (1 = the same)")
+def _t03(t: ArticleTable, d) -> tuple[list, list[str], str]:
     rows = []
     for label, n, art_ns, art_r, cid in (("few workers", 2, "~25 both", 1.0, "C000.4a"),
                                          ("about 1000 workers", 1024, "~25 vs ~30", 1.15,
@@ -169,17 +189,16 @@ def _t03() -> ArticleTable:
         rows.append([label, n, art_ns, _span(*_q(s)), _span(*_q(a)),
                      "1.0" if n == 2 else "1.1-1.2", _span(*r), _verdict_cell(t, cid)])
         t.points.append((f"N={n}", art_r, *r))
-    return _finish(t, rows, ["workers", "N here", "ns/transfer, article",
-                             f"symmetric ns, here (asm_fpu, {SWEEP})",
-                             f"asymmetric ns, here ({SWEEP})",
-                             "asym/sym, article", f"asym/sym, here ({SWEEP})", VERDICT_COLUMN],
-                   "The figure plots the ratio asym/sym itself (1.0 = no difference).")
+    return (rows, ["workers", "N here", "ns/transfer, article",
+                   f"symmetric ns, here (asm_fpu, {SWEEP})",
+                   f"asymmetric ns, here ({SWEEP})",
+                   "asym/sym, article", f"asym/sym, here ({SWEEP})", VERDICT_COLUMN],
+            "The figure plots the ratio asym/sym itself (1.0 = no difference).")
 
 
-def _t04() -> ArticleTable:
-    t = ArticleTable("t04", S000, "The latency ladder: call, fiber, system call, C++20",
-                     LATENCY_LADDER.name, reference="fiber switch (Boost)")
-    d = _csv(LATENCY_LADDER.data)
+@_table("t04", S000, "The latency ladder: call, fiber, system call, C++20",
+        LATENCY_LADDER, reference="fiber switch (Boost)")
+def _t04(t: ArticleTable, d) -> tuple[list, list[str], str]:
     fiber = _kernel(d, "boost_fiber")
     rows = []
     for label, kernel, art, mid, cid in LADDER:
@@ -188,23 +207,22 @@ def _t04() -> ArticleTable:
         rows.append([label, art, _span(*_q(a)), _span(*_q(_kernel(d, kernel, "ns_per_switch_raw"))),
                      _g(mid / 25, 2), _span(*r), _verdict_cell(t, cid)])
         t.points.append((label, mid / 25, *r))
-    return _finish(t, rows, ["step", "ns, article", f"net ns, here ({SWEEP})",
-                             f"raw ns, here ({SWEEP})",
-                             "ratio to fiber, article", f"ratio to fiber, here (net, {SWEEP})",
-                             VERDICT_COLUMN],
-                   ("The article timed whole loops, so its numbers compare with the raw column "
-                    "(the loop's time per transfer, nothing subtracted); the net column takes "
-                    "off the same loop without the transfer. The article's words ('a few', "
-                    "'hundreds') are plotted at 3 and 200 ns, the middle of its ranges; C000.1 "
-                    "judges the order and the log distances on net times, C000.5 the "
-                    "stackful/stackless ratio on raw ones (amended)."))
+    return (rows, ["step", "ns, article", f"net ns, here ({SWEEP})",
+                   f"raw ns, here ({SWEEP})",
+                   "ratio to fiber, article", f"ratio to fiber, here (net, {SWEEP})",
+                   VERDICT_COLUMN],
+            ("The article timed whole loops, so its numbers compare with the raw column "
+             "(the loop's time per transfer, nothing subtracted); the net column takes "
+             "off the same loop without the transfer. The article's words ('a few', "
+             "'hundreds') are plotted at 3 and 200 ns, the middle of its ranges; C000.1 "
+             "judges the order and the log distances on net times, C000.5 the "
+             "stackful/stackless ratio on raw ones (amended)."))
 
 
-def _t05() -> ArticleTable:
-    t = ArticleTable("t05", S000, "jump_fcontext's anatomy", FP_STATE_AND_RETURN.name,
-                     reference="instructions", ylabel="count / the article's (1 = as it says)")
+@_table("t05", S000, "jump_fcontext's anatomy", FP_STATE_AND_RETURN,
+        reference="instructions", ylabel="count / the article's (1 = as it says)")
+def _t05(t: ArticleTable, d) -> tuple[list, list[str], str]:
     a = _anatomy()
-    d = _csv(FP_STATE_AND_RETURN.data)
     instr = math.nan
     if d is not None and "net" in d:
         s = d[(d.entry == "boost_fcontext")].net.dropna()
@@ -221,16 +239,15 @@ def _t05() -> ArticleTable:
                           ("loads", 8, a.get("loads", math.nan)),
                           ("instructions", 20, instr)):
         t.points.append((label, 1.0, v / art if v == v else math.nan, math.nan, math.nan))
-    return _finish(t, rows, ["item", "article", "here", "how", VERDICT_COLUMN],
-                   ("Counts are exact (no spread): the figure plots here/article per item "
-                    "(1.0 = as the article says)."))
+    return (rows, ["item", "article", "here", "how", VERDICT_COLUMN],
+            ("Counts are exact (no spread): the figure plots here/article per item "
+             "(1.0 = as the article says)."))
 
 
-def _t06() -> ArticleTable:
-    t = ArticleTable("t06", S000, "Case study: share of time switching, before and after",
-                     SWITCH_FREQUENCY.name, reference="before",
-                     ylabel="share / share before; throughput ratio")
-    d = _csv(SWITCH_FREQUENCY.data)
+@_table("t06", S000, "Case study: share of time switching, before and after",
+        SWITCH_FREQUENCY, reference="before",
+        ylabel="share / share before; throughput ratio")
+def _t06(t: ArticleTable, d) -> tuple[list, list[str], str]:
     before = _share(d, "1 MiB, 1 task/switch")
     after = _share(d, "64 KiB, 32 tasks/switch")
     b = _q(before.share_switching) if before is not None else (math.nan,) * 3
@@ -255,19 +272,18 @@ def _t06() -> ArticleTable:
                  b[2] / b[0] if b[0] else math.nan),
                 ("share after", 3 / 15, *(v / b[0] if b[0] else math.nan for v in a)),
                 ("throughput after/before", 1.4, *gain)]
-    return _finish(t, rows, ["row", "article", f"here ({SWEEP})", VERDICT_COLUMN],
-                   ("W=100 TSC ticks of work per task, 64 asm_fpu coroutines on one thread; the "
-                    "per-worker local queues of the article are not modelled (one thread). "
-                    "Dependent work is one multiply-add chain, beside which an out-of-order "
-                    "core runs much of a switch for free; independent work fills the core's "
-                    "issue width, so a switch cannot hide. Where they disagree the dependent "
-                    "share bounds the cost from below and the independent one from above."))
+    return (rows, ["row", "article", f"here ({SWEEP})", VERDICT_COLUMN],
+            ("W=100 TSC ticks of work per task, 64 asm_fpu coroutines on one thread; the "
+             "per-worker local queues of the article are not modelled (one thread). "
+             "Dependent work is one multiply-add chain, beside which an out-of-order "
+             "core runs much of a switch for free; independent work fills the core's "
+             "issue width, so a switch cannot hide. Where they disagree the dependent "
+             "share bounds the cost from below and the independent one from above."))
 
 
-def _t07() -> ArticleTable:
-    t = ArticleTable("t07", S001, "Echo server: callbacks, plain and optimised coroutines",
-                     ECHO_SERVERS.name, reference="callbacks")
-    d = _csv(ECHO_SERVERS.data)
+@_table("t07", S001, "Echo server: callbacks, plain and optimised coroutines",
+        ECHO_SERVERS, reference="callbacks")
+def _t07(t: ArticleTable, d) -> tuple[list, list[str], str]:
     cb = _qps(d, "callback_epoll")
     rows = []
     for label, server, qps, p99, aps in ECHO_ROWS:
@@ -282,19 +298,18 @@ def _t07() -> ArticleTable:
                      f"{aps:,}", _g(s.allocs_per_s.median()) if have else "-",
                      _verdict_cell(t, *cids)])
         t.points.append((label, qps / 125_000, *r))
-    return _finish(t, rows, ["style", "server here", "QPS, article", f"QPS, here ({SWEEP})",
-                             "QPS / callbacks, article", f"QPS / callbacks, here ({SWEEP})",
-                             "p99, article", f"p99, here ({SWEEP})", "allocations/s, article",
-                             f"allocations/s, here ({SWEEP})", VERDICT_COLUMN],
-                   ("1000 connections, 64-byte messages on loopback, server pinned to one CPU and "
-                    "the load generator to the other (the article: wrk on 8 cores). Optimised "
-                    "coroutines here are pooled frames with symmetric transfer."))
+    return (rows, ["style", "server here", "QPS, article", f"QPS, here ({SWEEP})",
+                   "QPS / callbacks, article", f"QPS / callbacks, here ({SWEEP})",
+                   "p99, article", f"p99, here ({SWEEP})", "allocations/s, article",
+                   f"allocations/s, here ({SWEEP})", VERDICT_COLUMN],
+            ("1000 connections, 64-byte messages on loopback, server pinned to one CPU and "
+             "the load generator to the other (the article: wrk on 8 cores). Optimised "
+             "coroutines here are pooled frames with symmetric transfer."))
 
 
-def _t08() -> ArticleTable:
-    t = ArticleTable("t08", S001, "Allocation, io_uring and the cost of plain coroutines",
-                     ECHO_SERVERS.name, reference="as claimed",
-                     ylabel="the ratio of each row")
+@_table("t08", S001, "Allocation, io_uring and the cost of plain coroutines",
+        ECHO_SERVERS, **RATIO_FIGURE)
+def _t08(t: ArticleTable, d) -> tuple[list, list[str], str]:
     f = _csv(FRAMES_AND_ALLOCATORS.data)
 
     def alloc(name):
@@ -304,7 +319,6 @@ def _t08() -> ArticleTable:
               & (f.block == 256)] if "block" in f else None
         return None if s is None or not len(s) else s.ns_per_pair.to_numpy()
     heap, pool = alloc("heap"), alloc("pool")
-    d = _csv(ECHO_SERVERS.data)
 
     def qps(server):
         return _qps(d, server)
@@ -321,18 +335,15 @@ def _t08() -> ArticleTable:
              _verdict_cell(t, "C001.1c")]]
     t.points = [("heap/pool", 10.0, *hp), ("io_uring/epoll", 1.08, *ur),
                 ("plain/callbacks", 0.864, *pc)]
-    return _finish(t, rows, ["row", "article", f"here ({SWEEP})", "ratio, article",
-                             f"ratio, here ({SWEEP})", VERDICT_COLUMN],
-                   ("Allocate+free pairs of a 256-byte block (notebook 07a); QPS at 1000 "
-                    "connections, 64 B (notebook 09). The figure plots each ratio over the "
-                    "article's."))
+    return (rows, RATIO_COLUMNS,
+            ("Allocate+free pairs of a 256-byte block (notebook 07a); QPS at 1000 "
+             "connections, 64 B (notebook 09). The figure plots each ratio over the "
+             "article's."))
 
 
-def _t09() -> ArticleTable:
-    t = ArticleTable("t09", S002, "Kernel switches: processes, threads, yielding, FP state",
-                     KERNEL_SWITCHES.name, reference="as claimed",
-                     ylabel="the ratio of each row")
-    d = _csv(KERNEL_SWITCHES.data)
+@_table("t09", S002, "Kernel switches: processes, threads, yielding, FP state",
+        KERNEL_SWITCHES, **RATIO_FIGURE)
+def _t09(t: ArticleTable, d) -> tuple[list, list[str], str]:
     f = _csv(FP_STATE_AND_RETURN.data)
 
     def hand(task):
@@ -375,17 +386,16 @@ def _t09() -> ArticleTable:
              _verdict_cell(t, "C002.4")]]
     t.points = [("process/thread", 2.5, *pt), ("yield/no-yield", 1100 / 3800, *yr),
                 ("FP save/without", 3.0, *fr)]
-    return _finish(t, rows, ["row", "article", f"here ({SWEEP})", "ratio, article",
-                             f"ratio, here ({SWEEP})", VERDICT_COLUMN],
-                   ("Pipe ping-pong pinned to one CPU; yielding 'often' is fixed at one "
-                    "sched_yield per ~1 µs unit of work."))
+    return (rows, RATIO_COLUMNS,
+            ("Pipe ping-pong pinned to one CPU; yielding 'often' is fixed at one "
+             "sched_yield per ~1 µs unit of work."))
 
 
-def _t10() -> ArticleTable:
-    t = ArticleTable("t10", S003, "1M swapcontext against 1M mutex+condvar thread switches",
-                     KERNEL_SWITCHES.name, reference="ratio thread/swapcontext",
-                     ylabel="thread switch / swapcontext")
-    uc, same, cross = _ucontext_and_condvar(_csv(KERNEL_SWITCHES.data))
+@_table("t10", S003, "1M swapcontext against 1M mutex+condvar thread switches",
+        KERNEL_SWITCHES, reference="ratio thread/swapcontext",
+        ylabel="thread switch / swapcontext")
+def _t10(t: ArticleTable, d) -> tuple[list, list[str], str]:
+    uc, same, cross = _ucontext_and_condvar(d)
     # ns per switch x 1e6 switches / 1e6 ns per ms: the ns figure reads as ms per million.
     r1, r2 = _ratio(same, uc), _ratio(cross, uc)
     rows = [["Kunpeng 916 VM, 1 core (article)", "814", "3,300", "4.05", "",
@@ -400,21 +410,20 @@ def _t10() -> ArticleTable:
              "3.8", "AArch64 hardware: not here", _verdict_cell(t, "C003.1")]]
     t.points = [("1 core: thread/swapcontext", 3300 / 814, *r1),
                 ("cross-core: thread/swapcontext", 32000 / 430, *r2)]
-    return _finish(t, rows, ["machine", "1M swapcontext ms, article / here",
-                             "1M thread switches ms, article / here",
-                             "thread/swapcontext, article",
-                             f"thread/swapcontext, here ({SWEEP})",
-                             VERDICT_COLUMN],
-                   ("ns per one-way switch equals ms per million switches; the rows 'here' are the "
-                    "notebook's sweep. The Kunpeng rows "
-                    "need AArch64 hardware (qemu-user times an emulator), so the ratio is what "
-                    "travels."))
+    return (rows, ["machine", "1M swapcontext ms, article / here",
+                   "1M thread switches ms, article / here",
+                   "thread/swapcontext, article",
+                   f"thread/swapcontext, here ({SWEEP})",
+                   VERDICT_COLUMN],
+            ("ns per one-way switch equals ms per million switches; the rows 'here' are the "
+             "notebook's sweep. The Kunpeng rows "
+             "need AArch64 hardware (qemu-user times an emulator), so the ratio is what "
+             "travels."))
 
 
-def _t11() -> ArticleTable:
-    t = ArticleTable("t11", S004, "Five coroutine-frame strategies: frame, memory for 1M, TPS",
-                     COROUTINE_MEMORY.name, reference="default new")
-    f = _csv(COROUTINE_MEMORY.data)
+@_table("t11", S004, "Five coroutine-frame strategies: frame, memory for 1M, TPS",
+        COROUTINE_MEMORY, reference="default new")
+def _t11(t: ArticleTable, f) -> tuple[list, list[str], str]:
     d = _csv(ECHO_SERVERS.data)
     base_mem = _mem(f, "conn256", "heap")
     base_q = _qps(d, "cxx20_new")
@@ -440,25 +449,21 @@ def _t11() -> ArticleTable:
                      _verdict_cell(t, *dict.fromkeys([mc, tc]))])
         t.points.append((label + " TPS", art_tps / 100_000, *qr))
         t.points.append((label + " memory", art_mb / 256, *mr))
-    return _finish(t, rows, ["strategy", "frame B, article", "frame B, here",
-                             f"server allocations / bytes per message, here ({SWEEP})",
-                             "MB for 1M, article", f"MiB for 1M, here ({SWEEP})",
-                             "memory / default, article", f"memory / default, here ({SWEEP})",
-                             "TPS, article", f"QPS, here ({SWEEP})", "TPS / default, article",
-                             f"QPS / default, here ({SWEEP})", VERDICT_COLUMN],
-                   ("Memory: resident bytes per suspended coroutine x 1,000,000, in MiB, measured "
-                    "with all of a run's coroutines suspended at once (notebook 07b; a million in "
-                    "a full run); TPS: the echo load of notebook 09 at 1000 connections, 64 B. "
-                    "The frame sizes here are built to the article's 256 and 192 B; the servers' "
-                    "own frames show in their allocations per message (counted in the server). "
-                    "The reuse row is the reuse design (notebook 07b, section 1b): n connections "
-                    "(a million in a full run), each a 16-byte record, served by a pool of n / 100 coroutines "
-                    "whose frames are reused, never freed; its memory follows the pool's size "
-                    "(07b shows it for every pool size measured)."))
-
-
-TABLES = {"t01": _t01, "t02": _t02, "t03": _t03, "t04": _t04, "t05": _t05, "t06": _t06,
-          "t07": _t07, "t08": _t08, "t09": _t09, "t10": _t10, "t11": _t11}
+    return (rows, ["strategy", "frame B, article", "frame B, here",
+                   f"server allocations / bytes per message, here ({SWEEP})",
+                   "MB for 1M, article", f"MiB for 1M, here ({SWEEP})",
+                   "memory / default, article", f"memory / default, here ({SWEEP})",
+                   "TPS, article", f"QPS, here ({SWEEP})", "TPS / default, article",
+                   f"QPS / default, here ({SWEEP})", VERDICT_COLUMN],
+            ("Memory: resident bytes per suspended coroutine x 1,000,000, in MiB, measured "
+             "with all of a run's coroutines suspended at once (notebook 07b; a million in "
+             "a full run); TPS: the echo load of notebook 09 at 1000 connections, 64 B. "
+             "The frame sizes here are built to the article's 256 and 192 B; the servers' "
+             "own frames show in their allocations per message (counted in the server). "
+             "The reuse row is the reuse design (notebook 07b, section 1b): n connections "
+             "(a million in a full run), each a 16-byte record, served by a pool of n / 100 coroutines "
+             "whose frames are reused, never freed; its memory follows the pool's size "
+             "(07b shows it for every pool size measured)."))
 
 
 def by_notebook() -> dict[str, list[str]]:
