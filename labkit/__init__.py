@@ -38,7 +38,7 @@ _API = {
     # which design for a workload (the lab layer: it reads data/ and the claims' intervals)
     "advise": "labkit.lab.advising.advice",
     # errors
-    "KernelCrashError": "labkit.errors", "KernelUnavailableError": "labkit.errors",
+    "KernelCrashError": "labkit.errors", "EntryUnavailableError": "labkit.errors",
     "MeasurementTimeout": "labkit.errors", "SwitchCountError": "labkit.errors",
     "WorkerError": "labkit.errors", "UserSwitchError": "labkit.errors",
     "UserSwitchBuildError": "labkit.errors",

@@ -3,7 +3,8 @@ do; the modules that raise them re-export their own (labkit.core.worker.KernelCr
 
 
 class KernelCrashError(RuntimeError):
-    """A kernel killed its worker process (the message names the kernel, parameters and signal)."""
+    """The code measured (a switch kernel, labkit's or a user's, or a peer) killed its worker
+    process (the message names the entry, the parameters and the signal)."""
 
 
 class MeasurementTimeout(TimeoutError):
@@ -14,12 +15,13 @@ class WorkerError(RuntimeError):
     """The worker answered with an error (the message carries it)."""
 
 
-class KernelUnavailableError(ValueError):
-    """The kernel exists but cannot run on this machine (the message says why)."""
+class EntryUnavailableError(ValueError):
+    """The entry (a kernel or a peer) exists but cannot run on this machine (the message says
+    why and what to install)."""
 
 
 class SwitchCountError(RuntimeError):
-    """The two sides' counters disagree with the number of switches the loop should make."""
+    """The two contexts' counters disagree with the number of switches the loop should make."""
 
 
 class ToolMissingError(RuntimeError):

@@ -183,7 +183,7 @@ def test_a_missing_peer_is_a_row_that_says_why_not_a_crash(tmp_path, monkeypatch
     assert k.loc["asm", "available"]
     import pytest
 
-    with pytest.raises(labkit.KernelUnavailableError, match="libboost"):
+    with pytest.raises(labkit.EntryUnavailableError, match="libboost"):
         labkit.measure("boost_fiber", switches=100)
 
 

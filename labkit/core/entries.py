@@ -106,7 +106,7 @@ def check_name(name) -> str:
         raise ValueError(f"entry must be one of {', '.join(names)}; got {name!r}{hint}")
     ok, why = availability(name)
     if not ok:
-        raise _errors.KernelUnavailableError(f"entry {name!r} is not available on this machine: {why}")
+        raise _errors.EntryUnavailableError(f"entry {name!r} is not available on this machine: {why}")
     return name
 
 

@@ -91,7 +91,7 @@ def os_counts_agree(df, low: float = 0.5, high: float = 3.0):
 
     On one CPU the receiver cannot run until the sender stops, so every hand-off is a
     switch (voluntary, or involuntary when the woken task preempts the sender): the
-    count per hand-off must lie in [low, high]. Across CPUs each side blocks *at most*
+    count per hand-off must lie in [low, high]. Across CPUs each task blocks *at most*
     once per turn: when the answer arrives before the waiter has gone to sleep (a
     descheduled vCPU makes that common on a shared VM) it never blocks and the kernel
     counts nothing. There (and unpinned, where the two may share a CPU or not) only the

@@ -65,13 +65,13 @@ static void regtest_co(void *arg) {
 /* The switch a check runs: kernel's, or (kernel < 0) an outside one given by its switch and
  * its maker (a user's, csrc/user_switch.c), whose context is a handle saved through *save. */
 static int setup(int kernel, lk_swap_fn swap, lk_make_fn make, pair *d, lk_stack *s,
-                 size_t size, void (*entry)(void *)) {
+                 size_t size, void (*fn)(void *)) {
     const char *why;
     if (kernel < 0) {
         memset(d, 0, sizeof *d);
         d->swap = swap;
         if (!swap || !make || lk_stack_alloc(s, size, 0, 0) != 0) return -1;
-        d->co_sp = make(s->top - s->usable, s->usable, entry, d);
+        d->co_sp = make(s->top - s->usable, s->usable, fn, d);
         if (!d->co_sp) {
             lk_stack_free(s);
             return -1;
@@ -89,9 +89,9 @@ static int setup(int kernel, lk_swap_fn swap, lk_make_fn make, pair *d, lk_stack
         lk_copy_run_init(&d->run, s);
         lk_copy_main(&d->main_cc);
         d->main_obj = &d->main_cc;
-        d->co_sp = lk_copy_make(&d->co_cc, &d->run, entry, d, 0) == 0 ? &d->co_cc : 0;
+        d->co_sp = lk_copy_make(&d->co_cc, &d->run, fn, d, 0) == 0 ? &d->co_cc : 0;
     } else {
-        d->co_sp = lk_make(kernel, s, entry, d);
+        d->co_sp = lk_make(kernel, s, fn, d);
     }
     if (!d->co_sp) {
         lk_stack_free(s);

@@ -30,12 +30,12 @@ void lk_copy_free(lk_copy_ctx *c) {
 
 /* The new coroutine's first frame is laid out in a scratch buffer and kept as its saved
  * stack: its frame holds no address of its own stack, so it can go anywhere. */
-int lk_copy_make(lk_copy_ctx *c, lk_copy_run *r, void (*entry)(void *), void *arg,
+int lk_copy_make(lk_copy_ctx *c, lk_copy_run *r, void (*fn)(void *), void *arg,
                  size_t reserve) {
     char scratch[256] __attribute__((aligned(64)));
     char *end = scratch + sizeof scratch;
     lk_stack tmp = {.top = end};
-    char *frame = lk_make(LK_ASM_FPU, &tmp, entry, arg);
+    char *frame = lk_make(LK_ASM_FPU, &tmp, fn, arg);
     size_t bytes = (size_t)(end - frame);
     memset(c, 0, sizeof *c);
     c->capacity = bytes > reserve ? bytes : reserve;

@@ -1,11 +1,11 @@
 /* handoff.c -- kernel context-switch ping-pongs (the lmbench lat_ctx idea) and the
  * two-threads-on-one-core yield experiment (claim C002.2).
  *
- * Method. Side A is the calling thread and does the timing; side B is a thread or a
+ * Method. Task A is the calling thread and does the timing; task B is a thread or a
  * forked child. A hands the turn to B, B hands it back: one round trip, two
- * hand-offs. Each side bumps its own counter once per hand-off it makes, so after
+ * hand-offs. Each task bumps its own counter once per hand-off it makes, so after
  * R rounds the counters have grown by 2R: proof that every hand-off happened.
- * Each side blocks in the kernel while it waits (nobody spins), so on one CPU
+ * Each task blocks in the kernel while it waits (nobody spins), so on one CPU
  * every hand-off is a switch from one task to the other, and one-way cost is the
  * round trip / 2. Pinned to two CPUs, the waiting CPU idles instead, and a
  * hand-off is a cross-CPU wake-up: a different quantity, reported as such.
@@ -80,7 +80,7 @@ static int wait_change(int *p, int from) {
 }
 
 /* EINTR is retried: a signal handler in the host program (Python installs some)
- * must not look like the other side going away. */
+ * must not look like the other task going away. */
 static int put1(int fd, char c) {
     for (;;) {
         ssize_t n = write(fd, &c, 1);
@@ -140,8 +140,8 @@ static int task_ctxsw(const char *path, uint64_t *vol, uint64_t *invol) {
 
 /* ---- the shared state ---- */
 
-/* Each side's hot words on their own cache line, so a counter bump does not
- * steal the line the other side is about to read. It lives in a MAP_SHARED
+/* Each task's hot words on their own cache line, so a counter bump does not
+ * steal the line the other task is about to read. It lives in a MAP_SHARED
  * mapping so that a forked child shares it too. */
 typedef struct {
     _Alignas(64) int turn;             /* futex: 0 = A's turn, 1 = B's turn */
@@ -165,7 +165,7 @@ typedef struct {
     volatile uint64_t ba, bb;
 } handoff_shared;
 
-/* ---- side B ---- */
+/* ---- task B ---- */
 
 static void b_futex(handoff_shared *s) {
     for (;;) {
@@ -256,7 +256,7 @@ static _Noreturn void b_child(handoff_shared *s, pid_t parent, int rfd, int wfd,
     _exit(0);
 }
 
-/* ---- side A: the timed loops ---- */
+/* ---- task A: the timed loops ---- */
 
 __attribute__((noinline)) static int a_futex(handoff_shared *s, uint64_t rounds) {
     for (uint64_t i = 0; i < rounds; i++) {
@@ -301,7 +301,7 @@ __attribute__((noinline)) static int base_futex(handoff_shared *s, uint64_t roun
         s->ba++;
         st(&s->bword, 1);
         futex_wake(&s->bword, 1);
-        wait_change(&s->bword, 0);   /* condition already met: no FUTEX_WAIT, like a woken side */
+        wait_change(&s->bword, 0);   /* condition already met: no FUTEX_WAIT, like a woken task */
         s->bb++;
         st(&s->bword, 0);
         futex_wake(&s->bword, 1);
@@ -548,7 +548,7 @@ static int start_run(handoff_run *k, int cpu_a, int cpu_b, char *err, size_t err
 }
 
 /* One repeat: the empty loop, then the ping-pong between two readings of both
- * sides' context-switch counts. */
+ * tasks' context-switch counts. */
 static int time_one(handoff_run *k, handoff_loop_fn loop, handoff_loop_fn base, uint64_t rounds, lk_handoff_sample *o,
                     char *err, size_t errlen) {
     handoff_shared *s = k->s;

@@ -40,16 +40,16 @@ const char *lk_handoff_mode_name(int mode);
     F(uint64_t, base_ns) F(uint64_t, base_ticks)  /* the same communication in one task, \
                                                      nobody waits */                   \
     F(uint64_t, switches)  /* hand-offs the loop made: 2 per round trip */             \
-    F(uint64_t, counted)   /* hand-offs the two sides counted (must equal switches) */ \
+    F(uint64_t, counted)   /* hand-offs the two tasks counted (must equal switches) */ \
     /* the kernel's voluntary / involuntary context-switch counts of both tasks,       \
        summed, over the timed loop */                                                  \
     F(uint64_t, vol_ctxsw) F(uint64_t, invol_ctxsw)
 LK_STRUCT(lk_handoff_sample, LK_HANDOFF_SAMPLE_FIELDS)
 LK_LAYOUT_DECL(lk_handoff_sample)
 
-/* Ping-pong between two kernel tasks. cpu_a pins the measuring side (the calling
- * thread, temporarily: its affinity is restored before returning), cpu_b the other
- * side; -1 leaves a side unpinned. warmup repeats are run and dropped, then repeats
+/* Ping-pong between two tasks (threads or processes). cpu_a pins the measuring task
+ * (the calling thread, temporarily: its affinity is restored before returning), cpu_b
+ * the other task; -1 leaves a task unpinned. warmup repeats are run and dropped, then repeats
  * samples are written to out. Returns 0, or -1 with err filled. */
 int lk_handoff_pingpong(int mode, int cpu_a, int cpu_b, uint64_t rounds, int warmup, int repeats,
                  lk_handoff_sample *out, char *err, size_t errlen);

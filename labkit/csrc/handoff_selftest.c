@@ -7,7 +7,7 @@
  *
  * Hard checks (a failure means the code is wrong, not the machine slow):
  *   - every call returns 0;
- *   - every hand-off was counted by the side that made it (counted == switches);
+ *   - every hand-off was counted by the task that made it (counted == switches);
  *   - on one CPU the kernel switched at least once per hand-off: the two tasks
  *     cannot both run there, so vol + invol >= switches (a little slack for the
  *     one-off count races documented in handoff.c);
@@ -91,9 +91,9 @@ int main(void) {
         for (int m = 0; m < LK_HANDOFF_NMODES; m++) {
             int rc = lk_handoff_pingpong(m, 0, bad, 10, 0, 1, s, err, sizeof err);
             printf("expected error, %s: %s\n", lk_handoff_mode_name(m), rc ? err : "(none)");
-            check(rc == -1, "pinning side B to a missing CPU fails cleanly");
+            check(rc == -1, "pinning task B to a missing CPU fails cleanly");
             rc = lk_handoff_pingpong(m, bad, 0, 10, 0, 1, s, err, sizeof err);
-            check(rc == -1, "pinning side A to a missing CPU fails cleanly");
+            check(rc == -1, "pinning task A to a missing CPU fails cleanly");
         }
     }
 

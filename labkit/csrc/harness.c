@@ -40,7 +40,7 @@ typedef void (*loop_fn)(pingpong *, uint64_t);
 /* ---------------------------------------------------------------- the switch loops */
 
 /* The sp and regs kernels are called directly, not through a pointer, as Boost.Context's
- * jump_fcontext is: one loop and one entry per kernel, made from the kernel table. */
+ * jump_fcontext is: one loop and one start function per kernel, made from the kernel table. */
 #define LK_PINGPONG(NAME, MAIN_SAVE, MAIN_LOAD, CO_SAVE, CO_LOAD)                \
     static void co_##NAME(void *arg) {                                       \
         pingpong *p = arg;                                                   \
@@ -169,13 +169,13 @@ int lk_pingpong(int kernel, size_t stack_size, int prefault, uint64_t rounds, in
 /* stackless has no other context to start. */
 #define co_stackless 0
 #define LK_PINGPONG_CASE(name, ARCH, HANDLE, STACKFUL, KEEPS_FP, WHY_NOT) \
-    LK_ON_##ARCH(case LK_KERNEL_##name: loop = loop_##name; entry = co_##name; break;)
+    LK_ON_##ARCH(case LK_KERNEL_##name: loop = loop_##name; fn = co_##name; break;)
 
 int lk_pingpong_fp(int kernel, size_t stack_size, int prefault, uint64_t rounds, int warmup,
                    int repeats, int fpctl_mode, lk_sample *out, char *err, size_t errlen) {
     const char *why;
     loop_fn loop = 0;
-    void (*entry)(void *) = 0;
+    void (*fn)(void *) = 0;
     if (!lk_kernel_available(kernel, &why)) {
         snprintf(err, errlen, "kernel %s is not available here: %s", lk_kernel_name(kernel), why);
         return -1;
@@ -195,7 +195,7 @@ int lk_pingpong_fp(int kernel, size_t stack_size, int prefault, uint64_t rounds,
     if (fpctl_mode) lk_fpctl_reset();  /* the other context copies these when made */
     lk_stack s;
     memset(&s, 0, sizeof s);
-    if (entry) {
+    if (fn) {
         int rc = lk_stack_alloc(&s, stack_size, 0, prefault);
         if (rc != 0) {
             snprintf(err, errlen, "mmap of a %zu-byte stack failed: %s", stack_size, strerror(-rc));
@@ -211,11 +211,11 @@ int lk_pingpong_fp(int kernel, size_t stack_size, int prefault, uint64_t rounds,
             ctx = &p.cs[0];
             for (int i = 0; i < 2; i++) {
                 p.cs[i].p = &p;
-                if (lk_copy_make(&p.cs[i].ctx, &p.run, entry, &p.cs[i], stack_in_use + 1024) != 0)
+                if (lk_copy_make(&p.cs[i].ctx, &p.run, fn, &p.cs[i], stack_in_use + 1024) != 0)
                     ctx = 0;
             }
         } else {
-            ctx = lk_make(kernel, &s, entry, &p);
+            ctx = lk_make(kernel, &s, fn, &p);
         }
         if (!ctx) {
             snprintf(err, errlen, "could not make a %s context", lk_kernel_name(kernel));

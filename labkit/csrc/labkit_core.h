@@ -125,12 +125,12 @@ size_t lk_page_size(void);
 int lk_stack_alloc(lk_stack *s, size_t usable, size_t offset, int prefault);
 void lk_stack_free(lk_stack *s);
 
-/* A new stackful context on s that starts in entry(arg); entry must never return.
+/* A new stackful context on s that starts in fn(arg); fn must never return.
  * Returns what the kernel's switch switches to (lk_swap_of): for the asm kernels the
  * context's saved stack pointer, for LK_UCONTEXT a ucontext_t kept at the top of s (0 if
  * getcontext fails). An asm_xsave context needs lk_kernel_available() asked first (it
  * sizes the xsave area). */
-void *lk_make(int kernel, lk_stack *s, void (*entry)(void *), void *arg);
+void *lk_make(int kernel, lk_stack *s, void (*fn)(void *), void *arg);
 
 /* ---- kernels.c ---- */
 /* The table as text, "name handle=sp stackful=1 keeps_fp_control=0;" a kernel, in enum
@@ -180,9 +180,9 @@ int lk_regtest(int kernel, uint64_t *main_in, uint64_t *main_out, uint64_t *co_i
 int lk_fptest(int kernel, uint32_t *main_set, uint32_t *main_after, uint32_t *co_set,
               uint32_t *co_after, uint32_t *masks);
 /* The same two checks of a switch from outside the kernel table (a user's: csrc/user_switch.c):
- * swap as the kernels' prototype, make(stack_base, stack_size, entry, arg) making a new
- * context on [stack_base, stack_base + stack_size) that starts in entry(arg). */
-typedef void *(*lk_make_fn)(void *stack_base, size_t stack_size, void (*entry)(void *), void *arg);
+ * swap as the kernels' prototype, make(stack_base, stack_size, fn, arg) making a new
+ * context on [stack_base, stack_base + stack_size) that starts in fn(arg). */
+typedef void *(*lk_make_fn)(void *stack_base, size_t stack_size, void (*fn)(void *), void *arg);
 int lk_regtest_ext(lk_swap_fn swap, lk_make_fn make, uint64_t *main_in, uint64_t *main_out,
                    uint64_t *co_in, uint64_t *co_out);
 int lk_fptest_ext(lk_swap_fn swap, lk_make_fn make, uint32_t *main_set, uint32_t *main_after,
@@ -208,9 +208,9 @@ struct lk_copy_ctx {
     size_t saved_bytes, capacity;
 };
 void lk_copy_run_init(lk_copy_run *r, lk_stack *s);
-/* A coroutine on run r that starts in entry(arg); reserve: bytes of buffer to start with.
+/* A coroutine on run r that starts in fn(arg); reserve: bytes of buffer to start with.
  * Returns 0, or -1 if out of memory. Nothing is written to the run stack yet. */
-int lk_copy_make(lk_copy_ctx *c, lk_copy_run *r, void (*entry)(void *), void *arg,
+int lk_copy_make(lk_copy_ctx *c, lk_copy_run *r, void (*fn)(void *), void *arg,
                  size_t reserve);
 void lk_copy_main(lk_copy_ctx *c);  /* main's context: it keeps its own stack */
 void lk_copy_free(lk_copy_ctx *c);

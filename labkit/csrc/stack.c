@@ -57,14 +57,14 @@ void lk_stack_free(lk_stack *s) {
 /* makecontext passes int arguments only: a pointer travels as two halves. */
 static void uc_entry(unsigned hi, unsigned lo, unsigned fhi, unsigned flo) {
     void *arg = (void *)(((uintptr_t)hi << 32) | lo);
-    void (*entry)(void *) = (void (*)(void *))(((uintptr_t)fhi << 32) | flo);
-    entry(arg);
-    abort();  /* entry functions never return */
+    void (*fn)(void *) = (void (*)(void *))(((uintptr_t)fhi << 32) | flo);
+    fn(arg);
+    abort();  /* start functions never return */
 }
 
 /* Apart from lk_make: getcontext returns twice, and the compiler then fears for
  * every local of the function that calls it. */
-__attribute__((noinline)) static void *make_ucontext(lk_stack *s, void (*entry)(void *), void *arg) {
+__attribute__((noinline)) static void *make_ucontext(lk_stack *s, void (*fn)(void *), void *arg) {
     {
         /* The ucontext_t sits at the top of the stack it describes. */
         ucontext_t *volatile uc = (ucontext_t *)(((uintptr_t)s->top - sizeof(ucontext_t)) & ~(uintptr_t)63);
@@ -72,16 +72,16 @@ __attribute__((noinline)) static void *make_ucontext(lk_stack *s, void (*entry)(
         uc->uc_stack.ss_sp = (char *)s->map + lk_page_size();
         uc->uc_stack.ss_size = (size_t)((char *)uc - (char *)uc->uc_stack.ss_sp);
         uc->uc_link = 0;
-        uintptr_t a = (uintptr_t)arg, f = (uintptr_t)entry;
+        uintptr_t a = (uintptr_t)arg, f = (uintptr_t)fn;
         makecontext(uc, (void (*)(void))uc_entry, 4, (unsigned)(a >> 32), (unsigned)a,
                     (unsigned)(f >> 32), (unsigned)f);
         return uc;
     }
 }
 
-void *lk_make(int kernel, lk_stack *s, void (*entry)(void *), void *arg) {
+void *lk_make(int kernel, lk_stack *s, void (*fn)(void *), void *arg) {
     enum lk_handle h = lk_handle_of(kernel);
-    if (h == LK_HANDLE_uc) return make_ucontext(s, entry, arg);
+    if (h == LK_HANDLE_uc) return make_ucontext(s, fn, arg);
     if (h == LK_HANDLE_copy) return 0;  /* needs a run stack: lk_copy_make */
-    return lk_arch_make(kernel, s->top, entry, arg);
+    return lk_arch_make(kernel, s->top, fn, arg);
 }

@@ -73,8 +73,8 @@
  * x30 but is predicted by the return-stack predictor, whose top entry is the
  * caller of this swap, not the other context's (notebook 06 measures both).
  *
- * A new context starts in lk_trampoline_aarch64 with x19 = entry, x20 =
- * argument (see lk_arch_make below); the entry function must never return.
+ * A new context starts in lk_trampoline_aarch64 with x19 = fn, x20 =
+ * argument (see lk_arch_make below); the start function must never return.
  *
  * Not handled (none of them is on in labkit's builds): BTI (`br x30` lands on
  * a return site that has no `bti j` landing pad, so a binary built with
@@ -168,11 +168,11 @@ __asm__(
     "    br    x30\n"                   /* indirect branch, as asm */
     LK_END("lk_swap_asm_fpu")
 
-    /* ---- first entry of a new context ---- */
+    /* ---- a new context, resumed the first time ---- */
     LK_FUNCTION("lk_trampoline_aarch64")
     "    mov   x0, x20\n"               /* argument, placed in the x20 slot by lk_arch_make */
-    "    blr   x19\n"                   /* entry, from the x19 slot; sp is 16-aligned here */
-    "    brk   #0\n"                    /* an entry function returned: crash loudly (SIGTRAP) */
+    "    blr   x19\n"                   /* fn, from the x19 slot; sp is 16-aligned here */
+    "    brk   #0\n"                    /* a start function returned: crash loudly (SIGTRAP) */
     LK_END("lk_trampoline_aarch64")
 
     /* ---- register-survival probe for the tests ---- */
@@ -255,15 +255,15 @@ static inline size_t lk_arch_frame_bytes(int kernel) {
 extern void lk_trampoline_aarch64(void);
 
 /* Lay out a new context's first frame below top (16-aligned) so that the
- * kernel's restore path lands in the trampoline with x19 = entry, x20 = arg.
+ * kernel's restore path lands in the trampoline with x19 = fn, x20 = arg.
  * The d8-d15 slots start as zero; FPCR (asm_fpu) starts as a copy of the
  * creator's, as a new thread's does. */
-static inline void *lk_arch_make(int kernel, char *top, void (*entry)(void *), void *arg) {
+static inline void *lk_arch_make(int kernel, char *top, void (*fn)(void *), void *arg) {
     if (kernel != LK_ASM && kernel != LK_ASM_RET && kernel != LK_ASM_FPU) return 0;
     size_t bytes = kernel == LK_ASM_FPU ? 176 : 160;
     uint64_t *f = (uint64_t *)(((uintptr_t)top & ~(uintptr_t)15) - bytes);
     memset(f, 0, bytes);                      /* d8-d15, x21-x28, padding: zero */
-    f[8] = (uint64_t)(uintptr_t)entry;        /* x19 (0x40) */
+    f[8] = (uint64_t)(uintptr_t)fn;        /* x19 (0x40) */
     f[9] = (uint64_t)(uintptr_t)arg;          /* x20 (0x48) */
     f[18] = 0;                                /* x29 (0x90): ends frame-pointer walks */
     f[19] = (uint64_t)(uintptr_t)&lk_trampoline_aarch64; /* x30 (0x98): where br/ret goes */

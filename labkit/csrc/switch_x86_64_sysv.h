@@ -56,8 +56,8 @@
  *   0x10 rbx  0x18 rcx  0x20 rdx  0x28 rsi  0x30 rdi  0x38 rbp  0x40 r8  0x48 r9
  *   0x50 r12  0x58 r13  0x60 r14  0x68 r15     (112 B; a new context's sits at its stack's top)
  *
- * A new context starts in lk_trampoline_x86_64 with r12 = entry, r13 = argument
- * (see lk_arch_make below, which lk_make calls); the entry function must never return.
+ * A new context starts in lk_trampoline_x86_64 with r12 = fn, r13 = argument
+ * (see lk_arch_make below, which lk_make calls); the start function must never return.
  *
  * The compiler emits the .note.GNU-stack section for the C file that includes
  * this header; the pushsection at the end says the same for the asm itself.
@@ -209,11 +209,11 @@ __asm__(
     "    ret\n"                          /* the return-stack buffer predicts our caller: wrong */
     LK_END("lk_swap_libco_design")
 
-    /* ---- first entry of a new context ---- */
+    /* ---- a new context, resumed the first time ---- */
     LK_FUNCTION("lk_trampoline_x86_64")
     "    movq  %r13, %rdi\n"            /* argument, placed in the r13 slot by lk_make */
-    "    callq *%r12\n"                 /* entry, from the r12 slot; rsp is 16-aligned here */
-    "    ud2\n"                         /* an entry function returned: crash loudly */
+    "    callq *%r12\n"                 /* fn, from the r12 slot; rsp is 16-aligned here */
+    "    ud2\n"                         /* a start function returned: crash loudly */
     LK_END("lk_trampoline_x86_64")
 
     /* ---- register-survival probe for the tests ---- */
@@ -338,9 +338,9 @@ static inline size_t lk_arch_frame_bytes(int kernel) {
 extern void lk_trampoline_x86_64(void);
 
 /* Lay out a new context's first frame below top (16-aligned) so that the
- * kernel's restore path lands in the trampoline with r12 = entry, r13 = arg.
+ * kernel's restore path lands in the trampoline with r12 = fn, r13 = arg.
  * FP state starts as a copy of the creator's, as a new thread's does. */
-static inline void *lk_arch_make(int kernel, char *top, void (*entry)(void *), void *arg) {
+static inline void *lk_arch_make(int kernel, char *top, void (*fn)(void *), void *arg) {
     if (kernel == LK_LIBCO_DESIGN) {
         /* The struct at the top; the stack starts 16 bytes below it, 16-aligned, so the
          * trampoline's call is aligned after the push + ret. */
@@ -348,7 +348,7 @@ static inline void *lk_arch_make(int kernel, char *top, void (*entry)(void *), v
         memset(c, 0, sizeof *c);
         c->slot[0] = (uint64_t)(uintptr_t)c - 16;                       /* rsp */
         c->slot[1] = (uint64_t)(uintptr_t)&lk_trampoline_x86_64;       /* return address */
-        c->slot[10] = (uint64_t)(uintptr_t)entry;                      /* r12 */
+        c->slot[10] = (uint64_t)(uintptr_t)fn;                      /* r12 */
         c->slot[11] = (uint64_t)(uintptr_t)arg;                        /* r13 */
         return c;
     }
@@ -356,7 +356,7 @@ static inline void *lk_arch_make(int kernel, char *top, void (*entry)(void *), v
     gpr[0] = 0;                               /* r15 */
     gpr[1] = 0;                               /* r14 */
     gpr[2] = (uint64_t)(uintptr_t)arg;        /* r13 */
-    gpr[3] = (uint64_t)(uintptr_t)entry;      /* r12 */
+    gpr[3] = (uint64_t)(uintptr_t)fn;      /* r12 */
     gpr[4] = 0;                               /* rbx */
     gpr[5] = 0;                               /* rbp: ends frame-pointer walks */
     gpr[6] = (uint64_t)(uintptr_t)&lk_trampoline_x86_64; /* rip */
