@@ -363,9 +363,16 @@ def cold_touch(ev, n: int, u: int) -> _ev.Term:
     if n <= 2 or u == 0:
         return _ev.Term(np.zeros(_ev.DRAWS), "no cold bytes")
     key = f"cold touch {n} {u}"
-    if key not in ev.frames:
-        if not ev.local:
+    scale, basis = 1.0, "measured now"
+    if key not in ev.frames and not ev.local:
+        # Measuring nothing more: the nearest (n, u) measured, its cost scaled by u.
+        have = [tuple(map(int, k.split()[2:])) for k in ev.frames if k.startswith("cold touch ")]
+        if not have:
             raise LookupError(f"no cold-touch measurement of {n} contexts in {ev.source}")
+        hn, hu = min(have, key=lambda p: abs(math.log(p[0] / n)) + abs(math.log(p[1] / u)))
+        key, scale = f"cold touch {hn} {hu}", u / hu
+        basis = f"from {hn} contexts and {hu} bytes, scaled by bytes"
+    if key not in ev.frames:
         from labkit.experiments import workload
 
         ev.announce(f"touching {u} bytes of one of {n} contexts against one of 2",
@@ -377,8 +384,9 @@ def cold_touch(ev, n: int, u: int) -> _ev.Term:
         ev.frames[key] = got
     got = ev.frames[key]
     rng = ev.rng(key)
-    d = _ev.draws(got[n], rng).draws - _ev.draws(got[2], rng).draws
-    return _ev.Term(np.maximum(d, 0.0), f"{len(got[n])}+{len(got[2])} repeats, measured now")
+    far = max(got)
+    d = (_ev.draws(got[far], rng).draws - _ev.draws(got[2], rng).draws) * scale
+    return _ev.Term(np.maximum(d, 0.0), f"{len(got[far])}+{len(got[2])} repeats, {basis}")
 
 
 def ring_extra(ev, n: int, size: int):

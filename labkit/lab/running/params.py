@@ -293,6 +293,15 @@ TABLES: dict[str, tuple[Param, ...]] = {
         _repeats(2, 1, help="runs per C001.5 point", name="c15_repeats"),
         _repeats(3, help="rounds of the robustness check", name="robustness_rounds"),
     ),
+    "10_your_workload": (
+        _int("processes", 3, 2, "fresh processes per grid point (each runs every design)",
+             low=2, high=100),
+        _int("samples", 3, 2, "timed samples per design in each process", high=100),
+        _int("show_alive", 10_000, help="N of the share figure and the report's section",
+             high=10**7),
+        _int("show_in_use", 1024, help="stack in use (bytes) of the share and memory figures",
+             low=0, high=1 * MiB),
+    ),
 }
 
 
