@@ -605,8 +605,9 @@ def frame_memory(ev, frame: int) -> dict:
     import numpy as np
 
     df = ev.rows("07b_coroutine_memory")
-    if "kind" in df:
-        df = df[(df.kind == "cxx20") & (df.allocator == "heap")]
+    # the stackful rows measured now have a kind but no allocator
+    df = (df[(df.kind == "cxx20") & (df.allocator == "heap")]
+          if {"kind", "allocator"} <= set(df.columns) else df.iloc[0:0])
     if df.empty:
         raise LookupError(f"no C++20 frame memory in {ev.source}")
     g = df.groupby("frame_bytes")[["bytes_per_object", "pte_bytes_per_object"]].median()

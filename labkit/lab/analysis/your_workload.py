@@ -128,7 +128,10 @@ def curves(designs=_grid.DESIGNS, *, alive: int = 10_000, in_use: int = 0, fp: s
                          "low": p["low"], "high": p["high"], "chosen": wn == work_ns})
         for n in sorted({*ALIVES, int(alive)}):
             w = model.workload(work=work_ns, alive=n, stack_in_use=in_use, fp=fp, stack_size=size)
-            m = model.memory(ev, d, w)
+            try:
+                m = model.memory(ev, d, w)
+            except LookupError:  # nothing measured for it: no line, said by its absence
+                m = {"total": math.nan, "mappings_total": 0}
             rows.append({"kind": "memory", "design": d, "x": n, "value": m["total"],
                          "low": math.nan, "high": math.nan, "chosen": n == alive,
                          "mappings": m["mappings_total"],
