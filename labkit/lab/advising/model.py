@@ -632,7 +632,12 @@ def python_memory(ev, design: str) -> dict:
         n = 1000 if ev.quick else 10_000
         ev.announce(f"Python heap of {n} suspended {design} objects (tracemalloc)",
                     "the lab's data has no memory figure for Python's designs")
-        ev.frames[key] = _python_bytes(design, n)
+        # In a thread of its own: asyncio's measurement runs an event loop, which a
+        # Jupyter kernel's thread already has running.
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1) as pool:
+            ev.frames[key] = pool.submit(_python_bytes, design, n).result()
     return {"resident": ev.frames[key], "page_tables": math.nan,
             "note": "Python heap (tracemalloc), measured now"}
 
