@@ -53,7 +53,9 @@ def test_prediction_is_the_formula_on_known_truth():
     ev = _ev(_simulated(np.random.default_rng(1), proc_sd=0.0, rep_sd=1e-9))
     w = model.workload("1us", 3, 1024, "10000", stack_size="64KiB")
     value, low, high = model.predict("asm", w, ev)
-    truth = 3 * (1000 + 2 * (3.0 + 40.0))  # s * (W + 2 * (c + ring term))
+    # s * (W + 2 * (c + ring term * lines / 2)): the ring's every switch resumes a cold
+    # context, a scheduler's one in two; asm's frame is one line
+    truth = 3 * (1000 + 2 * (3.0 + 40.0 / 2))
     assert value == pytest.approx(truth, rel=1e-6)
     assert low <= value <= high
     # Memory: one page untouched plus one page per further page of the 10000 bytes in use.
@@ -67,13 +69,14 @@ def test_cycles_use_the_tsc_rate_and_ring_interpolates_in_log_n():
     ev = _ev(_simulated(np.random.default_rng(2), proc_sd=0.0, rep_sd=1e-9))
     w = model.workload("100cycles", 1, 256, 0, stack_size="64KiB")
     value, _, _ = model.predict("asm", w, ev)
-    # 256 is halfway between 64 and 1024 in log2: the ring term is the mean of 10 and 40.
-    assert value == pytest.approx(100 / 2.0 + 2 * (3.0 + 25.0), rel=1e-6)
+    # 256 is halfway between 64 and 1024 in log2: the ring term is the mean of 10 and 40,
+    # halved under a scheduler.
+    assert value == pytest.approx(100 / 2.0 + 2 * (3.0 + 25.0 / 2), rel=1e-6)
 
 
 def test_intervals_cover_the_truth_at_about_their_rate():
     w = model.workload("200ns", 2, 1024, 0, stack_size="64KiB")
-    truth = 2 * (200 + 2 * (3.0 + 40.0))
+    truth = 2 * (200 + 2 * (3.0 + 40.0 / 2))
     hits = []
     for seed in range(120):
         ev = _ev(_simulated(np.random.default_rng(100 + seed)), seed=seed)
@@ -82,6 +85,31 @@ def test_intervals_cover_the_truth_at_about_their_rate():
     rate = np.mean(hits)
     # Nominal 95%: a percentile bootstrap of a few processes and repeats runs a little short.
     assert 0.85 <= rate <= 1.0, rate
+
+
+def test_ring_with_spread_tops_is_preferred_and_scaled_by_the_frame_lines():
+    frames = _simulated(np.random.default_rng(3), proc_sd=0.0, rep_sd=1e-9)
+    ring = frames["01_stack_size"]
+    spread = ring.assign(colour_step=64, ns_per_switch=3.0 + (ring.ns_per_switch - 3.0) / 4)
+    frames["01_stack_size"] = pd.concat([ring, spread], ignore_index=True)
+    ev = _ev(frames)
+    w = model.workload("0ns", 1, 1024, 0, stack_size="64KiB")
+    assert model.ring_extra(ev, 1024, 65536)[0].value == pytest.approx(10.0, rel=1e-6)
+    assert model.predict("asm", w, ev)[0] == pytest.approx(2 * (3.0 + 10.0 / 2), rel=1e-6)
+    from labkit.core import entries
+
+    assert model.context_lines("asm") == 1
+    assert model.context_lines("ucontext") == math.ceil(entries.frame_bytes("ucontext") / 64) > 1
+
+
+def test_cold_touch_without_measuring_takes_the_nearest_measured_and_scales_by_bytes():
+    ev = _ev({})
+    ev.frames["cold touch 10000 1024"] = {2: pd.Series([10.0] * 5), 10000: pd.Series([50.0] * 5)}
+    assert model.cold_touch(ev, 10000, 1024).value == pytest.approx(40.0)
+    assert model.cold_touch(ev, 20000, 4096).value == pytest.approx(160.0)
+    assert model.cold_touch(ev, 64, 0).value == 0.0
+    with pytest.raises(LookupError):
+        model.cold_touch(_ev({}), 100, 64)
 
 
 @pytest.mark.parametrize("kwargs, name", [

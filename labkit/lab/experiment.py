@@ -68,6 +68,7 @@ class Experiment:
     repeats: int | None = None
     registered_as: str = ""         # the claims.csv `experiment` of a notebook split in two
     judges: tuple[str, ...] = ()    # ... and which of its claims this part judges
+    own_names: tuple[str, ...] = ()  # data it writes under a name of its own (own())
 
     # ---- the data it writes, each named from the notebook ----
     @property
@@ -97,10 +98,18 @@ class Experiment:
                              f"got {part!r}")
         return f"{self.name}_{part}"
 
+    def own(self, name: str) -> str:
+        """A data name of its own, not derived from the notebook's (data/<name>.csv), for a
+        file its readers know by that name (issue 32's data/advisor_calibration.csv)."""
+        if name not in self.own_names:
+            raise ValueError(f"name must be one of {self.name}'s own data names "
+                             f"{list(self.own_names)}; got {name!r}")
+        return name
+
     def files(self) -> list[str]:
         """Every data name it may write."""
         return [self.data, self.verdicts, self.verdict_runs, self.article_verdicts,
-                *(f"{self.name}_{p}" for p in self.parts)]
+                *(f"{self.name}_{p}" for p in self.parts), *self.own_names]
 
     # ---- its design's schedule ----
     def schedule(self, *, quick: bool = False) -> dict:
@@ -336,6 +345,21 @@ ECHO_SERVERS = Experiment(
     parts=("table", "c004", "robustness", "connections", "reads"),
     tables=("t07", "t08", "t11"),
     looks=(8, 16, 32, 48), quick_looks=(3,), seconds=240)
+
+
+YOUR_WORKLOAD = Experiment(
+    "10_your_workload", "Your workload: which design, what it costs, and how well the advisor "
+    "predicts it",
+    params=(
+        integer("processes", 3, 2, "fresh processes per grid point (each runs every design)",
+                low=2, high=100),
+        integer("samples", 3, 2, "timed samples per design in each process", high=100),
+        integer("show_alive", 10_000, help="N of the share figure and the report's section",
+                high=10**7),
+        integer("show_in_use", 1024, help="stack in use (bytes) of the share and memory "
+                "figures", low=0, high=1 * MiB),
+    ),
+    own_names=("advisor_calibration",))
 
 
 RECORDS: dict[str, Experiment] = {e.name: e for e in (v for v in dict(globals()).values()

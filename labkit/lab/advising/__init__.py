@@ -5,6 +5,6 @@ memory, from this machine's measurements, with the hazards that apply and a rank
     labkit.advise(work="20us", suspensions=2, alive=10_000, stack_in_use="1KiB")
 
 Modules: advice (labkit.advise), evidence (where numbers come from), model (the
-prediction), hazards, present.
-The calibration grid calls model.predict(design, workload) -> (value, low, high).
+prediction), hazards, present, grid (the calibration grid: predictions beside the workload
+experiment's measurements, docs/advisor_calibration.md).
 """

@@ -10,8 +10,18 @@ switches (the 2 above). W is the work between suspensions. c_switch is
     the ladder's ping-pong cost of the design (notebook 04; threads: notebook 05's hand-off)
   + the many-contexts term: ring(N, S) - ring(2, S) of notebook 01's ring of N contexts on
     stacks of size S (stackful designs with a stack each; interpolated in log N, held flat
-    beyond the largest ring measured)
-  + for the copy stack, its sweep by bytes in use (notebook 04) instead of the ladder figure
+    beyond the largest ring measured), from the ring whose stack tops are spread over the
+    cache's sets (colour_step > 0) where it was measured, as separately mapped, guard-paged
+    stacks are (a stack and its guard page are not a power of two apart); the ring's
+    asm_fpu loads one line of its cold context per switch, a design loads its whole saved
+    frame (the kernel table's frame_bytes), so the term is scaled by the frame's lines; the
+    ring is symmetric (every switch resumes a cold context), a suspension under a scheduler
+    resumes one cold context in two switches, so the term is halved
+  + for the copy stack, its sweep by bytes in use (notebook 04) instead of the ladder figure,
+    and with many coroutines the cold copy-in: a resumption reads the u saved bytes back
+    from a buffer last touched N resumptions ago (the copy-out then writes them into the
+    same, now warm, buffer), priced by cold_touch (measured now: the workload experiment's
+    stackless steps, no switching, over N contexts against 2)
   + fp="control": the design's cost with differing FP control words minus with equal ones
     (notebook 06); fp="vector": the xsave of dirty against clean state (06's xstate) for the
     designs that save the whole state (asm_fxsave, asm_xsave, threads). A design that
@@ -321,8 +331,62 @@ def _ring_rows(ev):
     df = ev.rows("01_stack_size")
     if "pattern" not in df:
         return df.iloc[0:0]
-    sel = (df.pattern == "ring") & (df.colour_step.fillna(0) == 0) & (df.prefault != True)  # noqa: E712
-    return df[sel & df.ns_per_switch.notna()]
+    sel = (df.pattern == "ring") & (df.prefault != True) & df.ns_per_switch.notna()  # noqa: E712
+    spread = sel & (df.colour_step.fillna(0) > 0)
+    if spread.any():
+        step = df[spread].colour_step.min()  # one layout: the smallest spreading step
+        return df[spread & (df.colour_step == step)]
+    return df[sel & (df.colour_step.fillna(0) == 0)]
+
+
+LINE = 64  # bytes of a cache line
+
+
+def context_lines(design: str) -> int:
+    """Cache lines a switch loads from the context it resumes: the design's saved frame
+    (the kernel table's frame_bytes; a peer saves what asm_fpu does), at least one."""
+    from labkit.core import entries
+
+    frame = entries.frame_bytes(design) or entries.frame_bytes(RING_KERNEL)
+    return max(1, math.ceil(frame / LINE))
+
+
+RING_KERNEL = "asm_fpu"  # the kernel notebook 01's ring runs
+
+
+def cold_touch(ev, n: int, u: int) -> _ev.Term:
+    """ns to touch u bytes of one of n contexts visited round robin, beyond touching those
+    of one of 2: the workload experiment's stackless steps called without switching (its
+    work-only loop, W = 0), measured now at n and at 2 contexts (this machine only)."""
+    import numpy as np
+
+    if n <= 2 or u == 0:
+        return _ev.Term(np.zeros(_ev.DRAWS), "no cold bytes")
+    key = f"cold touch {n} {u}"
+    scale, basis = 1.0, "measured now"
+    if key not in ev.frames and not ev.local:
+        # Measuring nothing more: the nearest (n, u) measured, its cost scaled by u.
+        have = [tuple(map(int, k.split()[2:])) for k in ev.frames if k.startswith("cold touch ")]
+        if not have:
+            raise LookupError(f"no cold-touch measurement of {n} contexts in {ev.source}")
+        hn, hu = min(have, key=lambda p: abs(math.log(p[0] / n)) + abs(math.log(p[1] / u)))
+        key, scale = f"cold touch {hn} {hu}", u / hu
+        basis = f"from {hn} contexts and {hu} bytes, scaled by bytes"
+    if key not in ev.frames:
+        from labkit.experiments import workload
+
+        ev.announce(f"touching {u} bytes of one of {n} contexts against one of 2",
+                    "the lab's data has no step over many contexts")
+        got = {c: workload.run_workload("stackless", work_ns=0, alive=c, stack_in_use=u,
+                                        switches_per_request=1, requests=workload.requests_for(0, 1),
+                                        repeats=3 if ev.quick else 7).work_only_ns_per_request
+               for c in (2, n)}
+        ev.frames[key] = got
+    got = ev.frames[key]
+    rng = ev.rng(key)
+    far = max(got)
+    d = (_ev.draws(got[far], rng).draws - _ev.draws(got[2], rng).draws) * scale
+    return _ev.Term(np.maximum(d, 0.0), f"{len(got[far])}+{len(got[2])} repeats, {basis}")
 
 
 def ring_extra(ev, n: int, size: int):
@@ -340,8 +404,9 @@ def ring_extra(ev, n: int, size: int):
                     "machine")
         for c in contexts:
             ev.add("01_stack_size", labkit.measure_ring(
-                "asm_fpu", contexts=c, stack_size=size, laps=20 if ev.quick else 200,
-                repeats=3 if ev.quick else 5).assign(colour_step=0, prefault=False))
+                RING_KERNEL, contexts=c, stack_size=size, laps=20 if ev.quick else 200,
+                colour_step=LINE, repeats=3 if ev.quick else 5).assign(colour_step=LINE,
+                                                                        prefault=False))
         df = _ring_rows(ev)
     if n <= 2:
         return _ev.Term(np.zeros(_ev.DRAWS), "two contexts"), ""
@@ -540,8 +605,9 @@ def frame_memory(ev, frame: int) -> dict:
     import numpy as np
 
     df = ev.rows("07b_coroutine_memory")
-    if "kind" in df:
-        df = df[(df.kind == "cxx20") & (df.allocator == "heap")]
+    # the stackful rows measured now have a kind but no allocator
+    df = (df[(df.kind == "cxx20") & (df.allocator == "heap")]
+          if {"kind", "allocator"} <= set(df.columns) else df.iloc[0:0])
     if df.empty:
         raise LookupError(f"no C++20 frame memory in {ev.source}")
     g = df.groupby("frame_bytes")[["bytes_per_object", "pte_bytes_per_object"]].median()
@@ -566,7 +632,12 @@ def python_memory(ev, design: str) -> dict:
         n = 1000 if ev.quick else 10_000
         ev.announce(f"Python heap of {n} suspended {design} objects (tracemalloc)",
                     "the lab's data has no memory figure for Python's designs")
-        ev.frames[key] = _python_bytes(design, n)
+        # In a thread of its own: asyncio's measurement runs an event loop, which a
+        # Jupyter kernel's thread already has running.
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1) as pool:
+            ev.frames[key] = pool.submit(_python_bytes, design, n).result()
     return {"resident": ev.frames[key], "page_tables": math.nan,
             "note": "Python heap (tracemalloc), measured now"}
 
@@ -668,8 +739,15 @@ def switch_cost(ev, design: str, w: Workload):
     basis = c.basis
     if fam in ("stack", "thread") and w.alive > 2:
         extra, note = ring_extra(ev, w.alive, stack_size(design, w))
-        total = total + extra.draws
+        lines = context_lines(design) if fam == "stack" else 1
+        # The ring is symmetric: each of its switches resumes a cold context. Under a
+        # scheduler one switch of a suspension resumes the coroutine (cold), the other the
+        # scheduler (warm).
+        total = total + extra.draws * lines / SWITCHES_PER_SUSPENSION
         notes.append(note)
+    elif fam == "copy" and w.alive > 2 and w.stack_in_use:
+        # one cold copy-in per suspension, of its two switches
+        total = total + cold_touch(ev, w.alive, w.stack_in_use).draws / SWITCHES_PER_SUSPENSION
     else:
         notes.append("" if fam in ("stack", "thread") or w.alive <= 2
                      else "no many-contexts term (the ring measures stackful contexts only)")

@@ -476,7 +476,7 @@ def build(outcomes, *, out_dir: Path, quick: bool) -> Path:
     import nbformat
     from nbconvert import HTMLExporter
 
-    from labkit.lab.report import articles
+    from labkit.lab.report import articles, choosing
 
     info, where = measured_machine()
     tables = articles.tables()
@@ -486,6 +486,7 @@ def build(outcomes, *, out_dir: Path, quick: bool) -> Path:
     report.cells.append(_html_cell(nbformat, _summary(outcomes, info, quick, tables)))
     report.cells.append(_html_cell(nbformat, _toc(outcomes, tables)))
     report.cells.append(_html_cell(nbformat, _articles_html(tables, names)))
+    report.cells.append(_html_cell(nbformat, choosing.section_html()))
     report.cells.append(_html_cell(nbformat, "<h2 id='notebooks'>The notebooks</h2>"))
     for o in ran:
         nb = nbformat.read(o.executed, as_version=4)

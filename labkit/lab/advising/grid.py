@@ -1,0 +1,230 @@
+"""The calibration grid: the advisor's prediction beside the workload experiment's
+measurement (labkit.experiments.workload) at every point of W x N x u, for several designs.
+
+The advisor predicts from the other notebooks' data (evidence.FILES, this machine's rows);
+nothing the grid measures enters its evidence. One input is measured on the spot at each
+point, in a worker of its own and never in the grid's processes (before them and after,
+the smaller standing): the step, what a coroutine's work between two switches costs when
+called without switching (W of busy loop and u bytes of its context touched, N contexts
+round robin), which is what a user profiles as "my work between switches". Its cache cost (N contexts x u bytes) is the user's, not the
+switch's, and a two-context ping-pong cannot see it. It is taken once per way the designs
+lay their contexts out (STEP_DESIGN).
+
+Two intervals per point: the advisor's own (measurement noise of its terms only) and the
+same widened by a model-error term estimated by leave-one-design-out cross-validation
+(the spread of log(measured / predicted) at the other designs' points of the grid, never
+the design's own)."""
+from __future__ import annotations
+
+import math
+import time
+
+# The grid: at least 3 W x 3 N x 3 u over at least 5 designs (issue 32, item 2).
+DESIGNS = ("asm_fpu", "boost_fcontext", "ucontext", "copy_stack", "cxx20_generator")
+WORK = ("0ns", "100cycles", "20us")
+ALIVE = (64, 10_000, 100_000)
+IN_USE = (0, 1024, 4096)
+QUICK = {"designs": ("asm_fpu", "cxx20_generator"), "work": ("0ns", "20us"),
+         "alive": (64,), "in_use": (0, 1024)}
+STACK_SIZE = 64 << 10   # the stackful designs' stack in the experiment and the prediction
+SUSPENSIONS = 1         # per request
+# Who measures the step for each layout of contexts (model.family): stacks in one mapping
+# of 64 KiB slots, heap frames, copied-out stacks run on one shared stack.
+STEP_DESIGN = {"stack": "asm_fpu", "frame": "cxx20_generator", "copy": "copy_stack"}
+COVERAGE = 0.95         # of both intervals
+MIN_OTHERS = 5          # points of the other designs at one W for their own error quantile
+TARGETS = {"coverage": 0.90, "time_error": 0.10, "memory_error": 0.05, "half_width": 0.20}
+
+COLUMNS = ("design", "work", "work_ns", "alive", "stack_in_use", "step_ns", "step_design",
+           "predicted_ns", "predicted_low", "predicted_high", "measured_ns", "measured_low",
+           "measured_high", "processes", "error", "covered", "model_error", "cv_low",
+           "cv_high", "covered_cv", "predicted_switch_ns", "measured_switch_ns",
+           "measured_switch_low", "measured_switch_high",
+           "predicted_bytes", "measured_bytes", "memory_error", "seconds")
+
+
+def _work(work: str, ghz: float) -> dict:
+    from labkit.lab.advising import model
+
+    amount, unit = model.parse_time("work", work)
+    return {"work_cycles": amount} if unit == "cycles" else {"work_ns": amount}
+
+
+def _workload_ns(kw: dict, ghz: float) -> float:
+    return kw["work_ns"] if "work_ns" in kw else kw["work_cycles"] / ghz
+
+
+def step_cost(design: str, kw: dict, alive: int, in_use: int, requests: int) -> float:
+    """ns of one step without switching: the median of the work-only loop of one call of
+    the workload experiment for `design`, in a worker of its own."""
+    from labkit.experiments import workload as wl
+
+    size = STACK_SIZE if wl._stackful(design) else None
+    df = wl.run_workload(design, alive=alive, stack_in_use=in_use,
+                         switches_per_request=SUSPENSIONS, requests=requests, stack_size=size,
+                         repeats=3, **kw)
+    return float(df.work_only_ns_per_request.median()) / SUSPENSIONS
+
+
+def point(designs, work: str, alive: int, in_use: int, *, processes: int = 3,
+          samples: int = 3, ev=None, seed: int = 0) -> list[dict]:
+    """One grid point: its measurement over `processes` fresh processes (every design,
+    ABBA) and each design's prediction. Rows of COLUMNS but the cross-validated ones."""
+    from labkit.core.machine import machine_info
+    from labkit.experiments import workload as wl
+    from labkit.lab.advising import evidence, model
+
+    ev = ev or evidence.load()
+    ghz = machine_info()["tsc_ghz"]
+    kw = _work(work, ghz)
+    w_ns = _workload_ns(kw, ghz)
+    requests = wl.requests_for(w_ns, SUSPENSIONS)
+    began = time.perf_counter()
+    reps = []
+    for d in designs:
+        rep = STEP_DESIGN.get(model.family(d))
+        if rep is None:
+            raise ValueError(f"design {d!r} has no step design (a {model.family(d)} design)")
+        reps.append(rep)
+    reps = list(dict.fromkeys(reps))
+    # The step is timed once before the grid's processes and once after; the smaller
+    # stands: a busy loop's time only grows when something else takes its CPU.
+    before = {r: step_cost(r, kw, alive, in_use, requests) for r in reps}
+    runs = wl.measure_point(list(designs), processes=processes, repeats=1, samples=samples,
+                            seed=seed, alive=alive, stack_in_use=in_use,
+                            switches_per_request=SUSPENSIONS, requests=requests, **kw)
+    steps = {r: min(before[r], step_cost(r, kw, alive, in_use, requests)) for r in reps}
+    seconds = time.perf_counter() - began
+    summ = wl.summary(runs).set_index("design")
+    rows = []
+    for d in designs:
+        rep = STEP_DESIGN[model.family(d)]
+        m = summ.loc[d]
+        meas_bytes = (m.rss_bytes_per_coroutine + m.page_table_bytes_per_coroutine) * alive
+        rows.append({
+            "design": d, "work": work, "work_ns": w_ns, "alive": alive, "stack_in_use": in_use,
+            "step_ns": steps[rep], "step_design": rep, **prediction(d, steps[rep], alive,
+                                                                     in_use, ev),
+            "measured_ns": m.ns_per_request, "measured_low": m.ns_per_request_low,
+            "measured_high": m.ns_per_request_high, "processes": int(m.processes),
+            "measured_switch_ns": m.ns_per_switch, "measured_switch_low": m.ns_per_switch_low,
+            "measured_switch_high": m.ns_per_switch_high,
+            "measured_bytes": meas_bytes, "seconds": seconds})
+    return rows
+
+
+def prediction(design: str, step_ns: float, alive: int, in_use: int, ev=None) -> dict:
+    """The advisor's prediction for one grid point: the step as the work between switches,
+    the experiment's 64 KiB stacks for a design with stacks."""
+    from labkit.lab.advising import evidence, model
+
+    ev = ev or evidence.load()
+    size = STACK_SIZE if model.family(design) == "stack" else None
+    w = model.workload(work=float(step_ns), suspensions=SUSPENSIONS, alive=int(alive),
+                       stack_in_use=int(in_use), stack_size=size)
+    p = model.predict_full(design, w, ev)
+    return {"predicted_ns": p["ns_per_request"]["value"],
+            "predicted_low": p["ns_per_request"]["low"],
+            "predicted_high": p["ns_per_request"]["high"],
+            "predicted_switch_ns": p["ns_per_switch"]["value"],
+            "predicted_bytes": p["memory"]["total"]}
+
+
+def repredict(grid, ev=None):
+    """The grid's measurements with the advisor's predictions made again (the model or its
+    evidence changed; nothing is measured but what the advisor measures now)."""
+    import pandas as pd
+
+    new = pd.DataFrame([prediction(r.design, r.step_ns, r.alive, r.stack_in_use, ev)
+                        for r in grid.itertuples()], index=grid.index)
+    return finish(grid.assign(**{c: new[c] for c in new}))
+
+
+def run_grid(*, quick: bool = False, designs=None, work=None, alive=None, in_use=None,
+             processes: int = 3, samples: int = 3, ev=None, progress=None):
+    """Every point of the grid (quick: QUICK's few points), measured and predicted, as a
+    frame of COLUMNS. `progress`: a callable given one line per point."""
+    import itertools
+
+    import pandas as pd
+
+    from labkit.lab.advising import model
+
+    if not isinstance(quick, bool):
+        raise TypeError(f"quick must be True or False, not {type(quick).__name__}")
+    pick = QUICK if quick else {"designs": DESIGNS, "work": WORK, "alive": ALIVE,
+                                "in_use": IN_USE}
+    designs = tuple(designs or pick["designs"])
+    for d in designs:
+        model.check_design(d)
+    axes = [tuple(work or pick["work"]), tuple(alive or pick["alive"]),
+            tuple(in_use or pick["in_use"])]
+    rows = []
+    for i, (wk, n, u) in enumerate(itertools.product(*axes)):
+        rows += point(designs, wk, n, u, processes=processes, samples=samples, ev=ev, seed=i)
+        if progress:
+            progress(f"point {i + 1}: W={wk} N={n} u={u}: {rows[-1]['seconds']:.1f} s")
+    return finish(pd.DataFrame(rows))
+
+
+def finish(grid):
+    """Add error, covered and the cross-validated model-error interval to a grid of
+    predictions and measurements (columns design, predicted_*, measured_*)."""
+    import numpy as np
+
+    g = grid.copy()
+    g["error"] = g.predicted_ns / g.measured_ns - 1
+    g["covered"] = (g.predicted_low <= g.measured_ns) & (g.measured_ns <= g.predicted_high)
+    g["memory_error"] = g.predicted_bytes / g.measured_bytes - 1
+    logr = np.log(g.measured_ns / g.predicted_ns)
+    q = np.full(len(g), math.nan)
+    for d in g.design.unique():
+        for wk in g.work_ns.unique():
+            # The half-width of the log ratio at the other designs' points of the same W:
+            # a prediction of this design misses by as much as the others' did there.
+            others = logr[(g.design != d) & (g.work_ns == wk) & np.isfinite(logr)]
+            if len(others) < MIN_OTHERS:
+                others = logr[(g.design != d) & np.isfinite(logr)]
+            if len(others) >= 2:
+                at = ((g.design == d) & (g.work_ns == wk)).to_numpy()
+                q[at] = float(np.quantile(np.abs(others), COVERAGE))
+    g["model_error"] = q
+    g["cv_low"] = g.predicted_low * np.exp(-q)
+    g["cv_high"] = g.predicted_high * np.exp(q)
+    g["covered_cv"] = (g.cv_low <= g.measured_ns) & (g.measured_ns <= g.cv_high)
+    return g[[c for c in COLUMNS if c in g] + [c for c in g if c not in COLUMNS]]
+
+
+def scores(grid):
+    """Per design and overall: points, coverage of both intervals, median |error| of time
+    and memory, median half-width of both intervals (a fraction of the prediction), and
+    whether each of issue 32's targets is met (on the advisor's own interval)."""
+    import numpy as np
+    import pandas as pd
+
+    need = {"design", "predicted_ns", "predicted_low", "predicted_high", "measured_ns",
+            "predicted_bytes", "measured_bytes"}
+    if missing := need - set(grid.columns):
+        raise ValueError(f"grid lacks the columns {sorted(missing)}")
+    g = grid if "covered" in grid else finish(grid)
+
+    def one(x) -> dict:
+        half = (x.predicted_high - x.predicted_low) / 2 / x.predicted_ns
+        out = {"points": len(x), "coverage": float(x.covered.mean()),
+               "median_time_error": float(np.median(np.abs(x.error))),
+               "median_memory_error": float(np.nanmedian(np.abs(x.memory_error))),
+               "median_half_width": float(np.median(half))}
+        if "cv_low" in x:
+            out["coverage_cv"] = float(x.covered_cv.mean())
+            out["median_half_width_cv"] = float(np.median(
+                (x.cv_high - x.cv_low) / 2 / x.predicted_ns))
+        return out
+
+    rows = [{"design": d, **one(x)} for d, x in g.groupby("design", sort=False)]
+    rows.append({"design": "all", **one(g)})
+    t = pd.DataFrame(rows)
+    t["targets_met"] = ((t.coverage >= TARGETS["coverage"])
+                        & (t.median_time_error <= TARGETS["time_error"])
+                        & (t.median_memory_error <= TARGETS["memory_error"])
+                        & (t.median_half_width <= TARGETS["half_width"]))
+    return t

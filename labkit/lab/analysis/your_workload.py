@@ -1,0 +1,255 @@
+"""Notebook 10's analysis: the calibration grid's two figures (predicted against measured,
+and the error by design and point), the advisor's curves for one workload (share of time
+switching against the work between switches, memory against N up to the mapping limit),
+and the widgets that redraw those curves from the measurements already made.
+
+    from labkit.lab.analysis import your_workload as yw
+    yw.calibration_figure(grid); yw.error_figure(grid)
+    c = yw.curves(alive=10_000, in_use=1024); yw.share_figure(c); yw.memory_figure(c)
+"""
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import pandas as pd
+
+from labkit.core import plots
+from labkit.lab.advising import evidence, grid as _grid, model
+from labkit.lab.experiment import YOUR_WORKLOAD
+
+NOTEBOOK = YOUR_WORKLOAD.name
+# The calibration grid's rows (data/advisor_calibration.csv, the name issue 32 gives it).
+GRID = YOUR_WORKLOAD.own("advisor_calibration")
+WORKS = tuple(float(x) for x in np.logspace(0, 5, 21))   # 1 ns to 100 us between switches
+ALIVES = tuple(int(x) for x in np.unique(np.logspace(0, 7, 29).round()))  # 1 to 10 million
+MARKERS = {"0ns": "o", "100cycles": "s", "20us": "^"}
+
+
+def _marker(work: str) -> str:
+    return MARKERS.get(work, "D")
+
+
+def calibration_figure(g, info=None):
+    """Predicted against measured ns per request, log axes: the measurement's 95%
+    interval over fresh processes (horizontal), the advisor's own interval (thick) and the
+    one widened by the cross-validated model error (thin, vertical)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 6))
+    for i, (d, x) in enumerate(g.groupby("design", sort=False)):
+        colour = f"C{i}"
+        for wk, y in x.groupby("work", sort=False):
+            ax.errorbar(y.measured_ns, y.predicted_ns,
+                        xerr=[y.measured_ns - y.measured_low, y.measured_high - y.measured_ns],
+                        yerr=[y.predicted_ns - y.cv_low, y.cv_high - y.predicted_ns],
+                        fmt=_marker(wk), color=colour, ms=4, elinewidth=0.6, capsize=0,
+                        alpha=0.8, label=d if wk == x.work.iloc[0] else None)
+            ax.vlines(y.measured_ns, y.predicted_low, y.predicted_high, color=colour, lw=2.5)
+    lo = min(g.measured_low.min(), g.cv_low.min()) / 1.5
+    hi = max(g.measured_high.max(), g.cv_high.max()) * 1.5
+    xs = np.array([lo, hi])
+    ax.plot(xs, xs, "k-", lw=0.8)
+    for f in (0.9, 1.1):
+        ax.plot(xs, xs * f, "k:", lw=0.6)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("measured ns per request (95% interval over fresh processes)")
+    ax.set_ylabel("predicted ns per request (thick: advisor's interval; thin: with "
+                  "cross-validated model error)")
+    ax.set_title("The advisor against the workload experiment: markers o W=0, "
+                 "s 100 cycles, ^ 20 us; dotted ±10%", fontsize=9)
+    ax.legend(fontsize="small", loc="upper left")
+    ax.grid(True, which="both", alpha=0.3)
+    return plots.finish(fig, f"{NOTEBOOK}-calibration", caption=plots.machine_caption(info))
+
+
+def error_figure(g, info=None):
+    """Prediction / measurement - 1 for time (with the measurement's interval carried
+    through) and memory, by design, each point coloured by N and shaped by W."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+
+    fig, (at, am) = plt.subplots(1, 2, figsize=(11, 4.5), sharex=True)
+    designs = list(dict.fromkeys(g.design))
+    alives = sorted(g.alive.unique())
+    for _, r in g.iterrows():
+        x = designs.index(r.design) + (alives.index(r.alive) - 1) * 0.25 \
+            + 0.06 * [0, 1024, 4096].index(r.stack_in_use) if r.stack_in_use in (0, 1024, 4096) \
+            else designs.index(r.design)
+        c = f"C{alives.index(r.alive)}"
+        e = 100 * r.error
+        lo, hi = 100 * (r.predicted_ns / r.measured_high - 1), 100 * (r.predicted_ns / r.measured_low - 1)
+        at.errorbar([x], [e], yerr=[[max(e - lo, 0)], [max(hi - e, 0)]], fmt=_marker(r.work),
+                    color=c, ms=4, elinewidth=0.6, mfc="none" if not r.covered_cv else c)
+        am.plot([x], [100 * r.memory_error], _marker(r.work), color=c, ms=4)
+    for ax, band, what in ((at, 10, "time"), (am, 5, "memory")):
+        ax.axhspan(-band, band, color="0.9", zorder=0)
+        ax.axhline(0, color="k", lw=0.6)
+        ax.set_xticks(range(len(designs)), designs, rotation=20, fontsize=8)
+        ax.set_ylabel(f"{what}: predicted / measured - 1 (%)")
+        ax.set_yscale("symlog", linthresh=10)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.grid(True, axis="y", alpha=0.3)
+    at.set_title(f"time (grey: the ±10% target; bar: the measurement's 95% interval; "
+                 "hollow: outside the cross-validated interval)", fontsize=8)
+    am.set_title("memory (grey: the ±5% target)", fontsize=8)
+    handles = [plt.Line2D([], [], color=f"C{i}", marker="o", ls="", label=f"N = {n:,}")
+               for i, n in enumerate(alives)]
+    handles += [plt.Line2D([], [], color="k", marker=m, ls="", mfc="none", label=f"W = {w}")
+                for w, m in MARKERS.items()]
+    am.legend(handles=handles, fontsize="small")
+    return plots.finish(fig, f"{NOTEBOOK}-errors", caption=plots.machine_caption(info))
+
+
+def _local_only(ev):
+    """The evidence as it stands, measuring nothing more (what the widgets redraw from)."""
+    out = copy.copy(ev)
+    out.local = False
+    return out
+
+
+def curves(designs=_grid.DESIGNS, *, alive: int = 10_000, in_use: int = 0, fp: str = "none",
+           work_ns: float = 0.0, ev=None, measure: bool = True):
+    """The advisor's share of time switching at each of WORKS (with its interval) for
+    `alive` coroutines, and memory at each of ALIVES up to the design's mapping limit, for
+    `in_use` bytes and `fp`; `measure`=False uses only what was measured already. One row
+    per (kind, design, x); the workload chosen (work_ns, alive) is in the `chosen` column."""
+    ev = ev or evidence.load()
+    ev = ev if measure else _local_only(ev)
+    limit = _max_map_count()
+    rows = []
+    for d in designs:
+        size = _grid.STACK_SIZE if model.family(d) == "stack" else None
+        for wn in sorted({*WORKS, *([float(work_ns)] if work_ns > 0 else [])}):
+            w = model.workload(work=wn, alive=alive, stack_in_use=in_use, fp=fp, stack_size=size)
+            p = model.predict_full(d, w, ev)["switch_share"]
+            rows.append({"kind": "share", "design": d, "x": wn, "value": p["value"],
+                         "low": p["low"], "high": p["high"], "chosen": wn == work_ns})
+        for n in sorted({*ALIVES, int(alive)}):
+            w = model.workload(work=work_ns, alive=n, stack_in_use=in_use, fp=fp, stack_size=size)
+            try:
+                m = model.memory(ev, d, w)
+            except LookupError:  # nothing measured for it: no line, said by its absence
+                m = {"total": math.nan, "mappings_total": 0}
+            rows.append({"kind": "memory", "design": d, "x": n, "value": m["total"],
+                         "low": math.nan, "high": math.nan, "chosen": n == alive,
+                         "mappings": m["mappings_total"],
+                         "past_limit": m["mappings_total"] > limit})
+    return pd.DataFrame(rows).assign(alive=alive, stack_in_use=in_use, fp=fp)
+
+
+def _max_map_count() -> int:
+    from labkit.core import procfs
+
+    return procfs.max_map_count()
+
+
+def share_figure(c, g=None, info=None, save: bool = True):
+    """Each design's share of time switching against the work between switches, with the
+    advisor's 95% interval; the grid's measured shares (N and u nearest) on top."""
+    import matplotlib.pyplot as plt
+
+    s = c[c.kind == "share"]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for i, (d, x) in enumerate(s.groupby("design", sort=False)):
+        ax.plot(x.x, 100 * x.value, color=f"C{i}", label=d)
+        ax.fill_between(x.x, 100 * x.low, 100 * x.high, color=f"C{i}", alpha=0.25)
+        if g is not None and len(g):
+            n = min(g.alive.unique(), key=lambda a: abs(math.log(a / c.alive.iloc[0])))
+            u = min(g.stack_in_use.unique(), key=lambda b: abs(b - c.stack_in_use.iloc[0]))
+            m = g[(g.design == d) & (g.alive == n) & (g.stack_in_use == u)]
+            if len(m):
+                sh = 2 * _grid.SUSPENSIONS * m.measured_switch_ns / m.measured_ns
+                lo = 2 * _grid.SUSPENSIONS * m.measured_switch_low / m.measured_ns
+                hi = 2 * _grid.SUSPENSIONS * m.measured_switch_high / m.measured_ns
+                ax.errorbar(m.step_ns, 100 * sh, yerr=[100 * (sh - lo).clip(lower=0),
+                                                       100 * (hi - sh).clip(lower=0)],
+                            fmt="o", color=f"C{i}", mfc="none", capsize=2)
+    chosen = s[s.chosen].x
+    if len(chosen):
+        ax.axvline(chosen.iloc[0], color="k", ls=":", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_ylim(0, 100)
+    ax.set_xlabel("work between switches (ns)")
+    ax.set_ylabel("share of time switching (%)")
+    r = c.iloc[0]
+    ax.set_title(f"N = {r.alive:,} alive, {r.stack_in_use} B of stack in use, FP {r.fp}: "
+                 "advisor (band: 95%), grid measured (o, 95%)", fontsize=9)
+    ax.legend(fontsize="small")
+    ax.grid(True, which="both", alpha=0.3)
+    return _done(fig, "share", info, save)
+
+
+def memory_figure(c, g=None, info=None, save: bool = True):
+    """Each design's memory for N coroutines (resident + page tables), each line ending at
+    the mapping limit (vm.max_map_count) where the design maps per coroutine; the grid's
+    measured bytes on top."""
+    import matplotlib.pyplot as plt
+
+    m = c[c.kind == "memory"]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for i, (d, x) in enumerate(m.groupby("design", sort=False)):
+        ok = x[~x.past_limit.astype(bool)]
+        ax.plot(ok.x, ok.value, color=f"C{i}", label=d)
+        if len(ok) < len(x):
+            ax.plot(ok.x.iloc[-1:], ok.value.iloc[-1:], "x", color=f"C{i}", ms=9)
+        if g is not None and len(g):
+            u = min(g.stack_in_use.unique(), key=lambda b: abs(b - c.stack_in_use.iloc[0]))
+            gm = g[(g.design == d) & (g.stack_in_use == u)].groupby("alive").measured_bytes.median()
+            ax.plot(gm.index, gm.values, "o", color=f"C{i}", mfc="none")
+    chosen = m[m.chosen].x
+    if len(chosen):
+        ax.axvline(chosen.iloc[0], color="k", ls=":", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("coroutines alive (N)")
+    ax.set_ylabel("resident + page-table bytes")
+    ax.set_title(f"{c.stack_in_use.iloc[0]} B in use: advisor (lines; x: the mapping limit, "
+                 f"vm.max_map_count = {_max_map_count()}), grid measured (o)", fontsize=9)
+    ax.legend(fontsize="small")
+    ax.grid(True, which="both", alpha=0.3)
+    return _done(fig, "memory", info, save)
+
+
+def _done(fig, what, info, save):
+    if save:
+        return plots.finish(fig, f"{NOTEBOOK}-{what}", caption=plots.machine_caption(info))
+    fig.text(0.01, -0.02, plots.machine_caption(info), fontsize=7, ha="left", va="top",
+             wrap=True)
+    fig.tight_layout()
+    return fig
+
+
+def controls(g=None, designs=_grid.DESIGNS, ev=None):
+    """ipywidgets for W, N, u and FP that redraw the share and memory figures from the
+    measurements already made (nothing is measured again). Returns the widget box."""
+    import ipywidgets as widgets
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+
+    ev = _local_only(ev or evidence.load())
+    work = widgets.FloatLogSlider(value=20_000, base=10, min=0, max=6, description="W (ns)")
+    alive = widgets.SelectionSlider(options=[1, 64, 1000, 10_000, 32_000, 100_000, 1_000_000],
+                                    value=10_000, description="N alive")
+    in_use = widgets.SelectionSlider(options=[0, 256, 1024, 4096, 16384], value=1024,
+                                     description="u (bytes)")
+    fp = widgets.Dropdown(options=list(model.FP_MODES), value="none", description="FP")
+    out = widgets.Output()
+
+    def redraw(*_):
+        out.clear_output(wait=True)
+        with out:
+            c = curves(designs, alive=alive.value, in_use=in_use.value, fp=fp.value,
+                       work_ns=work.value, ev=ev, measure=False)
+            for f in (share_figure(c, g, save=False), memory_figure(c, g, save=False)):
+                display(f)
+                plt.close(f)
+
+    for wdg in (work, alive, in_use, fp):
+        wdg.observe(redraw, names="value")
+    redraw()
+    return widgets.VBox([widgets.HBox([work, alive]), widgets.HBox([in_use, fp]), out])

@@ -1,0 +1,60 @@
+"""The report's section "Choosing a design on this machine", fed by notebook 10's data:
+each design's share of time switching against the work between switches, with the
+advisor's intervals and the calibration grid's measurements (000's "when does the switch
+cost matter", answered for this machine), memory against N up to the mapping limit, and
+how well the advisor's predictions held against the grid."""
+from __future__ import annotations
+
+import base64
+import html
+import io
+
+from labkit.lab.experiment import YOUR_WORKLOAD
+
+CURVES = YOUR_WORKLOAD.data
+GRID = YOUR_WORKLOAD.own("advisor_calibration")
+
+
+def _png(fig) -> str:
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    return (f"<img class='lk-fig' alt='figure' "
+            f"src='data:image/png;base64,{base64.b64encode(buf.getvalue()).decode()}'>")
+
+
+def section_html() -> str:
+    """The section's HTML; a paragraph saying what is missing when notebook 10 has not run."""
+    from labkit.core import results
+
+    head = "<h2 id='choosing'>Choosing a design on this machine</h2>"
+    d = results.data_dir()
+    if not (d / f"{CURVES}.csv").exists() or not (d / f"{GRID}.csv").exists():
+        return head + ("<p class='lk-note'>Not measured: notebook 10_your_workload has not "
+                       "run (it writes data/10_your_workload.csv and "
+                       "data/advisor_calibration.csv).</p>")
+    from labkit.lab.advising import grid as _grid
+    from labkit.lab.analysis import your_workload as yw
+
+    c = results.read_csv(d / f"{CURVES}.csv")
+    g = results.read_csv(d / f"{GRID}.csv")
+    info = g.iloc[0].to_dict() if "cpu_model" in g else None
+    r = c.iloc[0]
+    scores = _grid.scores(g).round(3)
+    scores = scores.astype(object).where(scores.notna(), "not estimated")
+    return head + (
+        f"<p>For N = {int(r.alive):,} coroutines with {int(r.stack_in_use)} bytes of stack in "
+        "use: the share of time each design spends switching against the work between two "
+        "switches (the advisor's prediction with its 95% interval, from the notebooks' "
+        "measurements; open circles: the calibration grid's measurements, 95% over fresh "
+        "processes). Where a design's curve falls under a few percent, its switch no longer "
+        "matters. Then memory against N, each line ending (x) where the design's mappings "
+        "reach vm.max_map_count.</p>"
+        + _png(yw.share_figure(c, g, info, save=False))
+        + _png(yw.memory_figure(c, g, info, save=False))
+        + "<p>The advisor against the grid (notebook 10): coverage of its own interval and of "
+        "the cross-validated one, median errors and half-widths as fractions.</p>"
+        + scores.to_html(index=False, classes="lk-table", border=0)
+        + f"<p class='lk-note'>{html.escape(str(len(g)))} grid rows in data/{GRID}.csv.</p>")

@@ -1,0 +1,101 @@
+"""The calibration grid (labkit.lab.advising.grid): the quick grid's rows, and its scores
+and cross-validated intervals on synthetic grids of known truth."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from labkit.lab.advising import evidence, grid
+
+NEEDED = {"design", "work_ns", "alive", "stack_in_use", "predicted_ns", "predicted_low",
+          "predicted_high", "measured_ns", "measured_low", "measured_high", "processes",
+          "predicted_bytes", "measured_bytes", "error", "covered"}
+
+
+@pytest.fixture(scope="module")
+def quick_grid():
+    return grid.run_grid(quick=True, processes=2, samples=1, ev=evidence.load(quick=True))
+
+
+def test_quick_grid_has_every_column_and_one_row_per_point_and_design(quick_grid, tmp_path):
+    g = quick_grid
+    q = grid.QUICK
+    assert NEEDED <= set(g.columns)
+    assert len(g) == len(q["designs"]) * len(q["work"]) * len(q["alive"]) * len(q["in_use"])
+    assert set(g.design) == set(q["designs"])
+    assert not g.duplicated(["design", "work_ns", "alive", "stack_in_use"]).any()
+    assert (g.processes == 2).all()
+    for col in ("predicted_ns", "measured_ns", "measured_bytes", "predicted_bytes", "step_ns"):
+        assert (g[col] > 0).all() and np.isfinite(g[col]).all(), col
+    assert ((g.predicted_low <= g.predicted_ns) & (g.predicted_ns <= g.predicted_high)).all()
+    assert ((g.measured_low <= g.measured_ns) & (g.measured_ns <= g.measured_high)).all()
+    # Each point carries the W it asked for (whether a request took longer than W is a
+    # timing, which a shared machine cannot promise in a test).
+    assert sorted(set(g.work)) == sorted(q["work"]) and g.work_ns.nunique() == len(q["work"])
+    assert np.allclose(g.error, g.predicted_ns / g.measured_ns - 1)
+    inside = (g.predicted_low <= g.measured_ns) & (g.measured_ns <= g.predicted_high)
+    assert g.covered.dtype == bool and (g.covered == inside).all()
+    path = tmp_path / "advisor_calibration.csv"
+    g.to_csv(path, index=False)
+    back = pd.read_csv(path)
+    assert NEEDED <= set(back.columns) and back.covered.dtype == bool
+
+
+def _synthetic(errors_a, errors_b, half=0.1):
+    rows = []
+    for d, errs in (("A", errors_a), ("B", errors_b)):
+        for i, e in enumerate(errs):
+            truth = 100.0 * (i + 1)
+            rows.append({"design": d, "work_ns": 0.0, "predicted_ns": truth,
+                         "predicted_low": truth * (1 - half), "predicted_high": truth * (1 + half),
+                         "measured_ns": truth / (1 + e), "measured_low": truth / (1 + e) * 0.9,
+                         "measured_high": truth / (1 + e) * 1.1,
+                         "predicted_bytes": 1000.0, "measured_bytes": 1000.0 / (1 + e / 2)})
+    return pd.DataFrame(rows)
+
+
+def test_scores_on_a_grid_of_known_truth():
+    # prediction / measurement - 1 is e by construction; the interval is ±10%
+    a = [0.0, 0.05, -0.05, 0.2, -0.3]
+    b = [0.01, 0.02, 0.5, -0.04, 0.08]
+    s = grid.scores(_synthetic(a, b)).set_index("design")
+    for d, errs in (("A", a), ("B", b)):
+        covered = np.mean([1 / (1 + e) >= 0.9 and 1 / (1 + e) <= 1.1 for e in errs])
+        assert s.loc[d, "coverage"] == pytest.approx(covered)
+        assert s.loc[d, "median_time_error"] == pytest.approx(np.median(np.abs(errs)))
+        assert s.loc[d, "median_memory_error"] == pytest.approx(
+            np.median(np.abs(np.array(errs) / 2)))
+        assert s.loc[d, "median_half_width"] == pytest.approx(0.1)
+    assert s.loc["all", "points"] == 10
+    assert s.loc["all", "median_time_error"] == pytest.approx(np.median(np.abs(a + b)))
+    # A: covered 3 of 5 (0.2 and -0.3 fall outside ±10%): the coverage target fails
+    assert not s.loc["A", "targets_met"]
+    exact = grid.scores(_synthetic([0.0] * 5, [0.0] * 5))
+    assert exact.targets_met.all() and (exact.coverage == 1).all()
+
+
+def test_cross_validated_interval_comes_from_the_other_designs_only():
+    base = grid.finish(_synthetic([0.0, 0.05, -0.05, 0.2, -0.3], [0.01, 0.02, 0.5, -0.04, 0.08]))
+    moved = grid.finish(_synthetic([0.0, 0.05, -0.05, 0.9, -0.6], [0.01, 0.02, 0.5, -0.04, 0.08]))
+    a0, a1 = base[base.design == "A"], moved[moved.design == "A"]
+    b0, b1 = base[base.design == "B"], moved[moved.design == "B"]
+    # A's own misses do not widen A's interval; they widen B's
+    assert np.allclose(a0.model_error, a1.model_error)
+    assert (b1.model_error.to_numpy() > b0.model_error.to_numpy()).all()
+    logr = np.log(1 / (1 + np.array([0.01, 0.02, 0.5, -0.04, 0.08])))
+    assert a0.model_error.iloc[0] == pytest.approx(np.quantile(np.abs(logr), grid.COVERAGE))
+    assert np.allclose(a0.cv_low, a0.predicted_low * np.exp(-a0.model_error))
+    inside = (base.cv_low <= base.measured_ns) & (base.measured_ns <= base.cv_high)
+    assert (base.covered_cv == inside).all()
+
+
+def test_scores_refuse_a_frame_without_the_grid_columns():
+    with pytest.raises(ValueError, match="measured_ns"):
+        grid.scores(pd.DataFrame({"design": ["A"], "predicted_ns": [1.0]}))
+
+
+def test_run_grid_names_a_bad_argument():
+    with pytest.raises(TypeError, match="quick"):
+        grid.run_grid(quick="yes")
+    with pytest.raises(ValueError, match="design"):
+        grid.run_grid(quick=True, designs=["no_such_design"])
