@@ -42,27 +42,19 @@ def rule_statistic(claim_id: str, runs) -> tuple:
 
     if claim_id not in rules.RULES:
         raise ValueError(f"claim_id must be one of {sorted(rules.RULES)}; got {claim_id!r}")
-    seen = {}
-    real = engine.judge
-
-    def spy(cid, stats, **kw):
-        seen.update(stats=stats, kw=kw)
-        return real(cid, stats, **kw)
-
-    engine.judge = spy  # the rule calls engine.judge: see what it hands over
-    try:
+    with engine.capture() as seen:  # what the rule hands the engine
         rules.RULES[claim_id][0](runs)
-    finally:
-        engine.judge = real
+    seen = [s for s in seen if s["claim_id"] == claim_id]
     if not seen:
         raise ValueError(f"claim_id {claim_id}: its rule judged no per-process statistic on "
                          "these runs (a side missing, or an exact count)")
-    stats, kw = seen["stats"], seen["kw"]
-    if len(stats) != 1 or kw.get("combine") or (kw.get("scales") or {}).get("x", "log") != "log":
+    stats, scales = seen[-1]["stats"], seen[-1]["scales"]
+    if len(stats) != 1 or seen[-1]["combine"] or any(scales.get(k, "log") != "log"
+                                                     for k in stats):
         raise ValueError(f"claim_id {claim_id}: judged on {len(stats)} statistics or a "
                          "combination of them, not one ratio per process: no ratio of ratios")
     (values,) = stats.values()
-    return np.asarray(values, float), tuple(kw["looks"])
+    return np.asarray(values, float), seen[-1]["looks"]
 
 
 def compare(a, b, looks_a, looks_b, alpha: float) -> dict:
