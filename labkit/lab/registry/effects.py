@@ -170,6 +170,18 @@ def between(runs_by_machine: dict, claim_ids, *, alpha: float = sequential.ALPHA
     return decide(comparisons, alpha=alpha, margin=margin, method=method)
 
 
+def differing(rows, runs) -> list:
+    """Claims with a rule whose verdicts differ between machines that carry runs (rows:
+    query.claims; runs: query.verdict_runs)."""
+    from labkit.lab.judging import rules
+
+    if rows.empty:
+        return []
+    rows = rows[rows.label.isin(runs)]
+    n = rows.groupby("claim_id").verdict.nunique()
+    return [c for c in n[n > 1].index if c in rules.RULES]
+
+
 def line(r: dict) -> str:
     """One decision as a person reads it."""
     return (f"{r['claim_id']}: {r['outcome']}: {r['machine_a']} / {r['machine_b']} = "

@@ -78,14 +78,14 @@ def machines(registry, *, filters: dict | None = None, quick: bool = False):
 
 
 def claims(registry, *, filters: dict | None = None, quick: bool = False):
-    """One row per (claim, machine): verdict, measured value and how the registry checked
-    it (recomputed or why not)."""
+    """One row per (claim, machine): verdict, measured value, how the registry checked
+    it (recomputed or why not) and the claim's text."""
     import pandas as pd
 
     store = _store(registry)
     _, params = _where(filters, quick)
     sql = f"""WITH chosen AS ({_chosen(store, filters, quick)})
-        SELECT v.claim_id, c.label, c.machine, v.verdict, v.measured_value, v."check"
+        SELECT v.claim_id, c.label, c.machine, v.verdict, v.measured_value, v."check", v.claim
         FROM {READ.format(glob=store.glob('verdicts'))} v
         JOIN chosen c ON v.bundle = c.bundle
         ORDER BY v.claim_id, c.label"""

@@ -1,0 +1,147 @@
+"""The registry's gallery (labkit.lab.registry.gallery): one static page from a registry of
+the reference bundles and this checkout's committed data, checked as text and then in
+headless Chromium with the network watched: every claim row, every machine's section with
+its CPUID fields, the ladder figure, and no request leaving file://.
+
+Chromium as tests/test_browser.py finds it (LABKIT_CHROMIUM, Debian's /usr/bin/chromium);
+skipped with the reason where it or Playwright is missing, a failure under
+LABKIT_REQUIRE_BROWSER=1."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from labkit.core.results import REPO
+from labkit.lab.registry import gallery, publish, query
+from labkit.lab.sharing import bundle
+
+REFERENCE = REPO.parent / "shared" / "reference"
+XEON_REF = Path(__file__).resolve().parent / "fixtures" / "intel-xeon-kvm.labkit"
+EPYC = REFERENCE / "amd-epyc-zen4-kvm.labkit"
+EPYC_RUNS = REFERENCE / "amd-epyc-zen4-kvm.verdict_runs"
+CHROMIUM = os.environ.get("LABKIT_CHROMIUM", "/usr/bin/chromium")
+SCREENSHOTS = REPO / "reports" / "browser"
+
+
+def _browser_missing() -> str:
+    if not Path(CHROMIUM).exists():
+        return f"Chromium is not installed at {CHROMIUM} (apt-get install chromium, or set LABKIT_CHROMIUM)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "Playwright is not installed (pip install -e '.[test]')"
+    return ""
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """A registry of the committed data, the Xeon reference and (when beside this
+    checkout) the EPYC reference with its runs; the gallery built from it by the CLI."""
+    d = tmp_path_factory.mktemp("gallery")
+    paths = [bundle.pack_folder(REPO / "data", d / "committed"), XEON_REF]
+    if EPYC.exists() and EPYC_RUNS.exists():
+        paths.append(bundle.attach_runs(EPYC, EPYC_RUNS, d / "epyc"))
+    reg = d / "store"
+    for p in paths:
+        publish.publish(p, reg)
+    out = d / "site"
+    done = subprocess.run([sys.executable, "-m", "labkit", "registry", "gallery", "--registry",
+                           str(reg), "-o", str(out)], capture_output=True, text=True, cwd=REPO,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert done.returncode == 0, done.stderr
+    page = out / gallery.PAGE
+    assert done.stdout.strip() == str(page)
+    return {"registry": reg, "page": page, "html": page.read_text(encoding="utf-8"),
+            "machines": query.machines(reg), "claims": query.claims(reg)}
+
+
+def test_the_page_holds_every_claim_and_machine_and_fetches_nothing(built):
+    text, m, rows = built["html"], built["machines"], built["claims"]
+    claim_ids = sorted(set(rows.claim_id))
+    assert len(claim_ids) >= 40
+    found = re.findall(r'<tr class="claim" id="c-([^"]+)"', text)
+    assert found == claim_ids
+    for r in m.itertuples():
+        section = text[text.index(f'id="m-{r.machine}"'):]
+        section = section[:section.find("</section>")]
+        assert r.cpu_vendor in section and f">{r.layers}<" in section
+    epyc = m[m.cpu_vendor == "AuthenticAMD"]
+    if not epyc.empty:  # the EPYC's CPUID fields, as its bundle records them
+        section = text[text.index(f'id="m-{epyc.machine.iloc[0]}"'):]
+        hw = section[:section.find("</table>")]
+        for head, value in (("family", "25"), ("model", "17"), ("stepping", "1"),
+                            ("microcode", "0x1000065"), ("virtualisation layers", "kvm+docker")):
+            assert f"<th>{head}</th><td>{value}</td>" in hw
+        assert re.search(r"<th>vector ISA</th><td>[^<]*avx512f", hw)
+    # nothing that could be fetched: no src at all, no link off the page, a CSP to say so
+    assert " src=" not in text and not re.search(r'href="(?!#)', text)
+    assert "default-src 'none'" in text
+    assert "<svg" in text and "ns per switch (log scale)" in text
+
+
+def test_the_ladder_gives_intervals_only_over_processes(built):
+    lad = gallery.ladder_points(built["registry"], query.verdict_runs(built["registry"]))
+    with_runs = lad[lad.processes > 0]
+    assert set(with_runs.entry) >= {"boost_fiber", "virtual_call"}
+    assert ((with_runs.low <= with_runs.value) & (with_runs.value <= with_runs.high)).all()
+    alone = lad[lad.processes == 0]
+    assert alone.low.isna().all() and (alone.repeats > 0).all()
+    # the old Xeon bundle carries no runs: none of its points has an interval
+    old = built["machines"][built["machines"].format == "2"].label.iloc[0]
+    assert (lad[lad.label == old].processes == 0).all()
+
+
+def test_bad_arguments_are_refused(built, tmp_path):
+    with pytest.raises(TypeError, match="out"):
+        gallery.build(built["registry"], None)
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(ValueError, match="out must be a folder"):
+        gallery.build(built["registry"], f)
+    empty = gallery.render(gallery.collect(tmp_path / "no-store"))
+    assert "holds no full bundles" in empty
+
+
+_WHY = _browser_missing()
+
+
+@pytest.mark.skipif(bool(_WHY) and not os.environ.get("LABKIT_REQUIRE_BROWSER"), reason=_WHY)
+def test_the_page_in_chromium_offline(built, tmp_path):
+    assert not _WHY, f"LABKIT_REQUIRE_BROWSER is set but {_WHY}"
+    from playwright.sync_api import sync_playwright
+
+    requests = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+            "--disable-background-networking", "--disable-component-update"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.on("request", lambda r: requests.append(r.url))
+            errors = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+            page.goto(built["page"].as_uri(), wait_until="load")
+            rows = page.locator("tr.claim").count()
+            sections = page.locator("section.machine").count()
+            svg_dots = page.locator("svg.ladder circle").count()
+            headers = page.locator("table.grid thead th a").all_inner_texts()
+            page.locator(f'a[href="#m-{built["machines"].machine.iloc[0]}"]').first.click()
+            shot = tmp_path / "gallery.png"
+            page.screenshot(path=str(shot), full_page=True)
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SCREENSHOTS / "gallery.png"), full_page=True)
+        finally:
+            browser.close()
+    assert rows == built["claims"].claim_id.nunique()
+    assert sections == len(built["machines"]) == len(headers)
+    assert sorted(headers) == sorted(built["machines"].label)
+    assert svg_dots >= 3 * 20
+    assert requests and all(u.startswith("file://") for u in requests), requests
+    assert not errors, errors
+    assert shot.stat().st_size > 10_000
