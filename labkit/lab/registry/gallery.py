@@ -47,6 +47,12 @@ HARDWARE = (("cpu_vendor", "vendor (CPUID)"), ("cpu_model", "brand string"),
 # labkit.core.sequential); beyond it the page says how to ask `labkit registry effects`
 # for a narrower set.
 EFFECT_MACHINES = 6
+# Beyond this many machines the page groups them by CPU (vendor, family, model, layers):
+# a column per group with its verdict counts, the ladder's median and quartiles across the
+# group's machines, and the machines as one table.
+GRID_MACHINES = 12
+LIST_FIELDS = ("label", "cpu_vendor", "cpu_family", "cpu_model_id", "cpu_stepping",
+               "microcode", "layers", "commit", "format", "synthetic")
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
            "#17becf", "#7f7f7f", "#bcbd22")
 
@@ -110,19 +116,55 @@ def collect(registry, *, filters=None, quick: bool = False, decide_effects: bool
     store = _store(registry)
     machines = machine_rows(store, filters=filters, quick=quick)
     claims = query.claims(store, filters=filters, quick=quick)
-    runs = query.verdict_runs(store, filters=filters, quick=quick) if not machines.empty else {}
-    found, why_not = [], ""
-    if decide_effects and 1 < len(runs) <= EFFECT_MACHINES:
-        found = effects.between(runs, effects.differing(claims, runs))
-    elif len(runs) > EFFECT_MACHINES:
-        why_not = (f"{len(runs)} machines carry verdict runs: more than the page decides "
-                   f"among ({EFFECT_MACHINES}); ask `labkit registry effects` with --vendor, "
+    grouped = len(machines) > GRID_MACHINES
+    found, why_not, runs = [], "", {}
+    if grouped:
+        machines = machines.assign(group=group_labels(machines))
+        why_not = (f"{len(machines)} machines: more than the page decides among "
+                   f"({EFFECT_MACHINES}); ask `labkit registry effects` with --vendor, "
                    "--model or --layers for a narrower set")
+    elif not machines.empty:
+        runs = query.verdict_runs(store, filters=filters, quick=quick)
+        if decide_effects and 1 < len(runs) <= EFFECT_MACHINES:
+            found = effects.between(runs, effects.differing(claims, runs))
+        elif len(runs) > EFFECT_MACHINES:
+            why_not = (f"{len(runs)} machines carry verdict runs: more than the page decides "
+                       f"among ({EFFECT_MACHINES}); ask `labkit registry effects` with "
+                       "--vendor, --model or --layers for a narrower set")
+    if machines.empty:
+        ladder = None
+    elif grouped:
+        ladder = group_ladder(store, machines, filters=filters, quick=quick)
+    else:
+        ladder = ladder_points(store, runs, filters=filters, quick=quick)
     return {"registry": store.describe(), "quick": quick, "machines": machines,
-            "claims": claims, "tally": query.tally(claims) if not claims.empty else [],
-            "ladder": ladder_points(store, runs, filters=filters, quick=quick)
-            if not machines.empty else None,
-            "effects": found, "effects_not_decided": why_not}
+            "grouped": grouped, "claims": claims,
+            "tally": query.tally(claims) if not claims.empty else [],
+            "ladder": ladder, "effects": found, "effects_not_decided": why_not}
+
+
+def group_labels(machines):
+    """A CPU group per machine: brand, family/model, layers."""
+    def col(name):
+        return machines[name].astype(object).where(machines[name].notna(), "?").astype(str)
+
+    return (col("cpu_model") + " " + col("cpu_family") + "/" + col("cpu_model_id") + " ("
+            + col("layers") + ")")
+
+
+def group_ladder(registry, machines, *, filters=None, quick: bool = False):
+    """Per (design, CPU group): the median over the group's machines of each one's median
+    ns per switch, with the quartiles across those machines (a spread, not an interval)."""
+    import pandas as pd
+
+    lad = query.ladder(registry, filters=filters, quick=quick, notebook=LADDER_NOTEBOOK)
+    if lad.empty:
+        return None
+    lad = lad.merge(machines[["label", "group"]], on="label")
+    g = lad.groupby(["entry", "group"]).median_ns
+    out = pd.DataFrame({"value": g.median(), "low": g.quantile(0.25), "high": g.quantile(0.75),
+                        "machines": g.size()}).reset_index().rename(columns={"group": "label"})
+    return out.assign(processes=0, repeats=0)
 
 
 def _e(v) -> str:
@@ -137,7 +179,47 @@ def _num(v: float) -> str:
     return f"{v:.3g}" if math.isfinite(v) else "∞" if v > 0 else "0"
 
 
+def _group_grid(data) -> str:
+    m, rows = data["machines"], data["claims"]
+    groups = m.groupby("group").size()
+    head = "".join(f"<th>{_e(g)}<br><span class=small>{n} machines</span></th>"
+                   for g, n in groups.items())
+    rows = rows.merge(m[["machine", "group"]], on="machine")
+    counts = rows.groupby(["claim_id", "group"]).verdict.value_counts()
+    text = rows.drop_duplicates("claim_id").set_index("claim_id")["claim"]
+    body = []
+    for t in data["tally"]:
+        cid = t["claim_id"]
+        tds = []
+        for g in groups.index:
+            try:
+                c = counts.loc[(cid, g)]
+            except KeyError:
+                tds.append('<td class="none">not measured</td>')
+                continue
+            cls = VERDICT_CLASS.get(str(c.index[0]), "other")
+            tds.append(f'<td class="{cls}">' + "<br>".join(
+                f"{_e(v)} {int(k)}" for v, k in c.items()) + "</td>")
+        line = t["line"].split(": ", 1)[1]
+        body.append(f'<tr class="claim" id="c-{_e(cid)}"><th class="cid">{_e(cid)}</th>'
+                    f'<td class="claim-text">{_e(text.get(cid, ""))}</td>{"".join(tds)}'
+                    f'<td class="tally">{_e(line)}</td></tr>')
+    return (f'<table class="grid"><thead><tr><th>claim</th><th></th>{head}<th>tally</th>'
+            f'</tr></thead><tbody>{"".join(body)}</tbody></table>')
+
+
+def _machine_list(m) -> str:
+    cols = [c for c in LIST_FIELDS if c in m]
+    head = "".join(f"<th>{_e(c)}</th>" for c in cols)
+    body = "".join(f'<tr class="machine" id="{_anchor(r["machine"])}">'
+                   + "".join(f"<td>{_e(r[c])}</td>" for c in cols) + "</tr>"
+                   for r in m.to_dict(orient="records"))
+    return f'<table class="mlist"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
 def _claims_grid(data) -> str:
+    if data.get("grouped"):
+        return _group_grid(data)
     m, rows = data["machines"], data["claims"]
     head = "".join(f'<th><a href="#{_anchor(r.machine)}">{_e(r.label)}</a></th>'
                    for r in m.itertuples())
@@ -209,7 +291,7 @@ def _ladder_svg(lad, labels: list) -> str:
             y = y0 + 5 + 7 * j
             c = colour[lab]
             tip = _point_text(r)
-            if r.processes:
+            if r.processes or not math.isnan(r.low):
                 parts.append(f'<line x1="{x(r.low):.1f}" x2="{x(r.high):.1f}" y1="{y}" '
                              f'y2="{y}" stroke="{c}" stroke-width="2"/>')
                 parts.append(f'<circle cx="{x(r.value):.1f}" cy="{y}" r="3" fill="{c}">'
@@ -225,6 +307,9 @@ def _ladder_svg(lad, labels: list) -> str:
 
 
 def _point_text(r) -> str:
+    if getattr(r, "machines", 0) and not math.isnan(getattr(r, "machines", math.nan)):
+        return (f"{_num(r.value)} ns, median of {int(r.machines)} machines (quartiles "
+                f"{_num(r.low)} to {_num(r.high)} across them)")
     if r.processes:
         return (f"{_num(r.value)} [{_num(r.low)}, {_num(r.high)}] ns "
                 f"({r.processes} processes)")
@@ -297,6 +382,24 @@ def render(data: dict) -> str:
     mode = "quick" if data["quick"] else "full"
     if m.empty:
         body = f"<p>The registry {_e(data['registry'])} holds no {mode} bundles.</p>"
+    elif data.get("grouped"):
+        labels = sorted(m.group.unique())
+        body = f"""
+<p>{len(m)} machines in {len(labels)} CPU groups, {len(data['tally'])} claims ({mode} runs),
+from the registry {_e(data['registry'])}; built {when}. More than {GRID_MACHINES} machines:
+each column is a CPU group with its verdict counts.</p>
+<h2 id="claims">Claims against CPU groups</h2>
+{_claims_grid(data)}
+<h2 id="ladder">The ladder across CPUs</h2>
+<p class="small">Dots: the median over a group's machines of each machine's median ns per
+switch; bars: the quartiles across those machines (how machines of one CPU spread, not an
+interval of a mean). Absolute nanoseconds belong to their machines.</p>
+{_ladder_svg(data['ladder'], labels)}
+{_ladder_table(data['ladder'], labels)}
+<h2 id="effects">Machine effects, decided</h2>
+{_effects_table(data['effects'], data['effects_not_decided'])}
+<h2 id="machines">Machines</h2>
+{_machine_list(m)}"""
     else:
         machines = "".join(_machine_section(r, data["effects"], data["effects_not_decided"])
                            for r in m.itertuples())
