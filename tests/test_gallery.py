@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from labkit.core.results import REPO
-from labkit.lab.registry import gallery, publish, query
+from labkit.lab.registry import gallery, publish, query, synthetic
+from labkit.lab.registry import store as stores
 from labkit.lab.sharing import bundle
 
 REFERENCE = REPO.parent / "shared" / "reference"
@@ -56,7 +57,7 @@ def built(tmp_path_factory):
     assert done.returncode == 0, done.stderr
     page = out / gallery.PAGE
     assert done.stdout.strip() == str(page)
-    return {"registry": reg, "page": page, "html": page.read_text(encoding="utf-8"),
+    return {"registry": reg, "page": page, "paths": paths, "html": page.read_text(encoding="utf-8"),
             "machines": query.machines(reg), "claims": query.claims(reg)}
 
 
@@ -105,6 +106,34 @@ def test_bad_arguments_are_refused(built, tmp_path):
         gallery.build(built["registry"], f)
     empty = gallery.render(gallery.collect(tmp_path / "no-store"))
     assert "holds no full bundles" in empty
+
+
+def test_synthetic_bundles_go_only_to_a_scratch_store(built, tmp_path):
+    with pytest.raises(ValueError, match="real bundles"):
+        synthetic.synthesise(built["registry"], [XEON_REF], 1)
+    scratch = tmp_path / "scratch"
+    mine = built["paths"][0]
+    synthetic.synthesise(scratch, [mine, XEON_REF], 14)
+    store = stores.open_store(scratch)
+    rels = store.bundles()
+    assert len(rels) == 14 and len(query.machines(scratch)) == 14
+    rows = gallery.machine_rows(scratch)
+    assert rows.synthetic.astype(str).isin(["True", "true"]).all()
+    assert set(query.claims(scratch)["check"]) == {synthetic.CHECK}
+    # the processes of a resampled bundle are the template's, drawn again: same count per
+    # notebook, every value one the template has
+    real = bundle.read_bundle(mine)["runs"]
+    rel = next(r for r in rels if "format=4" in r)
+    runs = store.read(rel, "verdict_runs.parquet")
+    assert (runs.groupby("notebook").worker.nunique()
+            == real.groupby("notebook").worker.nunique()).all()
+    assert set(runs.ns_per_switch.dropna()) <= set(real.ns_per_switch.dropna())
+    # more machines than the grid shows one by one: grouped by CPU
+    data = gallery.collect(scratch)
+    assert data["grouped"] and data["effects_not_decided"]
+    html = gallery.render(data)
+    assert html.count('<tr class="machine"') == 14
+    assert html.count("7 machines</span>") == 2
 
 
 _WHY = _browser_missing()
