@@ -174,3 +174,92 @@ def test_the_page_in_chromium_offline(built, tmp_path):
     assert requests and all(u.startswith("file://") for u in requests), requests
     assert not errors, errors
     assert shot.stat().st_size > 10_000
+
+
+# ---- the room: its bundles published, its page, the learners' predictions ----
+
+def test_a_prediction_is_judged_with_the_claims_rule():
+    from labkit.lab.registry import predictions as pr
+
+    measured = "8.68 [6.79, 11.1]"
+    assert pr.judge("5..20", "reproduced", measured) == pr.RIGHT    # interval inside
+    assert pr.judge("1.5..3", "reproduced", measured) == pr.WRONG   # wholly outside
+    assert pr.judge("8..10", "reproduced", measured) == pr.UNDECIDED  # straddles an end
+    assert pr.judge("reproduced", "reproduced", measured) == pr.RIGHT
+    assert pr.judge("contradicted", "reproduced", measured) == pr.WRONG
+    assert pr.judge("reproduced", "inconclusive", measured) == pr.UNDECIDED
+    assert pr.measured_interval("x=1 [1, 1]: call 0.75") == (1.0, 1.0, 1.0)
+    for bad in ("3..1", "maybe", "1.5-3", ""):
+        with pytest.raises(ValueError, match="predicted"):
+            pr.parse(bad)
+
+
+def test_a_bad_predictions_file_names_the_row(tmp_path):
+    from labkit.lab.registry import predictions as pr
+
+    f = tmp_path / "p.csv"
+    f.write_text("learner,claim_id,predicted\nalice,C000.3a,reproduced\nbob,C999.9,1..2\n")
+    with pytest.raises(ValueError, match=r"row 3: claim_id 'C999.9'"):
+        pr.read(f)
+    f.write_text("learner,claim_id,predicted\nalice,C000.3a,soon\n")
+    with pytest.raises(ValueError, match="row 2: predicted"):
+        pr.read(f)
+    f.write_text("learner,claim\nalice,C000.3a\n")
+    with pytest.raises(ValueError, match="missing claim_id, predicted"):
+        pr.read(f)
+
+
+def _expected(predicted, verdict, measured):
+    """The outcome worked out by hand: interval inside, outside or across the range."""
+    from labkit.lab.registry import predictions as pr
+
+    if predicted in ("reproduced", "contradicted"):
+        return "undecided" if verdict == "inconclusive" else \
+            "right" if verdict == predicted else "wrong"
+    a, b = map(float, predicted.split(".."))
+    _, lo, hi = pr.measured_interval(measured)
+    return "right" if a <= lo and hi <= b else "wrong" if hi < a or lo > b else "undecided"
+
+
+def test_the_room_publishes_its_bundles_and_counts_predictions(built, tmp_path):
+    pytest.importorskip("cryptography")
+    from labkit.lab.sharing import room
+
+    preds = tmp_path / "predictions.csv"
+    preds.write_text("learner,claim_id,predicted\nalice,C000.3a,reproduced\n"
+                     "bob,C000.3a,0.9..1.1\ncarol,C000.3a,reproduced\nalice,C000.3,5..20\n")
+    folders = {}
+    for p in built["paths"]:
+        folders[bundle.read_bundle(p)["machine"]["machine_id"]] = p
+    # another room's machine already in the registry: not on this room's page
+    other = bundle.read_bundle(XEON_REF)["machine"]["machine_id"]
+    publish.publish(folders.pop(other), tmp_path / "reg")
+    run = room.RoomRun(out=tmp_path / "out", bundles=dict(folders), registry=str(tmp_path / "reg"),
+                       predictions=preds)
+    run.out.mkdir()
+    room._to_registry(run)
+    assert set(run.published) == set(folders) and other not in run.published
+    assert all(v.startswith("stored as") for v in run.published.values())
+    run.published.pop(next(iter(run.published)))
+    room._to_registry(run)  # published again: the registry already holds it
+    assert "already in the registry" in run.published.values()
+    text = run.page.read_text()
+    rows = query.claims(tmp_path / "reg")
+    assert other in set(rows.machine)
+    rows = rows[rows.machine.isin(folders)]
+    assert f"<p>{len(folders)} machines (" in text
+    assert len(re.findall(r'<tr class="claim"', text)) == rows.claim_id.nunique()
+    c3a = text[text.index('id="c-C000.3a"'):]
+    c3a = c3a[:c3a.index("</tr>")]
+    assert "reproduced: 2 (alice, carol)" in c3a and "0.9..1.1: 1 (bob)" in c3a
+    want = {}
+    for learner, predicted in (("alice", "reproduced"), ("bob", "0.9..1.1"), ("carol", "reproduced")):
+        for r in rows[rows.claim_id == "C000.3a"].itertuples():
+            k = _expected(predicted, r.verdict, r.measured_value)
+            want[k] = want.get(k, 0) + 1
+    assert sum(want.values()) == 3 * len(folders)
+    for k, v in want.items():
+        assert f"{k} {v}" in c3a
+    # the room's tally is the registry's, over the room's machines only
+    assert [line for line in query.tally(rows) if line["claim_id"] == "C000.3a"][0]["line"] \
+        .split(": ", 1)[1] in c3a

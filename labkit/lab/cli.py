@@ -212,6 +212,10 @@ def _room_arguments(parser: argparse.ArgumentParser) -> None:
     r.add_argument("-o", "--out", default="room-results", help="folder for the bundles")
     r.add_argument("--timeout", type=float, help="give up on machines after this many s")
     _flag(r, "--allow-other-commits", "merge bundles of different labkit commits")
+    r.add_argument("--registry", help="publish each bundle to this registry (folder or S3 URL) "
+                   "and write OUT/room.html with the room's tally")
+    r.add_argument("--predictions", help="learners' predictions written before measuring "
+                   "(CSV: learner,claim_id,predicted), judged on the room page")
     n = sub.add_parser("noise", help="what an idle joined worker costs a measurement",
                        description="Measure asm_fpu and thread_futex beside an idle joined "
                        "worker, running and stopped (labkit.experiments.room_noise).")
@@ -618,7 +622,12 @@ def _room_command(module, args) -> int:
 
         res = module.run(args.room, quick=args.quick, only=args.only, params=args.p,
                          out=args.out, on_update=table, timeout=args.timeout,
-                         allow_other_commits=args.allow_other_commits)
+                         allow_other_commits=args.allow_other_commits,
+                         registry=args.registry, predictions=args.predictions)
+        for mid, said in res.published.items():
+            print(f"registry: {mid}: {said}")
+        if res.page is not None:
+            print(f"room page: {res.page}")
         if res.comparison is not None:
             print(res.comparison["verdicts"].to_string())
         if res.merge_error:
