@@ -91,9 +91,14 @@ def test_queries_over_the_machines(registry, bundles):
         query.machines(registry, filters={"colour": "red"})
 
 
-def test_partition_filters_prune_in_the_plan(registry):
+def test_partition_filters_prune_in_the_plan(registry, bundles):
+    import re
+
     plan = query.explain_claims(registry, filters={"commit": "473c"})
-    assert "File Filters" in plan or "Filters" in plan
+    # both reads (the machines and their verdicts) skip the other commits' files
+    scanned = re.findall(r"Scanning Files:[\s│]*(\d+)/(\d+)", plan)
+    assert len(scanned) == 2 and plan.count("File Filters") == 2, plan
+    assert all(int(a) == 1 and int(b) == len(bundles) for a, b in scanned), scanned
 
 
 def _forge(src, tmp_path):
