@@ -160,11 +160,14 @@ def test_the_page_in_chromium_offline(built, tmp_path):
             sections = page.locator("section.machine").count()
             svg_dots = page.locator("svg.ladder circle").count()
             headers = page.locator("table.grid thead th a").all_inner_texts()
-            page.locator(f'a[href="#m-{built["machines"].machine.iloc[0]}"]').first.click()
             shot = tmp_path / "gallery.png"
             page.screenshot(path=str(shot), full_page=True)
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOTS / "gallery.png"), full_page=True)
+            first = built["machines"].machine.iloc[0]
+            page.locator(f'a[href="#m-{first}"]').first.click()
+            in_view = page.evaluate(f"document.getElementById('m-{first}')"
+                                    ".getBoundingClientRect().top")
         finally:
             browser.close()
     assert rows == built["claims"].claim_id.nunique()
@@ -174,6 +177,8 @@ def test_the_page_in_chromium_offline(built, tmp_path):
     assert requests and all(u.startswith("file://") for u in requests), requests
     assert not errors, errors
     assert shot.stat().st_size > 10_000
+    assert -2 < in_view < 1000  # the machine's link leads to its section
+    assert str(built["registry"].parent) not in built["html"]  # no local path on the page
 
 
 # ---- the room: its bundles published, its page, the learners' predictions ----

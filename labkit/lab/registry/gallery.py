@@ -137,10 +137,16 @@ def collect(registry, *, filters=None, quick: bool = False, decide_effects: bool
         ladder = group_ladder(store, machines, filters=filters, quick=quick)
     else:
         ladder = ladder_points(store, runs, filters=filters, quick=quick)
-    return {"registry": store.describe(), "quick": quick, "machines": machines,
+    return {"registry": shown(store), "quick": quick, "machines": machines,
             "grouped": grouped, "claims": claims,
             "tally": query.tally(claims) if not claims.empty else [],
             "ladder": ladder, "effects": found, "effects_not_decided": why_not}
+
+
+def shown(store: stores.Store) -> str:
+    """The registry as a page names it: an S3 location as given, a local folder by its
+    name only (a page is for sharing; the path is this computer's)."""
+    return store.describe() if store.kind == "s3" else Path(store.root).name
 
 
 def group_labels(machines):

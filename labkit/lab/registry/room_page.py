@@ -79,7 +79,7 @@ def build(registry, machine_ids, out, *, predictions_file=None, quick: bool = Fa
     rows = room_rows(store, machine_ids, quick=quick)
     preds = predictions.read(predictions_file) if predictions_file is not None else None
     labels = sorted(set(rows.label)) if not rows.empty else []
-    page = render(summary(rows, preds), labels, store.describe(), preds)
+    page = render(summary(rows, preds), labels, gallery.shown(store), preds)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / f".{PAGE}.tmp"
