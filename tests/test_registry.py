@@ -91,9 +91,14 @@ def test_queries_over_the_machines(registry, bundles):
         query.machines(registry, filters={"colour": "red"})
 
 
-def test_partition_filters_prune_in_the_plan(registry):
+def test_partition_filters_prune_in_the_plan(registry, bundles):
+    import re
+
     plan = query.explain_claims(registry, filters={"commit": "473c"})
-    assert "File Filters" in plan or "Filters" in plan
+    # both reads (the machines and their verdicts) skip the other commits' files
+    scanned = re.findall(r"Scanning Files:[\s│]*(\d+)/(\d+)", plan)
+    assert len(scanned) == 2 and plan.count("File Filters") == 2, plan
+    assert all(int(a) == 1 and int(b) == len(bundles) for a, b in scanned), scanned
 
 
 def _forge(src, tmp_path):
@@ -197,6 +202,59 @@ def test_twenty_clients_publishing_at_once_lose_nothing(bundles, tmp_path):
     assert len(store.open_store(reg).bundles()) == 20
     assert len(query.machines(reg)) == 20
     assert not list((Path(reg) / store.STAGING).iterdir())
+
+
+# A publisher killed between staging its files and renaming them into place: the kill is
+# injected where the rename would be, so it lands after every file is staged.
+KILLED_PUBLISH = """
+import os, signal, sys
+from labkit.lab.registry import publish, store
+store.os.rename = lambda *a: os.kill(os.getpid(), signal.SIGKILL)
+publish.publish(sys.argv[1], sys.argv[2])
+"""
+
+
+def _visible(reg):
+    return [p for p in _state(reg) if not p.startswith(store.STAGING)]
+
+
+def test_a_killed_publish_leaves_the_store_as_it_was_and_is_swept(bundles, tmp_path):
+    reg = tmp_path / "store"
+    publish.publish(bundles["xeon"], reg)
+    before, machines_before, claims_before = _visible(reg), query.machines(reg), query.claims(reg)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "-c", KILLED_PUBLISH, str(bundles["mine"]), str(reg)],
+                          env=env, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert done.returncode == -9, done.stderr  # killed, not finished
+    left = sorted(p.name for p in (Path(reg) / store.STAGING).iterdir())
+    assert any(n.endswith(store.LOCK_SUFFIX) for n in left) and len(left) == 2, left
+    staged = Path(reg) / store.STAGING / next(n for n in left if not n.endswith(".lock"))
+    assert (staged / store.MARKER).exists()  # it got as far as staging every file
+    assert _visible(reg) == before
+    pd.testing.assert_frame_equal(query.machines(reg), machines_before)
+    pd.testing.assert_frame_equal(query.claims(reg), claims_before)
+    publish.publish(bundles["mine"], reg)  # publishing again works, and sweeps
+    assert not list((Path(reg) / store.STAGING).iterdir())
+    assert len(query.machines(reg)) == 2
+
+
+def test_a_living_publishers_staging_is_not_swept(tmp_path):
+    import fcntl
+
+    staging = tmp_path / store.STAGING
+    staging.mkdir()
+    (staging / "bundle=live.1.a").mkdir()
+    (staging / "bundle=dead.2.b").mkdir()
+    (staging / "bundle=dead.2.b" / store.MARKER).write_bytes(b"half")
+    (staging / "bundle=dead.2.b.lock").touch()
+    (staging / "bundle=gone.3.c.lock").touch()  # killed after removing its folder
+    with open(staging / "bundle=live.1.a.lock", "wb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another open file: the sweep cannot take it
+        removed = store.sweep_staging(staging)
+    assert removed == ["bundle=dead.2.b", "bundle=gone.3.c"]
+    assert sorted(p.name for p in staging.iterdir()) == ["bundle=live.1.a", "bundle=live.1.a.lock"]
+    assert store.sweep_staging(staging) == ["bundle=live.1.a"]  # its publisher gone now
+    assert not list(staging.iterdir())
 
 
 # ---- machine effects against known truth ----

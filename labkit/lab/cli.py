@@ -9,6 +9,7 @@
     labkit publish a.labkit --registry PATH_OR_URL
     labkit registry claims|ladder|machines|effects --registry PATH_OR_URL [--json]
     labkit registry serve [--data DIR] [--address HOST:PORT]
+    labkit registry gallery --registry PATH_OR_URL -o DIR
 
 Exit status: 0 ok; 1 a measurement or a notebook failed (one line; --debug shows the
 traceback); 2 a usage error (a bad option or value); 130 interrupted.
@@ -211,6 +212,10 @@ def _room_arguments(parser: argparse.ArgumentParser) -> None:
     r.add_argument("-o", "--out", default="room-results", help="folder for the bundles")
     r.add_argument("--timeout", type=float, help="give up on machines after this many s")
     _flag(r, "--allow-other-commits", "merge bundles of different labkit commits")
+    r.add_argument("--registry", help="publish each bundle to this registry (folder or S3 URL) "
+                   "and write OUT/room.html with the room's tally")
+    r.add_argument("--predictions", help="learners' predictions written before measuring "
+                   "(CSV: learner,claim_id,predicted), judged on the room page")
     n = sub.add_parser("noise", help="what an idle joined worker costs a measurement",
                        description="Measure asm_fpu and thread_futex beside an idle joined "
                        "worker, running and stopped (labkit.experiments.room_noise).")
@@ -321,6 +326,15 @@ def _registry_arguments(p) -> None:
                                 "verdicts differ between machines)")
             q.add_argument("--method", default="holm", choices=("holm", "bonferroni"),
                            help="correction across comparisons (default holm)")
+    gl = sub.add_parser("gallery", help="write the registry's gallery: one offline HTML page",
+                        description="Write OUT/index.html: claims against machines, the "
+                        "ladder across CPUs, each machine's hardware and machine effects; "
+                        "static, fetching nothing.")
+    gl.add_argument("--registry", required=True, help="folder path or S3 URL of the registry")
+    gl.add_argument("-o", "--out", required=True, help="folder to write index.html into")
+    for f in ("vendor", "family", "model", "layers", "commit"):
+        gl.add_argument(f"--{f}", default=None, help=f"only machines of this {f}")
+    _flag(gl, "--quick", "the quick runs' bundles (kept apart from full ones)")
     s = sub.add_parser("serve", help="start an S3 store (SeaweedFS) for a registry",
                        description="Start SeaweedFS's S3 server for a registry, on loopback "
                        "unless --address says otherwise; prints the registry URL and where "
@@ -341,6 +355,11 @@ def _registry(args) -> int:
         return serve.run_forever(args.data, args.address, args.bucket)
     filters = {f: getattr(args, f) for f in ("vendor", "family", "model", "layers", "commit")}
     kw = {"filters": filters, "quick": args.quick}
+    if args.registry_command == "gallery":
+        from labkit.lab.registry import gallery
+
+        print(gallery.build(args.registry, args.out, **kw))
+        return 0
     if args.registry_command == "machines":
         df = query.machines(args.registry, **kw)
         print(df.to_json(orient="records", indent=1) if args.json
@@ -360,22 +379,11 @@ def _registry(args) -> int:
                   .to_string())
     else:
         runs = query.verdict_runs(args.registry, **kw)
-        claim_ids = args.claim or _differing(query.claims(args.registry, **kw), runs)
+        claim_ids = args.claim or effects.differing(query.claims(args.registry, **kw), runs)
         rows = effects.between(runs, claim_ids, method=args.method)
         print(json.dumps(rows, indent=1, default=str) if args.json
               else "\n".join(effects.line(r) for r in rows) or "no comparisons")
     return 0
-
-
-def _differing(rows, runs) -> list:
-    """Claims with a rule whose verdicts differ between machines that carry runs."""
-    from labkit.lab.judging import rules
-
-    if rows.empty:
-        return []
-    rows = rows[rows.label.isin(runs)]
-    n = rows.groupby("claim_id").verdict.nunique()
-    return [c for c in n[n > 1].index if c in rules.RULES]
 
 
 def _bundle_formats() -> tuple:
@@ -614,7 +622,12 @@ def _room_command(module, args) -> int:
 
         res = module.run(args.room, quick=args.quick, only=args.only, params=args.p,
                          out=args.out, on_update=table, timeout=args.timeout,
-                         allow_other_commits=args.allow_other_commits)
+                         allow_other_commits=args.allow_other_commits,
+                         registry=args.registry, predictions=args.predictions)
+        for mid, said in res.published.items():
+            print(f"registry: {mid}: {said}")
+        if res.page is not None:
+            print(f"room page: {res.page}")
         if res.comparison is not None:
             print(res.comparison["verdicts"].to_string())
         if res.merge_error:

@@ -10,11 +10,16 @@ and only those numbers enter the interval (Kalibera and Jones 2013).
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 
 from labkit.core import sequential
 
 from labkit.lab.judging import claims, verdicts
+
+# The open capture() lists, if any: judge() appends what it was handed to the innermost.
+_CAPTURE = contextvars.ContextVar("labkit_judge_capture", default=None)
 
 # What a per-process statistic is, and how its interval reads on the rule's scale.
 SCALES = {
@@ -119,6 +124,19 @@ def first_decided_look(stats: dict, looks, decide, *, scales: dict | None = None
     return out
 
 
+@contextlib.contextmanager
+def capture():
+    """Within the block, each judge() call appends {claim_id, stats, looks, scales,
+    combine} to the list it yields: the per-process statistics a rule judges on, for a
+    caller that compares them across machines (labkit.lab.registry.effects)."""
+    seen: list = []
+    token = _CAPTURE.set(seen)
+    try:
+        yield seen
+    finally:
+        _CAPTURE.reset(token)
+
+
 def judge(claim_id: str, stats: dict, *, looks, scales: dict | None = None, combine=None,
           measured=None, note: str = "", noisy: bool = False, original: dict | None = None,
           alpha: float = sequential.ALPHA) -> dict:
@@ -131,6 +149,10 @@ def judge(claim_id: str, stats: dict, *, looks, scales: dict | None = None, comb
     low, high, n) gives the measured text. original: the same for the rule as first
     written, {"stats": ..., "combine": ..., "measured": ...}, judged at the same look.
     Returns the verdict row, with `processes` and `look`."""
+    seen = _CAPTURE.get()
+    if seen is not None:
+        seen.append({"claim_id": claim_id, "stats": stats, "looks": tuple(looks),
+                     "scales": scales or {}, "combine": combine})
     c = claims.claim(claim_id)
     null = verdicts._null(c)
     found = first_decided_look(

@@ -42,27 +42,19 @@ def rule_statistic(claim_id: str, runs) -> tuple:
 
     if claim_id not in rules.RULES:
         raise ValueError(f"claim_id must be one of {sorted(rules.RULES)}; got {claim_id!r}")
-    seen = {}
-    real = engine.judge
-
-    def spy(cid, stats, **kw):
-        seen.update(stats=stats, kw=kw)
-        return real(cid, stats, **kw)
-
-    engine.judge = spy  # the rule calls engine.judge: see what it hands over
-    try:
+    with engine.capture() as seen:  # what the rule hands the engine
         rules.RULES[claim_id][0](runs)
-    finally:
-        engine.judge = real
+    seen = [s for s in seen if s["claim_id"] == claim_id]
     if not seen:
         raise ValueError(f"claim_id {claim_id}: its rule judged no per-process statistic on "
                          "these runs (a side missing, or an exact count)")
-    stats, kw = seen["stats"], seen["kw"]
-    if len(stats) != 1 or kw.get("combine") or (kw.get("scales") or {}).get("x", "log") != "log":
+    stats, scales = seen[-1]["stats"], seen[-1]["scales"]
+    if len(stats) != 1 or seen[-1]["combine"] or any(scales.get(k, "log") != "log"
+                                                     for k in stats):
         raise ValueError(f"claim_id {claim_id}: judged on {len(stats)} statistics or a "
                          "combination of them, not one ratio per process: no ratio of ratios")
     (values,) = stats.values()
-    return np.asarray(values, float), tuple(kw["looks"])
+    return np.asarray(values, float), seen[-1]["looks"]
 
 
 def compare(a, b, looks_a, looks_b, alpha: float) -> dict:
@@ -176,6 +168,18 @@ def between(runs_by_machine: dict, claim_ids, *, alpha: float = sequential.ALPHA
                                 "a": have[la][0], "looks_a": have[la][1],
                                 "b": have[lb][0], "looks_b": have[lb][1]})
     return decide(comparisons, alpha=alpha, margin=margin, method=method)
+
+
+def differing(rows, runs) -> list:
+    """Claims with a rule whose verdicts differ between machines that carry runs (rows:
+    query.claims; runs: query.verdict_runs)."""
+    from labkit.lab.judging import rules
+
+    if rows.empty:
+        return []
+    rows = rows[rows.label.isin(runs)]
+    n = rows.groupby("claim_id").verdict.nunique()
+    return [c for c in n[n > 1].index if c in rules.RULES]
 
 
 def line(r: dict) -> str:

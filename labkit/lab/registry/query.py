@@ -38,6 +38,18 @@ def _where(filters: dict, quick: bool) -> tuple[str, list]:
     return " AND ".join(conds), params
 
 
+def _partitions(filters, quick, alias: str) -> tuple[str, list]:
+    """The filters that are partition keys (run mode, commit) as conditions on another
+    table's read: DuckDB then skips that table's files in the folders they rule out."""
+    conds, params = [f"{alias}.run_mode = ?"], ["quick" if quick else "full"]
+    commit = (filters or {}).get("commit")
+    if commit is not None:
+        _where({"commit": commit}, quick)  # the same checks on the value
+        conds.append(f"starts_with({alias}.commit, lower(?))")
+        params.append(str(commit))
+    return " AND ".join(conds), params
+
+
 def _chosen(store, filters, quick) -> str:
     """SQL of the chosen bundles: one per machine, its latest, among those the filters
     keep; with a `label` per machine."""
@@ -78,18 +90,20 @@ def machines(registry, *, filters: dict | None = None, quick: bool = False):
 
 
 def claims(registry, *, filters: dict | None = None, quick: bool = False):
-    """One row per (claim, machine): verdict, measured value and how the registry checked
-    it (recomputed or why not)."""
+    """One row per (claim, machine): verdict, measured value, how the registry checked
+    it (recomputed or why not) and the claim's text."""
     import pandas as pd
 
     store = _store(registry)
     _, params = _where(filters, quick)
+    vwhere, vparams = _partitions(filters, quick, "v")
     sql = f"""WITH chosen AS ({_chosen(store, filters, quick)})
-        SELECT v.claim_id, c.label, c.machine, v.verdict, v.measured_value, v."check"
+        SELECT v.claim_id, c.label, c.machine, v.verdict, v.measured_value, v."check", v.claim
         FROM {READ.format(glob=store.glob('verdicts'))} v
         JOIN chosen c ON v.bundle = c.bundle
+        WHERE {vwhere}
         ORDER BY v.claim_id, c.label"""
-    df = _run(store, sql, params)
+    df = _run(store, sql, params + vparams)
     return pd.DataFrame() if df is None else df
 
 
@@ -119,17 +133,18 @@ def ladder(registry, *, filters: dict | None = None, quick: bool = False,
 
     store = _store(registry)
     _, params = _where(filters, quick)
+    mwhere, mparams = _partitions(filters, quick, "t")
     sql = f"""WITH chosen AS ({_chosen(store, filters, quick)}),
         m AS (SELECT bundle, entry, TRY_CAST(ns_per_switch AS DOUBLE) AS ns
-              FROM {READ.format(glob=store.glob('measurements'))}
-              WHERE notebook = ?),
+              FROM {READ.format(glob=store.glob('measurements'))} t
+              WHERE notebook = ? AND {mwhere}),
         med AS (SELECT c.label, m.entry, median(m.ns) AS median_ns, count(*) AS rows
                 FROM m JOIN chosen c ON m.bundle = c.bundle
                 WHERE m.ns IS NOT NULL GROUP BY c.label, m.entry)
         SELECT a.*, a.median_ns / b.median_ns AS ratio_to_asm
         FROM med a LEFT JOIN med b ON a.label = b.label AND b.entry = 'asm'
         ORDER BY a.entry, a.label"""
-    df = _run(store, sql, params + [notebook])
+    df = _run(store, sql, params + [notebook] + mparams)
     return pd.DataFrame() if df is None else df
 
 
@@ -137,10 +152,11 @@ def explain_claims(registry, *, filters: dict | None = None, quick: bool = False
     """DuckDB's physical plan of the claims query: where the partition filters prune."""
     store = _store(registry)
     _, params = _where(filters, quick)
+    vwhere, vparams = _partitions(filters, quick, "v")
     sql = f"""EXPLAIN WITH chosen AS ({_chosen(store, filters, quick)})
         SELECT v.claim_id, c.label, v.verdict FROM {READ.format(glob=store.glob('verdicts'))} v
-        JOIN chosen c ON v.bundle = c.bundle"""
-    df = _run(store, sql, params)
+        JOIN chosen c ON v.bundle = c.bundle WHERE {vwhere}"""
+    df = _run(store, sql, params + vparams)
     return "" if df is None else "\n".join(df.iloc[:, -1].astype(str))
 
 

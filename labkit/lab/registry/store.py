@@ -12,11 +12,18 @@ written under .staging/ and renamed into place (a rename onto an existing bundle
 which makes a duplicate lose the race); in S3, where an object appears whole but a folder
 does not, `machine.parquet` is written last and every query starts from it, so a bundle
 whose publish was cut short is never read.
+
+A publisher killed while staging leaves its folder under .staging/, never in the layout.
+Each staging folder has a lock file beside it, held (flock) by its publisher for as long as
+it lives; the kernel lets go of it when the process dies, however it dies. The next publish
+sweeps every staging folder whose lock it can take.
 """
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
+import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +33,7 @@ PARTITIONS = ("run_mode", "format", "commit", "machine", "bundle")
 TABLES = ("machine", "verdicts", "measurements", "verdict_runs")
 MARKER = "machine.parquet"  # written last: a bundle exists when this file does
 STAGING = ".staging"
+LOCK_SUFFIX = ".lock"  # beside each staging folder, held by its publisher
 # Where S3 credentials come from when a store asks for them: the usual AWS variables.
 KEY_ENV, SECRET_ENV, ENDPOINT_ENV = "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL"
 
@@ -101,9 +109,12 @@ class Store:
 
     def _put_local(self, rel_dir: str, files: dict) -> None:
         final = Path(self.root) / rel_dir
-        stage = Path(self.root) / STAGING / f"{final.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
-        stage.mkdir(parents=True)
+        staging = Path(self.root) / STAGING
+        staging.mkdir(parents=True, exist_ok=True)
+        sweep_staging(staging)
+        stage, lock = _locked_stage(staging, final.name)
         try:
+            stage.mkdir()
             for name, data in files.items():
                 with open(stage / name, "wb") as out:
                     out.write(data)
@@ -119,10 +130,9 @@ class Store:
                     raise DuplicateBundle(rel_dir) from exc
                 raise
         finally:
-            if stage.exists():
-                for p in stage.iterdir():
-                    p.unlink()
-                stage.rmdir()
+            shutil.rmtree(stage, ignore_errors=True)  # the folder, then its lock
+            Path(lock.name).unlink(missing_ok=True)
+            lock.close()
 
     def bundles(self) -> list[str]:
         """The rel_dir of every complete bundle (its marker written)."""
@@ -172,6 +182,55 @@ class Store:
 
     def describe(self) -> str:
         return self.location
+
+
+def _locked_stage(staging: Path, name: str):
+    """(staging folder path, its lock file, held): the lock is taken before the folder is
+    made, so a sweeper never finds a living publisher's folder with its lock free."""
+    while True:
+        stage = staging / f"{name}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+        lock = open(f"{stage}{LOCK_SUFFIX}", "xb")
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if os.stat(lock.name).st_ino == os.fstat(lock.fileno()).st_ino:
+                return stage, lock
+        except FileNotFoundError:
+            pass
+        lock.close()  # a sweeper took the fresh lock file for a dead one's: a new name
+
+
+def sweep_staging(staging) -> list[str]:
+    """Remove what killed publishers left under a local store's .staging/: a staging
+    folder whose lock no living process holds (or that has no lock file), and a lone lock
+    file no one holds. Returns the names removed. A publisher at work holds its lock, so
+    its folder is left alone."""
+    staging = Path(staging)
+    if not staging.is_dir():
+        return []
+    removed = []
+    for entry in sorted(staging.iterdir()):
+        is_lock = entry.name.endswith(LOCK_SUFFIX)
+        folder = staging / entry.name.removesuffix(LOCK_SUFFIX)
+        if is_lock and (folder.exists() or not entry.exists()):
+            continue  # handled with its folder
+        lock_path = entry if is_lock else Path(f"{entry}{LOCK_SUFFIX}")
+        try:
+            lock = open(lock_path, "rb")
+        except FileNotFoundError:
+            shutil.rmtree(folder, ignore_errors=True)  # no lock: no publisher can own it
+            removed.append(folder.name)
+            continue
+        try:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a publisher at work
+            shutil.rmtree(folder, ignore_errors=True)
+            lock_path.unlink(missing_ok=True)
+            removed.append(folder.name)
+        finally:
+            lock.close()
+    return removed
 
 
 def httpfs_directory() -> str:

@@ -266,6 +266,10 @@ class RoomRun:
     bundles: dict = field(default_factory=dict)  # machine_id -> bundle folder
     comparison: dict | None = None   # labkit.lab.sharing.merge.merge() of the bundles so far
     merge_error: str = ""             # why the bundles so far could not be merged
+    registry: str | None = None       # where the bundles are published, if anywhere
+    predictions: Path | None = None   # the learners' predictions, copied at the run's start
+    published: dict = field(default_factory=dict)  # machine_id -> what publishing said
+    page: Path | None = None          # the room page (labkit.lab.registry.room_page)
 
 
 def _save_bundle(data: bytes, out: Path, stem: str) -> Path:
@@ -319,6 +323,19 @@ def _merge(run: RoomRun, *, allow_other_commits: bool = False) -> None:
         run.comparison["ladder"].to_csv(tmp)
 
 
+def _to_registry(run: RoomRun, *, quick: bool = False) -> None:
+    """Publish the bundles not yet published and rebuild the room page."""
+    from labkit.lab.registry import room_page
+
+    if not run.registry:
+        return
+    for mid, folder in run.bundles.items():
+        if mid not in run.published:
+            run.published[mid] = room_page.publish_one(folder, run.registry)
+    run.page = room_page.build(run.registry, list(run.bundles), run.out,
+                               predictions_file=run.predictions, quick=quick)
+
+
 def _check_run_args(quick, only, params, poll, timeout):
     if not isinstance(quick, bool):
         raise TypeError(f"quick must be True or False, not {quick!r}")
@@ -345,20 +362,34 @@ def _check_run_args(quick, only, params, poll, timeout):
 
 def run(room_path, *, quick: bool = False, only=None, params=(), out="room-results",
         on_update=None, poll: float = 0.5, timeout: float | None = None,
-        allow_other_commits: bool = False) -> RoomRun:
+        allow_other_commits: bool = False, registry=None, predictions=None) -> RoomRun:
     """Run the suite once on every machine joined to the room and merge the bundles as
     they arrive. `on_update(run)` is called whenever the table changes. A machine that
     leaves is marked `left` while the others go on; bundles already saved stay. Bundles
     that merge refuses to compare (say, two labkit commits without
-    `allow_other_commits`) are kept, and `merge_error` says why."""
+    `allow_other_commits`) are kept, and `merge_error` says why. With `registry`, each
+    bundle is published there as it arrives and OUT/room.html shows the room's tally and,
+    with `predictions` (a CSV the learners wrote before measuring, copied at the start),
+    who predicted what."""
     from distributed import Client
 
     params = _check_run_args(quick, only, params, poll, timeout)
     if not isinstance(allow_other_commits, bool):
         raise TypeError(f"allow_other_commits must be True or False, not {allow_other_commits!r}")
+    if predictions is not None and registry is None:
+        raise ValueError("predictions are judged on the room's registry: give registry too")
+    if registry is not None:
+        from labkit.lab.registry import predictions as judged, store
+
+        store.open_store(registry)  # a bad location fails before any machine runs
+        if predictions is not None:
+            judged.read(predictions)
     room = read_room(room_path)
-    run_ = RoomRun(out=Path(out))
+    run_ = RoomRun(out=Path(out), registry=None if registry is None else str(registry))
     run_.out.mkdir(parents=True, exist_ok=True)
+    if predictions is not None:
+        run_.predictions = run_.out / "predictions.csv"
+        shutil.copyfile(predictions, run_.predictions)  # fixed before anything is measured
     run_id = uuid.uuid4().hex[:8]
     rows: dict[str, dict] = {}
     futures = {}
@@ -425,6 +456,7 @@ def run(room_path, *, quick: bool = False, only=None, params=(), out="room-resul
                     run_.bundles[r["machine_id"]] = folder
                     r.update(state="done", notebook="", detail=(r["detail"] + f" {folder.name}").strip())
                     _merge(run_, allow_other_commits=allow_other_commits)
+                    _to_registry(run_, quick=quick)
                 elif fut.status == "error":
                     r.update(state="failed", detail=str(fut.exception())[-500:])
                 elif addr not in alive:

@@ -1,0 +1,186 @@
+"""The registry at scale, measured (docs/registry.md, "Scale"): a scratch store of synthetic
+bundles (labkit.lab.registry.synthetic), its size per bundle, the claims query's and the
+gallery's times, the query plan's partition filter, and optionally the same on SeaweedFS
+with a storm of concurrent publishers. A benchmark, not a test: it prints figures.
+
+    python -m labkit.lab.registry.bench --scratch /tmp/reg --bundles 1000 [--seaweed N]
+        [--storm 100] [--json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from labkit.lab.registry import gallery, query, synthetic
+from labkit.lab.registry import store as stores
+
+REPEATS = 3  # each timing is the median of this many runs, each on a fresh connection
+
+
+def _timed(fn, repeats: int = REPEATS) -> tuple[float, list]:
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times), times
+
+
+def machine_text() -> str:
+    """The machine the figures belong to: CPU brand, CPUs, kernel."""
+    brand = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                brand = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{brand or platform.processor()}, {os.cpu_count()} vCPU, Linux {platform.release()}"
+
+
+def _templates() -> list[Path]:
+    """The real bundles synthetic ones are made from: the references beside this checkout
+    (the EPYC with its runs attached) and this checkout's committed data."""
+    from labkit.core.results import REPO
+    from labkit.lab.sharing import bundle
+
+    ref = REPO.parent / "shared" / "reference"
+    tmp = Path(tempfile.mkdtemp(prefix="labkit-bench-templates-"))
+    out = [bundle.pack_folder(REPO / "data", tmp / "committed")]
+    epyc, runs = ref / "amd-epyc-zen4-kvm.labkit", ref / "amd-epyc-zen4-kvm.verdict_runs"
+    if epyc.exists() and runs.exists():
+        out.append(bundle.attach_runs(epyc, runs, tmp / "epyc"))
+    xeon = REPO / "tests" / "fixtures" / "intel-xeon-kvm.labkit"
+    if xeon.exists():
+        out.append(xeon)
+    return out
+
+
+def local_figures(scratch, n: int) -> dict:
+    store = stores.open_store(scratch)
+    have = len(store.bundles())
+    made = 0
+    if have < n:
+        t = time.perf_counter()
+        made = synthetic.synthesise(store, _templates(), n - have, seed=have, start=have)
+        synth_s = time.perf_counter() - t
+    count = len(store.bundles())
+    size = store.size_bytes()
+    commit = query.machines(store).commit.iloc[0]
+    q_all, q_all_runs = _timed(lambda: query.tally(query.claims(store)))
+    q_one, _ = _timed(lambda: query.claims(store, filters={"commit": commit}))
+    plan = query.explain_claims(store, filters={"commit": commit})
+    out_dir = Path(tempfile.mkdtemp(prefix="labkit-bench-gallery-"))
+    g, _ = _timed(lambda: gallery.build(store, out_dir), repeats=1)
+    page = (out_dir / gallery.PAGE).stat().st_size
+    shutil.rmtree(out_dir)
+    return {"bundles": count, "made_now": made,
+            "synthesis_s_per_bundle": round(synth_s / made, 3) if made else None,
+            "bytes_per_bundle": round(size / count), "store_bytes": size,
+            "claims_query_s": round(q_all, 3), "claims_query_runs_s": [round(t, 3) for t in q_all_runs],
+            "claims_query_one_commit_s": round(q_one, 3), "commit_filtered": commit,
+            "plan_filter_lines": [ln.strip() for ln in plan.splitlines()
+                                  if "ilter" in ln or "commit" in ln],
+            "plan": plan,
+            "gallery_build_s": round(g, 3), "gallery_page_bytes": page}
+
+
+def _copy_to(src: stores.Store, dst: stores.Store, k: int) -> int:
+    rels = src.bundles()[:k]
+    for rel in rels:
+        files = {p.name: p.read_bytes() for p in Path(src.path(rel)).iterdir()}
+        dst.put(rel, files)
+    return len(rels)
+
+
+def _storm_bundles(n: int, into: Path) -> list[Path]:
+    """n distinct copies of the old Xeon bundle (format 2: published without the
+    recomputation, so the storm loads the store, not the CPUs)."""
+    from labkit.core.results import REPO
+
+    src = REPO / "tests" / "fixtures" / "intel-xeon-kvm.labkit"
+    out = []
+    for i in range(n):
+        dst = into / f"storm{i}.labkit"
+        shutil.copytree(src, dst)
+        meta = json.loads((dst / "machine.json").read_text())
+        meta["machine"]["machine_id"] = f"57{i:04x}" + "5" * 6
+        meta["synthetic"] = True
+        (dst / "machine.json").write_text(json.dumps(meta))
+        out.append(dst)
+    return out
+
+
+def seaweed_figures(scratch, k: int, storm: int) -> dict:
+    from labkit.core.results import REPO
+    from labkit.lab.registry import serve
+
+    local = stores.open_store(scratch)
+    work = Path(tempfile.mkdtemp(prefix="labkit-bench-weed-"))
+    out = {}
+    try:
+        with serve.Server(work / "weed", f"127.0.0.1:{serve._free_port('127.0.0.1')}") as s:
+            s3 = stores.open_store(s.url + "/bench")
+            if k:
+                t = time.perf_counter()
+                out["copied"] = _copy_to(local, s3, k)
+                out["copy_s_per_bundle"] = round((time.perf_counter() - t) / max(k, 1), 3)
+                q, runs = _timed(lambda: query.tally(query.claims(s3)))
+                out.update(claims_query_s=round(q, 3), claims_query_runs_s=[round(x, 3) for x in runs])
+                gdir = work / "gallery"
+                g, _ = _timed(lambda: gallery.build(s3, gdir), repeats=1)
+                out["gallery_build_s"] = round(g, 3)
+            if storm:
+                paths = _storm_bundles(storm, work)
+                target = s.url + "/storm"
+                env = dict(os.environ, PYTHONPATH=str(REPO))
+                t = time.perf_counter()
+                procs = [subprocess.Popen([sys.executable, "-m", "labkit", "publish", str(p),
+                                           "--registry", target], env=env, cwd=REPO,
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                         for p in paths]
+                codes = [p.wait() for p in procs]
+                wall = time.perf_counter() - t
+                stored = len(stores.open_store(target).bundles())
+                out.update(storm_clients=storm, storm_ok=codes.count(0), storm_stored=stored,
+                           storm_wall_s=round(wall, 1),
+                           storm_bundles_per_s=round(stored / wall, 2),
+                           storm_errors=sorted({p.stderr.read().decode().strip()[:200]
+                                                for p, c in zip(procs, codes) if c})[:3])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m labkit.lab.registry.bench",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--scratch", required=True, help="a scratch store folder (made if absent; "
+                   "refused if it holds a real bundle)")
+    p.add_argument("--bundles", type=int, default=1000, help="synthetic bundles in the store")
+    p.add_argument("--seaweed", type=int, default=0, help="also copy this many bundles to a "
+                   "SeaweedFS store on loopback and time the queries there")
+    p.add_argument("--storm", type=int, default=0, help="clients publishing at once to SeaweedFS")
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    if args.bundles < 1 or args.seaweed < 0 or args.storm < 0:
+        p.error("--bundles must be positive; --seaweed and --storm at least 0")
+    figures = {"machine": machine_text(), "local": local_figures(args.scratch, args.bundles)}
+    if args.seaweed or args.storm:
+        figures["seaweedfs"] = seaweed_figures(args.scratch, args.seaweed, args.storm)
+    print(json.dumps(figures, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
