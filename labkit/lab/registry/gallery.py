@@ -206,10 +206,19 @@ def _group_grid(data) -> str:
             cls = VERDICT_CLASS.get(str(c.index[0]), "other")
             tds.append(f'<td class="{cls}">' + "<br>".join(
                 f"{_e(v)} {int(k)}" for v, k in c.items()) + "</td>")
-        line = t["line"].split(": ", 1)[1]
-        body.append(f'<tr class="claim" id="c-{_e(cid)}"><th class="cid">{_e(cid)}</th>'
-                    f'<td class="claim-text">{_e(text.get(cid, ""))}</td>{"".join(tds)}'
-                    f'<td class="tally">{_e(line)}</td></tr>')
+        body.append(_claim_row(t, text, tds))
+    return _grid_table(head, body)
+
+
+def _claim_row(t: dict, text, tds: list) -> str:
+    """One claim's row of a grid: its id, its text, its cells and its tally."""
+    cid, line = t["claim_id"], t["line"].split(": ", 1)[1]
+    return (f'<tr class="claim" id="c-{_e(cid)}"><th class="cid">{_e(cid)}</th>'
+            f'<td class="claim-text">{_e(text.get(cid, ""))}</td>{"".join(tds)}'
+            f'<td class="tally">{_e(line)}</td></tr>')
+
+
+def _grid_table(head: str, body: list) -> str:
     return (f'<table class="grid"><thead><tr><th>claim</th><th></th>{head}<th>tally</th>'
             f'</tr></thead><tbody>{"".join(body)}</tbody></table>')
 
@@ -245,12 +254,8 @@ def _claims_grid(data) -> str:
             mark = " ✓" if str(c.check) == "recomputed: agrees" else ""
             tds.append(f'<td class="{cls}" title="{_e(c.check)}"><b>{_e(c.verdict)}</b>{mark}'
                        f'<br><span class="v">{_e(c.measured_value)}</span></td>')
-        line = t["line"].split(": ", 1)[1]
-        body.append(f'<tr class="claim" id="c-{_e(cid)}"><th class="cid">{_e(cid)}</th>'
-                    f'<td class="claim-text">{_e(text.get(cid, ""))}</td>{"".join(tds)}'
-                    f'<td class="tally">{_e(line)}</td></tr>')
-    return (f'<table class="grid"><thead><tr><th>claim</th><th></th>{head}<th>tally</th>'
-            f'</tr></thead><tbody>{"".join(body)}</tbody></table>')
+        body.append(_claim_row(t, text, tds))
+    return _grid_table(head, body)
 
 
 def _ladder_svg(lad, labels: list) -> str:
