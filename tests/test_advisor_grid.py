@@ -99,3 +99,15 @@ def test_run_grid_names_a_bad_argument():
         grid.run_grid(quick="yes")
     with pytest.raises(ValueError, match="design"):
         grid.run_grid(quick=True, designs=["no_such_design"])
+
+
+def test_the_controls_say_how_to_get_ipywidgets_when_it_is_missing(monkeypatch, capsys):
+    """A core install (no `lab` extra) runs notebook 10 too: the controls step aside with a
+    line instead of failing the notebook."""
+    import sys
+
+    from labkit.lab.analysis import your_workload
+
+    monkeypatch.setitem(sys.modules, "ipywidgets", None)  # import raises ImportError
+    assert your_workload.controls() is None
+    assert "pip install 'labkit[lab]'" in capsys.readouterr().out

@@ -44,6 +44,11 @@ def registry(bundles, tmp_path_factory):
     return reg
 
 
+def _commit(path) -> str:
+    """The labkit commit a bundle's machine record names (the committed data's run)."""
+    return str(bundle.read_bundle(path)["meta"]["machine"]["labkit_commit"]).removesuffix("-dirty")
+
+
 def _copy(src, tmp_path, name="copy"):
     dst = tmp_path / f"{name}.labkit"
     shutil.copytree(src, dst)
@@ -84,7 +89,7 @@ def test_queries_over_the_machines(registry, bundles):
     assert len(asm) == n and np.allclose(asm.ratio_to_asm, 1.0)
     intel = query.machines(registry, filters={"vendor": "intel"})
     assert set(intel.cpu_vendor) == {"GenuineIntel"} and len(intel) == 2
-    assert len(query.machines(registry, filters={"commit": "473c67b"})) == 1
+    assert len(query.machines(registry, filters={"commit": _commit(bundles["mine"])[:7]})) == 1
     assert len(query.machines(registry, filters={"layers": "docker"})) == 1  # the old Xeon
     assert query.machines(registry, quick=True).empty  # quick runs kept apart
     with pytest.raises(ValueError, match="filters"):
@@ -94,7 +99,7 @@ def test_queries_over_the_machines(registry, bundles):
 def test_partition_filters_prune_in_the_plan(registry, bundles):
     import re
 
-    plan = query.explain_claims(registry, filters={"commit": "473c"})
+    plan = query.explain_claims(registry, filters={"commit": _commit(bundles["mine"])[:4]})
     # both reads (the machines and their verdicts) skip the other commits' files
     scanned = re.findall(r"Scanning Files:[\s│]*(\d+)/(\d+)", plan)
     assert len(scanned) == 2 and plan.count("File Filters") == 2, plan

@@ -226,8 +226,15 @@ def _done(fig, what, info, save):
 
 def controls(g=None, designs=_grid.DESIGNS, ev=None):
     """ipywidgets for W, N, u and FP that redraw the share and memory figures from the
-    measurements already made (nothing is measured again). Returns the widget box."""
-    import ipywidgets as widgets
+    measurements already made (nothing is measured again). Returns the widget box; without
+    ipywidgets (the `lab` extra), None and a line saying how to get them: the figures
+    above stand without them."""
+    try:
+        import ipywidgets as widgets
+    except ImportError:
+        print("the controls need ipywidgets: pip install 'labkit[lab]' (the figures above "
+              "are drawn without them)")
+        return None
     import matplotlib.pyplot as plt
     from IPython.display import display
 
