@@ -15,7 +15,7 @@ PY_PEERS = {
 }
 
 
-class _Counts:
+class Counts:
     __slots__ = ("main", "co")
 
     def __init__(self):
@@ -23,13 +23,13 @@ class _Counts:
         self.co = 0
 
 
-def _baseline(c: _Counts, rounds: int) -> None:
+def _baseline(c: Counts, rounds: int) -> None:
     for _ in range(rounds):
         c.co += 1
         c.main += 1
 
 
-def _greenlet(c: _Counts, rounds: int) -> None:
+def _greenlet(c: Counts, rounds: int) -> None:
     import greenlet
 
     main = greenlet.getcurrent()
@@ -46,7 +46,7 @@ def _greenlet(c: _Counts, rounds: int) -> None:
     g.throw(greenlet.GreenletExit)  # unwind it, so nothing is left suspended
 
 
-def _generator(c: _Counts, rounds: int) -> None:
+def _generator(c: Counts, rounds: int) -> None:
     def body():
         while True:
             c.co += 1
@@ -60,7 +60,7 @@ def _generator(c: _Counts, rounds: int) -> None:
     g.close()
 
 
-def _asyncio(c: _Counts, rounds: int) -> None:
+def _asyncio(c: Counts, rounds: int) -> None:
     import asyncio
 
     async def side(bump):
@@ -95,9 +95,15 @@ def available(name: str) -> tuple[bool, str]:
 
 def pingpong(name: str, rounds: int, warmup: int, repeats: int) -> list[dict]:
     """The same dicts as labkit.core._core.pingpong: 2*rounds switches a repeat."""
-    from labkit.core import _core
+    return timed_pingpong(_RUNNERS[name], rounds, warmup, repeats)
 
-    run = _RUNNERS[name]
+
+def timed_pingpong(run, rounds: int, warmup: int, repeats: int) -> list[dict]:
+    """run(counts, rounds), a ping-pong of 2*rounds switches that bumps counts.main and
+    counts.co once a transfer each, timed `warmup + repeats` times, each right after the
+    same loop without the switch (the baseline); the dicts labkit.core._core.pingpong
+    gives, for the repeats after the warm-up."""
+    from labkit.core import _core
 
     def timed(fn, c):
         c0 = c.main + c.co
@@ -108,8 +114,8 @@ def pingpong(name: str, rounds: int, warmup: int, repeats: int) -> list[dict]:
 
     out = []
     for i in range(warmup + repeats):
-        c = _Counts()
-        base_ns, base_ticks, _ = timed(_baseline, _Counts())
+        c = Counts()
+        base_ns, base_ticks, _ = timed(_baseline, Counts())
         loop_ns, loop_ticks, counted = timed(run, c)
         if i >= warmup:
             out.append({"loop_ns": loop_ns, "loop_ticks": loop_ticks, "base_ns": base_ns,
