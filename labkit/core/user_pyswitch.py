@@ -140,12 +140,19 @@ def _search_path() -> list[str]:
 
 # ---- run in the worker process (labkit.core.worker.call) ----
 
-def _operations(path: str, sys_path: list[str]):
-    """(make, swap) of the factory at path, or a problem: ("import" | "shape", message)."""
+def _operations(path: str, sys_path: list[str], fresh: bool = False):
+    """(make, swap) of the factory at path, or a problem: ("import" | "shape" | "raised",
+    message). fresh: import its module again if this worker has it (the user edited it and
+    adds it again)."""
+    import importlib
+
     for p in sys_path:
         if p not in sys.path:
             sys.path.append(p)
     try:
+        name = path.split(":")[0]
+        if fresh and name in sys.modules:
+            importlib.reload(sys.modules[name])
         factory = _resolve(path)
     except (ImportError, AttributeError) as exc:
         return None, ("import", f"{type(exc).__name__}: {exc}")
@@ -175,15 +182,18 @@ def _runner(make, swap):
     def run(c, rounds: int) -> None:
         ctx = {}
 
+        # Each side looks its peer up once: the timed loop is the baseline's plus swap.
         def first():
+            other = ctx["second"]
             for _ in range(rounds):
-                swap(ctx["second"])
+                swap(other)
                 c.main += 1
 
         def second():
+            other = ctx["first"]
             while True:
                 c.co += 1
-                swap(ctx["first"])
+                swap(other)
 
         ctx["first"], ctx["second"] = make(first), make(second)
         swap(ctx["first"])
@@ -206,7 +216,7 @@ def worker_check(path: str, sys_path: list[str]) -> dict:
     CHECK_ROUNDS rounds counts every switch; else {"problem": ..., "message": ...}."""
     from labkit.core import pypeers
 
-    ops, problem = _operations(path, sys_path)
+    ops, problem = _operations(path, sys_path, fresh=True)
     if problem:
         return {"problem": problem[0], "message": problem[1]}
     c = pypeers.Counts()
