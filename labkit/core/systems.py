@@ -459,10 +459,8 @@ def worker_user_ring(library: str, n: int, asymmetric: bool, stack_size: int,
 def worker_user_py_pingpong(path: str, sys_path: list, stack_size: int, rounds: int,
                             warmup: int, repeats: int) -> dict:
     """A user's Python switch's ping-pong (stack_size is unused: its stacks are its own)."""
-    from labkit.core import user_pyswitch
-
-    return _counters.counted(lambda: user_pyswitch.pingpong(path, sys_path, rounds, warmup,
-                                                            repeats))
+    return _counters.counted(lambda: _pypeers().user_pingpong(path, sys_path, rounds, warmup,
+                                                              repeats))
 
 
 def worker_py_pingpong(peer: str, stack_size: int, rounds: int, warmup: int,
