@@ -101,8 +101,9 @@ def check_name(name) -> str:
         raise TypeError(f"entry must be a str naming a kernel or peer, not {type(name).__name__}")
     names = _systems.all_names()
     if name not in names:
-        hint = (": a user's switch is added by labkit.add_switch(source) or "
-                "labkit.measure(source=...) in this process" if name.startswith("user:") else "")
+        hint = (": a user's switch is added by labkit.add_switch(source), "
+                "labkit.add_switch(python='module:factory') or labkit.measure(source=...) in "
+                "this process" if name.startswith("user:") else "")
         raise ValueError(f"entry must be one of {', '.join(names)}; got {name!r}{hint}")
     ok, why = availability(name)
     if not ok:

@@ -1,17 +1,19 @@
-"""The systems labkit measures, one record each: labkit's own switch kernels, the C++ peers
-and the Python peers. A record says what its entries are called and what kind each is,
-whether one runs here (and what to install when it does not), which of measure's
-parameters apply to it, how measure turns a call into a job and which worker function
-runs that job, the library and builds its code comes from, and what the callgrind driver
-(cxx/count_main.c) calls it. The catalogue (entries), measure (timing, which hands the
-job's flags to the row metadata), callgrind, the explorer and the tests read these
-records; none of them tells the systems apart by itself.
+"""The systems labkit measures, one record each: labkit's own switch kernels, the C++ peers,
+the Python peers, and a user's own switches in C and in Python. A record says what its
+entries are called and what kind each is, whether one runs here (and what to install when
+it does not), which of measure's parameters apply to it, how measure turns a call into a
+job and which worker function runs that job, the library and builds its code comes from,
+and what the callgrind driver (cxx/count_main.c) calls it. The catalogue (entries),
+measure (timing, which hands the job's flags to the row metadata), callgrind, the explorer
+and the tests read these records; none of them tells the systems apart by itself.
 
 The kernels come from the C core's kernel table (LK_KERNELS in csrc/labkit_core.h, read
 through _core.kernel_table()), the C++ peers from the peers' table (LKX_PEERS in
 cxx/peers.h, read through _core.peer_table(), so the catalogue lists them even where their
-library is not built), the Python peers from labkit.core.pypeers, and the user's own
-switches from those labkit.core.user_switch has built and checked in this process."""
+library is not built), the Python peers from labkit.core.pypeers, the user's own
+switches from those labkit.core.user_switch has built and checked in this process, and the
+user's own Python-level switches from those labkit.core.user_pyswitch has imported and
+checked in this process."""
 from __future__ import annotations
 
 import functools
@@ -318,8 +320,55 @@ USER = System(
 )
 
 
+# ---- the user's own Python-level switches: labkit.core.user_pyswitch imports and checks them ----
+
+@dataclass(frozen=True)
+class UserPythonSwitch:
+    """A user's Python switch that imported, had the shape and counted every switch."""
+    name: str                # the entry, "user:<name>"
+    path: str                # its factory, "package.module:factory"
+    sys_path: tuple          # the module search path it was found on, for the workers
+    source: str              # the module's file ("" for a module without one)
+    sha256: str              # of that file as checked
+
+
+# The user's Python switches added in this process, by entry name.
+USER_PY_SWITCHES: dict[str, UserPythonSwitch] = {}
+
+
+def _user_python_job(name, size, prefault, build, fp_control) -> Job:
+    """A user's Python switch: timed by CPython, as the Python peers are."""
+    u = USER_PY_SWITCHES[name]
+    _no_prefault(name, prefault)
+    if build is not None:
+        raise ValueError(f"build must be None for the user's Python switch {name!r}: CPython "
+                         "is what it is")
+    fp_control = _fp_control(name, fp_control, settable=False)
+    return Job(function="worker_user_py_pingpong",
+               args=dict(path=u.path, sys_path=list(u.sys_path)), build=None, cflags=None,
+               prefault=prefault, fp_control=fp_control, build_column="cpython",
+               meta={"cflags": f"CPython {platform.python_version()}", "opt_level": "n/a",
+                     "source": u.source or u.path, "source_sha256": u.sha256})
+
+
+USER_PYTHON = System(
+    family="user_python", what="user's Python switch",
+    names=lambda: tuple(USER_PY_SWITCHES),
+    kind=lambda n: "stackful",  # swap works from any depth of fn's calls
+    saves=lambda n: f"what the user's swap saves ({USER_PY_SWITCHES[n].path})",
+    returns_by=lambda n: "(the user's own)",
+    note=lambda n: ("the user's Python switch, timed from Python as the Python peers are; "
+                    "checked: it imports, has the shape (make, swap) and counts every switch"),
+    available=lambda n: (True, ""),
+    applies=frozenset(),
+    job=_user_python_job,
+)
+
+
 # Every system, in the catalogue's order.
-SYSTEMS = {s.family: s for s in (KERNELS, CXX, PYTHON, USER)}
+SYSTEMS = {s.family: s for s in (KERNELS, CXX, PYTHON, USER, USER_PYTHON)}
+# The systems whose entries CPython runs: no stacks, builds or FP control words of labkit's.
+PYTHON_LEVEL = ("python", "user_python")
 
 
 def all_names() -> tuple[str, ...]:
@@ -405,6 +454,13 @@ def worker_user_ring(library: str, n: int, asymmetric: bool, stack_size: int,
     return _counters.counted(lambda: native.user_library(library).samples(
         "lk_ring", "lk_sample", repeats, 0, n, int(asymmetric), stack_size, colour_step,
         int(prefault), laps, warmup, repeats))
+
+
+def worker_user_py_pingpong(path: str, sys_path: list, stack_size: int, rounds: int,
+                            warmup: int, repeats: int) -> dict:
+    """A user's Python switch's ping-pong (stack_size is unused: its stacks are its own)."""
+    return _counters.counted(lambda: _pypeers().user_pingpong(path, sys_path, rounds, warmup,
+                                                              repeats))
 
 
 def worker_py_pingpong(peer: str, stack_size: int, rounds: int, warmup: int,

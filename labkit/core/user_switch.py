@@ -10,7 +10,9 @@ add_switch builds it with the C core's O2 flags together with the lab's harness
 runs the correctness checks on it in a worker process, and adds it to the catalogue of this
 process as "user:<name>": labkit.measure, labkit.measure_ring and callgrind's
 instructions_per_switch then take that name like any entry (labkit.core.systems' `user`
-record). A switch that fails a check is not added: UserSwitchError names what failed."""
+record). A switch that fails a check is not added: UserSwitchError names what failed.
+add_switch(python="package.module:factory") takes a Python-level switch instead
+(labkit.core.user_pyswitch)."""
 from __future__ import annotations
 
 import hashlib
@@ -204,14 +206,38 @@ def _declared(value) -> bool | None:
     return None if value is None else _v.flag("keeps_fp_control", value)
 
 
-def add_switch(source, *, keeps_fp_control: bool | None = None, name: str | None = None,
-               timeout: float | None = None) -> str:
+def add_switch(source=None, *, python=None, keeps_fp_control: bool | None = None,
+               name: str | None = None, timeout: float | None = None) -> str:
     """Build a user's switch, check it in a worker process and add it to this process's
     catalogue; returns its entry name, "user:<name>" (name: the file's stem unless given),
     which labkit.measure, labkit.measure_ring and callgrind take. keeps_fp_control: as in
     check_switch. A check that fails raises UserSwitchError naming it (a register by name),
     and nothing is added; a crash or a hang raises KernelCrashError or MeasurementTimeout
-    (timeout: seconds a check may take, default 60) and the worker alone ends."""
+    (timeout: seconds a check may take, default 60) and the worker alone ends.
+
+    python="package.module:factory" instead of source adds a Python-level switch (name: the
+    module's last component unless given), which labkit.measure and the advisor take. The
+    factory takes no argument and returns (make, swap): make(fn) -> ctx, a context that runs
+    fn() when first resumed and, when fn returns, goes back to the context that made it;
+    swap(ctx) resumes ctx and returns when some context swaps back (greenlet:
+    make = greenlet.greenlet, swap = lambda g: g.switch()). Workers import it afresh, from
+    this process's sys.path: a callable given itself must be reachable by its __module__
+    and __qualname__. Not importable: ValueError; the wrong shape: TypeError; a factory or
+    swap that raises, or a ping-pong that does not count every switch: UserSwitchError
+    (labkit.core.user_pyswitch)."""
+    if python is not None:
+        if source is not None:
+            raise ValueError(f"source must be left unset (None) when python is given: one "
+                             f"switch a call; got source={source!r}, python={python!r}")
+        if keeps_fp_control is not None:
+            raise ValueError("keeps_fp_control must be left unset (None) with python: a "
+                             "Python switch runs on one thread's FP control words")
+        from labkit.core import user_pyswitch
+
+        return user_pyswitch.add(python, name=name, timeout=timeout)
+    if source is None:
+        raise TypeError("add_switch needs a source (a .c, .cpp or .so file) or python (an "
+                        "import path 'package.module:factory')")
     path = check_source(source)
     keeps_fp_control = _declared(keeps_fp_control)
     entry = _check_name(name, path)
@@ -226,6 +252,7 @@ def add_switch(source, *, keeps_fp_control: bool | None = None, name: str | None
                               f"{len(failed)} check{'s' * (len(failed) != 1)}: "
                               + "; ".join(f"{r['check']}: {r['found']}" for r in failed),
                               checks=pd.DataFrame(rows))
+    _systems.USER_PY_SWITCHES.pop(entry, None)  # one entry, one system
     _systems.USER_SWITCHES[entry] = _systems.UserSwitch(
         name=entry, source=str(path), library=str(lib),
         keeps_fp_control=next(r["kept"] for r in rows if "kept" in r),
@@ -234,11 +261,14 @@ def add_switch(source, *, keeps_fp_control: bool | None = None, name: str | None
 
 
 def remove_switch(entry: str) -> None:
-    """Take a user's switch out of this process's catalogue (its library stays cached)."""
-    if entry not in _systems.USER_SWITCHES:
+    """Take a user's switch, C or Python, out of this process's catalogue (a C switch's
+    library stays cached)."""
+    added = [*_systems.USER_SWITCHES, *_systems.USER_PY_SWITCHES]
+    if entry not in added:
         raise ValueError(f"entry must be a user switch added in this process "
-                         f"({', '.join(_systems.USER_SWITCHES) or 'none is'}); got {entry!r}")
-    del _systems.USER_SWITCHES[entry]
+                         f"({', '.join(added) or 'none is'}); got {entry!r}")
+    _systems.USER_SWITCHES.pop(entry, None)
+    _systems.USER_PY_SWITCHES.pop(entry, None)
 
 
 # ---- run in the worker process (labkit.core.worker.call) ----

@@ -205,12 +205,11 @@ def check_design(design) -> str:
 def family(design: str) -> str:
     """How a design keeps a suspended coroutine: "stack" (a stack of its own), "copy" (its
     used stack copied out), "frame" (a heap frame), "python", or "thread"."""
-    from labkit.core import entries
+    from labkit.core import entries, systems
 
     if design.startswith(THREAD_PREFIX):
         return "thread"
-    system = entries.system(design)
-    if system == "python":
+    if entries.system(design) in systems.PYTHON_LEVEL:
         return "python"
     if design in entries.COPIES_STACK:
         return "copy"
@@ -623,8 +622,10 @@ def frame_memory(ev, frame: int) -> dict:
 
 
 def python_memory(ev, design: str) -> dict:
-    """Python heap bytes per suspended greenlet, generator or asyncio task, measured now
-    with tracemalloc (the lab's data has none)."""
+    """Python heap bytes per suspended greenlet, generator or asyncio task, or context of a
+    user's Python switch, measured now with tracemalloc (the lab's data has none)."""
+    from labkit.core import systems
+
     if not ev.local:
         raise LookupError(f"no memory of {design} in {ev.source}")
     key = f"python memory {design}"
@@ -632,12 +633,17 @@ def python_memory(ev, design: str) -> dict:
         n = 1000 if ev.quick else 10_000
         ev.announce(f"Python heap of {n} suspended {design} objects (tracemalloc)",
                     "the lab's data has no memory figure for Python's designs")
-        # In a thread of its own: asyncio's measurement runs an event loop, which a
-        # Jupyter kernel's thread already has running.
-        from concurrent.futures import ThreadPoolExecutor
+        if design in systems.USER_PY_SWITCHES:  # the user's code runs in a worker only
+            from labkit.core import user_pyswitch
 
-        with ThreadPoolExecutor(1) as pool:
-            ev.frames[key] = pool.submit(_python_bytes, design, n).result()
+            ev.frames[key] = user_pyswitch.memory(design, n)
+        else:
+            # In a thread of its own: asyncio's measurement runs an event loop, which a
+            # Jupyter kernel's thread already has running.
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(1) as pool:
+                ev.frames[key] = pool.submit(_python_bytes, design, n).result()
     return {"resident": ev.frames[key], "page_tables": math.nan,
             "note": "Python heap (tracemalloc), measured now"}
 
