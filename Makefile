@@ -71,9 +71,9 @@ $(ROOM_STAMP): $(BUILD_STAMP)
 	$(PIP) --no-build-isolation -e ".[$(EXTRAS),room]"
 	touch $@
 
-# The tests cover the room too.
+# The tests cover the room and the registry of machines too.
 $(TEST_STAMP): $(BUILD_STAMP)
-	$(PIP) --no-build-isolation -e ".[$(EXTRAS),room,test]"
+	$(PIP) --no-build-isolation -e ".[$(EXTRAS),room,registry,test]"
 	touch $@
 
 # Every wheel `make setup ROOM=1` installs, for a room without internet (docs/workshop.md):
