@@ -100,7 +100,7 @@ class Experiment:
 
     def own(self, name: str) -> str:
         """A data name of its own, not derived from the notebook's (data/<name>.csv), for a
-        file its readers know by that name (issue 32's data/advisor_calibration.csv)."""
+        file its readers know by that name (data/advisor_calibration.csv)."""
         if name not in self.own_names:
             raise ValueError(f"name must be one of {self.name}'s own data names "
                              f"{list(self.own_names)}; got {name!r}")

@@ -20,7 +20,8 @@ from labkit.lab.advising import evidence, grid as _grid, model
 from labkit.lab.experiment import YOUR_WORKLOAD
 
 NOTEBOOK = YOUR_WORKLOAD.name
-# The calibration grid's rows (data/advisor_calibration.csv, the name issue 32 gives it).
+# The calibration grid's rows, data/advisor_calibration.csv: a name of its own, so that
+# readers outside the lab find the grid without knowing the notebook.
 GRID = YOUR_WORKLOAD.own("advisor_calibration")
 WORKS = tuple(float(x) for x in np.logspace(0, 5, 21))   # 1 ns to 100 us between switches
 ALIVES = tuple(int(x) for x in np.unique(np.logspace(0, 7, 29).round()))  # 1 to 10 million
