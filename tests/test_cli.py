@@ -4,6 +4,7 @@ installed labkit puts its results."""
 import argparse
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -64,6 +65,57 @@ def test_measure_passes_build_and_fp_control(capsys):
     rows = json.loads(capsys.readouterr().out)
     assert {r["build"] for r in rows} == {build}
     assert {r["fp_control"] for r in rows} == {"differ"}
+
+
+# ---- labkit measure --python ----
+
+def _measure_python(path: str, folder: Path):
+    """`python -m labkit measure --python PATH` in a fresh process, its module found through
+    PYTHONPATH=folder, as a user's shell would give it."""
+    env = {**os.environ, "PYTHONPATH": str(folder)}
+    return subprocess.run([sys.executable, "-m", "labkit", "measure", "--python", path,
+                           "--switches", "2000", "--repeats", "2"],
+                          cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_measure_python_prints_the_summary_of_the_example():
+    done = _measure_python("my_py_switch:greenlet_switch", REPO / "docs" / "examples")
+    assert done.returncode == 0, done.stderr
+    shown = dict(line.split(None, 1) for line in done.stdout.splitlines() if " " in line)
+    assert shown["entry"].strip() == "user:my_py_switch"
+    assert shown["repeats"].strip() == "2" and float(shown["median"]) >= 0
+
+
+@pytest.mark.parametrize("path, body, said", [
+    ("no_such_module_5c1e:factory", None, "--python must be importable in a worker process: "
+     "'no_such_module_5c1e:factory' is not .*; put the module's folder on PYTHONPATH$"),
+    ("wrong_shape_5c1e:factory", "def factory():\n    return 42\n",
+     r"--python 'wrong_shape_5c1e:factory': the factory returned int .* must return a pair "
+     r"\(make, swap\)"),
+    ("no_switch_5c1e:factory", "def factory():\n    return (lambda fn: fn), (lambda c: None)\n",
+     r"--python no_switch_5c1e:factory: the user's Python switch 'user:no_switch_5c1e' "
+     r".* does not switch"),
+], ids=["not-importable", "wrong-shape", "fails-its-check"])
+def test_measure_python_errors_are_one_line_naming_the_option(tmp_path, path, body, said):
+    if body is not None:
+        (tmp_path / f"{path.split(':')[0]}.py").write_text(body)
+    done = _measure_python(path, tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert re.match(f"labkit measure: {said}", done.stderr.strip()), done.stderr
+
+
+def test_measure_python_is_refused_beside_an_entry_or_a_source(capsys):
+    for argv in (["asm", "--python", "my_py_switch:greenlet_switch"],
+                 ["--source", "x.c", "--python", "my_py_switch:greenlet_switch"]):
+        with pytest.raises(SystemExit) as done:
+            cli.main(["measure", *argv])
+        assert done.value.code == 2
+        assert "argument --python: not allowed with argument" in capsys.readouterr().err
+    assert cli.main(["measure", "--python", "my_py_switch.greenlet_switch"]) == 2
+    assert capsys.readouterr().err == ("labkit measure: --python must be an import path "
+                                       "'package.module:factory' (dotted names, one colon); "
+                                       "got 'my_py_switch.greenlet_switch'\n")
 
 
 def test_kernels_json(capsys):

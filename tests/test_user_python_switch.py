@@ -181,3 +181,27 @@ def test_memory_counts_the_contexts_made(examples_on_path):
     small, large = user_pyswitch.memory(entry, 100), user_pyswitch.memory(entry, 1000)
     assert small > 0 and large > 0
     assert 0.5 < small / large < 2
+
+
+def test_measure_takes_the_python_switch_itself(examples_on_path):
+    df = labkit.measure(python="my_py_switch:greenlet_switch", switches=2_000, repeats=2)
+    assert len(df) == 2 and (df.entry == "user:my_py_switch").all()
+    assert (df.counted_switches == 2_000).all() and (df.build == "cpython").all()
+    assert df.source.iloc[0] == str(EXAMPLES / "my_py_switch.py")
+    assert "user:my_py_switch" in systems.USER_PY_SWITCHES  # added, as add_switch adds it
+
+
+def test_measure_refuses_python_beside_another_switch_naming_both(examples_on_path):
+    path = "my_py_switch:greenlet_switch"
+    with pytest.raises(ValueError, match="entry must be left unset .* when python is given"
+                                         ".*entry='asm', python='my_py_switch"):
+        labkit.measure("asm", python=path)
+    with pytest.raises(ValueError, match="source must be left unset .* when python is given"):
+        labkit.measure(source=EXAMPLES / "my_switch.c", python=path)
+    with pytest.raises(ValueError, match="keeps_fp_control must be left unset .* with python"):
+        labkit.measure(python=path, keeps_fp_control=False)
+    with pytest.raises(TypeError, match="measure needs an entry .* or python"):
+        labkit.measure()
+    with pytest.raises(ValueError, match="python must be an import path"):
+        labkit.measure(python="my_py_switch.greenlet_switch")
+    assert not systems.USER_PY_SWITCHES and not systems.USER_SWITCHES

@@ -16,7 +16,8 @@ def _default_timeout(switches: int, runs: int) -> float:
     return 60.0 + runs * switches * 5e-6
 
 
-def measure(entry: str | None = None, *, source=None, keeps_fp_control: bool | None = None,
+def measure(entry: str | None = None, *, source=None, python=None,
+            keeps_fp_control: bool | None = None,
             stack_size: int | None = None, switches: int = 1_000_000,
             repeats: int = 10, warmup: int = 1, cpu: int | None = None,
             prefault: bool | None = None, build: str | None = None, fp_control: str = "as-is",
@@ -24,7 +25,9 @@ def measure(entry: str | None = None, *, source=None, keeps_fp_control: bool | N
     """Time `switches` switches between two contexts with `entry` (a kernel or a peer, as
     labkit.catalogue() names them; or, instead of entry, `source`: a user's own switch, a
     .c, .cpp or .so file defining lk_user_make and lk_user_swap, built, checked and added
-    as labkit.add_switch(source, keeps_fp_control=...) does), `repeats` times after
+    as labkit.add_switch(source, keeps_fp_control=...) does; or `python`: a user's
+    Python-level switch, "package.module:factory", imported, checked and added as
+    labkit.add_switch(python=...) does), `repeats` times after
     `warmup` dropped runs, in a worker process. Returns a DataFrame with one row per repeat:
     ns and cycle-counter ticks per switch with the empty loop's cost subtracted
     (`ns_per_switch`, `ticks_per_switch`; floored at 0, with `below_resolution` True where
@@ -43,20 +46,24 @@ def measure(entry: str | None = None, *, source=None, keeps_fp_control: bool | N
     stack_in_use (copy_stack only; None: 0): bytes each coroutine holds on its stack, beyond
     its frames, when it switches; the `copied_bytes_per_switch` column says what the
     switches really copied."""
-    if source is not None:
+    if source is not None or python is not None:
+        given, switch = ("source", source) if source is not None else ("python", python)
         if entry is not None:
-            raise ValueError(f"entry must be left unset (None) when source is given (the "
-                             f"source is the entry); got entry={entry!r}, source={source!r}")
+            raise ValueError(f"entry must be left unset (None) when {given} is given (the "
+                             f"{given} switch is the entry); got entry={entry!r}, "
+                             f"{given}={switch!r}")
         from labkit.core import user_switch
 
-        entry = user_switch.add_switch(source, keeps_fp_control=keeps_fp_control,
-                                       timeout=timeout)
+        # add_switch refuses source with python, and keeps_fp_control with python.
+        entry = user_switch.add_switch(source, python=python,
+                                       keeps_fp_control=keeps_fp_control, timeout=timeout)
     elif keeps_fp_control is not None:
         raise ValueError("keeps_fp_control must be left unset (None) without source: it "
                          "declares what a user's switch does with the FP control words")
     elif entry is None:
-        raise TypeError("measure needs an entry (a catalogue name) or a source (a user's "
-                        "switch: a .c, .cpp or .so file)")
+        raise TypeError("measure needs an entry (a catalogue name), a source (a user's "
+                        "switch: a .c, .cpp or .so file) or python (a user's Python switch: "
+                        "'package.module:factory')")
     kernel = _entries.check_name(entry)
     size = _entries.check_stack_size(kernel, stack_size)
     in_use = _stack_in_use(kernel, size, stack_in_use)

@@ -62,11 +62,16 @@ def build_parser() -> argparse.ArgumentParser:
                  "with the empty loop subtracted.")
     what = m.add_mutually_exclusive_group(required=True)
     what.add_argument("entry", nargs="?", default=None,
-                      help="a kernel or peer name (see `labkit catalogue`); or give --source")
+                      help="a kernel or peer name (see `labkit catalogue`); or give "
+                           "--source or --python")
     what.add_argument("--source", default=None, metavar="FILE",
                       help="your own switch instead of an entry: a .c, .cpp or .so file "
                            "defining lk_user_make and lk_user_swap, built with the lab's flags "
                            "and checked first (docs/your_switch.md)")
+    what.add_argument("--python", default=None, metavar="MODULE:FACTORY",
+                      help="your own Python-level switch instead of an entry: a factory "
+                           "returning (make, swap), imported from PYTHONPATH and checked "
+                           "first (docs/your_switch.md)")
     m.add_argument("--keeps-fp-control", default=None, choices=["yes", "no"],
                    help="with --source: whether your lk_user_swap keeps MXCSR and the x87 "
                         "control word per context (checked; default: only reported)")
@@ -452,10 +457,16 @@ def _run(args, parser) -> int:
         import labkit
 
         keeps = None if args.keeps_fp_control is None else args.keeps_fp_control == "yes"
-        df = labkit.measure(args.entry, source=args.source, keeps_fp_control=keeps,
-                            switches=args.switches, repeats=args.repeats,
-                            stack_size=args.stack_size, cpu=args.cpu, build=args.build,
-                            fp_control=args.fp_control, stack_in_use=args.stack_in_use)
+        try:
+            df = labkit.measure(args.entry, source=args.source, python=args.python,
+                                keeps_fp_control=keeps, switches=args.switches,
+                                repeats=args.repeats, stack_size=args.stack_size, cpu=args.cpu,
+                                build=args.build, fp_control=args.fp_control,
+                                stack_in_use=args.stack_in_use)
+        except (ValueError, TypeError) as exc:
+            if args.python is None or not _about_python(exc):
+                raise
+            raise ValueError(_python_problem(exc, args.python)) from exc
 
         def text():
             s = labkit.summarize(df)
@@ -528,6 +539,25 @@ def _run(args, parser) -> int:
     elif args.command == "room":
         return _room(args)
     return 0
+
+
+def _about_python(exc: Exception) -> bool:
+    """An error of labkit.measure about its `python` switch: the ones naming the parameter
+    first, and a switch that failed its check."""
+    from labkit.errors import UserSwitchError
+
+    return isinstance(exc, UserSwitchError) or str(exc).startswith("python ")
+
+
+def _python_problem(exc: Exception, given: str) -> str:
+    """The error's first line, naming the option rather than the parameter; for a module
+    the worker could not import, where the command line looks for it."""
+    said = (str(exc).strip().splitlines() or [""])[0]
+    if not said.startswith("python "):
+        return f"--python {given}: {said}"
+    if said.startswith("python must be importable"):
+        said += "; put the module's folder on PYTHONPATH"
+    return "--" + said
 
 
 def _report(quick: bool) -> int:
