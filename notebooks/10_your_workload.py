@@ -58,13 +58,15 @@ print(plots.machine_caption(info), f"\nload average (1 min): {os.getloadavg()[0]
 # %% [markdown]
 # ## The grid
 #
-# Each point: the step measured on the spot (one worker per way of laying out contexts:
-# stacks, heap frames, a copy stack), then every design in `processes` fresh processes,
-# `samples` timed samples each. Each row: the prediction with the advisor's interval
-# (noise of its measured terms only), the same widened by a model error estimated by
-# leave-one-design-out cross-validation (the 95th percentile of |log(measured /
-# predicted)| at the *other* designs' points of the same W), the measurement with its 95%
-# interval over processes, and the memory (resident + page tables) of N coroutines.
+# Each point: the step measured on the spot (one worker before the point's processes and
+# one after, for each design with its own layout of contexts), then every design in
+# `processes` fresh processes, `samples` timed samples each. Each row: the model's
+# prediction with its own interval (the noise of its measured terms only); the prediction
+# interval (the step's spread between processes, pooled over the grid, and the switch
+# with the model's error: its residuals at the *other* designs' points where switching is
+# at least a quarter of the predicted request, leave one design out); the measurement
+# with its 95% interval over processes; and the memory (resident + page tables) of N
+# coroutines.
 
 # %%
 g = grid.run_grid(quick=quick, processes=processes, samples=samples, ev=ev, progress=print)
@@ -80,12 +82,11 @@ yw.error_figure(g, info);
 
 # %% [markdown]
 # How to read it. `coverage` is the share of points whose measurement lies inside the
-# advisor's own interval, `coverage_cv` inside the cross-validated one; the half-widths
-# are fractions of the prediction. The advisor's own interval covers only the noise of the
-# measurements it stands on, a fraction of a percent, so it rarely holds a measurement that
-# moves by several percent from one set of processes to the next; the cross-validated
-# interval holds most, at a width no one can choose by where W is small. Where the points
-# miss, and why, is in `docs/advisor_calibration.md`.
+# prediction interval and `median_half_width` its width as a fraction of the prediction;
+# `model_coverage` is the same for the model's own interval, which knows nothing of the
+# model's error and holds few measurements. `labkit advise` gives the prediction interval
+# too: it reads this machine's `data/advisor_calibration.csv` for the model's error. Where
+# the points miss, and why, is in `docs/advisor_calibration.md`.
 
 # %% [markdown]
 # ## Three workloads

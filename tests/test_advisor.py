@@ -23,8 +23,9 @@ def _machine():
 
 def _simulated(rng, *, c=3.0, extra=40.0, proc_sd=0.3, rep_sd=0.4, processes=16, repeats=9):
     """Frames whose truth is known: asm switches in c ns (per-process offsets and repeat
-    noise around it), a ring whose 1024 contexts add `extra` ns over two, and stack memory
-    of one page untouched, the whole stack touched."""
+    noise around it), a ring whose 1024 contexts add `extra` ns over two (64 a quarter of
+    that), touching a frame of one of 100,000 contexts `extra` ns more than of one of 1024,
+    and stack memory of one page untouched, the whole stack touched."""
     rows = []
     for w in range(processes):
         mu = c + rng.normal(0, proc_sd)
@@ -41,8 +42,14 @@ def _simulated(rng, *, c=3.0, extra=40.0, proc_sd=0.3, rep_sd=0.4, processes=16,
     mem = [{"part": "stackful", "kind": "stackful", "stack_size": 65536,
             "touched": t, "bytes_per_object": b, "pte_bytes_per_object": 128.0}
            for t, b in ((False, PAGE + 16.0), (True, 65536 + 16.0))]
-    return {"04_latency_ladder_verdict_runs": pd.DataFrame(rows),
-            "01_stack_size": pd.DataFrame(ring), "07b_coroutine_memory": pd.DataFrame(mem)}
+    frames = {"04_latency_ladder_verdict_runs": pd.DataFrame(rows),
+              "01_stack_size": pd.DataFrame(ring), "07b_coroutine_memory": pd.DataFrame(mem)}
+    # beyond the ring's 1024 contexts, touching a frame of one of 100,000 grows by `extra`
+    # (work-only steps: 1 ns bare, 2 ns with a warm line)
+    steps = {(1024, 0): 1.0, (1024, 64): 2.0, (100_000, 0): 1.5, (100_000, 64): 2.5 + extra}
+    frames["cold resume asm 100000 64 65536 1024"] = {
+        p: pd.Series(v + rng.normal(0, rep_sd, repeats)) for p, v in steps.items()}
+    return frames
 
 
 def _ev(frames, seed=0):
@@ -53,8 +60,8 @@ def test_prediction_is_the_formula_on_known_truth():
     ev = _ev(_simulated(np.random.default_rng(1), proc_sd=0.0, rep_sd=1e-9))
     w = model.workload("1us", 3, 1024, "10000", stack_size="64KiB")
     value, low, high = model.predict("asm", w, ev)
-    # s * (W + 2 * (c + ring term * lines / 2)): the ring's every switch resumes a cold
-    # context, a scheduler's one in two; asm's frame is one line
+    # s * (W + 2 * (c + ring term / 2)): of a suspension's two switches one resumes a
+    # cold coroutine, the other the warm scheduler; asm's frame is one line
     truth = 3 * (1000 + 2 * (3.0 + 40.0 / 2))
     assert value == pytest.approx(truth, rel=1e-6)
     assert low <= value <= high
@@ -65,13 +72,23 @@ def test_prediction_is_the_formula_on_known_truth():
     assert mem["total"] == pytest.approx(1024 * (mem["resident"] + 128.0))
 
 
-def test_cycles_use_the_tsc_rate_and_ring_interpolates_in_log_n():
+def test_cycles_use_the_tsc_rate_and_the_ring_interpolates_in_log_n():
     ev = _ev(_simulated(np.random.default_rng(2), proc_sd=0.0, rep_sd=1e-9))
     w = model.workload("100cycles", 1, 256, 0, stack_size="64KiB")
     value, _, _ = model.predict("asm", w, ev)
     # 256 is halfway between 64 and 1024 in log2: the ring term is the mean of 10 and 40,
-    # halved under a scheduler.
+    # one cold resumption in a suspension's two switches
     assert value == pytest.approx(100 / 2.0 + 2 * (3.0 + 25.0 / 2), rel=1e-6)
+
+
+def test_beyond_the_ring_the_growth_of_touching_a_frame_is_added():
+    ev = _ev(_simulated(np.random.default_rng(8), proc_sd=0.0, rep_sd=1e-9))
+    term, note = model.cold_resume(ev, "asm", 100_000, 65536)
+    assert term.value == pytest.approx(40.0 + 40.0, rel=1e-6)
+    assert "beyond the ring's 1024 contexts" in note
+    # another machine's data: 50,000 takes the nearest measured, 100,000
+    assert model.cold_resume(ev, "asm", 50_000, 65536)[0].value == pytest.approx(80.0, rel=1e-6)
+    assert model.cold_resume(ev, "asm", 2, 65536)[0].value == 0.0
 
 
 def test_intervals_cover_the_truth_at_about_their_rate():
@@ -87,29 +104,76 @@ def test_intervals_cover_the_truth_at_about_their_rate():
     assert 0.85 <= rate <= 1.0, rate
 
 
-def test_ring_with_spread_tops_is_preferred_and_scaled_by_the_frame_lines():
+def test_ring_with_spread_tops_is_preferred_and_lines_read_on_resume():
     frames = _simulated(np.random.default_rng(3), proc_sd=0.0, rep_sd=1e-9)
     ring = frames["01_stack_size"]
     spread = ring.assign(colour_step=64, ns_per_switch=3.0 + (ring.ns_per_switch - 3.0) / 4)
     frames["01_stack_size"] = pd.concat([ring, spread], ignore_index=True)
     ev = _ev(frames)
-    w = model.workload("0ns", 1, 1024, 0, stack_size="64KiB")
     assert model.ring_extra(ev, 1024, 65536)[0].value == pytest.approx(10.0, rel=1e-6)
-    assert model.predict("asm", w, ev)[0] == pytest.approx(2 * (3.0 + 10.0 / 2), rel=1e-6)
     from labkit.core import entries
 
     assert model.context_lines("asm") == 1
     assert model.context_lines("ucontext") == math.ceil(entries.frame_bytes("ucontext") / 64) > 1
+    assert model.resume_bytes("ucontext") == 64 * model.context_lines("ucontext")
+    assert model.resume_bytes("cxx20_generator") == model.LINE
+    assert model.layout_design("boost_fcontext") == "boost_fcontext"
 
 
 def test_cold_touch_without_measuring_takes_the_nearest_measured_and_scales_by_bytes():
     ev = _ev({})
-    ev.frames["cold touch 10000 1024"] = {2: pd.Series([10.0] * 5), 10000: pd.Series([50.0] * 5)}
+    ev.frames["cold touch 10000 1024"] = {(2, 1024): pd.Series([10.0] * 5),
+                                          (10000, 1024): pd.Series([50.0] * 5)}
     assert model.cold_touch(ev, 10000, 1024).value == pytest.approx(40.0)
     assert model.cold_touch(ev, 20000, 4096).value == pytest.approx(160.0)
     assert model.cold_touch(ev, 64, 0).value == 0.0
     with pytest.raises(LookupError):
         model.cold_touch(_ev({}), 100, 64)
+
+
+def _grid(rng, points=90, sd=0.2):
+    """A calibration grid whose truth is known: each measurement is the model's prediction
+    times exp(N(0, sd)) where switching is a third of the request or more, exactly it
+    below."""
+    rows = []
+    for i in range(points):
+        share = 10 ** rng.uniform(-4, 0)
+        model_ns = 100.0 * (1 + i % 7)
+        e = rng.normal(0, sd) if share >= 1 / 3 else 0.0
+        rows.append({"design": f"D{i % 3}", "model_ns": model_ns, "model_share": share,
+                     "measured_ns": model_ns * math.exp(e)})
+    return pd.DataFrame(rows)
+
+
+def test_request_residuals_come_from_the_nearest_shares_and_leave_a_point_out():
+    g = _grid(np.random.default_rng(4))
+    r = model.request_residuals(g, 0.5)
+    assert len(r) == model.ERROR_NEIGHBOURS
+    near = g.iloc[np.argsort(np.abs(np.log(g.model_share) - math.log(0.5)))[:len(r)]]
+    assert np.allclose(np.sort(r), np.sort(np.log(near.measured_ns / near.model_ns)))
+    # where switching weighs little the model was exact: its neighbours say so
+    assert np.allclose(model.request_residuals(g, 1e-4), 0.0)
+    first = near.index[0]
+    assert first not in g.drop(index=first).index
+    left = model.request_residuals(g, 0.5, leave_out=first)
+    assert len(left) == len(r) and not np.allclose(np.sort(left), np.sort(r))
+    assert len(model.request_residuals(None, 0.5)) == 0
+
+
+def test_the_advisors_interval_carries_the_calibration_grids_error():
+    rng = np.random.default_rng(5)
+    frames = _simulated(rng, proc_sd=0.0, rep_sd=1e-9)
+    w = model.workload("0ns", 1, 1024, 0, stack_size="64KiB")
+    bare = model.predict_full("asm", w, _ev(frames))
+    assert any("without the model's error" in n for n in bare["notes"])
+    frames[model.CALIBRATION] = _grid(rng, points=400, sd=0.3)
+    full = model.predict_full("asm", w, _ev(frames))
+    assert any(f"model's error at {model.ERROR_NEIGHBOURS} points" in n for n in full["notes"])
+    b, f = bare["ns_per_request"], full["ns_per_request"]
+    # the switch is the whole request here: exp(±1.96 * 0.3) around the same centre
+    assert f["high"] / f["value"] == pytest.approx(math.exp(1.96 * 0.3), rel=0.25)
+    assert f["value"] == pytest.approx(b["value"], rel=0.15)
+    assert (b["high"] - b["low"]) < 0.1 * (f["high"] - f["low"])
 
 
 @pytest.mark.parametrize("kwargs, name", [
@@ -143,12 +207,17 @@ def test_parsers():
     assert model.parse_size("s", "64KB") == 65536 and model.parse_size("s", 7) == 7
 
 
+def _files(frames) -> dict:
+    """The frames a data/ folder or a bundle holds (not the measured-now ones)."""
+    return {k: v for k, v in frames.items() if isinstance(v, pd.DataFrame)}
+
+
 def _write_data(tmp_path, machine_id):
     """A results folder whose data/ holds simulated ladder, ring and memory rows."""
     data = tmp_path / "data"
     data.mkdir(parents=True)
     frames = _simulated(np.random.default_rng(5))
-    for name, df in frames.items():
+    for name, df in _files(frames).items():
         df.assign(machine_id=machine_id).to_csv(data / f"{name}.csv", index=False)
     return data
 
@@ -166,7 +235,8 @@ def test_rows_of_another_machine_are_not_used(tmp_path):
 def test_a_bundle_of_another_machine_is_used(tmp_path):
     pytest.importorskip("pyarrow")
     frames = _simulated(np.random.default_rng(6))
-    parts = [df.assign(notebook=name, machine_id="elsewhere") for name, df in frames.items()]
+    parts = [df.assign(notebook=name, machine_id="elsewhere")
+             for name, df in _files(frames).items()]
     b = tmp_path / "other.labkit"
     b.mkdir()
     pd.concat(parts, ignore_index=True).to_parquet(b / "measurements.parquet", index=False)

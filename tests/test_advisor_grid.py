@@ -1,5 +1,7 @@
 """The calibration grid (labkit.lab.advising.grid): the quick grid's rows, and its scores
-and cross-validated intervals on synthetic grids of known truth."""
+and prediction intervals on synthetic grids of known truth."""
+
+import math
 
 import numpy as np
 import pandas as pd
@@ -74,19 +76,36 @@ def test_scores_on_a_grid_of_known_truth():
     assert exact.targets_met.all() and (exact.coverage == 1).all()
 
 
-def test_cross_validated_interval_comes_from_the_other_designs_only():
-    base = grid.finish(_synthetic([0.0, 0.05, -0.05, 0.2, -0.3], [0.01, 0.02, 0.5, -0.04, 0.08]))
-    moved = grid.finish(_synthetic([0.0, 0.05, -0.05, 0.9, -0.6], [0.01, 0.02, 0.5, -0.04, 0.08]))
-    a0, a1 = base[base.design == "A"], moved[moved.design == "A"]
-    b0, b1 = base[base.design == "B"], moved[moved.design == "B"]
-    # A's own misses do not widen A's interval; they widen B's
-    assert np.allclose(a0.model_error, a1.model_error)
-    assert (b1.model_error.to_numpy() > b0.model_error.to_numpy()).all()
-    logr = np.log(1 / (1 + np.array([0.01, 0.02, 0.5, -0.04, 0.08])))
-    assert a0.model_error.iloc[0] == pytest.approx(np.quantile(np.abs(logr), grid.COVERAGE))
-    assert np.allclose(a0.cv_low, a0.predicted_low * np.exp(-a0.model_error))
-    inside = (base.cv_low <= base.measured_ns) & (base.measured_ns <= base.cv_high)
-    assert (base.covered_cv == inside).all()
+def _known(rng, points=200, sd=0.15):
+    """Model predictions (with a 1% interval of their own) and measurements that differ from
+    them by exp(N(0, sd)) where switching is half the request or more, by exp(N(0, sd/5))
+    below."""
+    share = 10 ** rng.uniform(-3, 0, points)
+    model_ns = 100.0 * (1 + np.arange(points) % 9)
+    e = rng.normal(0, np.where(share >= 0.5, sd, sd / 5))
+    return pd.DataFrame({"design": [f"D{i % 4}" for i in range(points)], "model_ns": model_ns,
+                         "model_low": model_ns * 0.99, "model_high": model_ns * 1.01,
+                         "model_share": share, "measured_ns": model_ns * np.exp(e),
+                         "predicted_bytes": 1.0, "measured_bytes": 1.0})
+
+
+def test_prediction_interval_covers_a_grid_of_known_error_and_leaves_the_point_out():
+    rng = np.random.default_rng(11)
+    g = grid.finish(_known(rng))
+    assert 0.88 <= g.covered.mean() <= 1.0, g.covered.mean()
+    half = (g.predicted_high - g.predicted_low) / 2 / g.predicted_ns
+    wide = g.model_share >= 0.5
+    # the interval follows the error where the switch weighs as much
+    assert half[wide].median() > 2 * half[~wide].median()
+    assert half[wide].median() == pytest.approx(math.sinh(1.96 * 0.15), rel=0.35)
+    # a point's own measurement never widens its own interval
+    k = int(np.flatnonzero(wide.to_numpy())[0])
+    moved = _known(np.random.default_rng(11))
+    moved.loc[k, "measured_ns"] *= 50
+    m = grid.finish(moved)
+    assert m.predicted_low.iloc[k] == pytest.approx(g.predicted_low.iloc[k])
+    assert m.predicted_high.iloc[k] == pytest.approx(g.predicted_high.iloc[k])
+    assert not m.covered.iloc[k]
 
 
 def test_scores_refuse_a_frame_without_the_grid_columns():

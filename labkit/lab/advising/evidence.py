@@ -18,6 +18,7 @@ FILES = (
     "04_latency_ladder_verdict_runs", "05_kernel_switches", "05_kernel_switches_verdict_runs",
     "06_fp_state_and_return", "06_fp_state_and_return_verdict_runs",
     "06_fp_state_and_return_xstate", "07b_coroutine_memory", "07b_coroutine_memory_copy_stack",
+    "08_switch_frequency", "advisor_calibration",
 )
 DRAWS = 2000  # resamples per term: enough for stable 2.5/97.5 percentiles
 

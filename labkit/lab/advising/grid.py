@@ -1,19 +1,20 @@
 """The calibration grid: the advisor's prediction beside the workload experiment's
 measurement (labkit.experiments.workload) at every point of W x N x u, for several designs.
 
-The advisor predicts from the other notebooks' data (evidence.FILES, this machine's rows);
-nothing the grid measures enters its evidence. One input is measured on the spot at each
-point, in a worker of its own and never in the grid's processes (before them and after,
-the smaller standing): the step, what a coroutine's work between two switches costs when
-called without switching (W of busy loop and u bytes of its context touched, N contexts
-round robin), which is what a user profiles as "my work between switches". Its cache cost (N contexts x u bytes) is the user's, not the
-switch's, and a two-context ping-pong cannot see it. It is taken once per way the designs
-lay their contexts out (STEP_DESIGN).
+The model predicts from the other notebooks' data (evidence.FILES, this machine's rows);
+nothing the grid measures enters its terms. One input is measured on the spot at each
+point, in workers of its own and never in the grid's processes (one before them, one
+after): the step, what a coroutine's work between two switches costs when called without
+switching (W of busy loop and u bytes of its context touched, N contexts round robin), which
+is what a user profiles as "my work between switches". Its cache cost (N contexts x u
+bytes) is the user's, not the switch's. It is taken for each design with its own layout of
+contexts (model.layout_design).
 
-Two intervals per point: the advisor's own (measurement noise of its terms only) and the
-same widened by a model-error term estimated by leave-one-design-out cross-validation
-(the spread of log(measured / predicted) at the other designs' points of the grid, never
-the design's own)."""
+The prediction's interval is a prediction interval for the measurement: the model's own
+(its terms' measurement noise only, kept as model_low and model_high) widened by the
+model's error where the switch weighs as much, log(measured / model) at the grid's *other*
+points of the nearest predicted share of switching (model.request_residuals, leave one
+point out)."""
 from __future__ import annotations
 
 import math
@@ -30,18 +31,15 @@ QUICK = {"designs": ("asm_fpu", "cxx20_generator"), "work": ("0ns", "20us"),
          "alive": (64,), "in_use": (0, 1024)}
 STACK_SIZE = 64 << 10   # the stackful designs' stack in the experiment and the prediction
 SUSPENSIONS = 1         # per request
-# Who measures the step for each layout of contexts (model.family): stacks in one mapping
-# of 64 KiB slots, heap frames, copied-out stacks run on one shared stack.
-STEP_DESIGN = {"stack": "asm_fpu", "frame": "cxx20_generator", "copy": "copy_stack"}
-COVERAGE = 0.95         # of both intervals
-MIN_OTHERS = 5          # points of the other designs at one W for their own error quantile
+COVERAGE = 0.95         # of the prediction interval
 TARGETS = {"coverage": 0.90, "time_error": 0.10, "memory_error": 0.05, "half_width": 0.20}
 
-COLUMNS = ("design", "work", "work_ns", "alive", "stack_in_use", "step_ns", "step_design",
-           "predicted_ns", "predicted_low", "predicted_high", "measured_ns", "measured_low",
-           "measured_high", "processes", "error", "covered", "model_error", "cv_low",
-           "cv_high", "covered_cv", "predicted_switch_ns", "measured_switch_ns",
-           "measured_switch_low", "measured_switch_high",
+COLUMNS = ("design", "work", "work_ns", "alive", "stack_in_use", "step_ns", "step_first_ns",
+           "step_second_ns", "step_design", "predicted_ns", "predicted_low", "predicted_high",
+           "measured_ns", "measured_low", "measured_high", "processes", "error", "covered",
+           "model_ns", "model_low", "model_high", "model_share", "model_error",
+           "predicted_switch_ns", "predicted_switch_low", "predicted_switch_high",
+           "measured_switch_ns", "measured_switch_low", "measured_switch_high",
            "predicted_bytes", "measured_bytes", "memory_error", "seconds")
 
 
@@ -82,31 +80,27 @@ def point(designs, work: str, alive: int, in_use: int, *, processes: int = 3,
     w_ns = _workload_ns(kw, ghz)
     requests = wl.requests_for(w_ns, SUSPENSIONS)
     began = time.perf_counter()
-    reps = []
-    for d in designs:
-        rep = STEP_DESIGN.get(model.family(d))
-        if rep is None:
-            raise ValueError(f"design {d!r} has no step design (a {model.family(d)} design)")
-        reps.append(rep)
-    reps = list(dict.fromkeys(reps))
-    # The step is timed once before the grid's processes and once after; the smaller
-    # stands: a busy loop's time only grows when something else takes its CPU.
+    reps = list(dict.fromkeys(model.layout_design(d) for d in designs))
+    # The step is timed in a worker before the grid's processes and in another after: two
+    # processes, whose spread over the grid sizes the step's part of the interval.
     before = {r: step_cost(r, kw, alive, in_use, requests) for r in reps}
     runs = wl.measure_point(list(designs), processes=processes, repeats=1, samples=samples,
                             seed=seed, alive=alive, stack_in_use=in_use,
                             switches_per_request=SUSPENSIONS, requests=requests, **kw)
-    steps = {r: min(before[r], step_cost(r, kw, alive, in_use, requests)) for r in reps}
+    after = {r: step_cost(r, kw, alive, in_use, requests) for r in reps}
     seconds = time.perf_counter() - began
     summ = wl.summary(runs).set_index("design")
     rows = []
     for d in designs:
-        rep = STEP_DESIGN[model.family(d)]
+        rep = model.layout_design(d)
         m = summ.loc[d]
         meas_bytes = (m.rss_bytes_per_coroutine + m.page_table_bytes_per_coroutine) * alive
+        # a busy loop's time only grows when something else takes its CPU
+        step = min(before[rep], after[rep])
         rows.append({
             "design": d, "work": work, "work_ns": w_ns, "alive": alive, "stack_in_use": in_use,
-            "step_ns": steps[rep], "step_design": rep, **prediction(d, steps[rep], alive,
-                                                                     in_use, ev),
+            "step_ns": step, "step_first_ns": before[rep], "step_second_ns": after[rep],
+            "step_design": rep, **prediction(d, step, alive, in_use, ev),
             "measured_ns": m.ns_per_request, "measured_low": m.ns_per_request_low,
             "measured_high": m.ns_per_request_high, "processes": int(m.processes),
             "measured_switch_ns": m.ns_per_switch, "measured_switch_low": m.ns_per_switch_low,
@@ -116,19 +110,20 @@ def point(designs, work: str, alive: int, in_use: int, *, processes: int = 3,
 
 
 def prediction(design: str, step_ns: float, alive: int, in_use: int, ev=None) -> dict:
-    """The advisor's prediction for one grid point: the step as the work between switches,
-    the experiment's 64 KiB stacks for a design with stacks."""
+    """The model's prediction for one grid point, without the model's error: the step as
+    the work between switches, the experiment's 64 KiB stacks for a design with stacks."""
     from labkit.lab.advising import evidence, model
 
     ev = ev or evidence.load()
     size = STACK_SIZE if model.family(design) == "stack" else None
     w = model.workload(work=float(step_ns), suspensions=SUSPENSIONS, alive=int(alive),
                        stack_in_use=int(in_use), stack_size=size)
-    p = model.predict_full(design, w, ev)
-    return {"predicted_ns": p["ns_per_request"]["value"],
-            "predicted_low": p["ns_per_request"]["low"],
-            "predicted_high": p["ns_per_request"]["high"],
+    p = model.predict_full(design, w, ev, model_error=False)
+    return {"model_ns": p["ns_per_request"]["value"], "model_low": p["ns_per_request"]["low"],
+            "model_high": p["ns_per_request"]["high"], "model_share": p["switch_share"]["value"],
             "predicted_switch_ns": p["ns_per_switch"]["value"],
+            "predicted_switch_low": p["ns_per_switch"]["low"],
+            "predicted_switch_high": p["ns_per_switch"]["high"],
             "predicted_bytes": p["memory"]["total"]}
 
 
@@ -169,38 +164,37 @@ def run_grid(*, quick: bool = False, designs=None, work=None, alive=None, in_use
     return finish(pd.DataFrame(rows))
 
 
-def finish(grid):
-    """Add error, covered and the cross-validated model-error interval to a grid of
-    predictions and measurements (columns design, predicted_*, measured_*)."""
+def finish(grid, seed: int = 0):
+    """Add the prediction interval (predicted_*), error and covered to a grid of model
+    predictions (model_*, model_share) and measurements (measured_*)."""
     import numpy as np
 
+    from labkit.lab.advising import evidence, model
+
     g = grid.copy()
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal(evidence.DRAWS)
+    pred, low, high = (np.full(len(g), math.nan) for _ in range(3))
+    for i, label in enumerate(g.index):
+        r = g.iloc[i]
+        res = model.request_residuals(g, r.model_share, leave_out=label)
+        # the model's own interval as a log-normal spread, then the model's error
+        sd = math.log(r.model_high / r.model_low) / (2 * 1.96) if r.model_low > 0 else 0.0
+        t = model.with_error(r.model_ns * np.exp(sd * z), res, rng)
+        pred[i], low[i], high[i] = np.percentile(
+            t, [50, 100 * (1 - COVERAGE) / 2, 100 * (1 + COVERAGE) / 2])
+    g["predicted_ns"], g["predicted_low"], g["predicted_high"] = pred, low, high
     g["error"] = g.predicted_ns / g.measured_ns - 1
+    g["model_error"] = g.model_ns / g.measured_ns - 1
     g["covered"] = (g.predicted_low <= g.measured_ns) & (g.measured_ns <= g.predicted_high)
     g["memory_error"] = g.predicted_bytes / g.measured_bytes - 1
-    logr = np.log(g.measured_ns / g.predicted_ns)
-    q = np.full(len(g), math.nan)
-    for d in g.design.unique():
-        for wk in g.work_ns.unique():
-            # The half-width of the log ratio at the other designs' points of the same W:
-            # a prediction of this design misses by as much as the others' did there.
-            others = logr[(g.design != d) & (g.work_ns == wk) & np.isfinite(logr)]
-            if len(others) < MIN_OTHERS:
-                others = logr[(g.design != d) & np.isfinite(logr)]
-            if len(others) >= 2:
-                at = ((g.design == d) & (g.work_ns == wk)).to_numpy()
-                q[at] = float(np.quantile(np.abs(others), COVERAGE))
-    g["model_error"] = q
-    g["cv_low"] = g.predicted_low * np.exp(-q)
-    g["cv_high"] = g.predicted_high * np.exp(q)
-    g["covered_cv"] = (g.cv_low <= g.measured_ns) & (g.measured_ns <= g.cv_high)
     return g[[c for c in COLUMNS if c in g] + [c for c in g if c not in COLUMNS]]
 
 
 def scores(grid):
-    """Per design and overall: points, coverage of both intervals, median |error| of time
-    and memory, median half-width of both intervals (a fraction of the prediction), and
-    whether each target of docs/advisor_calibration.md is met (on the advisor's own interval)."""
+    """Per design and overall: points, coverage, median |error| of time and memory, median
+    half-width (a fraction of the prediction), the model's own coverage and error, and
+    whether each target of docs/advisor_calibration.md is met."""
     import numpy as np
     import pandas as pd
 
@@ -208,7 +202,11 @@ def scores(grid):
             "predicted_bytes", "measured_bytes"}
     if missing := need - set(grid.columns):
         raise ValueError(f"grid lacks the columns {sorted(missing)}")
-    g = grid if "covered" in grid else finish(grid)
+    g = grid
+    if "covered" not in g:
+        g = g.assign(error=g.predicted_ns / g.measured_ns - 1,
+                     covered=(g.predicted_low <= g.measured_ns) & (g.measured_ns <= g.predicted_high),
+                     memory_error=g.predicted_bytes / g.measured_bytes - 1)
 
     def one(x) -> dict:
         half = (x.predicted_high - x.predicted_low) / 2 / x.predicted_ns
@@ -216,10 +214,10 @@ def scores(grid):
                "median_time_error": float(np.median(np.abs(x.error))),
                "median_memory_error": float(np.nanmedian(np.abs(x.memory_error))),
                "median_half_width": float(np.median(half))}
-        if "cv_low" in x:
-            out["coverage_cv"] = float(x.covered_cv.mean())
-            out["median_half_width_cv"] = float(np.median(
-                (x.cv_high - x.cv_low) / 2 / x.predicted_ns))
+        if "model_ns" in x:
+            out["model_coverage"] = float(((x.model_low <= x.measured_ns)
+                                           & (x.measured_ns <= x.model_high)).mean())
+            out["median_model_error"] = float(np.median(np.abs(x.model_error)))
         return out
 
     rows = [{"design": d, **one(x)} for d, x in g.groupby("design", sort=False)]

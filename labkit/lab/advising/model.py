@@ -8,28 +8,32 @@ s is the suspensions per request; a suspension is a switch out and a switch back
 switches (the 2 above). W is the work between suspensions. c_switch is
 
     the ladder's ping-pong cost of the design (notebook 04; threads: notebook 05's hand-off)
-  + the many-contexts term: ring(N, S) - ring(2, S) of notebook 01's ring of N contexts on
-    stacks of size S (stackful designs with a stack each; interpolated in log N, held flat
-    beyond the largest ring measured), from the ring whose stack tops are spread over the
-    cache's sets (colour_step > 0) where it was measured, as separately mapped, guard-paged
-    stacks are (a stack and its guard page are not a power of two apart); the ring's
-    asm_fpu loads one line of its cold context per switch, a design loads its whole saved
-    frame (the kernel table's frame_bytes), so the term is scaled by the frame's lines; the
-    ring is symmetric (every switch resumes a cold context), a suspension under a scheduler
-    resumes one cold context in two switches, so the term is halved
+    less what of it hides in the shadow of W (overlap: notebook 08's switch cost with work
+    between switches against without; not for threads)
+  + the cold resumption of one of N contexts, once per suspension (of its two switches one
+    resumes the coroutine, the other the warm scheduler), cold_resume:
+      stacks: notebook 01's ring of N contexts on stacks of size S (every switch of it
+      resumes a cold context; the ring with spread stack tops where measured, as separately
+      mapped, guard-paged stacks are), scaled by the design's saved frame's cache lines (the
+      ring's asm_fpu reads one), and beyond the most contexts the ring measured, the growth
+      of touching a frame of each context in the design's own layout, measured now with the
+      workload experiment's steps without switching;
+      heap frames: that growth from 2 contexts;
+      threads: the ring;
   + for the copy stack, its sweep by bytes in use (notebook 04) instead of the ladder figure,
     and with many coroutines the cold copy-in: a resumption reads the u saved bytes back
-    from a buffer last touched N resumptions ago (the copy-out then writes them into the
-    same, now warm, buffer), priced by cold_touch (measured now: the workload experiment's
-    stackless steps, no switching, over N contexts against 2)
+    from a buffer last touched N resumptions ago, priced by cold_touch (measured now: the
+    workload experiment's stackless steps, no switching, over N contexts against 2)
   + fp="control": the design's cost with differing FP control words minus with equal ones
     (notebook 06); fp="vector": the xsave of dirty against clean state (06's xstate) for the
     designs that save the whole state (asm_fxsave, asm_xsave, threads). A design that
     follows the ABI keeps no vector register across a call: the compiler spills the live
     ones around the switch, and that spill is part of W.
 
-Terms are independent resampled draws (evidence.draws); their sums give the interval
-(2.5 and 97.5 percentiles). Memory comes from notebook 07b.
+Terms are independent resampled draws (evidence.draws); their sums give the model's own
+interval. The advisor's interval adds the model's error, log(measured / model) at this
+machine's calibration grid points of the nearest share of switching (request_residuals),
+and gives its 2.5 and 97.5 percentiles. Memory comes from notebook 07b.
 """
 from __future__ import annotations
 
@@ -351,41 +355,162 @@ def context_lines(design: str) -> int:
 
 
 RING_KERNEL = "asm_fpu"  # the kernel notebook 01's ring runs
+# Whose work-only steps stand for a design the workload experiment does not run, by the
+# way it lays contexts out: stacks in one mapping of slots, heap frames, copied-out stacks
+# run on one shared stack.
+LAYOUT_DESIGN = {"stack": "asm_fpu", "frame": "cxx20_generator", "copy": "copy_stack"}
+
+
+def layout_design(design: str) -> str:
+    """The design whose work-only steps (the workload experiment's steps without switching)
+    lay contexts out as `design` does: itself where the experiment runs it."""
+    from labkit.experiments import workload
+
+    if design in workload.designs():
+        return design
+    fam = family(design)
+    if fam not in LAYOUT_DESIGN:
+        raise ValueError(f"design {design!r} has no layout of contexts the workload "
+                         f"experiment runs (a {fam} design)")
+    return LAYOUT_DESIGN[fam]
+
+
+def _work_only(ev, key: str, design: str, points, size, what: str) -> dict:
+    """{(contexts, bytes): Series of ns per step} of the workload experiment's work-only
+    loop of `design` (its steps called in place, no switching) at each point, measured now
+    once per key (this machine only)."""
+    if key not in ev.frames:
+        if not ev.local:
+            raise LookupError(f"no measurement of {what} in {ev.source}")
+        from labkit.experiments import workload
+
+        ev.announce(what, "the lab's data has no step over many contexts")
+        ev.frames[key] = {
+            (c, u): workload.run_workload(
+                design, work_ns=0, alive=c, stack_in_use=u, switches_per_request=1,
+                requests=workload.requests_for(0, 1), stack_size=size,
+                repeats=3 if ev.quick else 7).work_only_ns_per_request
+            for c, u in points}
+    return ev.frames[key]
+
+
+def _nearest(ev, prefix: str, n: int, u: int) -> tuple[str, float, str]:
+    """Without measuring: the key of the nearest (n, u) measured under `prefix`, the scale
+    by bytes, and a note."""
+    have = [(k, *map(int, k[len(prefix):].split()[:2])) for k in ev.frames
+            if k.startswith(prefix)]
+    if not have:
+        raise LookupError(f"no {prefix.strip()} measurement of {n} contexts in {ev.source}")
+    key, hn, hu = min(have, key=lambda p: abs(math.log(p[1] / n))
+                      + abs(math.log(max(p[2], 1) / max(u, 1))))
+    return key, (u / hu if hu else 1.0), f"from {hn} contexts and {hu} bytes, scaled by bytes"
+
+
+def _difference(ev, key: str, got: dict, far, near, scale: float, basis: str) -> _ev.Term:
+    import numpy as np
+
+    rng = ev.rng(key)
+    d = (_ev.draws(got[far], rng).draws - _ev.draws(got[near], rng).draws) * scale
+    return _ev.Term(np.maximum(d, 0.0), f"{len(got[far])}+{len(got[near])} repeats, {basis}")
+
+
+OVERLAP_KERNEL = "asm_fpu"  # the kernel notebook 08's switch-frequency sweep runs
+
+
+def overlap(ev, work_ns: float, size: int | None):
+    """(Term, note): ns of a switch hidden in the shadow of `work_ns` of work between
+    suspensions (the out-of-order core runs the one beside the other): notebook 08's ns
+    per switch at no work minus at that work (one task per switch, interpolated in log
+    work, the stack size nearest `size`), between 0 and the whole switch of 08."""
+    import numpy as np
+
+    df = ev.rows("08_switch_frequency")
+    if df.empty or "work_ns_per_task" not in df:
+        return None, "the switch at its full cost whatever the work (no switch-frequency data)"
+    df = df[(df.entry == OVERLAP_KERNEL) & (df.batch == 1) & df.ns_per_switch.notna()]
+    if df.empty:
+        return None, "the switch at its full cost whatever the work (no switch-frequency data)"
+    sizes = np.sort(df.stack_size.unique())
+    s = sizes[np.argmin(np.abs(np.log2(sizes) - math.log2(size or 65536)))]
+    df = df[df.stack_size == s]
+    rng = ev.rng(f"overlap {s}")
+    levels = df.groupby("work_units").work_ns_per_task.median().sort_values()
+    draws = {u: _ev.draws(df[df.work_units == u].ns_per_switch, rng).draws for u in levels.index}
+    bare = draws[levels.index[0]]
+    x = np.log1p(levels.to_numpy(float))
+    at = math.log1p(work_ns)
+    i = int(np.clip(np.searchsorted(x, at), 1, len(x) - 1))
+    f = float(np.clip((at - x[i - 1]) / (x[i] - x[i - 1]), 0.0, 1.0))
+    near = (1 - f) * draws[levels.index[i - 1]] + f * draws[levels.index[i]]
+    return _ev.Term(np.clip(bare - near, 0.0, bare), f"notebook 08, {len(df)} repeats"), ""
 
 
 def cold_touch(ev, n: int, u: int) -> _ev.Term:
     """ns to touch u bytes of one of n contexts visited round robin, beyond touching those
-    of one of 2: the workload experiment's stackless steps called without switching (its
-    work-only loop, W = 0), measured now at n and at 2 contexts (this machine only)."""
+    of one of 2: the workload experiment's stackless steps called without switching,
+    measured now at n and at 2 contexts."""
     import numpy as np
 
     if n <= 2 or u == 0:
         return _ev.Term(np.zeros(_ev.DRAWS), "no cold bytes")
-    key = f"cold touch {n} {u}"
-    scale, basis = 1.0, "measured now"
+    prefix = "cold touch "
+    key, scale, basis = f"{prefix}{n} {u}", 1.0, "measured now"
     if key not in ev.frames and not ev.local:
-        # Measuring nothing more: the nearest (n, u) measured, its cost scaled by u.
-        have = [tuple(map(int, k.split()[2:])) for k in ev.frames if k.startswith("cold touch ")]
-        if not have:
-            raise LookupError(f"no cold-touch measurement of {n} contexts in {ev.source}")
-        hn, hu = min(have, key=lambda p: abs(math.log(p[0] / n)) + abs(math.log(p[1] / u)))
-        key, scale = f"cold touch {hn} {hu}", u / hu
-        basis = f"from {hn} contexts and {hu} bytes, scaled by bytes"
-    if key not in ev.frames:
-        from labkit.experiments import workload
+        key, scale, basis = _nearest(ev, prefix, n, u)
+        n, u = map(int, key[len(prefix):].split()[:2])
+    got = _work_only(ev, key, "stackless", [(2, u), (n, u)], None,
+                     f"touching {u} bytes of one of {n} contexts against one of 2")
+    return _difference(ev, key, got, (n, u), (2, u), scale, basis)
 
-        ev.announce(f"touching {u} bytes of one of {n} contexts against one of 2",
-                    "the lab's data has no step over many contexts")
-        got = {c: workload.run_workload("stackless", work_ns=0, alive=c, stack_in_use=u,
-                                        switches_per_request=1, requests=workload.requests_for(0, 1),
-                                        repeats=3 if ev.quick else 7).work_only_ns_per_request
-               for c in (2, n)}
-        ev.frames[key] = got
-    got = ev.frames[key]
+
+def resume_bytes(design: str) -> int:
+    """Bytes a resumption reads from the context it resumes: the design's saved frame in
+    whole lines (a frame design: the line holding its resume point)."""
+    return context_lines(design) * LINE if family(design) == "stack" else LINE
+
+
+def _touch_growth(ev, layout: str, n: int, m: int, u: int, size) -> _ev.Term:
+    """What touching u bytes of each context adds to the workload experiment's work-only
+    steps of `layout` at n contexts beyond what it adds at m, measured now (another
+    machine's data: the nearest n measured, scaled by bytes)."""
+    import numpy as np
+
+    prefix = f"cold resume {layout} "
+    key, scale, basis = f"{prefix}{n} {u} {size} {m}", 1.0, "measured now"
+    if key not in ev.frames and not ev.local:
+        key, scale, basis = _nearest(ev, prefix, n, u)
+        n, u, _, m = key[len(prefix):].split()
+        n, u, m = int(n), int(u), int(m)
+    got = _work_only(ev, key, layout, [(m, 0), (m, u), (n, 0), (n, u)], size,
+                     f"reading {u} bytes of one of {n} contexts ({layout}'s layout) "
+                     f"against one of {m}")
     rng = ev.rng(key)
-    far = max(got)
-    d = (_ev.draws(got[far], rng).draws - _ev.draws(got[2], rng).draws) * scale
-    return _ev.Term(np.maximum(d, 0.0), f"{len(got[far])}+{len(got[2])} repeats, {basis}")
+    d = [_ev.draws(got[p], rng).draws for p in ((n, u), (n, 0), (m, u), (m, 0))]
+    extra = (d[0] - d[1] - (d[2] - d[3])) * scale
+    return _ev.Term(np.maximum(extra, 0.0), f"{len(got[(n, u)])} repeats a point, {basis}")
+
+
+def cold_resume(ev, design: str, n: int, size: int | None):
+    """(Term, note): ns a resumption of one of n contexts adds for reading its cold saved
+    frame. A design with stacks: notebook 01's ring (every switch of it resumes a cold
+    context) times the frame's lines (the ring's asm_fpu reads one), and beyond the most
+    contexts the ring measured, the growth of touching resume_bytes of each context in the
+    design's layout from there to n (_touch_growth). A frame: that growth from 2."""
+    import numpy as np
+
+    fam = family(design)
+    if n <= 2:
+        return _ev.Term(np.zeros(_ev.DRAWS), "two contexts"), ""
+    layout, u = layout_design(design), resume_bytes(design)
+    if fam != "stack":
+        return _touch_growth(ev, layout, n, 2, u, size), ""
+    ring, note = ring_extra(ev, n, size)
+    total = ring.draws * context_lines(design)
+    reach = int(_ring_rows(ev).contexts.max())
+    if n > reach:
+        total = total + _touch_growth(ev, layout, n, reach, u, size).draws
+        note = f"beyond the ring's {reach} contexts, the growth of touching a frame"
+    return _ev.Term(total, ring.basis), note
 
 
 def ring_extra(ev, n: int, size: int):
@@ -743,20 +868,27 @@ def switch_cost(ev, design: str, w: Workload):
         c = ladder(ev, design)
     total = np.array(c.draws, float)
     basis = c.basis
-    if fam in ("stack", "thread") and w.alive > 2:
+    if fam in ("stack", "copy", "frame") and w.work_ns(ev) > 0:
+        # Of the warm switch: a cache miss of many contexts is added below, unhidden.
+        hidden, note = overlap(ev, w.work_ns(ev), stack_size(design, w))
+        if hidden is not None:
+            total = np.maximum(total - hidden.draws, 0.0)
+        notes.append(note)
+    # Of a suspension's two switches one resumes the coroutine, cold when it is one of
+    # many, and the other the scheduler, warm: one cold term per suspension.
+    if fam in ("stack", "frame") and w.alive > 2:
+        cold, note = cold_resume(ev, design, w.alive, stack_size(design, w))
+        total = total + cold.draws / SWITCHES_PER_SUSPENSION
+        notes.append(note)
+    elif fam == "thread" and w.alive > 2:
+        # The ring is symmetric: each of its switches resumes a cold context.
         extra, note = ring_extra(ev, w.alive, stack_size(design, w))
-        lines = context_lines(design) if fam == "stack" else 1
-        # The ring is symmetric: each of its switches resumes a cold context. Under a
-        # scheduler one switch of a suspension resumes the coroutine (cold), the other the
-        # scheduler (warm).
-        total = total + extra.draws * lines / SWITCHES_PER_SUSPENSION
+        total = total + extra.draws / SWITCHES_PER_SUSPENSION
         notes.append(note)
     elif fam == "copy" and w.alive > 2 and w.stack_in_use:
-        # one cold copy-in per suspension, of its two switches
         total = total + cold_touch(ev, w.alive, w.stack_in_use).draws / SWITCHES_PER_SUSPENSION
-    else:
-        notes.append("" if fam in ("stack", "thread") or w.alive <= 2
-                     else "no many-contexts term (the ring measures stackful contexts only)")
+    elif w.alive > 2 and fam != "copy":
+        notes.append("no many-contexts term (the lab measures none for this design)")
     if w.fp == "control" and keeps_fp_control(design) and fam != "thread":
         t, note = fp_control_term(ev, design)
         total = total + t.draws
@@ -768,6 +900,40 @@ def switch_cost(ev, design: str, w: Workload):
     return _ev.Term(np.maximum(total, 0.0), basis), [n for n in notes if n]
 
 
+# ---- the model's error ----
+
+ERROR_NEIGHBOURS = 20  # calibration points whose errors a prediction carries
+CALIBRATION = "advisor_calibration"  # evidence's name for the calibration grid's rows
+
+
+def request_residuals(grid, share: float, leave_out=None):
+    """log(measured / model's ns per request) at the ERROR_NEIGHBOURS points of a
+    calibration grid whose share of time switching, as the model predicts it, is nearest
+    `share` (in log share), without the point labelled `leave_out`: the model's error
+    where the switch weighs as much as here."""
+    import numpy as np
+
+    need = {"model_ns", "model_share", "measured_ns"}
+    if grid is None or len(grid) == 0 or not need <= set(grid.columns):
+        return np.array([])
+    g = grid.drop(index=leave_out) if leave_out is not None else grid
+    r = np.log(g.measured_ns.to_numpy(float) / g.model_ns.to_numpy(float))
+    far = np.abs(np.log(np.maximum(g.model_share.to_numpy(float), 1e-4))
+                 - math.log(max(share, 1e-4)))
+    ok = np.isfinite(r) & np.isfinite(far)
+    r, far = r[ok], far[ok]
+    return r[np.argsort(far, kind="stable")[:ERROR_NEIGHBOURS]]
+
+
+def with_error(draws, residuals, rng):
+    """Draws each times exp of a residual drawn at random (no residuals: unchanged)."""
+    import numpy as np
+
+    if len(residuals) == 0:
+        return draws
+    return draws * np.exp(rng.choice(np.asarray(residuals), size=len(draws)))
+
+
 def _interval(d) -> dict:
     import numpy as np
 
@@ -775,8 +941,10 @@ def _interval(d) -> dict:
     return {"value": float(mid), "low": float(lo), "high": float(hi)}
 
 
-def predict_full(design: str, w: Workload, ev=None) -> dict:
-    """Everything the advisor says of one design, hazards aside."""
+def predict_full(design: str, w: Workload, ev=None, *, model_error: bool = True) -> dict:
+    """Everything the advisor says of one design, hazards aside. With model_error, the
+    switch's draws carry the model's error measured by this machine's calibration grid
+    (switch_residuals), where there is one."""
     ev = ev or _ev.load()
     design = check_design(design)
     if not isinstance(w, Workload):
@@ -789,6 +957,16 @@ def predict_full(design: str, w: Workload, ev=None) -> dict:
         wns = w.work_ns(ev)
         switching = w.suspensions * SWITCHES_PER_SUSPENSION * c.draws
         t = w.suspensions * wns + switching
+        if model_error:
+            import numpy as np
+
+            share = float(np.median(switching / t)) if wns > 0 else 1.0
+            res = request_residuals(ev.rows(CALIBRATION), share)
+            t = with_error(t, res, ev.rng(f"error {design}"))
+            out["notes"].append(f"interval with the model's error at {len(res)} points of "
+                                "this machine's calibration grid" if len(res) else
+                                "interval without the model's error: no calibration grid "
+                                "from this machine")
         out["ns_per_request"] = _interval(t)
         out["ns_per_switch"] = _interval(c.draws)
         share = switching / t if wns > 0 else switching / switching.clip(min=1e-300)

@@ -34,8 +34,9 @@ def _marker(work: str) -> str:
 
 def calibration_figure(g, info=None):
     """Predicted against measured ns per request, log axes: the measurement's 95%
-    interval over fresh processes (horizontal), the advisor's own interval (thick) and the
-    one widened by the cross-validated model error (thin, vertical)."""
+    interval over fresh processes (horizontal), the prediction interval (thin, vertical:
+    with the model's cross-validated error) and the model's own interval (thick: its terms'
+    measurement noise only)."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7.5, 6))
@@ -44,12 +45,12 @@ def calibration_figure(g, info=None):
         for wk, y in x.groupby("work", sort=False):
             ax.errorbar(y.measured_ns, y.predicted_ns,
                         xerr=[y.measured_ns - y.measured_low, y.measured_high - y.measured_ns],
-                        yerr=[y.predicted_ns - y.cv_low, y.cv_high - y.predicted_ns],
+                        yerr=[y.predicted_ns - y.predicted_low, y.predicted_high - y.predicted_ns],
                         fmt=_marker(wk), color=colour, ms=4, elinewidth=0.6, capsize=0,
                         alpha=0.8, label=d if wk == x.work.iloc[0] else None)
-            ax.vlines(y.measured_ns, y.predicted_low, y.predicted_high, color=colour, lw=2.5)
-    lo = min(g.measured_low.min(), g.cv_low.min()) / 1.5
-    hi = max(g.measured_high.max(), g.cv_high.max()) * 1.5
+            ax.vlines(y.measured_ns, y.model_low, y.model_high, color=colour, lw=2.5)
+    lo = min(g.measured_low.min(), g.predicted_low.min()) / 1.5
+    hi = max(g.measured_high.max(), g.predicted_high.max()) * 1.5
     xs = np.array([lo, hi])
     ax.plot(xs, xs, "k-", lw=0.8)
     for f in (0.9, 1.1):
@@ -59,8 +60,8 @@ def calibration_figure(g, info=None):
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
     ax.set_xlabel("measured ns per request (95% interval over fresh processes)")
-    ax.set_ylabel("predicted ns per request (thick: advisor's interval; thin: with "
-                  "cross-validated model error)")
+    ax.set_ylabel("predicted ns per request (thin: prediction interval; thick: the "
+                  "model's terms alone)")
     ax.set_title("The advisor against the workload experiment: markers o W=0, "
                  "s 100 cycles, ^ 20 us; dotted ±10%", fontsize=9)
     ax.legend(fontsize="small", loc="upper left")
@@ -85,7 +86,7 @@ def error_figure(g, info=None):
         e = 100 * r.error
         lo, hi = 100 * (r.predicted_ns / r.measured_high - 1), 100 * (r.predicted_ns / r.measured_low - 1)
         at.errorbar([x], [e], yerr=[[max(e - lo, 0)], [max(hi - e, 0)]], fmt=_marker(r.work),
-                    color=c, ms=4, elinewidth=0.6, mfc="none" if not r.covered_cv else c)
+                    color=c, ms=4, elinewidth=0.6, mfc="none" if not r.covered else c)
         am.plot([x], [100 * r.memory_error], _marker(r.work), color=c, ms=4)
     for ax, band, what in ((at, 10, "time"), (am, 5, "memory")):
         ax.axhspan(-band, band, color="0.9", zorder=0)
@@ -95,8 +96,8 @@ def error_figure(g, info=None):
         ax.set_yscale("symlog", linthresh=10)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.grid(True, axis="y", alpha=0.3)
-    at.set_title(f"time (grey: the ±10% target; bar: the measurement's 95% interval; "
-                 "hollow: outside the cross-validated interval)", fontsize=8)
+    at.set_title("time (grey: the ±10% target; bar: the measurement's 95% interval; "
+                 "hollow: outside the prediction interval)", fontsize=8)
     am.set_title("memory (grey: the ±5% target)", fontsize=8)
     handles = [plt.Line2D([], [], color=f"C{i}", marker="o", ls="", label=f"N = {n:,}")
                for i, n in enumerate(alives)]
