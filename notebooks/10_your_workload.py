@@ -71,6 +71,7 @@ print(plots.machine_caption(info), f"\nload average (1 min): {os.getloadavg()[0]
 # %%
 g = grid.run_grid(quick=quick, processes=processes, samples=samples, ev=ev, progress=print)
 results.save_csv(g.assign(**meta), yw.GRID)
+grid.calibrate(ev, g)
 scores = grid.scores(g)
 scores.round(3)
 

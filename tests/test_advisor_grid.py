@@ -43,6 +43,19 @@ def test_quick_grid_has_every_column_and_one_row_per_point_and_design(quick_grid
     assert NEEDED <= set(back.columns) and back.covered.dtype == bool
 
 
+def test_a_grid_just_run_gives_the_advisor_its_error(quick_grid):
+    from labkit.lab.advising import model
+
+    ev = evidence.Evidence("a copy", {}, dict(evidence.load(quick=True).frames), local=False)
+    grid.calibrate(ev, quick_grid)
+    w = model.workload("0ns", 1, 64, 0, stack_size="64KiB")
+    p = model.predict_full("asm_fpu", w, ev)
+    n = min(model.ERROR_NEIGHBOURS, len(quick_grid))
+    assert any(f"model's error at {n} points" in note for note in p["notes"]), p["notes"]
+    bare = model.predict_full("asm_fpu", w, ev, model_error=False)["ns_per_request"]
+    assert p["ns_per_request"]["high"] - p["ns_per_request"]["low"] > bare["high"] - bare["low"]
+
+
 def _synthetic(errors_a, errors_b, half=0.1):
     rows = []
     for d, errs in (("A", errors_a), ("B", errors_b)):

@@ -164,6 +164,14 @@ def run_grid(*, quick: bool = False, designs=None, work=None, alive=None, in_use
     return finish(pd.DataFrame(rows))
 
 
+def calibrate(ev, grid) -> None:
+    """Let the evidence's predictions carry the model's error measured by `grid` (this
+    machine's, just run) instead of the one data/ held."""
+    from labkit.lab.advising import model
+
+    ev.frames[model.CALIBRATION] = grid
+
+
 def finish(grid, seed: int = 0):
     """Add the prediction interval (predicted_*), error and covered to a grid of model
     predictions (model_*, model_share) and measurements (measured_*)."""
