@@ -37,12 +37,6 @@ struct fq {
     volatile uint64_t main_count;
 };
 
-/* The multiplier and increment of Knuth's MMIX generator: any odd pair would do; what
- * matters is that each round waits on the previous one (a multiply and an add), so the
- * loop's time is its latency chain and cannot be overlapped or folded away. */
-#define FQ_MUL 6364136223846793005ull
-#define FQ_ADD 1442695040888963407ull
-
 /* One task. Both loops, and the calibration, call this same out-of-line function, so a
  * unit costs the same wherever it runs. Every task starts from the value the previous
  * one left in q->sink, whichever coroutine ran it: the tasks form one serial chain, so a
@@ -51,12 +45,9 @@ struct fq {
  * would get more work done per tick than batches do.) Switches are not fenced off:
  * the core may run them beside the chain, as it would beside real work. */
 __attribute__((noinline)) static void fq_task(fq *q, fq_slot *s) {
-    uint64_t x = q->sink;
-    for (uint64_t i = 0, n = q->units; i < n; i++) {
-        x = x * FQ_MUL + FQ_ADD;
-        __asm__ volatile("" : "+r"(x));  /* x is opaque: no closed form, no vectorising */
-    }
-    q->sink = x;
+    /* No buffer: only the work chain of workload.h (LK_WL_MUL/LK_WL_ADD), whose rounds
+     * each wait on the one before, so the loop's time is its latency. */
+    q->sink = lk_wl_touch_work(0, 0, q->units, q->sink);
     s->tasks++;
 }
 
@@ -67,12 +58,12 @@ __attribute__((noinline)) static void fq_task(fq *q, fq_slot *s) {
 __attribute__((noinline)) static void fq_task_independent(fq *q, fq_slot *s) {
     uint64_t a = q->sink, b = a + 1, c = a + 2, d = a + 3, e = a + 4, f = a + 5;
     for (uint64_t i = 0, n = q->units; i < n; i++) {
-        a += FQ_ADD;
-        b += FQ_MUL;
-        c += FQ_ADD;
-        d += FQ_MUL;
-        e += FQ_ADD;
-        f += FQ_MUL;
+        a += LK_WL_ADD;
+        b += LK_WL_MUL;
+        c += LK_WL_ADD;
+        d += LK_WL_MUL;
+        e += LK_WL_ADD;
+        f += LK_WL_MUL;
         __asm__ volatile("" : "+r"(a), "+r"(b), "+r"(c), "+r"(d), "+r"(e), "+r"(f));
     }
     q->sink = a ^ b ^ c ^ d ^ e ^ f;
