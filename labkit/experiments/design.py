@@ -102,6 +102,20 @@ def run_process(entries: dict, index: int, *, repeats: int, seed: int):
     return out.assign(process_s=time.perf_counter() - began)
 
 
+def check_runs(runs):
+    """ValueError unless `runs` has the `worker` and `side` columns run_process makes."""
+    if "worker" not in runs or "side" not in runs:
+        raise ValueError("runs must have `worker` and `side` columns (a design's runs)")
+
+
+def per_process(runs, col: str):
+    """A frame with one row per process (`worker`) and one column per side: the median
+    of that process's repeats of that side in column `col`, in process order."""
+    check_runs(runs)
+    return (runs.assign(_v=runs[col].astype(float)).groupby(["worker", "side"])._v.median()
+            .unstack("side").sort_index())
+
+
 def _open(row) -> bool:
     return row["verdict"] == "inconclusive" and bool(row.get("straddle"))
 

@@ -43,6 +43,7 @@ from labkit.core import sequential as _sequential
 from labkit.core import validate as _v
 from labkit.core import worker as _worker
 from labkit.core.stats import floor_net
+from labkit.experiments import design as _design_mod
 from labkit.errors import SwitchCountError
 
 # labkit's kernels a workload runs: all but the ones that save the whole FP state (there
@@ -517,8 +518,6 @@ def measure_point(designs_, *, processes: int = 3, repeats: int = 2, samples: in
     sample aside). `workload`: run_workload's keywords (requests, alive, ...), the same for
     every design. Returns the runs (one row per sample, with `side` = design and `worker` =
     process)."""
-    from labkit.experiments import design as _design_mod
-
     if not isinstance(designs_, (list, tuple)) or not designs_:
         raise TypeError("designs_ must be a non-empty list of design names")
     names = [_design(d) for d in designs_]
@@ -536,11 +535,8 @@ def measure_point(designs_, *, processes: int = 3, repeats: int = 2, samples: in
 
 def per_process(runs, col: str = "ns_per_request"):
     """One row per process, one column per design: the median of its calls (what
-    labkit.lab.judging.engine.per_process gives)."""
-    if "worker" not in runs or "side" not in runs:
-        raise ValueError("runs must have `worker` and `side` columns (measure_point's runs)")
-    return (runs.assign(_v=runs[col].astype(float)).groupby(["worker", "side"])._v.median()
-            .unstack("side").sort_index())
+    labkit.experiments.design.per_process, as the verdict engine takes it)."""
+    return _design_mod.per_process(runs, col)
 
 
 def summary(runs):

@@ -15,6 +15,7 @@ import contextvars
 import math
 
 from labkit.core import sequential
+from labkit.experiments import design
 
 from labkit.lab.judging import claims, verdicts
 
@@ -35,17 +36,10 @@ def looks_of(runs) -> tuple[int, ...]:
     return sequential.LOOKS
 
 
-def _check_runs(runs):
-    if "worker" not in runs or "side" not in runs:
-        raise ValueError("runs must have `worker` and `side` columns (a design's runs)")
-
-
 def per_process(runs, col: str = "ns_per_switch"):
     """A frame with one row per process (`worker`) and one column per side: the median
-    of that process's repeats of that side, in process order."""
-    _check_runs(runs)
-    return (runs.assign(_v=runs[col].astype(float)).groupby(["worker", "side"])._v.median()
-            .unstack("side").sort_index())
+    of that process's repeats of that side, in process order (design.per_process)."""
+    return design.per_process(runs, col)
 
 
 def log_ratios(runs, num: str, den: str, col: str = "ns_per_switch"):
@@ -60,7 +54,7 @@ def log_ratios(runs, num: str, den: str, col: str = "ns_per_switch"):
     pair gives NaN."""
     import numpy as np
 
-    _check_runs(runs)
+    design.check_runs(runs)
     workers = np.sort(runs.worker.unique())
     sub = runs[runs.side.isin([num, den])]
     if "order" in sub:
