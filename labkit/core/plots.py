@@ -2,6 +2,8 @@
 the machine in the caption (absolute ns only ever appear beside their machine)."""
 from __future__ import annotations
 
+import math
+
 
 def machine_caption(info: dict | None = None) -> str:
     """One line naming the machine and build a figure's numbers come from."""
@@ -41,12 +43,15 @@ def log_axis(ax, which: str = "y", base: int = 10):
     axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
 
 
-def bytes_label(n: int) -> str:
-    """4096 -> '4 KiB', 8388608 -> '8 MiB'."""
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size and n % size == 0:
-            return f"{n // size} {unit}"
-    return f"{n} B"
+def bytes_label(n) -> str:
+    """4096 -> '4 KiB', 8388608 -> '8 MiB', 1088 -> '1.06 KiB' (three figures where the
+    unit does not divide), None or NaN -> 'n/a'."""
+    if n is None or not math.isfinite(n):
+        return "n/a"
+    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{int(n) // size} {unit}" if n % size == 0 else f"{n / size:.3g} {unit}"
+    return f"{n:.0f} B"
 
 
 def finish(fig, name: str, caption: str | None = None):

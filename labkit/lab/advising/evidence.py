@@ -108,12 +108,6 @@ def draws(values, rng, processes=None) -> Term:
                 if processes is None else f"{v.size} process")
 
 
-def this_machine_id() -> str:
-    from labkit.core.machine import machine_info
-
-    return str(machine_info()["machine_id"])
-
-
 def from_data(data_dir=None, *, quick: bool = False, status=None) -> Evidence:
     """This machine's rows of data/ (rows whose machine_id is another's are left out)."""
     from labkit.core import results

@@ -43,7 +43,7 @@ COLUMNS = ("design", "work", "work_ns", "alive", "stack_in_use", "step_ns", "ste
            "predicted_bytes", "measured_bytes", "memory_error", "seconds")
 
 
-def _work(work: str, ghz: float) -> dict:
+def _work(work: str) -> dict:
     from labkit.lab.advising import model
 
     amount, unit = model.parse_time("work", work)
@@ -54,14 +54,22 @@ def _workload_ns(kw: dict, ghz: float) -> float:
     return kw["work_ns"] if "work_ns" in kw else kw["work_cycles"] / ghz
 
 
+def stack_size_for(design: str) -> int | None:
+    """The stack the grid gives a design: STACK_SIZE where the workload experiment runs it
+    on a stack (copy_stack's shared one too), None for heap frames."""
+    from labkit.experiments import workload as wl
+
+    return STACK_SIZE if wl._stackful(design) else None
+
+
 def step_cost(design: str, kw: dict, alive: int, in_use: int, requests: int) -> float:
     """ns of one step without switching: the median of the work-only loop of one call of
     the workload experiment for `design`, in a worker of its own."""
     from labkit.experiments import workload as wl
 
-    size = STACK_SIZE if wl._stackful(design) else None
     df = wl.run_workload(design, alive=alive, stack_in_use=in_use,
-                         switches_per_request=SUSPENSIONS, requests=requests, stack_size=size,
+                         switches_per_request=SUSPENSIONS, requests=requests,
+                         stack_size=stack_size_for(design),
                          repeats=3, **kw)
     return float(df.work_only_ns_per_request.median()) / SUSPENSIONS
 
@@ -69,20 +77,19 @@ def step_cost(design: str, kw: dict, alive: int, in_use: int, requests: int) -> 
 def point(designs, work: str, alive: int, in_use: int, *, processes: int = 3,
           samples: int = 3, ev=None, seed: int = 0) -> list[dict]:
     """One grid point: its measurement over `processes` fresh processes (every design,
-    ABBA) and each design's prediction. Rows of COLUMNS but the cross-validated ones."""
+    ABBA) and each design's prediction. Rows of COLUMNS but those finish() adds."""
     from labkit.core.machine import machine_info
     from labkit.experiments import workload as wl
     from labkit.lab.advising import evidence, model
 
     ev = ev or evidence.load()
     ghz = machine_info()["tsc_ghz"]
-    kw = _work(work, ghz)
+    kw = _work(work)
     w_ns = _workload_ns(kw, ghz)
     requests = wl.requests_for(w_ns, SUSPENSIONS)
     began = time.perf_counter()
     reps = list(dict.fromkeys(model.layout_design(d) for d in designs))
-    # The step is timed in a worker before the grid's processes and in another after: two
-    # processes, whose spread over the grid sizes the step's part of the interval.
+    # The step is timed in a worker before the grid's processes and in another after.
     before = {r: step_cost(r, kw, alive, in_use, requests) for r in reps}
     runs = wl.measure_point(list(designs), processes=processes, repeats=1, samples=samples,
                             seed=seed, alive=alive, stack_in_use=in_use,
@@ -115,9 +122,8 @@ def prediction(design: str, step_ns: float, alive: int, in_use: int, ev=None) ->
     from labkit.lab.advising import evidence, model
 
     ev = ev or evidence.load()
-    size = STACK_SIZE if model.family(design) == "stack" else None
     w = model.workload(work=float(step_ns), suspensions=SUSPENSIONS, alive=int(alive),
-                       stack_in_use=int(in_use), stack_size=size)
+                       stack_in_use=int(in_use), stack_size=stack_size_for(design))
     p = model.predict_full(design, w, ev, model_error=False)
     return {"model_ns": p["ns_per_request"]["value"], "model_low": p["ns_per_request"]["low"],
             "model_high": p["ns_per_request"]["high"], "model_share": p["switch_share"]["value"],

@@ -30,8 +30,8 @@ def _fp_check(ev, design: str):
 
 
 def _words(r, side: str) -> str:
-    mx, cw = r[f"{side}_set"]
-    mx2, cw2 = r[f"{side}_after"]
+    mx, _ = r[f"{side}_set"]
+    mx2, _ = r[f"{side}_after"]
     return f"set MXCSR {mx:#06x} and found {mx2:#06x} after switching back"
 
 

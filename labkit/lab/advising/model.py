@@ -42,6 +42,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from labkit.core.plots import bytes_label
 from labkit.lab.advising import evidence as _ev
 
 FP_MODES = ("none", "control", "vector")
@@ -544,7 +545,7 @@ def ring_extra(ev, n: int, size: int):
         raise LookupError("the ring has no two-context point to subtract")
     rng = ev.rng(f"ring {s}")
     point = {c: _ev.draws(sub[sub.contexts == c].ns_per_switch, rng).draws for c in cs}
-    note = "" if s == size else f"ring at {_bytes(s)} stacks"
+    note = "" if s == size else f"ring at {bytes_label(s)} stacks"
     if n >= cs[-1]:
         hi = lo = cs[-1]
         if n > cs[-1]:
@@ -561,7 +562,7 @@ def ring_extra(ev, n: int, size: int):
     return _ev.Term(extra, f"{len(sub)} ring repeats"), note
 
 
-def _interp_draws(ev, points: dict, x: float, salt: str):
+def _interp_draws(points: dict, x: float):
     """Linear interpolation in x between measured points (draws each), extrapolated from
     the last two points beyond the last."""
     import numpy as np
@@ -571,7 +572,7 @@ def _interp_draws(ev, points: dict, x: float, salt: str):
         return points[xs[0]], ""
     if x >= xs[-1]:
         a, b = xs[-2], xs[-1]
-        note = f"extrapolated beyond {_bytes(b)}" if x > b else ""
+        note = f"extrapolated beyond {bytes_label(b)}" if x > b else ""
     else:
         b = xs[np.searchsorted(xs, x)]
         a = xs[np.searchsorted(xs, x) - 1]
@@ -602,7 +603,7 @@ def copy_cost(ev, u: int):
     if len(points) == 1:
         (x, d), = points.items()
         return _ev.Term(d, f"{len(df)} repeats"), f"measured at {x} bytes only"
-    d, note = _interp_draws(ev, points, u, "copy")
+    d, note = _interp_draws(points, u)
     return _ev.Term(d, f"{len(df)} repeats of the sweep"), note
 
 
@@ -647,13 +648,6 @@ def vector_term(ev, which: str):
 
 # ---- memory ----
 
-def _bytes(n) -> str:
-    for unit, k in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 1 << k and n % (1 << (k - 4)) == 0 or n >= 10 << k:
-            return f"{n / (1 << k):g} {unit}" if n % (1 << k) == 0 else f"{n / (1 << k):.1f} {unit}"
-    return f"{int(n)} B"
-
-
 def _stackful_rows(ev):
     df = ev.rows("07b_coroutine_memory")
     if "part" not in df:
@@ -693,7 +687,7 @@ def stack_memory(ev, size: int, touched_bytes: int) -> dict:
     if len(touched) and s > page:
         slope = (float(touched.bytes_per_object.median()) - base) / (s / page - 1)
     return {"resident": base + (min(pages, size // page) - 1) * slope, "page_tables": pte,
-            "note": "" if s == size else f"memory from {_bytes(s)} stacks"}
+            "note": "" if s == size else f"memory from {bytes_label(s)} stacks"}
 
 
 def copy_memory(ev, u: int) -> dict:
@@ -718,7 +712,7 @@ def copy_memory(ev, u: int) -> dict:
         note = ""
     else:
         v = ys[-1] + (u - xs[-1]) * (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
-        note = f"extrapolated beyond {_bytes(xs[-1])} in use"
+        note = f"extrapolated beyond {bytes_label(xs[-1])} in use"
     return {"resident": v, "page_tables": math.nan, "note": note}
 
 
@@ -956,20 +950,20 @@ def predict_full(design: str, w: Workload, ev=None, *, model_error: bool = True)
         out["notes"] += notes
         wns = w.work_ns(ev)
         switching = w.suspensions * SWITCHES_PER_SUSPENSION * c.draws
-        t = w.suspensions * wns + switching
+        bare = w.suspensions * wns + switching
+        share = switching / bare if wns > 0 else switching / switching.clip(min=1e-300)
+        t = bare
         if model_error:
             import numpy as np
 
-            share = float(np.median(switching / t)) if wns > 0 else 1.0
-            res = request_residuals(ev.rows(CALIBRATION), share)
-            t = with_error(t, res, ev.rng(f"error {design}"))
+            res = request_residuals(ev.rows(CALIBRATION), float(np.median(share)))
+            t = with_error(bare, res, ev.rng(f"error {design}"))
             out["notes"].append(f"interval with the model's error at {len(res)} points of "
                                 "this machine's calibration grid" if len(res) else
                                 "interval without the model's error: no calibration grid "
                                 "from this machine")
         out["ns_per_request"] = _interval(t)
         out["ns_per_switch"] = _interval(c.draws)
-        share = switching / t if wns > 0 else switching / switching.clip(min=1e-300)
         out["switch_share"] = _interval(share)
         out["basis"] = c.basis
         if w.rate is not None:

@@ -5,18 +5,11 @@ from __future__ import annotations
 import html
 import math
 
+from labkit.core.plots import bytes_label
+
 # Below this relative difference in time per request the reason says to choose by memory
 # and hazards instead: a wording threshold, not a cost.
 SAME_TIME = 0.01
-
-
-def _size(n) -> str:
-    if n is None or not math.isfinite(n):
-        return "n/a"
-    for unit, k in (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 1 << k:
-            return f"{n / (1 << k):.3g} {unit}"
-    return f"{n:.0f} B"
 
 
 def _ns(v) -> str:
@@ -147,8 +140,8 @@ class Advice:
                 f"{_ns(t['value'])} [{_ns(t['low'])}, {_ns(t['high'])}]",
                 "n/a" if not math.isfinite(s["value"]) else
                 f"{100 * s['value']:.2g}% [{100 * s['low']:.2g}, {100 * s['high']:.2g}]",
-                _size(m["per_coroutine"]), _size(m["total"]), str(m["mappings_total"]),
-                _size(m["stack_size"]) if m["stack_size"] else "-", p["basis"]])
+                bytes_label(m["per_coroutine"]), bytes_label(m["total"]), str(m["mappings_total"]),
+                bytes_label(m["stack_size"]) if m["stack_size"] else "-", p["basis"]])
         widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
         fmt = "  ".join(f"{{:{'>' if i in (0,) else '<'}{w}}}" for i, w in enumerate(widths))
         out = [*self._header(), "", fmt.format(*head), *(fmt.format(*r) for r in rows), ""]
@@ -176,8 +169,8 @@ class Advice:
             body.append(
                 f"<tr><td>{p['rank']}</td><td><b>{e(p['design'])}</b></td>"
                 f"<td>{_ns(t['value'])} <small>[{_ns(t['low'])}, {_ns(t['high'])}]</small></td>"
-                f"<td>{share}</td><td>{_size(m['per_coroutine'])}</td><td>{_size(m['total'])}"
-                f"</td><td>{m['mappings_total']}</td><td>{_size(m['stack_size']) if m['stack_size'] else '-'}"
+                f"<td>{share}</td><td>{bytes_label(m['per_coroutine'])}</td><td>{bytes_label(m['total'])}"
+                f"</td><td>{m['mappings_total']}</td><td>{bytes_label(m['stack_size']) if m['stack_size'] else '-'}"
                 f"</td><td style='text-align:left'>{e(p['reason'])}"
                 f"{'<ul>' + hz + '</ul>' if hz else ''}</td></tr>")
         head = "".join(f"<th>{h}</th>" for h in (

@@ -25,7 +25,7 @@ NOTEBOOK = YOUR_WORKLOAD.name
 GRID = YOUR_WORKLOAD.own("advisor_calibration")
 WORKS = tuple(float(x) for x in np.logspace(0, 5, 21))   # 1 ns to 100 us between switches
 ALIVES = tuple(int(x) for x in np.unique(np.logspace(0, 7, 29).round()))  # 1 to 10 million
-MARKERS = {"0ns": "o", "100cycles": "s", "20us": "^"}
+MARKERS = dict(zip(_grid.WORK, "os^"))
 
 
 def _marker(work: str) -> str:
@@ -53,7 +53,8 @@ def calibration_figure(g, info=None):
     hi = max(g.measured_high.max(), g.predicted_high.max()) * 1.5
     xs = np.array([lo, hi])
     ax.plot(xs, xs, "k-", lw=0.8)
-    for f in (0.9, 1.1):
+    band = _grid.TARGETS["time_error"]
+    for f in (1 - band, 1 + band):
         ax.plot(xs, xs * f, "k:", lw=0.6)
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -62,8 +63,9 @@ def calibration_figure(g, info=None):
     ax.set_xlabel("measured ns per request (95% interval over fresh processes)")
     ax.set_ylabel("predicted ns per request (thin: prediction interval; thick: the "
                   "model's terms alone)")
-    ax.set_title("The advisor against the workload experiment: markers o W=0, "
-                 "s 100 cycles, ^ 20 us; dotted ±10%", fontsize=9)
+    marks = ", ".join(f"{m} W={w}" for w, m in MARKERS.items())
+    ax.set_title(f"The advisor against the workload experiment: markers {marks}; "
+                 f"dotted ±{band:.0%}", fontsize=9)
     ax.legend(fontsize="small", loc="upper left")
     ax.grid(True, which="both", alpha=0.3)
     return plots.finish(fig, f"{NOTEBOOK}-calibration", caption=plots.machine_caption(info))
@@ -80,7 +82,7 @@ def error_figure(g, info=None):
     alives = sorted(g.alive.unique())
     for _, r in g.iterrows():
         x = designs.index(r.design) + (alives.index(r.alive) - 1) * 0.25 \
-            + 0.06 * [0, 1024, 4096].index(r.stack_in_use) if r.stack_in_use in (0, 1024, 4096) \
+            + 0.06 * _grid.IN_USE.index(r.stack_in_use) if r.stack_in_use in _grid.IN_USE \
             else designs.index(r.design)
         c = f"C{alives.index(r.alive)}"
         e = 100 * r.error
@@ -88,7 +90,10 @@ def error_figure(g, info=None):
         at.errorbar([x], [e], yerr=[[max(e - lo, 0)], [max(hi - e, 0)]], fmt=_marker(r.work),
                     color=c, ms=4, elinewidth=0.6, mfc="none" if not r.covered else c)
         am.plot([x], [100 * r.memory_error], _marker(r.work), color=c, ms=4)
-    for ax, band, what in ((at, 10, "time"), (am, 5, "memory")):
+    bands = {"time": 100 * _grid.TARGETS["time_error"],
+             "memory": 100 * _grid.TARGETS["memory_error"]}
+    for ax, what in ((at, "time"), (am, "memory")):
+        band = bands[what]
         ax.axhspan(-band, band, color="0.9", zorder=0)
         ax.axhline(0, color="k", lw=0.6)
         ax.set_xticks(range(len(designs)), designs, rotation=20, fontsize=8)
@@ -96,9 +101,9 @@ def error_figure(g, info=None):
         ax.set_yscale("symlog", linthresh=10)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.grid(True, axis="y", alpha=0.3)
-    at.set_title("time (grey: the ±10% target; bar: the measurement's 95% interval; "
-                 "hollow: outside the prediction interval)", fontsize=8)
-    am.set_title("memory (grey: the ±5% target)", fontsize=8)
+    at.set_title(f"time (grey: the ±{bands['time']:g}% target; bar: the measurement's 95% "
+                 "interval; hollow: outside the prediction interval)", fontsize=8)
+    am.set_title(f"memory (grey: the ±{bands['memory']:g}% target)", fontsize=8)
     handles = [plt.Line2D([], [], color=f"C{i}", marker="o", ls="", label=f"N = {n:,}")
                for i, n in enumerate(alives)]
     handles += [plt.Line2D([], [], color="k", marker=m, ls="", mfc="none", label=f"W = {w}")
@@ -125,7 +130,7 @@ def curves(designs=_grid.DESIGNS, *, alive: int = 10_000, in_use: int = 0, fp: s
     limit = _max_map_count()
     rows = []
     for d in designs:
-        size = _grid.STACK_SIZE if model.family(d) == "stack" else None
+        size = _grid.stack_size_for(d)
         for wn in sorted({*WORKS, *([float(work_ns)] if work_ns > 0 else [])}):
             w = model.workload(work=wn, alive=alive, stack_in_use=in_use, fp=fp, stack_size=size)
             p = model.predict_full(d, w, ev)["switch_share"]
@@ -165,9 +170,9 @@ def share_figure(c, g=None, info=None, save: bool = True):
             u = min(g.stack_in_use.unique(), key=lambda b: abs(b - c.stack_in_use.iloc[0]))
             m = g[(g.design == d) & (g.alive == n) & (g.stack_in_use == u)]
             if len(m):
-                sh = 2 * _grid.SUSPENSIONS * m.measured_switch_ns / m.measured_ns
-                lo = 2 * _grid.SUSPENSIONS * m.measured_switch_low / m.measured_ns
-                hi = 2 * _grid.SUSPENSIONS * m.measured_switch_high / m.measured_ns
+                per = model.SWITCHES_PER_SUSPENSION * _grid.SUSPENSIONS / m.measured_ns
+                sh, lo, hi = (per * m[c] for c in ("measured_switch_ns", "measured_switch_low",
+                                                    "measured_switch_high"))
                 ax.errorbar(m.step_ns, 100 * sh, yerr=[100 * (sh - lo).clip(lower=0),
                                                        100 * (hi - sh).clip(lower=0)],
                             fmt="o", color=f"C{i}", mfc="none", capsize=2)
