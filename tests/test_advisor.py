@@ -297,6 +297,18 @@ def test_cli_bad_input_exits_2_naming_the_option(args, option, capsys):
     assert len(err) == 1 and option in err[0]
 
 
+def test_a_frame_larger_than_a_small_stack_is_touched_on_a_stack_that_holds_it():
+    """ucontext's saved frame (over 1 KiB) on the smallest stack the advisor gives it: the
+    growth beyond the ring is measured on a stack large enough for the experiment."""
+    err = io.StringIO()
+    ev = evidence.Evidence("empty", _machine(), {}, local=True, quick=True, status=err)
+    ev.frames["01_stack_size"] = _simulated(np.random.default_rng(9))["01_stack_size"]
+    term, note = model.cold_resume(ev, "ucontext", 3000, 4096)
+    assert np.isfinite(term.draws).all() and (term.draws >= 0).all()
+    assert "beyond the ring's 1024 contexts" in note
+    assert f"measuring now reading {model.resume_bytes('ucontext')} bytes" in err.getvalue()
+
+
 def test_missing_rows_are_measured_now_and_said(tmp_path):
     err = io.StringIO()
     ev = evidence.Evidence("empty", _machine(), {}, local=True, quick=True, status=err)

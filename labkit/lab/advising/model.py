@@ -476,6 +476,11 @@ def _touch_growth(ev, layout: str, n: int, m: int, u: int, size) -> _ev.Term:
     machine's data: the nearest n measured, scaled by bytes)."""
     import numpy as np
 
+    from labkit.core import entries, validate
+
+    if size is not None:  # a stack that holds the bytes touched, as the experiment needs
+        size = max(size, validate.round_to_pages(u + entries.frame_bytes(layout)
+                                                 + validate.ENTRY_HEADROOM))
     prefix = f"cold resume {layout} "
     key, scale, basis = f"{prefix}{n} {u} {size} {m}", 1.0, "measured now"
     if key not in ev.frames and not ev.local:
@@ -961,7 +966,7 @@ def predict_full(design: str, w: Workload, ev=None, *, model_error: bool = True)
             out["notes"].append(f"interval with the model's error at {len(res)} points of "
                                 "this machine's calibration grid" if len(res) else
                                 "interval without the model's error: no calibration grid "
-                                "from this machine")
+                                "of this model from this machine (notebook 10 makes one)")
         out["ns_per_request"] = _interval(t)
         out["ns_per_switch"] = _interval(c.draws)
         out["switch_share"] = _interval(share)
