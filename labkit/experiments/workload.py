@@ -24,7 +24,8 @@ stays well under vm.max_map_count, and none above (the `guard_pages` column says
 
 Designs: labkit's kernels (csrc/workload.c), Boost fcontext and fiber and C++20 coroutines
 (cxx/workload.cpp), greenlet and asyncio (here, in the worker's Python: W is a spin on the
-monotonic clock, u a bytearray the coroutine keeps, its frame's own state).
+monotonic clock, u a bytearray the coroutine keeps, its frame's own state, with one byte
+of each of its lines written per step).
 
 measure_point runs one grid point over fresh processes, the designs interleaved ABBA in
 each (labkit.experiments.design.run_process); per_process and summary reduce the runs the
@@ -50,7 +51,6 @@ from labkit.errors import SwitchCountError
 # to price that state; csrc/workload.c refuses them).
 KERNEL_DESIGNS = tuple(n for n in _entries.KERNEL_NAMES if n not in ("asm_fxsave", "asm_xsave"))
 PYTHON_DESIGNS = ("greenlet_switch", "asyncio_task")
-STACKLESS_PY = ("asyncio_task",)
 BUILD = _native.DEFAULT_BUILD
 MAX_ALIVE_STACKFUL = 1_000_000
 MAX_ALIVE = 10_000_000
@@ -138,12 +138,20 @@ def worker_run(design: str, library: str, index: int, alive: int, stack_size: in
 
 
 class _Co:
-    __slots__ = ("buf", "count", "steps")
+    __slots__ = ("buf", "marks", "count", "steps")
 
     def __init__(self):
         self.buf = None
+        self.marks = None
         self.count = 0
         self.steps = 0
+
+    def own(self, in_use: int):
+        """The coroutine's buffer of in_use bytes (none for 0), made where it first runs,
+        and the byte per 64-byte line a step writes into it."""
+        if in_use:
+            self.buf = bytearray(in_use)
+            self.marks = bytearray(len(range(0, in_use, 64)))
 
 
 def _py_run(design, n, in_use, work_ns, resumptions, warmup, repeats, core) -> dict:
@@ -154,15 +162,16 @@ def _py_run(design, n, in_use, work_ns, resumptions, warmup, repeats, core) -> d
     from labkit.core import _core, counters
 
     clock = time.perf_counter_ns
-    state = {"work": 0}
+    work = 0  # ns of spin a step does: none while the coroutines are started
 
     def step(s):
         buf = s.buf
         if buf is not None:
-            buf[::64] = buf[1::64]  # one byte of every 64-byte line read, one written
-        w = state["work"]
-        if w:
-            end = clock() + w
+            # One byte written into every 64-byte line, in place from a buffer of the right
+            # length (no allocation); a store needs its line, so every line is brought in.
+            buf[::64] = s.marks
+        if work:
+            end = clock() + work
             while clock() < end:
                 pass
         s.steps += 1
@@ -201,17 +210,17 @@ def _py_run(design, n, in_use, work_ns, resumptions, warmup, repeats, core) -> d
             loop, close = _asyncio_tasks(cos, main, step, in_use, cursor)
         after = _memory()
         cursor[0] = 0
-        state["work"] = int(round(work_ns))
+        work = int(round(work_ns))
 
         def timed(fn, k):
             start = cursor[0]
             c0, s0 = totals(start, k)
             ns0, t0 = _core.now_ns(), _core.ticks_begin()
-            took = fn(k)
+            span = fn(k)  # asyncio's loop clocks its own span, inside the event loop
             t1, ns1 = _core.ticks_end(), _core.now_ns()
             c1, s1 = totals(start, k)
-            ns = took if took is not None else ns1 - ns0
-            return ns, t1 - t0, c1 - c0, s1 - s0
+            ns, ticks = span if span is not None else (ns1 - ns0, t1 - t0)
+            return ns, ticks, c1 - c0, s1 - s0
 
         first = resumptions // 2 or resumptions
         halves = (first, resumptions - first)
@@ -251,7 +260,7 @@ def _greenlets(cos, main, step, in_use, cursor):
     hub = greenlet.getcurrent()
 
     def body(s):
-        s.buf = bytearray(in_use) if in_use else None
+        s.own(in_use)
         while True:
             step(s)
             s.count += 1
@@ -295,7 +304,7 @@ def _asyncio_tasks(cos, main, step, in_use, cursor):
     futs = [None] * n
 
     async def body(i, s):
-        s.buf = bytearray(in_use) if in_use else None
+        s.own(in_use)
         while True:
             step(s)
             s.count += 1
@@ -312,7 +321,7 @@ def _asyncio_tasks(cos, main, step, in_use, cursor):
 
     async def drive(k):
         i = cursor[0]
-        t0 = _core.now_ns()
+        ns0, t0 = _core.now_ns(), _core.ticks_begin()
         for _ in range(k):
             futs[i].set_result(None)
             await asyncio.sleep(0)
@@ -320,9 +329,9 @@ def _asyncio_tasks(cos, main, step, in_use, cursor):
             i += 1
             if i == n:
                 i = 0
-        t1 = _core.now_ns()
+        t1, ns1 = _core.ticks_end(), _core.now_ns()
         cursor[0] = i
-        return t1 - t0
+        return ns1 - ns0, t1 - t0
 
     def loop(k):
         return ev.run_until_complete(drive(k))
