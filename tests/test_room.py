@@ -119,6 +119,33 @@ def test_compare_notebook_runs_the_room(the_room, tmp_path):
         sorted(f"{n}-{m}.labkit" for n, m in MACHINES.items())
 
 
+def test_the_room_publishes_to_a_registry_and_judges_predictions(the_room, tmp_path):
+    """The room on real Dask workers, its bundles published to a local registry as they
+    come: each machine stored once, the room page's tally and the learners' predictions."""
+    pytest.importorskip("duckdb")
+    from labkit.lab.registry import query
+
+    preds = tmp_path / "predictions.csv"
+    preds.write_text("learner,claim_id,predicted\nann,C000.4,reproduced\n"
+                     "ben,C000.4,contradicted\n")
+    reg = tmp_path / "registry"
+    res = room.run(the_room["file"], quick=True, only=FAST, out=tmp_path / "out",
+                   registry=reg, predictions=preds, timeout=600)
+    assert list(res.table.state) == ["done", "done"], res.table.to_string()
+    assert set(res.published) == set(MACHINES.values())
+    assert all(v.startswith("stored as ") for v in res.published.values()), res.published
+    rows = query.claims(reg, quick=True)
+    assert set(rows.machine) == set(MACHINES.values())
+    page = res.page.read_text()
+    assert "C000.4" in page and "2 learners wrote 2 predictions" in page
+    # the same bundles again store nothing new
+    from labkit.lab.registry import room_page
+
+    for folder in res.bundles.values():
+        assert room_page.publish_one(folder, reg) == "already in the registry"
+    assert len(query.claims(reg, quick=True)) == len(rows)
+
+
 def test_ladder_figure_of_a_merge():
     import pandas as pd
 
