@@ -336,3 +336,19 @@ def test_advice_ranks_blocking_hazards_last_and_shows_html():
     assert ranked[-1]["design"] == ("asm" if 2 * 100_000 > limit else "asm_copy")
     html = present.Advice(w, ranked, ev)._repr_html_()
     assert "<table>" in html and "asm" in html
+
+
+def test_a_stack_near_its_size_is_a_hazard_only_when_the_size_was_given():
+    from labkit.lab.advising import hazards
+
+    ev = _ev(_simulated(np.random.default_rng(10), proc_sd=0.0))
+    tight = model.workload("1us", 1, 64, 3000, stack_size="4KiB")
+    p = model.predict_full("asm", tight, ev)
+    h = hazards.stack_near_size(ev, "asm", tight, p["memory"])
+    assert h is not None and "4096-byte stack given" in h.sentence and not h.blocking
+    auto = model.workload("1us", 1, 64, 3000)
+    mem = model.predict_full("asm", auto, ev)["memory"]
+    assert hazards.stack_near_size(ev, "asm", auto, mem) is None
+    roomy = model.workload("1us", 1, 64, 1000, stack_size="64KiB")
+    mem = model.predict_full("asm", roomy, ev)["memory"]
+    assert hazards.stack_near_size(ev, "asm", roomy, mem) is None

@@ -114,9 +114,10 @@ def stack_near_size(ev, design: str, w, mem: dict) -> Hazard | None:
     frame = entries.frame_bytes(design) if model.family(design) == "stack" else 0
     used = w.stack_in_use + frame
     room = size - used
-    if room >= model._page():
+    # A stack the advisor sized is the smallest that holds the stack in use by design: the
+    # header says so once, instead of every stackful design saying it again.
+    if room >= model._page() or (w.stack_size is None and room >= 0):
         return None
-    chosen = "the smallest that holds it" if w.stack_size is None else "the stack size given"
     after = ("the guard page turns an overflow into a crash (07b's guard check measured "
              "the guard's cost)" if model.guarded(design)
              else "Boost's fixedsize_stack has no guard page, so an overflow silently "
@@ -125,8 +126,8 @@ def stack_near_size(ev, design: str, w, mem: dict) -> Hazard | None:
         return Hazard(f"The stack in use and the switch's frame ({used} bytes) do not fit "
                       f"the {size}-byte stack: it overflows; {after}.", True)
     return Hazard(f"The stack in use ({used} bytes with the switch's frame) leaves {room} "
-                  f"bytes of the {size}-byte stack ({chosen}): one call deeper than "
-                  f"measured overflows, and {after}.", False)
+                  f"bytes of the {size}-byte stack given: one call deeper than measured "
+                  f"overflows, and {after}.", False)
 
 
 def threads_max(ev, design: str, w) -> Hazard | None:

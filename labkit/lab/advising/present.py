@@ -120,7 +120,8 @@ class Advice:
                  f"suspensions (2 switches each) per request, {w.alive} alive, "
                  f"{w.stack_in_use} bytes of stack in use, fp {w.fp}"
                  + (f", stack {w.stack_size} bytes" if w.stack_size else
-                    ", each stackful design on the smallest stack that holds it")
+                    ", each stackful design on the smallest stack that holds it (a call "
+                    "deeper than the stack in use overflows it: give --stack-size for room)")
                  + (f", {w.rate:g} requests/s" if w.rate else ""),
                  f"from: {self.source}; vm.max_map_count {procfs.max_map_count()}; "
                  "intervals: 95%, resampled over fresh processes where the data has them, "
