@@ -1,8 +1,11 @@
-"""Shared fixtures: the kernels that run on this machine, split by kind."""
+"""Shared fixtures: the kernels that run on this machine, split by kind; the user's
+switches the docs show, and a catalogue left without them after a test."""
+from pathlib import Path
+
 import pytest
 
 import labkit
-from labkit.core import entries
+from labkit.core import entries, systems
 
 KERNELS = labkit.catalogue()
 AVAILABLE = KERNELS[KERNELS.available]
@@ -15,6 +18,8 @@ PEERS = list(AVAILABLE[AVAILABLE.system == "peer"].entry)
 # Kernels that keep the FP control state (MXCSR + x87 CW, or FPCR) by design: the C core's
 # kernel table says which.
 KEEPS_FP_CONTROL = {k for k in entries.KERNEL_NAMES if entries.keeps_fp_control(k)}
+# docs/examples: the user's switches (C and Python) the documentation shows.
+EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
 
 
 def assert_each_raises(*cases):
@@ -33,3 +38,12 @@ def stackful(request):
 @pytest.fixture(params=ALL)
 def any_kernel(request):
     return request.param
+
+
+@pytest.fixture
+def forget_added():
+    """The test ends with no user switch, C or Python, in this process's catalogue (for the
+    modules that add them: pytest.mark.usefixtures("forget_added"))."""
+    yield
+    systems.USER_PY_SWITCHES.clear()
+    systems.USER_SWITCHES.clear()

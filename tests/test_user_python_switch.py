@@ -6,22 +6,15 @@ goes on."""
 import io
 import math
 import textwrap
-from pathlib import Path
 
 import pytest
 
 import labkit
 from labkit.core import systems, user_pyswitch
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
+from conftest import EXAMPLES
 
-
-@pytest.fixture(autouse=True)
-def forget_added():
-    """Each test starts and ends with no user switch in the catalogue."""
-    yield
-    systems.USER_PY_SWITCHES.clear()
-    systems.USER_SWITCHES.clear()
+pytestmark = pytest.mark.usefixtures("forget_added")
 
 
 @pytest.fixture

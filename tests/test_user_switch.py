@@ -10,14 +10,17 @@ from pathlib import Path
 import pytest
 
 import labkit
-from labkit.core import systems
 from labkit.experiments import callgrind
 
-pytestmark = pytest.mark.skipif(
-    platform.machine() not in ("x86_64", "AMD64"),
-    reason="the user switches here are x86-64 assembly, and so are the harness's probes")
+from conftest import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
+pytestmark = [
+    pytest.mark.skipif(
+        platform.machine() not in ("x86_64", "AMD64"),
+        reason="the user switches here are x86-64 assembly, and so are the harness's probes"),
+    pytest.mark.usefixtures("forget_added"),
+]
+
 GOOD = EXAMPLES / "my_switch.c"
 BROKEN = EXAMPLES / "broken_switch.c"
 
@@ -28,13 +31,6 @@ def results_elsewhere(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("LABKIT_RESULTS_DIR", str(tmp_path_factory.mktemp("results")))
         yield
-
-
-@pytest.fixture(autouse=True)
-def forget_added():
-    """Each test starts and ends with no user switch in the catalogue."""
-    yield
-    systems.USER_SWITCHES.clear()
 
 
 def variant(tmp_path, name: str, replace: dict) -> Path:

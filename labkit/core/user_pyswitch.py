@@ -28,9 +28,9 @@ from labkit.core import pypeers as _pypeers
 from labkit.core import systems as _systems
 from labkit.core import validate as _v
 from labkit.core import worker as _worker
+from labkit.core.user_switch import CHECK_TIMEOUT, entry_name
 from labkit.errors import UserSwitchError
 
-CHECK_TIMEOUT = 60.0
 _IDENT = r"[A-Za-z_]\w*"
 _PATH = re.compile(rf"({_IDENT}(?:\.{_IDENT})*):({_IDENT}(?:\.{_IDENT})*)")
 SHAPE = ("the factory must return a pair (make, swap) of callables: make(fn) -> ctx, a "
@@ -68,17 +68,6 @@ def import_path(python) -> str:
     return path
 
 
-def _check_name(name, path: str) -> str:
-    if name is None:
-        name = path.split(":")[0].rsplit(".", 1)[-1]
-    if not isinstance(name, str):
-        raise TypeError(f"name must be a str, not {type(name).__name__}")
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}", name):
-        raise ValueError(f"name must be a letter or _ then up to 63 letters, digits, _ . or -; "
-                         f"got {name!r}")
-    return _systems.USER_PREFIX + name
-
-
 def add(python, *, name: str | None = None, timeout: float | None = None) -> str:
     """Import a user's Python switch in a worker, check its shape and that a short ping-pong
     counts every switch, and add it to this process's catalogue; returns "user:<name>"
@@ -87,7 +76,7 @@ def add(python, *, name: str | None = None, timeout: float | None = None) -> str
     the user's code or switches that were not made: UserSwitchError naming it; a hang:
     MeasurementTimeout (timeout: seconds, default 60), the worker alone ends."""
     path = import_path(python)
-    entry = _check_name(name, path)
+    entry = entry_name(name, path.split(":")[0].rsplit(".", 1)[-1])  # the module's last name
     timeout = _v.timeout(timeout) or CHECK_TIMEOUT
     sys_path = _search_path()
     got = _worker.call("labkit.core.user_pyswitch", "worker_check", path=path,

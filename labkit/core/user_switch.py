@@ -32,7 +32,7 @@ from labkit.errors import UserSwitchBuildError, UserSwitchError
 
 SUFFIXES = (".c", ".cpp", ".so")
 CACHE = "user_switches"
-CHECK_TIMEOUT = 60.0
+CHECK_TIMEOUT = 60.0  # seconds a check of a user's switch, C or Python, may take
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 # lk_user_stacktest's word for "nothing changed".
 _UNCHANGED = 1 << 62
@@ -59,15 +59,22 @@ def check_source(source) -> Path:
     return path
 
 
-def _check_name(name, path: Path) -> str:
+def entry_name(name, default: str) -> str:
+    """The catalogue entry of a user's switch, C or Python: "user:<name>", name (default
+    when None) a letter or _ then up to 63 letters, digits, _ . or -."""
     if name is None:
-        name = re.sub(r"[^A-Za-z0-9_.-]", "_", path.stem) or "switch"
+        name = default
     if not isinstance(name, str):
         raise TypeError(f"name must be a str, not {type(name).__name__}")
     if not _NAME.fullmatch(name):
         raise ValueError(f"name must be a letter or _ then up to 63 letters, digits, _ . or -; "
                          f"got {name!r}")
     return _systems.USER_PREFIX + name
+
+
+def _stem_name(path: Path) -> str:
+    """A C switch's default name: its file's stem, other characters made _."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", path.stem) or "switch"
 
 
 def build(source) -> tuple[Path, dict]:
@@ -197,7 +204,7 @@ def check_switch(source, *, keeps_fp_control: bool | None = None,
     path = check_source(source)
     keeps_fp_control = _declared(keeps_fp_control)
     lib, _ = build(path)
-    name = _check_name(None, path)
+    name = entry_name(None, _stem_name(path))
     raw = run_checks(lib, name=name, timeout=_v.timeout(timeout))
     return pd.DataFrame(verdicts(raw, name=name, keeps_fp_control=keeps_fp_control))
 
@@ -240,7 +247,7 @@ def add_switch(source=None, *, python=None, keeps_fp_control: bool | None = None
                         "import path 'package.module:factory')")
     path = check_source(source)
     keeps_fp_control = _declared(keeps_fp_control)
-    entry = _check_name(name, path)
+    entry = entry_name(name, _stem_name(path))
     lib, info = build(path)
     raw = run_checks(lib, name=entry, timeout=_v.timeout(timeout))
     rows = verdicts(raw, name=entry, keeps_fp_control=keeps_fp_control)
