@@ -75,3 +75,15 @@ def claim(claim_id: str, *, original: bool = False) -> dict:
                 out[col] = am[col]
     return out
 
+
+
+def rule_text(reproduced_if: str, contradicted_if: str, amended: str = "") -> str:
+    """A decision rule as the verdict files and the ledger write it; an amended one (amended:
+    the amendment's date) begins "amended <date>: "."""
+    rule = f"reproduced if {reproduced_if}; contradicted if {contradicted_if}"
+    return f"amended {amended}: {rule}" if amended else rule
+
+
+def claimed(row) -> str:
+    """A claim's claimed value with its unit, as the verdict files and the ledger write it."""
+    return f"{row['claimed_value']} ({row['claimed_unit']})"

@@ -70,12 +70,12 @@ def ledger():
             why = ("its notebook failed in the last run: " + status.get("error", "")[:200]
                    if status.get("ok") is False else "no verdict yet from " + nb)
         am = amendments.loc[c.claim_id] if c.claim_id in amendments.index else None
-        original_rule = f"reproduced if {c.reproduced_if}; contradicted if {c.contradicted_if}"
+        original_rule = claims.rule_text(c.reproduced_if, c.contradicted_if)
         rows.append({
             "claim_id": c.claim_id,
             "source": c.source,
             "claim": c.claim,
-            "claimed_value": f"{c.claimed_value} ({c.claimed_unit})",
+            "claimed_value": claims.claimed(c),
             # What the rule's x is; a verdict file from before the column has none.
             "measured_quantity": (v.get("measured_quantity") if v else "")
             or quantity.get(c.claim_id, ""),
@@ -85,9 +85,8 @@ def ledger():
             # recorded has no such column, and then it is the verdict itself.
             "original_verdict": (v.get("original_verdict") or v["verdict"]) if v
             else "not-measured",
-            "rule": (f"amended {am['date']}: reproduced if {am['reproduced_if']}; "
-                     f"contradicted if {am['contradicted_if']}") if am is not None
-            else original_rule,
+            "rule": claims.rule_text(am["reproduced_if"], am["contradicted_if"], am["date"])
+            if am is not None else original_rule,
             "original_rule": original_rule,
             "amendment": (f"{am['date']}: {am['reason']} Misreading: {am['misreading']}"
                           if am is not None else ""),

@@ -307,22 +307,20 @@ def judge(claim_id: str, value, *, low=None, high=None, measured: str | None = N
     if noisy:
         notes.append("noisy (std >= 10% of the mean in a group behind it; the interval "
                      "carries it, the verdict is not vetoed)")
-    rule = f"reproduced if {c['reproduced_if']}; contradicted if {c['contradicted_if']}"
-    orig_verdict, orig_rule = d["verdict"], rule
+    rule = claims.rule_text(c["reproduced_if"], c["contradicted_if"], c["amended"])
+    orig_rule = claims.rule_text(c["original_reproduced_if"], c["original_contradicted_if"])
+    orig_verdict = d["verdict"]
     if c["amended"]:
-        rule = f"amended {c['amended']}: {rule}"
         o = original or {"value": value, "low": low, "high": high}
         orig_verdict = decide(c["original_reproduced_if"], c["original_contradicted_if"],
                               o["value"], o.get("low"), o.get("high"), null=_null(c))["verdict"]
-        orig_rule = (f"reproduced if {c['original_reproduced_if']}; "
-                     f"contradicted if {c['original_contradicted_if']}")
         if original is not None:
             shown = original.get("measured") or _fmt(o["value"], o.get("low"), o.get("high"))
             notes.append(f"under the original rule: {shown}")
     return {
         "claim_id": claim_id,
         "source": c["source"],
-        "claimed_value": f"{c['claimed_value']} ({c['claimed_unit']})",
+        "claimed_value": claims.claimed(c),
         "measured_quantity": c["measured_quantity"],
         "measured_value": measured if measured is not None else _fmt(value, low, high),
         "verdict": d["verdict"],
@@ -357,20 +355,19 @@ def cannot_measure(claim_id: str, why: str) -> dict:
     c = claims.claim(claim_id)
     na = c["reproduced_if"].strip() == "never"
     v = "not-applicable-here" if na else "not-measured"
-    rule = f"reproduced if {c['reproduced_if']}; contradicted if {c['contradicted_if']}"
     return {
         "claim_id": claim_id,
         "source": c["source"],
-        "claimed_value": f"{c['claimed_value']} ({c['claimed_unit']})",
+        "claimed_value": claims.claimed(c),
         "measured_quantity": c["measured_quantity"],
         "measured_value": "not measured",
         "verdict": v,
-        "rule": (f"amended {c['amended']}: " if c["amended"] else "") + rule,
+        "rule": claims.rule_text(c["reproduced_if"], c["contradicted_if"], c["amended"]),
         "note": why,
         "noisy": False,
         "original_verdict": v,
-        "original_rule": (f"reproduced if {c['original_reproduced_if']}; "
-                          f"contradicted if {c['original_contradicted_if']}"),
+        "original_rule": claims.rule_text(c["original_reproduced_if"],
+                                          c["original_contradicted_if"]),
         "method": "",
         "straddle": "",
         "lean": "",
