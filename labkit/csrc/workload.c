@@ -56,10 +56,6 @@ __attribute__((noinline)) static void wl_step(wl *w, wl_slot *s) {
     s->steps++;
 }
 
-/* The buffer in use, 64-aligned, on the calling coroutine's stack. */
-#define WL_BUFFER(w) \
-    ((w)->in_use ? (char *)(((uintptr_t)__builtin_alloca((w)->in_use + 64) + 63) & ~(uintptr_t)63) : 0)
-
 /* A scheduler loop and a coroutine body for every kernel whose contexts have stacks, from
  * the kernel table. UC: the handle is a context object the switch saves into. */
 #define LK_WL(NAME, SWAP, UC)                                                          \
@@ -67,7 +63,7 @@ __attribute__((noinline)) static void wl_step(wl *w, wl_slot *s) {
     static void body_##NAME(void *arg) {                                               \
         wl_slot *s = arg;                                                              \
         wl *w = s->w;                                                                  \
-        s->buf = WL_BUFFER(w);                                                         \
+        s->buf = LK_WL_BUFFER(w->in_use);                                              \
         for (;;) {                                                                     \
             wl_step(w, s);                                                             \
             s->count++;                                                                \
@@ -143,35 +139,21 @@ static int wl_pick(int kernel, wl_loop *loop, void (**body)(void *)) {
     }
 }
 
-/* Counters of the contexts a loop of `resumptions` from `start` visits (all of them when
- * it goes round), and main's. */
+/* Counters of the contexts a loop of `resumptions` from `start` visits, and main's. */
 static void wl_totals(wl *w, uint64_t start, uint64_t resumptions, uint64_t *count,
                       uint64_t *steps) {
-    uint64_t c = w->main.count, s = 0;
-    uint64_t k = resumptions < w->n ? resumptions : w->n;
-    for (uint64_t j = 0, i = start; j < k; j++) {
-        c += w->c[i].count;
-        s += w->c[i].steps;
-        if (++i == w->n) i = 0;
-    }
-    *count = c;
-    *steps = s;
+    LK_WL_TOTALS(w->c, w->n, w->main.count, start, resumptions, count, steps);
 }
 
-static void wl_timed(wl_loop f, wl *w, uint64_t resumptions, uint64_t *ns, uint64_t *ticks,
-                     uint64_t *counted, uint64_t *steps, uint64_t *faults, uint64_t *preempted) {
+static lk_wl_part wl_timed(wl_loop f, wl *w, uint64_t resumptions) {
     uint64_t start = w->cursor, c0, s0, c1, s1;
     wl_totals(w, start, resumptions, &c0, &s0);
     lk_span span = lk_span_begin();
     f(w, resumptions);
     span = lk_span_end(span);
     wl_totals(w, start, resumptions, &c1, &s1);
-    *ns = span.ns;
-    *ticks = span.ticks;
-    *faults = span.faults;
-    *preempted = span.preempted;
-    *counted = c1 - c0;
-    *steps = s1 - s0;
+    lk_wl_part p = {span.ns, span.ticks, c1 - c0, s1 - s0, span.faults, span.preempted};
+    return p;
 }
 
 double lk_wl_ticks_per_unit(uint64_t units, int tries) {
@@ -212,13 +194,6 @@ static int wl_fail(char *err, size_t errlen, const char *what, int e) {
     return -1;
 }
 
-/* An anonymous mapping, committed page by page as it is touched. */
-static void *wl_map(size_t bytes, int stack) {
-    void *m = mmap(0, bytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (stack ? MAP_STACK : 0), -1, 0);
-    return m == MAP_FAILED ? 0 : m;
-}
-
 int lk_wl_open(int kernel, uint64_t n, size_t stack_size, int guard, size_t in_use,
                uint64_t units, char *err, size_t errlen) {
     const char *why;
@@ -245,7 +220,7 @@ int lk_wl_open(int kernel, uint64_t n, size_t stack_size, int guard, size_t in_u
     w->in_use = (in_use + LK_WL_LINE - 1) / LK_WL_LINE * LK_WL_LINE;
     w->units = 0;  /* the first steps, in here, touch but do no work */
     w->sink = 1;
-    w->c = wl_map(n * sizeof(wl_slot), 0);
+    w->c = lk_wl_map(n * sizeof(wl_slot), 0);
     if (!w->c) return wl_fail(err, errlen, "mmap of the coroutines' slots failed", errno);
     w->n = n;
     w->main.w = w;
@@ -256,7 +231,7 @@ int lk_wl_open(int kernel, uint64_t n, size_t stack_size, int guard, size_t in_u
         /* Each state's bytes in use, side by side in one mapping. */
         if (w->in_use) {
             w->map_size = n * w->in_use;
-            w->map = wl_map(w->map_size, 0);
+            w->map = lk_wl_map(w->map_size, 0);
             if (!w->map) return wl_fail(err, errlen, "mmap of the states' buffers failed", errno);
         }
         for (uint64_t i = 0; i < n; i++) {
@@ -281,7 +256,7 @@ int lk_wl_open(int kernel, uint64_t n, size_t stack_size, int guard, size_t in_u
     } else {
         size_t slot = (stack_size + page - 1) / page * page + (guard ? page : 0);
         w->map_size = n * slot;
-        w->map = wl_map(w->map_size, 1);
+        w->map = lk_wl_map(w->map_size, 1);
         if (!w->map) {
             snprintf(what, sizeof what, "mmap of %llu stacks of %zu bytes failed",
                      (unsigned long long)n, slot);
@@ -338,24 +313,15 @@ int lk_wl_run(uint64_t resumptions, int warmup, int repeats, lk_wl_sample *out, 
         uint64_t copied0 = w->run.copied;
         for (int h = 0; h < 2; h++) {
             if (!halves[h]) continue;
-            uint64_t b_ns, b_ticks, b_counted, b_steps, b_faults, b_pre;
-            uint64_t l_ns, l_ticks, l_counted, l_steps, l_faults, l_pre;
+            lk_wl_part b, l;
             if (h == 0) {
-                wl_timed(wl_base, w, halves[h], &b_ns, &b_ticks, &b_counted, &b_steps, &b_faults, &b_pre);
-                wl_timed(loop, w, halves[h], &l_ns, &l_ticks, &l_counted, &l_steps, &l_faults, &l_pre);
+                b = wl_timed(wl_base, w, halves[h]);
+                l = wl_timed(loop, w, halves[h]);
             } else {
-                wl_timed(loop, w, halves[h], &l_ns, &l_ticks, &l_counted, &l_steps, &l_faults, &l_pre);
-                wl_timed(wl_base, w, halves[h], &b_ns, &b_ticks, &b_counted, &b_steps, &b_faults, &b_pre);
+                l = wl_timed(loop, w, halves[h]);
+                b = wl_timed(wl_base, w, halves[h]);
             }
-            o->base_ns += b_ns;
-            o->base_ticks += b_ticks;
-            o->base_steps += b_steps;
-            o->loop_ns += l_ns;
-            o->loop_ticks += l_ticks;
-            o->counted += l_counted;
-            o->steps += l_steps;
-            o->minor_faults += l_faults;
-            o->preemptions += b_pre + l_pre;
+            lk_wl_add(o, &b, &l);
         }
         o->resumptions = resumptions;
         o->switches = 2 * resumptions;

@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/mman.h>
 
 #include "lk_layout.h"
 
@@ -54,6 +55,58 @@ static inline uint64_t lk_wl_touch_work(char *buf, size_t in_use, uint64_t units
         __asm__ volatile("" : "+r"(x));  /* opaque: no closed form, no vectorising */
     }
     return x;
+}
+
+/* Both sides' setup and bookkeeping, outside the timed loops: the C core (workload.c) and
+ * the C++ peers (cxx/workload.cpp) share them so that they count and sum alike. */
+
+/* The buffer in use, 64-aligned, on the calling coroutine's stack (a macro: alloca takes
+ * the caller's frame); none when in_use is 0. */
+#define LK_WL_BUFFER(in_use)                                                               \
+    ((in_use) ? (char *)(((uintptr_t)__builtin_alloca((in_use) + 64) + 63) & ~(uintptr_t)63) \
+              : 0)
+
+/* An anonymous mapping, committed page by page as it is touched; 0 if mmap failed (errno
+ * says why). stack: mapped as a stack (MAP_STACK). */
+static inline void *lk_wl_map(size_t bytes, int stack) {
+    void *m = mmap(0, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (stack ? MAP_STACK : 0), -1, 0);
+    return m == MAP_FAILED ? 0 : m;
+}
+
+/* Sets *count_out to main's counter plus the transfer counters (`count`) of the contexts a
+ * loop of `resumptions` from `start` visits (all n of them when it goes round), and
+ * *steps_out to their step counters (`steps`); slots: an array of n such records. */
+#define LK_WL_TOTALS(slots, n, main_count, start, resumptions, count_out, steps_out)      \
+    do {                                                                                  \
+        uint64_t c_ = (main_count), s_ = 0;                                               \
+        uint64_t k_ = (resumptions) < (n) ? (resumptions) : (n);                          \
+        for (uint64_t j_ = 0, i_ = (start); j_ < k_; j_++) {                              \
+            c_ += (slots)[i_].count;                                                      \
+            s_ += (slots)[i_].steps;                                                      \
+            if (++i_ == (n)) i_ = 0;                                                      \
+        }                                                                                 \
+        *(count_out) = c_;                                                                \
+        *(steps_out) = s_;                                                                \
+    } while (0)
+
+/* One timed loop of a sample: its span (lk_timer.h's lk_span) and what was counted in it. */
+typedef struct {
+    uint64_t ns, ticks, counted, steps, faults, preempted;
+} lk_wl_part;
+
+/* Adds one half of a sample to o: the baseline b's time and steps, the switching loop l's
+ * time, transfers, steps and page faults, and the preemptions in either. */
+static inline void lk_wl_add(lk_wl_sample *o, const lk_wl_part *b, const lk_wl_part *l) {
+    o->base_ns += b->ns;
+    o->base_ticks += b->ticks;
+    o->base_steps += b->steps;
+    o->loop_ns += l->ns;
+    o->loop_ticks += l->ticks;
+    o->counted += l->counted;
+    o->steps += l->steps;
+    o->minor_faults += l->faults;
+    o->preemptions += b->preempted + l->preempted;
 }
 
 /* Called through ctypes (lk_layout.h's LK_FUNCTIONS), inside a worker process only. One

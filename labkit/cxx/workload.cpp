@@ -68,15 +68,11 @@ __attribute__((noinline)) void step(slot *s) {
     inc(s->steps);
 }
 
-/* The buffer in use, 64-aligned, on the calling coroutine's stack. */
-#define LKW_BUFFER() \
-    (g.in_use ? (char *)(((uintptr_t)__builtin_alloca(g.in_use + 64) + 63) & ~(uintptr_t)63) : nullptr)
-
 /* ---- Boost.Context fcontext ---- */
 
 void fctx_body(bctx::detail::transfer_t t) {
     slot *s = static_cast<slot *>(t.data);
-    s->buf = LKW_BUFFER();
+    s->buf = LK_WL_BUFFER(g.in_use);
     for (;;) {
         step(s);
         inc(s->count);
@@ -192,22 +188,10 @@ void fail(char *err, size_t errlen, const char *fmt, ...) {
 }
 
 void totals(uint64_t start, uint64_t resumptions, uint64_t *count, uint64_t *steps) {
-    uint64_t c = g.main_count, s = 0;
-    uint64_t k = resumptions < g.n ? resumptions : g.n;
-    for (uint64_t j = 0, i = start; j < k; j++) {
-        c += g.c[i].count;
-        s += g.c[i].steps;
-        if (++i == g.n) i = 0;
-    }
-    *count = c;
-    *steps = s;
+    LK_WL_TOTALS(g.c, g.n, g.main_count, start, resumptions, count, steps);
 }
 
-struct timed_part {
-    uint64_t ns, ticks, counted, steps, faults, preempted;
-};
-
-timed_part timed(loop_fn f, uint64_t resumptions) {
+lk_wl_part timed(loop_fn f, uint64_t resumptions) {
     uint64_t start = g.cursor, c0, s0, c1, s1;
     totals(start, resumptions, &c0, &s0);
     lk_span span = lk_span_begin();
@@ -231,12 +215,6 @@ void close_all() {
     g = wlx{};
 }
 
-void *map_anon(size_t bytes, bool stack) {
-    void *m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (stack ? MAP_STACK : 0), -1, 0);
-    return m == MAP_FAILED ? nullptr : m;
-}
-
 int open_cxx(int design, uint64_t n, size_t stack_size, int guard, size_t in_use,
              uint64_t units, char *err, size_t errlen) {
     close_all();
@@ -254,7 +232,7 @@ int open_cxx(int design, uint64_t n, size_t stack_size, int guard, size_t in_use
     g.units = 0;  /* the first steps, in here, touch but do no work */
     g.sink = 1;
     g.guard = guard;
-    g.c = static_cast<slot *>(map_anon(n * sizeof(slot), false));
+    g.c = static_cast<slot *>(lk_wl_map(n * sizeof(slot), 0));
     if (!g.c) {
         fail(err, errlen, "mmap of the coroutines' slots failed: %s", strerror(errno));
         return -1;
@@ -263,7 +241,7 @@ int open_cxx(int design, uint64_t n, size_t stack_size, int guard, size_t in_use
     if (design_stackful[design]) {
         g.slot_bytes = (stack_size + g.page - 1) / g.page * g.page + (guard ? g.page : 0);
         g.map_size = n * g.slot_bytes;
-        g.map = static_cast<char *>(map_anon(g.map_size, true));
+        g.map = static_cast<char *>(lk_wl_map(g.map_size, 1));
         if (!g.map) {
             fail(err, errlen, "mmap of %llu stacks of %zu bytes failed: %s",
                  (unsigned long long)n, g.slot_bytes, strerror(errno));
@@ -290,7 +268,7 @@ int open_cxx(int design, uint64_t n, size_t stack_size, int guard, size_t in_use
                 (*g.fibers)[i] = bctx::fiber(
                     std::allocator_arg, bctx::preallocated(top, usable, sc), given_stack{sc},
                     [s](bctx::fiber &&back) {
-                        s->buf = LKW_BUFFER();
+                        s->buf = LK_WL_BUFFER(g.in_use);
                         for (;;) {
                             step(s);
                             inc(s->count);
@@ -334,7 +312,7 @@ int run_cxx(uint64_t resumptions, int warmup, int repeats, lk_wl_sample *out, ch
         std::memset(o, 0, sizeof *o);
         for (int h = 0; h < 2; h++) {
             if (!halves[h]) continue;
-            timed_part b, l;
+            lk_wl_part b, l;
             if (h == 0) {
                 b = timed(loop_base, halves[h]);
                 l = timed(loop, halves[h]);
@@ -342,15 +320,7 @@ int run_cxx(uint64_t resumptions, int warmup, int repeats, lk_wl_sample *out, ch
                 l = timed(loop, halves[h]);
                 b = timed(loop_base, halves[h]);
             }
-            o->base_ns += b.ns;
-            o->base_ticks += b.ticks;
-            o->base_steps += b.steps;
-            o->loop_ns += l.ns;
-            o->loop_ticks += l.ticks;
-            o->counted += l.counted;
-            o->steps += l.steps;
-            o->minor_faults += l.faults;
-            o->preemptions += b.preempted + l.preempted;
+            lk_wl_add(o, &b, &l);
         }
         o->resumptions = resumptions;
         o->switches = 2 * resumptions;
