@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import platform
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -273,6 +274,21 @@ class UserSwitch:
 # The user's switches added in this process, by entry name.
 USER_SWITCHES: dict[str, UserSwitch] = {}
 USER_PREFIX = "user:"
+USER_CHECK_TIMEOUT = 60.0  # seconds a check of a user's switch, C or Python, may take
+_USER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+
+
+def user_entry(name, default: str) -> str:
+    """The catalogue entry of a user's switch, C or Python: "user:<name>", name (default
+    when None) a letter or _ then up to 63 letters, digits, _ . or -."""
+    if name is None:
+        name = default
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, not {type(name).__name__}")
+    if not _USER_NAME.fullmatch(name):
+        raise ValueError(f"name must be a letter or _ then up to 63 letters, digits, _ . or -; "
+                         f"got {name!r}")
+    return USER_PREFIX + name
 
 
 def _user_job(name, size, prefault, build, fp_control) -> Job:

@@ -28,7 +28,6 @@ from labkit.core import pypeers as _pypeers
 from labkit.core import systems as _systems
 from labkit.core import validate as _v
 from labkit.core import worker as _worker
-from labkit.core.user_switch import CHECK_TIMEOUT, entry_name
 from labkit.errors import UserSwitchError
 
 _IDENT = r"[A-Za-z_]\w*"
@@ -76,8 +75,8 @@ def add(python, *, name: str | None = None, timeout: float | None = None) -> str
     the user's code or switches that were not made: UserSwitchError naming it; a hang:
     MeasurementTimeout (timeout: seconds, default 60), the worker alone ends."""
     path = import_path(python)
-    entry = entry_name(name, path.split(":")[0].rsplit(".", 1)[-1])  # the module's last name
-    timeout = _v.timeout(timeout) or CHECK_TIMEOUT
+    entry = _systems.user_entry(name, path.split(":")[0].rsplit(".", 1)[-1])  # the module's last name
+    timeout = _v.timeout(timeout) or _systems.USER_CHECK_TIMEOUT
     sys_path = _search_path()
     got = _worker.call("labkit.core.user_pyswitch", "worker_check", path=path,
                        sys_path=sys_path, timeout=timeout,
@@ -105,7 +104,7 @@ def memory(entry: str, n: int, timeout: float | None = None) -> float:
     n = _v.integer_in("n", n, 1, 10_000_000)
     return _worker.call("labkit.core.user_pyswitch", "worker_memory", path=u.path,
                         sys_path=list(u.sys_path), n=n,
-                        timeout=_v.timeout(timeout) or CHECK_TIMEOUT + n * 1e-4,
+                        timeout=_v.timeout(timeout) or _systems.USER_CHECK_TIMEOUT + n * 1e-4,
                         describe=f"the memory of {n} suspended contexts of {entry!r}")
 
 

@@ -32,8 +32,6 @@ from labkit.errors import UserSwitchBuildError, UserSwitchError
 
 SUFFIXES = (".c", ".cpp", ".so")
 CACHE = "user_switches"
-CHECK_TIMEOUT = 60.0  # seconds a check of a user's switch, C or Python, may take
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 # lk_user_stacktest's word for "nothing changed".
 _UNCHANGED = 1 << 62
 # The System V ABI's red zone: the 128 bytes below rsp.
@@ -57,19 +55,6 @@ def check_source(source) -> Path:
     if not path.is_file():
         raise ValueError(f"source must be an existing file; {str(source)!r} does not exist")
     return path
-
-
-def entry_name(name, default: str) -> str:
-    """The catalogue entry of a user's switch, C or Python: "user:<name>", name (default
-    when None) a letter or _ then up to 63 letters, digits, _ . or -."""
-    if name is None:
-        name = default
-    if not isinstance(name, str):
-        raise TypeError(f"name must be a str, not {type(name).__name__}")
-    if not _NAME.fullmatch(name):
-        raise ValueError(f"name must be a letter or _ then up to 63 letters, digits, _ . or -; "
-                         f"got {name!r}")
-    return _systems.USER_PREFIX + name
 
 
 def _stem_name(path: Path) -> str:
@@ -124,7 +109,7 @@ def run_checks(library: Path, *, name: str, timeout: float | None = None) -> dic
     the worker only: KernelCrashError, MeasurementTimeout naming the check). The alignment
     check first and the stack check next, each alone when it fails: the checks after them
     run C on the stacks the switch made, and call it from frames it would spoil."""
-    timeout = CHECK_TIMEOUT if timeout is None else timeout
+    timeout = _systems.USER_CHECK_TIMEOUT if timeout is None else timeout
     out = {}
     for check, what in (("aligntest", "alignment check"), ("stacktest", "stack check"),
                         ("regtest", "register check"), ("fptest", "FP control check")):
@@ -204,7 +189,7 @@ def check_switch(source, *, keeps_fp_control: bool | None = None,
     path = check_source(source)
     keeps_fp_control = _declared(keeps_fp_control)
     lib, _ = build(path)
-    name = entry_name(None, _stem_name(path))
+    name = _systems.user_entry(None, _stem_name(path))
     raw = run_checks(lib, name=name, timeout=_v.timeout(timeout))
     return pd.DataFrame(verdicts(raw, name=name, keeps_fp_control=keeps_fp_control))
 
@@ -247,7 +232,7 @@ def add_switch(source=None, *, python=None, keeps_fp_control: bool | None = None
                         "import path 'package.module:factory')")
     path = check_source(source)
     keeps_fp_control = _declared(keeps_fp_control)
-    entry = entry_name(name, _stem_name(path))
+    entry = _systems.user_entry(name, _stem_name(path))
     lib, info = build(path)
     raw = run_checks(lib, name=entry, timeout=_v.timeout(timeout))
     rows = verdicts(raw, name=entry, keeps_fp_control=keeps_fp_control)
