@@ -234,7 +234,7 @@ def test_a_killed_publish_leaves_the_store_as_it_was_and_is_swept(bundles, tmp_p
     left = sorted(p.name for p in (Path(reg) / store.STAGING).iterdir())
     assert any(n.endswith(store.LOCK_SUFFIX) for n in left) and len(left) == 2, left
     staged = Path(reg) / store.STAGING / next(n for n in left if not n.endswith(".lock"))
-    assert (staged / store.MARKER).exists()  # it got as far as staging every file
+    assert (staged / "bundle" / store.MARKER).exists()  # it got as far as staging every file
     assert _visible(reg) == before
     pd.testing.assert_frame_equal(query.machines(reg), machines_before)
     pd.testing.assert_frame_equal(query.claims(reg), claims_before)
