@@ -26,6 +26,11 @@ def _read(store, table: str) -> str:
     return READ.format(glob=store.index_glob(table))
 
 
+# How many of a machine id's digits its label shows: the fewest that tell it from every
+# other machine in the store (6 hex digits collide among a few thousand machines).
+ID_DIGITS = (6, 8, 10, 12)
+
+
 def _store(registry) -> stores.Store:
     return registry if isinstance(registry, stores.Store) else stores.open_store(registry)
 
@@ -61,10 +66,28 @@ def _chosen(store, filters, quick) -> str:
     keep; with a `label` per machine."""
     where, _ = _where(filters, quick)
     return f"""
-        SELECT *, cpu_model || ' ' || substr(machine, 1, 6) || ' (' || layers || ')' AS label
-        FROM {_read(store, 'machine')}
+        SELECT m.*, m.cpu_model || ' ' || substr(m.machine, 1, s.digits) || ' (' || m.layers
+               || ')' AS label
+        FROM {_read(store, 'machine')} m JOIN ({_short_ids(store)}) s USING (machine)
         WHERE {where}
-        QUALIFY row_number() OVER (PARTITION BY machine ORDER BY created DESC, bundle) = 1"""
+        QUALIFY row_number() OVER (PARTITION BY m.machine ORDER BY m.created DESC, m.bundle) = 1"""
+
+
+def _short_ids(store) -> str:
+    """SQL of each machine id in the store with the digits its label shows: the first of
+    ID_DIGITS that no other machine id of the store shares (all of it if none does). Over
+    every machine, not only those a query keeps, so a machine's label is the same in every
+    answer. In sorted order the id sharing the longest prefix with one is a neighbour."""
+    def unique_at(n):
+        return (f"substr(machine, 1, {n}) NOT IN (substr(coalesce(prev, ''), 1, {n}), "
+                f"substr(coalesce(next, ''), 1, {n}))")
+
+    cases = " ".join(f"WHEN {unique_at(n)} THEN {n}" for n in ID_DIGITS)
+    return f"""
+        SELECT machine, CASE {cases} ELSE length(machine) END AS digits
+        FROM (SELECT machine, lag(machine) OVER w AS prev, lead(machine) OVER w AS next
+              FROM (SELECT DISTINCT machine FROM {_read(store, 'machine')})
+              WINDOW w AS (ORDER BY machine))"""
 
 
 def _run(store, sql: str, params: list):
