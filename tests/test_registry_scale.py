@@ -228,3 +228,13 @@ def test_a_publish_killed_on_s3_reads_as_before_and_is_swept(tmp_path):
             "machine.parquet", "measurements.parquet", "verdicts.parquet"]
         with pytest.raises(ValueError, match="older_than"):
             s3.sweep_staging(older_than=-1)
+
+
+def test_a_publish_compacts_a_partition_grown_long(tmp_path, monkeypatch):
+    monkeypatch.setattr(index, "AUTO_COMPACT", 3)
+    reg = tmp_path / "store"
+    for i in range(4):
+        publish.publish(_distinct(tmp_path, i), reg)
+        names = [f.name[:2] for f in _index_files(reg, "machine")]
+        assert names == (["d-"] * (i + 1) if i < 2 else ["c-"] if i == 2 else ["c-", "d-"])
+    assert len(query.machines(reg)) == 4 and len(query.claims(reg)) == 4 * 45

@@ -30,6 +30,9 @@ DELTA, COMPACTED = "d-", "c-"
 KEYS = {"machine": ("bundle",), "verdicts": ("bundle", "claim_id"),
         "ladder": ("bundle", "notebook", "entry")}
 LADDER_COLUMNS = ("notebook", "entry", "median_ns", "rows")
+# A publish that leaves a partition with this many deltas compacts the partition: queries
+# then open a few files per partition however long no one runs `compact`.
+AUTO_COMPACT = 200
 
 
 def parts(rel: str) -> dict:
@@ -101,16 +104,21 @@ def dedupe_sql(table: str, source: str, where: str = "") -> str:
     return f"SELECT DISTINCT ON ({keys}) * FROM {source} {('WHERE ' + where) if where else ''}"
 
 
-def compact(store, *, adopt: bool = True) -> dict:
+def compact(store, *, adopt: bool = True, only: str | None = None) -> dict:
     """Rewrite each partition's index files of each table into one compacted file, then
     remove the files it absorbed. With `adopt`, first index every bundle folder the index
     lacks (a store from before the index, or a publish killed between placing its folder
     and committing it: its folder is whole, its checks were passed). Returns
-    {"adopted": bundles, "compacted": files written, "absorbed": files removed}."""
+    {"adopted": bundles, "compacted": files written, "absorbed": files removed}. `only`
+    restricts it to one partition ('run_mode=full/format=4/commit=...').
+
+    Safe beside publishers and other compactions: a file is removed only by the
+    compaction that wrote its rows into a new file, and a reader that meets a bundle in
+    both keeps one."""
     import uuid
 
     adopted = 0
-    if adopt:
+    if adopt and only is None:
         committed = set(store.bundles())
         for rel in store.folders():
             if rel in committed:
@@ -127,7 +135,8 @@ def compact(store, *, adopt: bool = True) -> dict:
         if len(bits) != 6 or bits[1] not in TABLES or not bits[-1].endswith(".parquet") \
                 or not bits[-1].startswith((DELTA, COMPACTED)):
             continue  # a file being written aside
-        groups.setdefault((bits[1], "/".join(bits[2:5])), []).append(rel)
+        if only is None or "/".join(bits[2:5]) == only:
+            groups.setdefault((bits[1], "/".join(bits[2:5])), []).append(rel)
     written = absorbed = 0
     con = store.connect()
     try:
@@ -153,3 +162,30 @@ def compact(store, *, adopt: bool = True) -> dict:
     finally:
         con.close()
     return {"adopted": adopted, "compacted": written, "absorbed": absorbed}
+
+
+def main(argv=None) -> int:
+    """`python -m labkit.lab.registry.index --registry R`: compact a registry's index."""
+    import argparse
+    import json
+
+    from labkit.lab.registry import store as stores
+
+    p = argparse.ArgumentParser(prog="python -m labkit.lab.registry.index",
+                                description="Compact a registry's index: one file per "
+                                "partition and table, adopting bundle folders it lacks.")
+    p.add_argument("--registry", required=True, help="folder path or S3 URL of the registry")
+    p.add_argument("--no-adopt", action="store_true", help="leave unindexed bundle folders")
+    args = p.parse_args(argv)
+    try:
+        store = stores.open_store(args.registry)
+    except (TypeError, ValueError) as exc:
+        p.error(str(exc))
+    print(json.dumps(compact(store, adopt=not args.no_adopt)))
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

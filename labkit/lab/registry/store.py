@@ -253,8 +253,20 @@ class Store:
             raise ValueError(f"files must include {MARKER}")
         rows = index.rows(rel_dir, files)
         if self.kind == "local":
-            return self._put_local(rel_dir, files, rows)
-        return self._put_s3(rel_dir, files, rows)
+            self._put_local(rel_dir, files, rows)
+        else:
+            self._put_s3(rel_dir, files, rows)
+        part = index.partition(rel_dir)
+        deltas = sum(r.rsplit("/", 1)[-1].startswith(index.DELTA)
+                     for r, _ in self.listing(f"{index.INDEX}/machine/{part}"))
+        if deltas >= index.AUTO_COMPACT:
+            try:
+                index.compact(self, adopt=False, only=part)
+            except Exception as exc:  # noqa: BLE001 - the bundle is committed; say, go on
+                import warnings
+
+                warnings.warn(f"registry {self.describe()}: the bundle is stored, but "
+                              f"compacting {part} failed ({exc}); `compact` will", stacklevel=2)
 
     def _index_rel(self, table: str, rel_dir: str) -> str:
         return f"{index.INDEX}/{table}/{index.partition(rel_dir)}/{index.delta_name(rel_dir)}"
