@@ -365,14 +365,6 @@ class Store:
         return removed
 
     # ---- reading (DuckDB) ----
-    def glob(self, table: str) -> str:
-        """Every bundle folder's file of a table (committed or not: queries read the
-        index; this is for tools that walk the bundles themselves)."""
-        if table not in TABLES:
-            raise ValueError(f"table must be one of {TABLES}; got {table!r}")
-        stars = "/".join(f"{k}=*" for k in PARTITIONS)
-        return f"{self.path('')}/{stars}/{table}.parquet"
-
     def connect(self):
         """A DuckDB connection that reads this store (S3 through the httpfs extension of
         the duckdb-ext-httpfs package: nothing is downloaded)."""
