@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from labkit.lab.registry import gallery, query, synthetic
+from labkit.lab.registry import gallery, index, query, synthetic
 from labkit.lab.registry import store as stores
 
 REPEATS = 3  # each timing is the median of this many runs, each on a fresh connection
@@ -74,33 +74,41 @@ def local_figures(scratch, n: int) -> dict:
         t = time.perf_counter()
         made = synthetic.synthesise(store, _templates(), n - have, seed=have, start=have)
         synth_s = time.perf_counter() - t
+    return {"bundles_made_now": made,
+            "synthesis_s_per_bundle": round(synth_s / made, 4) if made else None,
+            **store_figures(store)}
+
+
+def store_figures(store: stores.Store) -> dict:
+    """Size, compaction, claims (all; one commit) and gallery times of a store."""
     count = len(store.bundles())
     size = store.size_bytes()
+    t = time.perf_counter()
+    packed = index.compact(store)
+    compact_s = time.perf_counter() - t
     commit = query.machines(store).commit.iloc[0]
     q_all, q_all_runs = _timed(lambda: query.tally(query.claims(store)))
-    q_one, _ = _timed(lambda: query.claims(store, filters={"commit": commit}))
+    q_one, q_one_runs = _timed(lambda: query.claims(store, filters={"commit": commit}))
     plan = query.explain_claims(store, filters={"commit": commit})
     out_dir = Path(tempfile.mkdtemp(prefix="labkit-bench-gallery-"))
-    g, _ = _timed(lambda: gallery.build(store, out_dir), repeats=1)
+    g, g_runs = _timed(lambda: gallery.build(store, out_dir))
     page = (out_dir / gallery.PAGE).stat().st_size
     shutil.rmtree(out_dir)
-    return {"bundles": count, "made_now": made,
-            "synthesis_s_per_bundle": round(synth_s / made, 3) if made else None,
-            "bytes_per_bundle": round(size / count), "store_bytes": size,
-            "claims_query_s": round(q_all, 3), "claims_query_runs_s": [round(t, 3) for t in q_all_runs],
-            "claims_query_one_commit_s": round(q_one, 3), "commit_filtered": commit,
+    return {"bundles": count, "bytes_per_bundle": round(size / count), "store_bytes": size,
+            "compact": packed, "compact_s": round(compact_s, 2),
+            "claims_query_s": round(q_all, 3), "claims_query_runs_s": _r(q_all_runs),
+            "claims_query_one_commit_s": round(q_one, 3), "claims_one_commit_runs_s": _r(q_one_runs),
+            "commit_filtered": commit,
             "plan_filter_lines": [ln.strip() for ln in plan.splitlines()
-                                  if "ilter" in ln or "commit" in ln],
+                                  if "ilter" in ln or "commit" in ln or "Scanning" in ln
+                                  or "/" in ln.strip("│ ")],
             "plan": plan,
-            "gallery_build_s": round(g, 3), "gallery_page_bytes": page}
+            "gallery_build_s": round(g, 3), "gallery_build_runs_s": _r(g_runs),
+            "gallery_page_bytes": page}
 
 
-def _copy_to(src: stores.Store, dst: stores.Store, k: int) -> int:
-    rels = src.bundles()[:k]
-    for rel in rels:
-        files = {p.name: p.read_bytes() for p in Path(src.path(rel)).iterdir()}
-        dst.put(rel, files)
-    return len(rels)
+def _r(times) -> list:
+    return [round(t, 3) for t in times]
 
 
 def _storm_bundles(n: int, into: Path) -> list[Path]:
@@ -121,11 +129,10 @@ def _storm_bundles(n: int, into: Path) -> list[Path]:
     return out
 
 
-def seaweed_figures(scratch, k: int, storm: int) -> dict:
+def seaweed_figures(k: int, storm: int) -> dict:
     from labkit.core.results import REPO
     from labkit.lab.registry import serve
 
-    local = stores.open_store(scratch)
     work = Path(tempfile.mkdtemp(prefix="labkit-bench-weed-"))
     out = {}
     try:
@@ -133,13 +140,9 @@ def seaweed_figures(scratch, k: int, storm: int) -> dict:
             s3 = stores.open_store(s.url + "/bench")
             if k:
                 t = time.perf_counter()
-                out["copied"] = _copy_to(local, s3, k)
-                out["copy_s_per_bundle"] = round((time.perf_counter() - t) / max(k, 1), 3)
-                q, runs = _timed(lambda: query.tally(query.claims(s3)))
-                out.update(claims_query_s=round(q, 3), claims_query_runs_s=[round(x, 3) for x in runs])
-                gdir = work / "gallery"
-                g, _ = _timed(lambda: gallery.build(s3, gdir), repeats=1)
-                out["gallery_build_s"] = round(g, 3)
+                synthetic.synthesise(s3, _templates(), k)
+                out["synthesis_s_per_bundle"] = round((time.perf_counter() - t) / k, 4)
+                out.update(store_figures(s3))
             if storm:
                 paths = _storm_bundles(storm, work)
                 target = s.url + "/storm"
@@ -167,17 +170,20 @@ def main(argv=None) -> int:
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--scratch", required=True, help="a scratch store folder (made if absent; "
                    "refused if it holds a real bundle)")
-    p.add_argument("--bundles", type=int, default=1000, help="synthetic bundles in the store")
-    p.add_argument("--seaweed", type=int, default=0, help="also copy this many bundles to a "
-                   "SeaweedFS store on loopback and time the queries there")
+    p.add_argument("--bundles", type=int, default=1000, help="synthetic bundles in the scratch "
+                   "store (0: skip the local figures)")
+    p.add_argument("--seaweed", type=int, default=0, help="also synthesise this many bundles "
+                   "into a SeaweedFS store on loopback and time the queries there")
     p.add_argument("--storm", type=int, default=0, help="clients publishing at once to SeaweedFS")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
-    if args.bundles < 1 or args.seaweed < 0 or args.storm < 0:
-        p.error("--bundles must be positive; --seaweed and --storm at least 0")
-    figures = {"machine": machine_text(), "local": local_figures(args.scratch, args.bundles)}
+    if args.bundles < 0 or args.seaweed < 0 or args.storm < 0:
+        p.error("--bundles, --seaweed and --storm must be at least 0")
+    figures = {"machine": machine_text()}
+    if args.bundles:
+        figures["local"] = local_figures(args.scratch, args.bundles)
     if args.seaweed or args.storm:
-        figures["seaweedfs"] = seaweed_figures(args.scratch, args.seaweed, args.storm)
+        figures["seaweedfs"] = seaweed_figures(args.seaweed, args.storm)
     print(json.dumps(figures, indent=1))
     return 0
 

@@ -9,9 +9,15 @@ stopped at (the wider of the two: each machine's processes were collected under 
 stopping rule), with Welch's standard error of the difference.
 
 Across comparisons (claims x machine pairs) the error rate is held by Holm's step-down
-procedure (METHOD): comparisons in order of their p-values (the level at which the
-interval just touches 1), the i-th tested at alpha / (k - i + 1), stopping at the first
-that does not exclude 1. A comparison
+procedure (METHOD), in its form without p-values: with m comparisons not yet rejected,
+every one whose interval at alpha / m excludes 1 is rejected, and again with the new m,
+until a round rejects none. That is Holm's procedure exactly (a p-value is at most alpha / m
+when, and only when, the interval at alpha / m excludes 1, the critical value being
+monotone in alpha), and it needs critical values only at the levels alpha / m, each
+computed once (_critical), where ordering by p-values needed a root search in alpha per
+comparison. A comparison rejected in the round of m is shown at level alpha / m (Holm's
+sequential form would show the second rejected of that round at alpha / (m - 1), and so
+on: a slightly narrower interval). A comparison
 rejected there is a "machine effect"; one that is not is "no machine effect (within ±m%)"
 when its interval at alpha / k (Bonferroni, Holm's most demanding level) lies inside
 [1/(1+m), 1+m], and "undecided" otherwise. tests/test_registry.py calibrates this on
@@ -22,6 +28,7 @@ machine's runs and the per-process values it hands the engine are the ones compa
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -70,8 +77,8 @@ def compare(a, b, looks_a, looks_b, alpha: float) -> dict:
                 "n_a": int(a.size), "n_b": int(b.size)}
     d = float(a.mean() - b.mean())
     se = math.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)
-    c = max(sequential.critical_value(a.size, looks_a, alpha),
-            sequential.critical_value(b.size, looks_b, alpha))
+    c = max(_critical(int(a.size), tuple(looks_a), float(alpha)),
+            _critical(int(b.size), tuple(looks_b), float(alpha)))
     z = abs(d) / se if se > 0 else math.inf
     return {"d": d, "low": d - c * se, "high": d + c * se, "z": z,
             "n_a": int(a.size), "n_b": int(b.size)}
@@ -89,17 +96,16 @@ def decide(comparisons: list[dict], *, alpha: float = sequential.ALPHA, margin: 
     k = len(comparisons)
     base = [compare(c["a"], c["b"], c["looks_a"], c["looks_b"], alpha / max(k, 1))
             for c in comparisons]
-    order = sorted(range(k), key=lambda i: _p_value(comparisons[i], base[i])) if k > 1 \
-        else list(range(k))
-    effect = {}
-    for step, i in enumerate(order):
-        level = alpha / (k - step) if method == "holm" else alpha / k
-        r = compare(comparisons[i]["a"], comparisons[i]["b"], comparisons[i]["looks_a"],
-                    comparisons[i]["looks_b"], level)
-        if r["low"] > 0 or r["high"] < 0:
-            effect[i] = (r, level)
-        elif method == "holm":
-            break  # step-down: every later comparison is kept as not rejected
+    effect, left = {}, list(range(k))
+    while left:  # Holm's rounds (the module's docstring); Bonferroni: one round at alpha / k
+        level = alpha / len(left) if method == "holm" else alpha / k
+        judged = {i: compare(comparisons[i]["a"], comparisons[i]["b"], comparisons[i]["looks_a"],
+                             comparisons[i]["looks_b"], level) for i in left}
+        hit = [i for i, r in judged.items() if r["low"] > 0 or r["high"] < 0]
+        effect.update({i: (judged[i], level) for i in hit})
+        if not hit or method != "holm":
+            break
+        left = [i for i in left if i not in effect]
     bound = math.log1p(margin)
     out = []
     for i, c in enumerate(comparisons):
@@ -118,24 +124,11 @@ def decide(comparisons: list[dict], *, alpha: float = sequential.ALPHA, margin: 
     return out
 
 
-def _p_value(c: dict, r: dict) -> float:
-    """The smallest level whose interval excludes 0 (the repeated-confidence critical
-    value inverted in alpha)."""
-    from scipy.optimize import brentq
-
-    if not math.isfinite(r["z"]) or r["n_a"] < 2 or r["n_b"] < 2:
-        return 0.0 if r["z"] == math.inf else 1.0
-
-    def gap(alpha):
-        return max(sequential.critical_value(r["n_a"], c["looks_a"], alpha),
-                   sequential.critical_value(r["n_b"], c["looks_b"], alpha)) - r["z"]
-
-    lo, hi = 1e-10, 0.999
-    if gap(lo) < 0:
-        return lo
-    if gap(hi) > 0:
-        return 1.0
-    return float(brentq(gap, lo, hi, xtol=1e-6))
+@functools.lru_cache(maxsize=4096)
+def _critical(n: int, looks: tuple, alpha: float) -> float:
+    """sequential.critical_value, kept: a decision asks for the same few (processes, looks,
+    level) many times, and each new level costs a boundary computation."""
+    return sequential.critical_value(n, looks, alpha)
 
 
 def _exp(v: float) -> float:

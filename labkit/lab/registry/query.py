@@ -1,10 +1,11 @@
-"""Questions asked of a registry, in DuckDB over its Parquet (local folder or S3): the
-machines, each claim's verdicts across them with a tally, each design's ns per switch
-across CPUs. A machine with several bundles is read at its latest (by `created`); full and
-quick runs are never mixed.
+"""Questions asked of a registry, in DuckDB over its index (labkit.lab.registry.index:
+a few Parquet files per partition, local folder or S3): the machines, each claim's
+verdicts across them with a tally, each design's ns per switch across CPUs. A machine with
+several bundles is read at its latest (by `created`); full and quick runs are never mixed.
 """
 from __future__ import annotations
 
+from labkit.lab.registry import index
 from labkit.lab.registry import store as stores
 
 # filter name -> the SQL condition on the machine table (one parameter each).
@@ -18,6 +19,16 @@ FILTERS = {
 }
 READ = "read_parquet('{glob}', hive_partitioning = true, hive_types_autocast = false, " \
        "union_by_name = true)"
+
+
+def _read(store, table: str) -> str:
+    """The index table as a DuckDB source."""
+    return READ.format(glob=store.index_glob(table))
+
+
+# How many of a machine id's digits its label shows: the fewest that tell it from every
+# other machine in the store (6 hex digits collide among a few thousand machines).
+ID_DIGITS = (6, 8, 10, 12)
 
 
 def _store(registry) -> stores.Store:
@@ -55,20 +66,33 @@ def _chosen(store, filters, quick) -> str:
     keep; with a `label` per machine."""
     where, _ = _where(filters, quick)
     return f"""
-        SELECT *, cpu_model || ' ' || substr(machine, 1, 6) || ' (' || layers || ')' AS label
-        FROM {READ.format(glob=store.glob('machine'))}
+        SELECT m.*, m.cpu_model || ' ' || substr(m.machine, 1, s.digits) || ' (' || m.layers
+               || ')' AS label
+        FROM {_read(store, 'machine')} m JOIN ({_short_ids(store)}) s USING (machine)
         WHERE {where}
-        QUALIFY row_number() OVER (PARTITION BY machine ORDER BY created DESC) = 1"""
+        QUALIFY row_number() OVER (PARTITION BY m.machine ORDER BY m.created DESC, m.bundle) = 1"""
+
+
+def _short_ids(store) -> str:
+    """SQL of each machine id in the store with the digits its label shows: the first of
+    ID_DIGITS that no other machine id of the store shares (all of it if none does). Over
+    every machine, not only those a query keeps, so a machine's label is the same in every
+    answer. In sorted order the id sharing the longest prefix with one is a neighbour."""
+    def unique_at(n):
+        return (f"substr(machine, 1, {n}) NOT IN (substr(coalesce(prev, ''), 1, {n}), "
+                f"substr(coalesce(next, ''), 1, {n}))")
+
+    cases = " ".join(f"WHEN {unique_at(n)} THEN {n}" for n in ID_DIGITS)
+    return f"""
+        SELECT machine, CASE {cases} ELSE length(machine) END AS digits
+        FROM (SELECT machine, lag(machine) OVER w AS prev, lead(machine) OVER w AS next
+              FROM (SELECT DISTINCT machine FROM {_read(store, 'machine')})
+              WINDOW w AS (ORDER BY machine))"""
 
 
 def _run(store, sql: str, params: list):
-    if not store.bundles():
-        return None
-    con = store.connect()
-    try:
-        return con.execute(sql, params).df()
-    finally:
-        con.close()
+    """The query's DataFrame, or None for a store with nothing committed."""
+    return store.query(sql, params, frame=True)
 
 
 def machines(registry, *, filters: dict | None = None, quick: bool = False):
@@ -79,8 +103,8 @@ def machines(registry, *, filters: dict | None = None, quick: bool = False):
     store = _store(registry)
     where, params = _where(filters, quick)
     sql = f"""WITH chosen AS ({_chosen(store, filters, quick)}),
-        counts AS (SELECT machine, count(*) AS bundles
-                   FROM {READ.format(glob=store.glob('machine'))} WHERE {where} GROUP BY machine)
+        counts AS (SELECT machine, count(DISTINCT bundle) AS bundles
+                   FROM {_read(store, 'machine')} WHERE {where} GROUP BY machine)
         SELECT c.label, c.machine, c.bundle, c.cpu_vendor, c.cpu_model, c.cpu_family, c.cpu_model_id,
                c.cpu_stepping, c.microcode, c.vector_isa, c.xcr0, c.xsave_bytes, c.layers,
                c.commit, c.format, c.recomputable, c.recomputed, c.created, n.bundles
@@ -97,11 +121,10 @@ def claims(registry, *, filters: dict | None = None, quick: bool = False):
     store = _store(registry)
     _, params = _where(filters, quick)
     vwhere, vparams = _partitions(filters, quick, "v")
-    sql = f"""WITH chosen AS ({_chosen(store, filters, quick)})
+    sql = f"""WITH chosen AS ({_chosen(store, filters, quick)}),
+        v AS ({index.dedupe_sql('verdicts', _read(store, 'verdicts') + ' v', vwhere)})
         SELECT v.claim_id, c.label, c.machine, v.verdict, v.measured_value, v."check", v.claim
-        FROM {READ.format(glob=store.glob('verdicts'))} v
-        JOIN chosen c ON v.bundle = c.bundle
-        WHERE {vwhere}
+        FROM v JOIN chosen c ON v.bundle = c.bundle
         ORDER BY v.claim_id, c.label"""
     df = _run(store, sql, params + vparams)
     return pd.DataFrame() if df is None else df
@@ -110,9 +133,13 @@ def claims(registry, *, filters: dict | None = None, quick: bool = False):
 def tally(rows) -> list[dict]:
     """Per claim: how many machines gave each verdict, most common first, and the line
     'C000.2: contradicted on 14 of 15 machines'."""
+    cols = ["label", "verdict", "measured_value", "check"]
+    # one dict per row, built from plain lists: DataFrame.to_dict per claim costs seconds
+    # over ten thousand machines
+    records = [dict(zip(cols, vals)) for vals in zip(*(rows[c].tolist() for c in cols))]
     out = []
-    for claim_id, g in rows.groupby("claim_id", sort=True):
-        counts = g.verdict.value_counts()
+    for claim_id, idx in sorted(rows.groupby("claim_id").indices.items()):
+        counts = rows.verdict.iloc[idx].value_counts()
         n = int(counts.sum())
         parts = [f"{v} on {int(k)}" for v, k in counts.items()]
         head = (f"{parts[0]} of {n} machines" if len(parts) == 1
@@ -120,27 +147,25 @@ def tally(rows) -> list[dict]:
         out.append({"claim_id": claim_id, "machines": n,
                     "tally": {v: int(k) for v, k in counts.items()},
                     "line": f"{claim_id}: {head}",
-                    "verdicts": g[["label", "verdict", "measured_value", "check"]]
-                    .to_dict(orient="records")})
+                    "verdicts": [records[i] for i in idx]})
     return out
 
 
 def ladder(registry, *, filters: dict | None = None, quick: bool = False,
            notebook: str = "04_latency_ladder"):
-    """Each design's (entry's) median ns per switch on each machine (rows of the latency
-    ladder's measurements), with its ratio to that machine's own `asm`."""
+    """Each design's (entry's) median ns per switch on each machine (over the rows of the
+    latency ladder's measurements; index.ladder), with its ratio to that machine's own
+    `asm`."""
     import pandas as pd
 
     store = _store(registry)
     _, params = _where(filters, quick)
     mwhere, mparams = _partitions(filters, quick, "t")
     sql = f"""WITH chosen AS ({_chosen(store, filters, quick)}),
-        m AS (SELECT bundle, entry, TRY_CAST(ns_per_switch AS DOUBLE) AS ns
-              FROM {READ.format(glob=store.glob('measurements'))} t
-              WHERE notebook = ? AND {mwhere}),
-        med AS (SELECT c.label, m.entry, median(m.ns) AS median_ns, count(*) AS rows
-                FROM m JOIN chosen c ON m.bundle = c.bundle
-                WHERE m.ns IS NOT NULL GROUP BY c.label, m.entry)
+        m AS ({index.dedupe_sql('ladder', _read(store, 'ladder') + ' t',
+                                'notebook = ? AND ' + mwhere)}),
+        med AS (SELECT c.label, m.entry, m.median_ns, m.rows
+                FROM m JOIN chosen c ON m.bundle = c.bundle)
         SELECT a.*, a.median_ns / b.median_ns AS ratio_to_asm
         FROM med a LEFT JOIN med b ON a.label = b.label AND b.entry = 'asm'
         ORDER BY a.entry, a.label"""
@@ -153,9 +178,9 @@ def explain_claims(registry, *, filters: dict | None = None, quick: bool = False
     store = _store(registry)
     _, params = _where(filters, quick)
     vwhere, vparams = _partitions(filters, quick, "v")
-    sql = f"""EXPLAIN WITH chosen AS ({_chosen(store, filters, quick)})
-        SELECT v.claim_id, c.label, v.verdict FROM {READ.format(glob=store.glob('verdicts'))} v
-        JOIN chosen c ON v.bundle = c.bundle WHERE {vwhere}"""
+    sql = f"""EXPLAIN WITH chosen AS ({_chosen(store, filters, quick)}),
+        v AS ({index.dedupe_sql('verdicts', _read(store, 'verdicts') + ' v', vwhere)})
+        SELECT v.claim_id, c.label, v.verdict FROM v JOIN chosen c ON v.bundle = c.bundle"""
     df = _run(store, sql, params + vparams)
     return "" if df is None else "\n".join(df.iloc[:, -1].astype(str))
 
@@ -170,10 +195,11 @@ def verdict_runs(registry, *, filters: dict | None = None, quick: bool = False) 
     if chosen.empty:
         return {}
     chosen = chosen[chosen.recomputable.astype(bool)]
-    rels = store.bundles()
+    mode = "quick" if quick else "full"
     out = {}
     for _, m in chosen.iterrows():
-        rel = next(r for r in rels if r.endswith(f"/bundle={m.bundle}"))
+        rel = (f"run_mode={mode}/format={m.format}/commit={m.commit}/machine={m.machine}/"
+               f"bundle={m.bundle}")
         try:
             runs = store.read(rel, "verdict_runs.parquet")
         except Exception:  # noqa: BLE001 - a bundle with no runs (none of its designs ran)
