@@ -89,6 +89,10 @@ def test_beyond_the_ring_the_growth_of_touching_a_frame_is_added():
     # another machine's data: 50,000 takes the nearest measured, 100,000
     assert model.cold_resume(ev, "asm", 50_000, 65536)[0].value == pytest.approx(80.0, rel=1e-6)
     assert model.cold_resume(ev, "asm", 2, 65536)[0].value == 0.0
+    # a million contexts are not made on the spot: held at the most the advisor measures
+    term, note = model.cold_resume(ev, "asm", 1_000_000, 65536)
+    assert model.GROWTH_CONTEXTS == 100_000 and term.value == pytest.approx(80.0, rel=1e-6)
+    assert "held at the 100,000 contexts measured" in note
 
 
 def test_intervals_cover_the_truth_at_about_their_rate():

@@ -327,6 +327,13 @@ def test_the_cli_answers_in_json_and_refuses_bad_registries(registry, tmp_path):
     assert any(r["claim_id"] == "C000.3a" for r in rows)
     done = _cli("registry", "machines", "--registry", "ftp://nowhere/x")
     assert done.returncode == 2 and "registry" in done.stderr
+    before = _cli("registry", "claims", "--registry", str(registry), "--json").stdout
+    done = _cli("registry", "compact", "--registry", str(registry))
+    assert done.returncode == 0, done.stderr
+    assert set(json.loads(done.stdout)) == {"adopted", "compacted", "absorbed"}
+    assert _cli("registry", "claims", "--registry", str(registry), "--json").stdout == before
+    done = _cli("registry", "compact", "--registry", "ftp://nowhere/x")
+    assert done.returncode == 2 and "registry" in done.stderr
 
 
 # ---- the S3 back end: SeaweedFS on loopback ----

@@ -10,6 +10,7 @@
     labkit registry claims|ladder|machines|effects --registry PATH_OR_URL [--json]
     labkit registry serve [--data DIR] [--address HOST:PORT]
     labkit registry gallery --registry PATH_OR_URL -o DIR
+    labkit registry compact --registry PATH_OR_URL
 
 Exit status: 0 ok; 1 a measurement or a notebook failed (one line; --debug shows the
 traceback); 2 a usage error (a bad option or value); 130 interrupted.
@@ -340,6 +341,12 @@ def _registry_arguments(p) -> None:
     for f in ("vendor", "family", "model", "layers", "commit"):
         gl.add_argument(f"--{f}", default=None, help=f"only machines of this {f}")
     _flag(gl, "--quick", "the quick runs' bundles (kept apart from full ones)")
+    c = sub.add_parser("compact", help="compact a registry's index: one file per partition",
+                       description="Fold each partition's index files into one (publishes "
+                       "do it themselves every 200), and index any whole bundle folder the "
+                       "index lacks. Prints what it did as JSON.")
+    c.add_argument("--registry", required=True, help="folder path or S3 URL of the registry")
+    _flag(c, "--no-adopt", "leave bundle folders the index lacks unindexed")
     s = sub.add_parser("serve", help="start an S3 store (SeaweedFS) for a registry",
                        description="Start SeaweedFS's S3 server for a registry, on loopback "
                        "unless --address says otherwise; prints the registry URL and where "
@@ -358,6 +365,12 @@ def _registry(args) -> int:
         from labkit.lab.registry import serve
 
         return serve.run_forever(args.data, args.address, args.bucket)
+    if args.registry_command == "compact":
+        from labkit.lab.registry import index, store
+
+        print(json.dumps(index.compact(store.open_store(args.registry),
+                                       adopt=not args.no_adopt)))
+        return 0
     filters = {f: getattr(args, f) for f in ("vendor", "family", "model", "layers", "commit")}
     kw = {"filters": filters, "quick": args.quick}
     if args.registry_command == "gallery":

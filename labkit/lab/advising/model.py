@@ -470,13 +470,21 @@ def resume_bytes(design: str) -> int:
     return context_lines(design) * LINE if family(design) == "stack" else LINE
 
 
+# The most contexts the advisor makes to measure a growth on the spot: 100,000 stacks of
+# 64 KiB reserve 6.4 GB of address space and commit a page or two each; a million would
+# commit several GB on a laptop for one term.
+GROWTH_CONTEXTS = 100_000
+
+
 def _touch_growth(ev, layout: str, n: int, m: int, u: int, size) -> _ev.Term:
     """What touching u bytes of each context adds to the workload experiment's work-only
-    steps of `layout` at n contexts beyond what it adds at m, measured now (another
-    machine's data: the nearest n measured, scaled by bytes)."""
+    steps of `layout` at n contexts (at most GROWTH_CONTEXTS) beyond what it adds at m,
+    measured now (another machine's data: the nearest n measured, scaled by bytes)."""
     import numpy as np
 
     from labkit.core import entries, validate
+
+    n = min(n, max(GROWTH_CONTEXTS, m))
 
     if size is not None:  # a stack that holds the bytes touched, as the experiment needs
         size = max(size, validate.round_to_pages(u + entries.frame_bytes(layout)
@@ -509,13 +517,16 @@ def cold_resume(ev, design: str, n: int, size: int | None):
         return _ev.Term(np.zeros(_ev.DRAWS), "two contexts"), ""
     layout, u = layout_design(design), resume_bytes(design)
     if fam != "stack":
-        return _touch_growth(ev, layout, n, 2, u, size), ""
+        held = f"held at the {GROWTH_CONTEXTS:,} contexts measured" if n > GROWTH_CONTEXTS else ""
+        return _touch_growth(ev, layout, n, 2, u, size), held
     ring, note = ring_extra(ev, n, size)
     total = ring.draws * context_lines(design)
     reach = int(_ring_rows(ev).contexts.max())
     if n > reach:
         total = total + _touch_growth(ev, layout, n, reach, u, size).draws
         note = f"beyond the ring's {reach} contexts, the growth of touching a frame"
+    if n > GROWTH_CONTEXTS:
+        note += f", held at the {GROWTH_CONTEXTS:,} contexts measured"
     return _ev.Term(total, ring.basis), note
 
 

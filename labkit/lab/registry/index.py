@@ -162,30 +162,3 @@ def compact(store, *, adopt: bool = True, only: str | None = None) -> dict:
     finally:
         con.close()
     return {"adopted": adopted, "compacted": written, "absorbed": absorbed}
-
-
-def main(argv=None) -> int:
-    """`python -m labkit.lab.registry.index --registry R`: compact a registry's index."""
-    import argparse
-    import json
-
-    from labkit.lab.registry import store as stores
-
-    p = argparse.ArgumentParser(prog="python -m labkit.lab.registry.index",
-                                description="Compact a registry's index: one file per "
-                                "partition and table, adopting bundle folders it lacks.")
-    p.add_argument("--registry", required=True, help="folder path or S3 URL of the registry")
-    p.add_argument("--no-adopt", action="store_true", help="leave unindexed bundle folders")
-    args = p.parse_args(argv)
-    try:
-        store = stores.open_store(args.registry)
-    except (TypeError, ValueError) as exc:
-        p.error(str(exc))
-    print(json.dumps(compact(store, adopt=not args.no_adopt)))
-    return 0
-
-
-if __name__ == "__main__":
-    import sys
-
-    sys.exit(main())
