@@ -23,6 +23,7 @@ import html
 import math
 from pathlib import Path
 
+from labkit.core.results import atomic_path
 from labkit.lab.registry import effects, query
 from labkit.lab.registry import store as stores
 
@@ -58,7 +59,7 @@ COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e
 
 
 def _store(registry) -> stores.Store:
-    return registry if isinstance(registry, stores.Store) else stores.open_store(registry)
+    return stores.open_store(registry)
 
 
 def machine_rows(registry, *, filters=None, quick: bool = False):
@@ -450,8 +451,6 @@ def build(registry, out, *, filters=None, quick: bool = False) -> Path:
     if out.exists() and not out.is_dir():
         raise ValueError(f"out must be a folder; {out} is a file")
     page = render(collect(registry, filters=filters, quick=quick))
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = out / f".{PAGE}.tmp"
-    tmp.write_text(page, encoding="utf-8")
-    tmp.replace(out / PAGE)
+    with atomic_path(out / PAGE) as tmp:
+        tmp.write_text(page, encoding="utf-8")
     return out / PAGE

@@ -164,7 +164,7 @@ def prepare(path, *, include_host: bool = False, store=None) -> tuple[str, dict,
         raise Refused(path, f"unknown labkit commit {raw!r}: not a commit of this labkit's "
                       "history, so its experiments cannot be known")
     digest = content_hash(path)
-    mode = "quick" if meta.get("quick") else "full"
+    mode = stores.run_mode(bool(meta.get("quick")))
     parts = {"run_mode": mode, "format": str(fmt), "commit": commit,
              "machine": str(machine["machine_id"]), "bundle": digest[:16]}
     rel = "/".join(f"{k}={v}" for k, v in parts.items())
@@ -214,7 +214,7 @@ def prepare(path, *, include_host: bool = False, store=None) -> tuple[str, dict,
 def publish(path, registry, *, include_host: bool = False) -> dict:
     """Check a bundle (prepare) and store it in the registry, atomically; returns what was
     stored. Raises Refused (a ValueError) with the one line to show."""
-    store = registry if isinstance(registry, stores.Store) else stores.open_store(registry)
+    store = stores.open_store(registry)
     rel, files, summary = prepare(path, include_host=include_host, store=store)
     try:
         store.put(rel, files)

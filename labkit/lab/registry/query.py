@@ -32,11 +32,11 @@ ID_DIGITS = (6, 8, 10, 12)
 
 
 def _store(registry) -> stores.Store:
-    return registry if isinstance(registry, stores.Store) else stores.open_store(registry)
+    return stores.open_store(registry)
 
 
 def _where(filters: dict, quick: bool) -> tuple[str, list]:
-    conds, params = ["run_mode = ?"], ["quick" if quick else "full"]
+    conds, params = ["run_mode = ?"], [stores.run_mode(quick)]
     for name, value in (filters or {}).items():
         if value is None:
             continue
@@ -52,7 +52,7 @@ def _where(filters: dict, quick: bool) -> tuple[str, list]:
 def _partitions(filters, quick, alias: str) -> tuple[str, list]:
     """The filters that are partition keys (run mode, commit) as conditions on another
     table's read: DuckDB then skips that table's files in the folders they rule out."""
-    conds, params = [f"{alias}.run_mode = ?"], ["quick" if quick else "full"]
+    conds, params = [f"{alias}.run_mode = ?"], [stores.run_mode(quick)]
     commit = (filters or {}).get("commit")
     if commit is not None:
         _where({"commit": commit}, quick)  # the same checks on the value
@@ -113,20 +113,25 @@ def machines(registry, *, filters: dict | None = None, quick: bool = False):
     return pd.DataFrame() if df is None else df
 
 
+def _claims_sql(store, filters, quick, columns: str) -> tuple[str, list]:
+    """The claims query (its SELECT list given) and its parameters."""
+    _, params = _where(filters, quick)
+    vwhere, vparams = _partitions(filters, quick, "v")
+    sql = f"""WITH chosen AS ({_chosen(store, filters, quick)}),
+        v AS ({index.dedupe_sql('verdicts', _read(store, 'verdicts') + ' v', vwhere)})
+        SELECT {columns} FROM v JOIN chosen c ON v.bundle = c.bundle"""
+    return sql, params + vparams
+
+
 def claims(registry, *, filters: dict | None = None, quick: bool = False):
     """One row per (claim, machine): verdict, measured value, how the registry checked
     it (recomputed or why not) and the claim's text."""
     import pandas as pd
 
     store = _store(registry)
-    _, params = _where(filters, quick)
-    vwhere, vparams = _partitions(filters, quick, "v")
-    sql = f"""WITH chosen AS ({_chosen(store, filters, quick)}),
-        v AS ({index.dedupe_sql('verdicts', _read(store, 'verdicts') + ' v', vwhere)})
-        SELECT v.claim_id, c.label, c.machine, v.verdict, v.measured_value, v."check", v.claim
-        FROM v JOIN chosen c ON v.bundle = c.bundle
-        ORDER BY v.claim_id, c.label"""
-    df = _run(store, sql, params + vparams)
+    sql, params = _claims_sql(store, filters, quick, 'v.claim_id, c.label, c.machine, '
+                              'v.verdict, v.measured_value, v."check", v.claim')
+    df = _run(store, sql + " ORDER BY v.claim_id, c.label", params)
     return pd.DataFrame() if df is None else df
 
 
@@ -176,26 +181,20 @@ def ladder(registry, *, filters: dict | None = None, quick: bool = False,
 def explain_claims(registry, *, filters: dict | None = None, quick: bool = False) -> str:
     """DuckDB's physical plan of the claims query: where the partition filters prune."""
     store = _store(registry)
-    _, params = _where(filters, quick)
-    vwhere, vparams = _partitions(filters, quick, "v")
-    sql = f"""EXPLAIN WITH chosen AS ({_chosen(store, filters, quick)}),
-        v AS ({index.dedupe_sql('verdicts', _read(store, 'verdicts') + ' v', vwhere)})
-        SELECT v.claim_id, c.label, v.verdict FROM v JOIN chosen c ON v.bundle = c.bundle"""
-    df = _run(store, sql, params + vparams)
+    sql, params = _claims_sql(store, filters, quick, "v.claim_id, c.label, v.verdict")
+    df = _run(store, "EXPLAIN " + sql, params)
     return "" if df is None else "\n".join(df.iloc[:, -1].astype(str))
 
 
 def verdict_runs(registry, *, filters: dict | None = None, quick: bool = False) -> dict:
     """label -> {notebook: that machine's verdict runs} for the chosen bundles that carry
     them (format 4 on); each file read whole with its own types."""
-    import pandas as pd
-
     store = _store(registry)
     chosen = machines(store, filters=filters, quick=quick)
     if chosen.empty:
         return {}
     chosen = chosen[chosen.recomputable.astype(bool)]
-    mode = "quick" if quick else "full"
+    mode = stores.run_mode(quick)
     out = {}
     for _, m in chosen.iterrows():
         rel = (f"run_mode={mode}/format={m.format}/commit={m.commit}/machine={m.machine}/"

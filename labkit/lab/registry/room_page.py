@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from labkit.core.results import atomic_path
 from labkit.lab.registry import gallery, predictions, publish, query
 from labkit.lab.registry import store as stores
 
@@ -75,14 +76,12 @@ def render(items: list[dict], machines, registry: str, preds=None) -> str:
 
 def build(registry, machine_ids, out, *, predictions_file=None, quick: bool = False) -> Path:
     """Write OUT/room.html for the room's machines; returns its path."""
-    store = registry if isinstance(registry, stores.Store) else stores.open_store(registry)
+    store = stores.open_store(registry)
     rows = room_rows(store, machine_ids, quick=quick)
     preds = predictions.read(predictions_file) if predictions_file is not None else None
     labels = sorted(set(rows.label)) if not rows.empty else []
     page = render(summary(rows, preds), labels, gallery.shown(store), preds)
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = out / f".{PAGE}.tmp"
-    tmp.write_text(page, encoding="utf-8")
-    tmp.replace(out / PAGE)
+    with atomic_path(out / PAGE) as tmp:
+        tmp.write_text(page, encoding="utf-8")
     return out / PAGE

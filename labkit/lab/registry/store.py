@@ -452,10 +452,17 @@ def httpfs_directory() -> str:
     raise FileNotFoundError("duckdb-ext-httpfs is installed without its httpfs.duckdb_extension")
 
 
+def run_mode(quick: bool) -> str:
+    """The partition a run's bundles go to: quick runs apart from full ones."""
+    return "quick" if quick else "full"
+
+
 def open_store(location) -> Store:
     """A Store from a registry location: a folder path, s3://BUCKET[/PREFIX] (the endpoint
     from $AWS_ENDPOINT_URL, else AWS), or http(s)://HOST:PORT/BUCKET[/PREFIX] (an S3
-    endpoint such as `labkit registry serve`'s)."""
+    endpoint such as `labkit registry serve`'s). A Store is returned as it is."""
+    if isinstance(location, Store):
+        return location
     if not isinstance(location, (str, os.PathLike)) or not str(location):
         raise TypeError(f"registry must be a folder path or an s3:// or http(s):// URL; "
                         f"got {location!r}")

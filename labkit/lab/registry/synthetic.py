@@ -173,7 +173,7 @@ def synthesise(scratch, paths, n: int, *, seed: int = 0, start: int = 0,
         raise ValueError(f"n must be a positive int; got {n!r}")
     if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
         raise ValueError(f"batch must be a positive int; got {batch!r}")
-    store = scratch if isinstance(scratch, stores.Store) else stores.open_store(scratch)
+    store = stores.open_store(scratch)
     if store.kind == "local" and not Path(store.root).exists():
         os.makedirs(store.root)
     check_scratch(store)
