@@ -28,9 +28,9 @@
 # switching (W and the u bytes touched, N contexts round robin), measured on the spot in a
 # worker of its own, which is what a user profiles as "my work between switches".
 #
-# Issue 32's targets: the measurement inside the prediction's interval at ≥ 90% of points;
-# median |prediction / measurement - 1| ≤ 10% for time and ≤ 5% for memory; a median
-# half-width of at most 20% of the prediction.
+# The grid's targets (`grid.TARGETS`): the measurement inside the prediction's interval at
+# ≥ 90% of points; median |prediction / measurement - 1| ≤ 10% for time and ≤ 5% for
+# memory; a median half-width of at most 20% of the prediction.
 
 # %% tags=["parameters"]
 # Each parameter's full and quick value: params.describe("10_your_workload").

@@ -418,6 +418,14 @@ def _difference(ev, key: str, got: dict, far, near, scale: float, basis: str) ->
 OVERLAP_KERNEL = "asm_fpu"  # the kernel notebook 08's switch-frequency sweep runs
 
 
+def _nearest_size(df, size: int) -> int:
+    """The stack_size of df's rows nearest `size` in log2."""
+    import numpy as np
+
+    sizes = np.sort(df.stack_size.unique())
+    return sizes[np.argmin(np.abs(np.log2(sizes) - math.log2(size)))]
+
+
 def overlap(ev, work_ns: float, size: int | None):
     """(Term, note): ns of a switch hidden in the shadow of `work_ns` of work between
     suspensions (the out-of-order core runs the one beside the other): notebook 08's ns
@@ -425,14 +433,14 @@ def overlap(ev, work_ns: float, size: int | None):
     work, the stack size nearest `size`), between 0 and the whole switch of 08."""
     import numpy as np
 
+    from labkit.core import validate
+
     df = ev.rows("08_switch_frequency")
+    if "work_ns_per_task" in df:
+        df = df[(df.entry == OVERLAP_KERNEL) & (df.batch == 1) & df.ns_per_switch.notna()]
     if df.empty or "work_ns_per_task" not in df:
         return None, "the switch at its full cost whatever the work (no switch-frequency data)"
-    df = df[(df.entry == OVERLAP_KERNEL) & (df.batch == 1) & df.ns_per_switch.notna()]
-    if df.empty:
-        return None, "the switch at its full cost whatever the work (no switch-frequency data)"
-    sizes = np.sort(df.stack_size.unique())
-    s = sizes[np.argmin(np.abs(np.log2(sizes) - math.log2(size or 65536)))]
+    s = _nearest_size(df, size or validate.DEFAULT_STACK_SIZE)
     df = df[df.stack_size == s]
     rng = ev.rng(f"overlap {s}")
     levels = df.groupby("work_units").work_ns_per_task.median().sort_values()
@@ -553,8 +561,7 @@ def ring_extra(ev, n: int, size: int):
         return _ev.Term(np.zeros(_ev.DRAWS), "two contexts"), ""
     if df.empty:
         raise LookupError(f"no ring of many contexts in {ev.source}")
-    sizes = np.sort(df.stack_size.unique())
-    s = sizes[np.argmin(np.abs(np.log2(sizes) - math.log2(size)))]
+    s = _nearest_size(df, size)
     sub = df[df.stack_size == s]
     cs = np.sort(sub.contexts.unique())
     if cs[0] > 2:
@@ -675,8 +682,6 @@ def stack_memory(ev, size: int, touched_bytes: int) -> dict:
     """Resident bytes and page tables of one stack of `size` with `touched_bytes` written:
     07b's untouched stack (one page) plus, per further page written, the slope from its
     wholly touched stack, at the measured size nearest `size`; page tables scaled by size."""
-    import numpy as np
-
     page = _page()
     df = _stackful_rows(ev)
     if df.empty and ev.local:
@@ -691,8 +696,7 @@ def stack_memory(ev, size: int, touched_bytes: int) -> dict:
         df = _stackful_rows(ev)
     if df.empty:
         raise LookupError(f"no stackful memory rows in {ev.source}")
-    sizes = np.sort(df.stack_size.unique())
-    s = sizes[np.argmin(np.abs(np.log2(sizes) - math.log2(size)))]
+    s = _nearest_size(df, size)
     sub = df[df.stack_size == s]
     untouched = sub[sub.touched.astype(str) == "False"]
     touched = sub[sub.touched.astype(str) == "True"]
