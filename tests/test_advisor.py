@@ -24,8 +24,8 @@ def _machine():
 def _simulated(rng, *, c=3.0, extra=40.0, proc_sd=0.3, rep_sd=0.4, processes=16, repeats=9):
     """Frames whose truth is known: asm switches in c ns (per-process offsets and repeat
     noise around it), a ring whose 1024 contexts add `extra` ns over two (64 a quarter of
-    that), touching a frame of one of 100,000 contexts `extra` ns more than of one of 1024,
-    and stack memory of one page untouched, the whole stack touched."""
+    that), asm's switches among 64, 1024 and 100,000 contexts measured in its layout as
+    cold by `extra` / 4, `extra` and 2 * `extra` ns, and stack memory of one page untouched, the whole stack touched."""
     rows = []
     for w in range(processes):
         mu = c + rng.normal(0, proc_sd)
@@ -44,11 +44,13 @@ def _simulated(rng, *, c=3.0, extra=40.0, proc_sd=0.3, rep_sd=0.4, processes=16,
            for t, b in ((False, PAGE + 16.0), (True, 65536 + 16.0))]
     frames = {"04_latency_ladder_verdict_runs": pd.DataFrame(rows),
               "01_stack_size": pd.DataFrame(ring), "07b_coroutine_memory": pd.DataFrame(mem)}
-    # beyond the ring's 1024 contexts, touching a frame of one of 100,000 grows by `extra`
-    # (work-only steps: 1 ns bare, 2 ns with a warm line)
-    steps = {(1024, 0): 1.0, (1024, 64): 2.0, (100_000, 0): 1.5, (100_000, 64): 2.5 + extra}
-    frames["cold resume asm 100000 64 65536 1024"] = {
-        p: pd.Series(v + rng.normal(0, rep_sd, repeats)) for p, v in steps.items()}
+    # asm's switching loop less its steps: 2 warm switches (6 ns) at 2 contexts, and a
+    # resumption of one of n contexts `extra` / 4, `extra` and 2 * `extra` ns more at 64,
+    # 1024 and 100,000
+    for n, add in ((64, extra / 4), (1024, extra), (100_000, 2 * extra)):
+        frames[f"cold switch asm {n} 0 65536"] = {
+            (2, 0): pd.Series(6.0 + rng.normal(0, rep_sd, repeats)),
+            (n, 0): pd.Series(6.0 + add + rng.normal(0, rep_sd, repeats))}
     return frames
 
 
@@ -72,20 +74,19 @@ def test_prediction_is_the_formula_on_known_truth():
     assert mem["total"] == pytest.approx(1024 * (mem["resident"] + 128.0))
 
 
-def test_cycles_use_the_tsc_rate_and_the_ring_interpolates_in_log_n():
+def test_cycles_use_the_tsc_rate_and_another_machines_cold_switch_is_the_nearest_measured():
     ev = _ev(_simulated(np.random.default_rng(2), proc_sd=0.0, rep_sd=1e-9))
-    w = model.workload("100cycles", 1, 256, 0, stack_size="64KiB")
+    w = model.workload("100cycles", 1, 100, 0, stack_size="64KiB")
     value, _, _ = model.predict("asm", w, ev)
-    # 256 is halfway between 64 and 1024 in log2: the ring term is the mean of 10 and 40,
-    # one cold resumption in a suspension's two switches
-    assert value == pytest.approx(100 / 2.0 + 2 * (3.0 + 25.0 / 2), rel=1e-6)
+    # 100 contexts: the nearest measured in log n is 64, cold by 10; one cold resumption in
+    # a suspension's two switches
+    assert value == pytest.approx(100 / 2.0 + 2 * (3.0 + 10.0 / 2), rel=1e-6)
 
 
-def test_beyond_the_ring_the_growth_of_touching_a_frame_is_added():
+def test_the_cold_switch_is_measured_in_the_layout_and_held_beyond_what_is_made():
     ev = _ev(_simulated(np.random.default_rng(8), proc_sd=0.0, rep_sd=1e-9))
     term, note = model.cold_resume(ev, "asm", 100_000, 65536)
-    assert term.value == pytest.approx(40.0 + 40.0, rel=1e-6)
-    assert "beyond the ring's 1024 contexts" in note
+    assert term.value == pytest.approx(80.0, rel=1e-6) and note == ""
     # another machine's data: 50,000 takes the nearest measured, 100,000
     assert model.cold_resume(ev, "asm", 50_000, 65536)[0].value == pytest.approx(80.0, rel=1e-6)
     assert model.cold_resume(ev, "asm", 2, 65536)[0].value == 0.0
@@ -301,16 +302,16 @@ def test_cli_bad_input_exits_2_naming_the_option(args, option, capsys):
     assert len(err) == 1 and option in err[0]
 
 
-def test_a_frame_larger_than_a_small_stack_is_touched_on_a_stack_that_holds_it():
-    """ucontext's saved frame (over 1 KiB) on the smallest stack the advisor gives it: the
-    growth beyond the ring is measured on a stack large enough for the experiment."""
+def test_a_cold_switch_is_measured_now_on_a_stack_that_holds_the_frame():
+    """ucontext's context object (over 1 KiB) on the smallest stack the advisor gives it:
+    its switches among many contexts are measured on a stack large enough for it."""
     err = io.StringIO()
     ev = evidence.Evidence("empty", _machine(), {}, local=True, quick=True, status=err)
-    ev.frames["01_stack_size"] = _simulated(np.random.default_rng(9))["01_stack_size"]
     term, note = model.cold_resume(ev, "ucontext", 3000, 4096)
-    assert np.isfinite(term.draws).all() and (term.draws >= 0).all()
-    assert "beyond the ring's 1024 contexts" in note
-    assert f"measuring now reading {model.resume_bytes('ucontext')} bytes" in err.getvalue()
+    assert np.isfinite(term.draws).all() and (term.draws >= 0).all() and note == ""
+    assert "measuring now ucontext's switches among 3000 contexts against 2" in err.getvalue()
+    assert model.cold_resume(ev, "ucontext", 3000, 4096)[0].value == term.value  # kept
+    assert err.getvalue().count("measuring now") == 1
 
 
 def test_missing_rows_are_measured_now_and_said(tmp_path):

@@ -376,22 +376,27 @@ def layout_design(design: str) -> str:
     return LAYOUT_DESIGN[fam]
 
 
-def _work_only(ev, key: str, design: str, points, size, what: str) -> dict:
+def _work_only(ev, key: str, design: str, points, size, what: str, *,
+               switching: bool = False) -> dict:
     """{(contexts, bytes): Series of ns per step} of the workload experiment's work-only
     loop of `design` (its steps called in place, no switching) at each point, measured now
-    once per key (this machine only)."""
+    once per key (this machine only). switching: ns its switching loop takes beyond that
+    loop instead, per request."""
     if key not in ev.frames:
         if not ev.local:
             raise LookupError(f"no measurement of {what} in {ev.source}")
         from labkit.experiments import workload
 
         ev.announce(what, "the lab's data has no step over many contexts")
-        ev.frames[key] = {
-            (c, u): workload.run_workload(
+        got = {}
+        for c, u in points:
+            df = workload.run_workload(
                 design, work_ns=0, alive=c, stack_in_use=u, switches_per_request=1,
                 requests=workload.requests_for(0, 1), stack_size=size,
-                repeats=3 if ev.quick else 7).work_only_ns_per_request
-            for c, u in points}
+                repeats=3 if ev.quick else 7)
+            got[(c, u)] = (df.ns_per_request - df.work_only_ns_per_request if switching
+                           else df.work_only_ns_per_request)
+        ev.frames[key] = got
     return ev.frames[key]
 
 
@@ -512,30 +517,48 @@ def _touch_growth(ev, layout: str, n: int, m: int, u: int, size) -> _ev.Term:
     return _ev.Term(np.maximum(extra, 0.0), f"{len(got[(n, u)])} repeats a point, {basis}")
 
 
-def cold_resume(ev, design: str, n: int, size: int | None):
-    """(Term, note): ns a resumption of one of n contexts adds for reading its cold saved
-    frame. A design with stacks: notebook 01's ring (every switch of it resumes a cold
-    context) times the frame's lines (the ring's asm_fpu reads one), and beyond the most
-    contexts the ring measured, the growth of touching resume_bytes of each context in the
-    design's layout from there to n (_touch_growth). A frame: that growth from 2."""
+def _cold_switch(ev, layout: str, n: int, size) -> _ev.Term:
+    """What resuming one of n contexts of `layout` (at most GROWTH_CONTEXTS) costs beyond
+    resuming one of 2: the workload experiment's switching loop less its steps, with no
+    work and nothing touched between switches, at n against 2 contexts, measured now
+    (another machine's data: the nearest n measured)."""
     import numpy as np
 
-    fam = family(design)
+    from labkit.core import entries, validate
+
+    n = min(n, GROWTH_CONTEXTS)
+    # a stack that holds the layout's frame, as the experiment needs
+    size = max(size or 0, validate.round_to_pages(entries.frame_bytes(layout)
+                                                  + validate.ENTRY_HEADROOM))
+    prefix = f"cold switch {layout} "
+    key, basis = f"{prefix}{n} 0 {size}", "measured now"
+    if key not in ev.frames and not ev.local:
+        key, _, basis = _nearest(ev, prefix, n, 0)
+        n = int(key[len(prefix):].split()[0])
+    got = _work_only(ev, key, layout, [(2, 0), (n, 0)], size,
+                     f"{layout}'s switches among {n} contexts against 2, nothing between them",
+                     switching=True)
+    far = _ev.draws(got[(n, 0)], ev.rng(key)).draws
+    near = _ev.draws(got[(2, 0)], ev.rng(key)).draws
+    return _ev.Term(np.maximum(far - near, 0.0), f"{len(got[(n, 0)])} repeats a point, {basis}")
+
+
+def cold_resume(ev, design: str, n: int, size: int | None):
+    """(Term, note): ns a resumption of one of n contexts adds to a switch for reaching a
+    context last run n resumptions ago. A design with stacks: its layout's switching loop
+    among n contexts against 2, measured now (_cold_switch): the saved frame's loads, the
+    page walk to its stack, and the return mispredicted until they are back. A heap frame:
+    the growth of touching its resume point's line from 2 contexts (_touch_growth); its
+    resumption is a predicted indirect call, which does not wait on that line."""
+    import numpy as np
+
     if n <= 2:
         return _ev.Term(np.zeros(_ev.DRAWS), "two contexts"), ""
-    layout, u = layout_design(design), resume_bytes(design)
-    if fam != "stack":
-        held = f"held at the {GROWTH_CONTEXTS:,} contexts measured" if n > GROWTH_CONTEXTS else ""
-        return _touch_growth(ev, layout, n, 2, u, size), held
-    ring, note = ring_extra(ev, n, size)
-    total = ring.draws * context_lines(design)
-    reach = int(_ring_rows(ev).contexts.max())
-    if n > reach:
-        total = total + _touch_growth(ev, layout, n, reach, u, size).draws
-        note = f"beyond the ring's {reach} contexts, the growth of touching a frame"
-    if n > GROWTH_CONTEXTS:
-        note += f", held at the {GROWTH_CONTEXTS:,} contexts measured"
-    return _ev.Term(total, ring.basis), note
+    layout = layout_design(design)
+    held = f"held at the {GROWTH_CONTEXTS:,} contexts measured" if n > GROWTH_CONTEXTS else ""
+    if family(design) == "stack":
+        return _cold_switch(ev, layout, n, size), held
+    return _touch_growth(ev, layout, n, 2, resume_bytes(design), size), held
 
 
 def ring_extra(ev, n: int, size: int):
