@@ -344,15 +344,6 @@ def _ring_rows(ev):
 LINE = 64  # bytes of a cache line
 
 
-def context_lines(design: str) -> int:
-    """Cache lines a switch loads from the context it resumes: the design's saved frame
-    (the kernel table's frame_bytes; a peer saves what asm_fpu does), at least one."""
-    from labkit.core import entries
-
-    frame = entries.frame_bytes(design) or entries.frame_bytes(RING_KERNEL)
-    return max(1, math.ceil(frame / LINE))
-
-
 RING_KERNEL = "asm_fpu"  # the kernel notebook 01's ring runs
 # Whose work-only steps stand for a design the workload experiment does not run, by the
 # way it lays contexts out: stacks in one mapping of slots, heap frames, copied-out stacks
@@ -475,12 +466,6 @@ def cold_touch(ev, n: int, u: int) -> _ev.Term:
     return _difference(ev, key, got, (n, u), (2, u), scale, basis)
 
 
-def resume_bytes(design: str) -> int:
-    """Bytes a resumption reads from the context it resumes: the design's saved frame in
-    whole lines (a frame design: the line holding its resume point)."""
-    return context_lines(design) * LINE if family(design) == "stack" else LINE
-
-
 # The most contexts the advisor makes to measure a growth on the spot: 100,000 stacks of
 # 64 KiB reserve 6.4 GB of address space and commit a page or two each; a million would
 # commit several GB on a laptop for one term.
@@ -556,7 +541,7 @@ def cold_resume(ev, design: str, n: int, size: int | None):
     held = f"held at the {GROWTH_CONTEXTS:,} contexts measured" if n > GROWTH_CONTEXTS else ""
     if family(design) == "stack":
         return _cold_switch(ev, layout, n, size), held
-    return _touch_growth(ev, layout, n, 2, resume_bytes(design), size), held
+    return _touch_growth(ev, layout, n, 2, LINE, size), held
 
 
 def ring_extra(ev, n: int, size: int):
