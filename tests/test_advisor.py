@@ -140,8 +140,7 @@ def _grid(rng, points=90, sd=0.2):
         model_ns = 100.0 * (1 + i % 7)
         e = rng.normal(0, sd) if share >= 1 / 3 else 0.0
         rows.append({"design": f"D{i % 3}", "model_ns": model_ns, "model_share": share,
-                     "measured_ns": model_ns * math.exp(e), "stack_in_use": 0,
-                     "step_ns": model_ns * (1 - share)})
+                     "measured_ns": model_ns * math.exp(e)})
     return pd.DataFrame(rows)
 
 
@@ -158,21 +157,6 @@ def test_request_residuals_come_from_the_nearest_shares_and_leave_a_point_out():
     left = model.request_residuals(g, 0.5, leave_out=first)
     assert len(left) == len(r) and not np.allclose(np.sort(left), np.sort(r))
     assert len(model.request_residuals(None, 0.5)) == 0
-
-
-def test_request_residuals_weigh_the_bytes_touched_per_ns_of_work():
-    """At one share of switching, points whose work is mostly memory (4 KiB per 100 ns)
-    err and points of busy work do not: a busy workload takes the latter's errors."""
-    rng = np.random.default_rng(6)
-    rows = [{"model_ns": 1000.0, "model_share": 0.01, "stack_in_use": u, "step_ns": w,
-             "measured_ns": 1000.0 * math.exp(rng.normal(0, 0.3) if u else 0.0)}
-            for u, w in [(4096, 100.0)] * 30 + [(0, 20_000.0)] * 30]
-    g = pd.DataFrame(rows)
-    busy = model.request_residuals(g, 0.01, float(model.touch_rate(0, 20_000.0)))
-    memory = model.request_residuals(g, 0.01, float(model.touch_rate(4096, 100.0)))
-    assert len(busy) == len(memory) == model.ERROR_NEIGHBOURS
-    assert np.allclose(busy, 0.0) and np.std(memory) > 0.1
-    assert model.touch_rate(0, 0.0) == 0.0 and np.isfinite(model.touch_rate(4096, 0.0))
 
 
 def test_the_advisors_interval_carries_the_calibration_grids_error():

@@ -99,7 +99,6 @@ def _known(rng, points=200, sd=0.15):
     return pd.DataFrame({"design": [f"D{i % 4}" for i in range(points)], "model_ns": model_ns,
                          "model_low": model_ns * 0.99, "model_high": model_ns * 1.01,
                          "model_share": share, "measured_ns": model_ns * np.exp(e),
-                         "stack_in_use": 0, "step_ns": model_ns * (1 - share),
                          "predicted_bytes": 1.0, "measured_bytes": 1.0})
 
 

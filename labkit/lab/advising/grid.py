@@ -12,9 +12,9 @@ contexts (model.layout_design).
 
 The prediction's interval is a prediction interval for the measurement: the model's own
 (its terms' measurement noise only, kept as model_low and model_high) widened by the
-model's error where the switch and the memory weigh as much, log(measured / model) at the
-grid's *other* points of the nearest predicted share of switching and bytes touched per ns
-of the step (model.request_residuals, leave one point out)."""
+model's error where the switch weighs as much, log(measured / model) at the grid's *other*
+points of the nearest predicted share of switching (model.request_residuals, leave one
+point out)."""
 from __future__ import annotations
 
 import math
@@ -191,9 +191,7 @@ def finish(grid, seed: int = 0):
     pred, low, high = (np.full(len(g), math.nan) for _ in range(3))
     for i, label in enumerate(g.index):
         r = g.iloc[i]
-        res = model.request_residuals(g, r.model_share,
-                                      float(model.touch_rate(r.stack_in_use, r.step_ns)),
-                                      leave_out=label)
+        res = model.request_residuals(g, r.model_share, leave_out=label)
         # the model's own interval as a log-normal spread, then the model's error
         sd = math.log(r.model_high / r.model_low) / (2 * 1.96) if r.model_low > 0 else 0.0
         t = model.with_error(r.model_ns * np.exp(sd * z), res, rng)

@@ -12,12 +12,14 @@ switches (the 2 above). W is the work between suspensions. c_switch is
     between switches against without; not for threads)
   + the cold resumption of one of N contexts, once per suspension (of its two switches one
     resumes the coroutine, the other the warm scheduler), cold_resume:
-      stacks: the design's own switching loop among N contexts against 2 in its layout,
-      nothing done between switches, measured now with the workload experiment (its
-      switching loop less its steps);
-      heap frames: the growth of touching a frame's resume line of each of N contexts
-      against 2, measured now with the workload experiment's steps without switching;
-      threads: notebook 01's ring of N contexts on stacks of size S;
+      stacks: notebook 01's ring of N contexts on stacks of size S (every switch of it
+      resumes a cold context; the ring with spread stack tops where measured, as separately
+      mapped, guard-paged stacks are), scaled by the design's saved frame's cache lines (the
+      ring's asm_fpu reads one), and beyond the most contexts the ring measured, the growth
+      of touching a frame of each context in the design's own layout, measured now with the
+      workload experiment's steps without switching;
+      heap frames: that growth from 2 contexts;
+      threads: the ring;
   + for the copy stack, its sweep by bytes in use (notebook 04) instead of the ladder figure,
     and with many coroutines the cold copy-in: a resumption reads the u saved bytes back
     from a buffer last touched N resumptions ago, priced by cold_touch (measured now: the
@@ -30,8 +32,8 @@ switches (the 2 above). W is the work between suspensions. c_switch is
 
 Terms are independent resampled draws (evidence.draws); their sums give the model's own
 interval. The advisor's interval adds the model's error, log(measured / model) at this
-machine's calibration grid points of the nearest share of switching and bytes touched per
-ns of work (request_residuals), and gives its 2.5 and 97.5 percentiles. Memory comes from notebook 07b.
+machine's calibration grid points of the nearest share of switching (request_residuals),
+and gives its 2.5 and 97.5 percentiles. Memory comes from notebook 07b.
 """
 from __future__ import annotations
 
@@ -926,29 +928,20 @@ ERROR_NEIGHBOURS = 20  # calibration points whose errors a prediction carries
 CALIBRATION = "advisor_calibration"  # evidence's name for the calibration grid's rows
 
 
-def touch_rate(stack_in_use, work_ns):
-    """log(1 + bytes touched per ns of work): how much of the work is memory, whose time
-    varies from one process to the next where a busy loop's does not."""
-    import numpy as np
-
-    return np.log1p(np.asarray(stack_in_use, float) / np.maximum(np.asarray(work_ns, float), 1.0))
-
-
-def request_residuals(grid, share: float, touched: float = 0.0, leave_out=None):
+def request_residuals(grid, share: float, leave_out=None):
     """log(measured / model's ns per request) at the ERROR_NEIGHBOURS points of a
-    calibration grid nearest in log share of time switching (as the model predicts it) plus
-    touch_rate (`touched`: the workload's own), without the point labelled `leave_out`: the
-    model's error where the switch and the memory weigh as much as here."""
+    calibration grid whose share of time switching, as the model predicts it, is nearest
+    `share` (in log share), without the point labelled `leave_out`: the model's error
+    where the switch weighs as much as here."""
     import numpy as np
 
-    need = {"model_ns", "model_share", "measured_ns", "stack_in_use", "step_ns"}
+    need = {"model_ns", "model_share", "measured_ns"}
     if grid is None or len(grid) == 0 or not need <= set(grid.columns):
         return np.array([])
     g = grid.drop(index=leave_out) if leave_out is not None else grid
     r = np.log(g.measured_ns.to_numpy(float) / g.model_ns.to_numpy(float))
-    far = (np.abs(np.log(np.maximum(g.model_share.to_numpy(float), 1e-4))
-                  - math.log(max(share, 1e-4)))
-           + np.abs(touch_rate(g.stack_in_use, g.step_ns) - touched))
+    far = np.abs(np.log(np.maximum(g.model_share.to_numpy(float), 1e-4))
+                 - math.log(max(share, 1e-4)))
     ok = np.isfinite(r) & np.isfinite(far)
     r, far = r[ok], far[ok]
     return r[np.argsort(far, kind="stable")[:ERROR_NEIGHBOURS]]
@@ -991,8 +984,7 @@ def predict_full(design: str, w: Workload, ev=None, *, model_error: bool = True)
         if model_error:
             import numpy as np
 
-            res = request_residuals(ev.rows(CALIBRATION), float(np.median(share)),
-                                    float(touch_rate(w.stack_in_use, wns)))
+            res = request_residuals(ev.rows(CALIBRATION), float(np.median(share)))
             t = with_error(bare, res, ev.rng(f"error {design}"))
             out["notes"].append(f"interval with the model's error at {len(res)} points of "
                                 "this machine's calibration grid" if len(res) else
