@@ -474,19 +474,25 @@ def cold_touch(ev, n: int, u: int) -> _ev.Term:
 GROWTH_CONTEXTS = 100_000
 
 
+def _holding(layout: str, u: int, size):
+    """`size`, raised to a stack that holds u bytes in use above `layout`'s frame, as the
+    workload experiment needs (None, for heap frames, stays None)."""
+    from labkit.core import entries, validate
+
+    if size is None:
+        return None
+    return max(size, validate.round_to_pages(u + entries.frame_bytes(layout)
+                                             + validate.ENTRY_HEADROOM))
+
+
 def _touch_growth(ev, layout: str, n: int, m: int, u: int, size) -> _ev.Term:
     """What touching u bytes of each context adds to the workload experiment's work-only
     steps of `layout` at n contexts (at most GROWTH_CONTEXTS) beyond what it adds at m,
     measured now (another machine's data: the nearest n measured, scaled by bytes)."""
     import numpy as np
 
-    from labkit.core import entries, validate
-
     n = min(n, max(GROWTH_CONTEXTS, m))
-
-    if size is not None:  # a stack that holds the bytes touched, as the experiment needs
-        size = max(size, validate.round_to_pages(u + entries.frame_bytes(layout)
-                                                 + validate.ENTRY_HEADROOM))
+    size = _holding(layout, u, size)
     prefix = f"cold resume {layout} "
     key, scale, basis = f"{prefix}{n} {u} {size} {m}", 1.0, "measured now"
     if key not in ev.frames and not ev.local:
@@ -502,30 +508,22 @@ def _touch_growth(ev, layout: str, n: int, m: int, u: int, size) -> _ev.Term:
     return _ev.Term(np.maximum(extra, 0.0), f"{len(got[(n, u)])} repeats a point, {basis}")
 
 
-def _cold_switch(ev, layout: str, n: int, size) -> _ev.Term:
+def _cold_switch(ev, layout: str, n: int, size: int) -> _ev.Term:
     """What resuming one of n contexts of `layout` (at most GROWTH_CONTEXTS) costs beyond
     resuming one of 2: the workload experiment's switching loop less its steps, with no
     work and nothing touched between switches, at n against 2 contexts, measured now
     (another machine's data: the nearest n measured)."""
-    import numpy as np
-
-    from labkit.core import entries, validate
-
     n = min(n, GROWTH_CONTEXTS)
-    # a stack that holds the layout's frame, as the experiment needs
-    size = max(size or 0, validate.round_to_pages(entries.frame_bytes(layout)
-                                                  + validate.ENTRY_HEADROOM))
+    size = _holding(layout, 0, size)
     prefix = f"cold switch {layout} "
-    key, basis = f"{prefix}{n} 0 {size}", "measured now"
+    key, scale, basis = f"{prefix}{n} 0 {size}", 1.0, "measured now"
     if key not in ev.frames and not ev.local:
-        key, _, basis = _nearest(ev, prefix, n, 0)
+        key, scale, basis = _nearest(ev, prefix, n, 0)
         n = int(key[len(prefix):].split()[0])
     got = _work_only(ev, key, layout, [(2, 0), (n, 0)], size,
                      f"{layout}'s switches among {n} contexts against 2, nothing between them",
                      switching=True)
-    far = _ev.draws(got[(n, 0)], ev.rng(key)).draws
-    near = _ev.draws(got[(2, 0)], ev.rng(key)).draws
-    return _ev.Term(np.maximum(far - near, 0.0), f"{len(got[(n, 0)])} repeats a point, {basis}")
+    return _difference(ev, key, got, (n, 0), (2, 0), scale, basis)
 
 
 def cold_resume(ev, design: str, n: int, size: int | None):

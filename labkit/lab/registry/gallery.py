@@ -58,15 +58,11 @@ COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e
            "#17becf", "#7f7f7f", "#bcbd22")
 
 
-def _store(registry) -> stores.Store:
-    return stores.open_store(registry)
-
-
 def machine_rows(registry, *, filters=None, quick: bool = False):
     """Every field of each chosen machine's record (its latest bundle), by label."""
     import pandas as pd
 
-    store = _store(registry)
+    store = stores.open_store(registry)
     _, params = query._where(filters, quick)
     df = query._run(store, f"SELECT * FROM ({query._chosen(store, filters, quick)}) "
                     "ORDER BY label", params)
@@ -114,7 +110,7 @@ def ladder_points(registry, runs: dict, *, filters=None, quick: bool = False):
 
 def collect(registry, *, filters=None, quick: bool = False, decide_effects: bool = True) -> dict:
     """Everything the page shows, as frames and lists."""
-    store = _store(registry)
+    store = stores.open_store(registry)
     machines = machine_rows(store, filters=filters, quick=quick)
     claims = query.claims(store, filters=filters, quick=quick)
     grouped = len(machines) > GRID_MACHINES

@@ -31,10 +31,6 @@ def _read(store, table: str) -> str:
 ID_DIGITS = (6, 8, 10, 12)
 
 
-def _store(registry) -> stores.Store:
-    return stores.open_store(registry)
-
-
 def _where(filters: dict, quick: bool) -> tuple[str, list]:
     conds, params = ["run_mode = ?"], [stores.run_mode(quick)]
     for name, value in (filters or {}).items():
@@ -100,7 +96,7 @@ def machines(registry, *, filters: dict | None = None, quick: bool = False):
     whether its verdicts were recomputed, and how many bundles it has in the store."""
     import pandas as pd
 
-    store = _store(registry)
+    store = stores.open_store(registry)
     where, params = _where(filters, quick)
     sql = f"""WITH chosen AS ({_chosen(store, filters, quick)}),
         counts AS (SELECT machine, count(DISTINCT bundle) AS bundles
@@ -128,7 +124,7 @@ def claims(registry, *, filters: dict | None = None, quick: bool = False):
     it (recomputed or why not) and the claim's text."""
     import pandas as pd
 
-    store = _store(registry)
+    store = stores.open_store(registry)
     sql, params = _claims_sql(store, filters, quick, 'v.claim_id, c.label, c.machine, '
                               'v.verdict, v.measured_value, v."check", v.claim')
     df = _run(store, sql + " ORDER BY v.claim_id, c.label", params)
@@ -163,7 +159,7 @@ def ladder(registry, *, filters: dict | None = None, quick: bool = False,
     `asm`."""
     import pandas as pd
 
-    store = _store(registry)
+    store = stores.open_store(registry)
     _, params = _where(filters, quick)
     mwhere, mparams = _partitions(filters, quick, "t")
     sql = f"""WITH chosen AS ({_chosen(store, filters, quick)}),
@@ -180,7 +176,7 @@ def ladder(registry, *, filters: dict | None = None, quick: bool = False,
 
 def explain_claims(registry, *, filters: dict | None = None, quick: bool = False) -> str:
     """DuckDB's physical plan of the claims query: where the partition filters prune."""
-    store = _store(registry)
+    store = stores.open_store(registry)
     sql, params = _claims_sql(store, filters, quick, "v.claim_id, c.label, v.verdict")
     df = _run(store, "EXPLAIN " + sql, params)
     return "" if df is None else "\n".join(df.iloc[:, -1].astype(str))
@@ -189,7 +185,7 @@ def explain_claims(registry, *, filters: dict | None = None, quick: bool = False
 def verdict_runs(registry, *, filters: dict | None = None, quick: bool = False) -> dict:
     """label -> {notebook: that machine's verdict runs} for the chosen bundles that carry
     them (format 4 on); each file read whole with its own types."""
-    store = _store(registry)
+    store = stores.open_store(registry)
     chosen = machines(store, filters=filters, quick=quick)
     if chosen.empty:
         return {}
