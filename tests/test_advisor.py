@@ -119,15 +119,29 @@ def test_ring_with_spread_tops_is_preferred():
     assert model.layout_design("boost_fcontext") == "boost_fcontext"
 
 
-def test_cold_touch_without_measuring_takes_the_nearest_measured_and_scales_by_bytes():
+def test_another_machines_cold_switch_is_the_nearest_measured_in_contexts_and_bytes():
     ev = _ev({})
-    ev.frames["cold touch 10000 1024"] = {(2, 1024): pd.Series([10.0] * 5),
-                                          (10000, 1024): pd.Series([50.0] * 5)}
-    assert model.cold_touch(ev, 10000, 1024).value == pytest.approx(40.0)
-    assert model.cold_touch(ev, 20000, 4096).value == pytest.approx(160.0)
-    assert model.cold_touch(ev, 64, 0).value == 0.0
+    ev.frames["cold switch copy_stack 10000 1024 65536"] = {
+        (2, 1024): pd.Series([10.0] * 5), (10000, 1024): pd.Series([50.0] * 5)}
+    ev.frames["cold switch copy_stack 10000 0 65536"] = {
+        (2, 0): pd.Series([10.0] * 5), (10000, 0): pd.Series([20.0] * 5)}
+    assert model.cold_resume(ev, "copy_stack", 10000, 65536, 1024)[0].value == pytest.approx(40.0)
+    # nearest in contexts and bytes, not scaled: a cold switch is no multiple of the bytes
+    term, _ = model.cold_resume(ev, "copy_stack", 20000, 65536, 4096)
+    assert term.value == pytest.approx(40.0) and "from 10000 contexts and 1024 bytes" in term.basis
+    assert model.cold_resume(ev, "copy_stack", 10000, 65536, 0)[0].value == pytest.approx(10.0)
     with pytest.raises(LookupError):
-        model.cold_touch(_ev({}), 100, 64)
+        model.cold_resume(_ev({}), "copy_stack", 100, 65536, 64)
+
+
+def test_a_cold_switch_pairs_the_two_points_inside_each_process():
+    """Each process's layout moves both points together; the difference is taken in each
+    process before resampling over processes, never across them."""
+    ev = _ev({})
+    slow = pd.Series([100.0, 100.0, 400.0, 400.0], index=[0, 0, 1, 1])
+    ev.frames["cold switch asm 1000 0 65536"] = {(2, 0): slow, (1000, 0): slow + 30.0}
+    term, _ = model.cold_resume(ev, "asm", 1000, 65536)
+    assert np.allclose(term.draws, 30.0) and "2 processes" in term.basis
 
 
 def _grid(rng, points=90, sd=0.2):

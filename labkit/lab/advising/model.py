@@ -11,19 +11,11 @@ switches (the 2 above). W is the work between suspensions. c_switch is
     less what of it hides in the shadow of W (overlap: notebook 08's switch cost with work
     between switches against without; not for threads)
   + the cold resumption of one of N contexts, once per suspension (of its two switches one
-    resumes the coroutine, the other the warm scheduler), cold_resume:
-      stacks: notebook 01's ring of N contexts on stacks of size S (every switch of it
-      resumes a cold context; the ring with spread stack tops where measured, as separately
-      mapped, guard-paged stacks are), scaled by the design's saved frame's cache lines (the
-      ring's asm_fpu reads one), and beyond the most contexts the ring measured, the growth
-      of touching a frame of each context in the design's own layout, measured now with the
-      workload experiment's steps without switching;
-      heap frames: that growth from 2 contexts;
-      threads: the ring;
-  + for the copy stack, its sweep by bytes in use (notebook 04) instead of the ladder figure,
-    and with many coroutines the cold copy-in: a resumption reads the u saved bytes back
-    from a buffer last touched N resumptions ago, priced by cold_touch (measured now: the
-    workload experiment's stackless steps, no switching, over N contexts against 2)
+    resumes the coroutine, the other the warm scheduler), cold_resume: the switching loop
+    of the design's layout (the workload experiment's, less its steps) among N contexts
+    holding u bytes each against 2, measured now over fresh processes; for threads,
+    notebook 01's ring instead
+  + for the copy stack, its sweep by bytes in use (notebook 04) instead of the ladder figure
   + fp="control": the design's cost with differing FP control words minus with equal ones
     (notebook 06); fp="vector": the xsave of dirty against clean state (06's xstate) for the
     designs that save the whole state (asm_fxsave, asm_xsave, threads). A design that
@@ -367,48 +359,70 @@ def layout_design(design: str) -> str:
     return LAYOUT_DESIGN[fam]
 
 
+SPOT_PROCESSES = 3  # fresh processes a measurement made now goes over (quick: 2)
+SPOT_SAMPLES = 3    # timed loops of each point in each of them
+
+
 def _work_only(ev, key: str, design: str, points, size, what: str, *,
                switching: bool = False) -> dict:
-    """{(contexts, bytes): Series of ns per step} of the workload experiment's work-only
-    loop of `design` (its steps called in place, no switching) at each point, measured now
-    once per key (this machine only). switching: ns its switching loop takes beyond that
-    loop instead, per request."""
+    """{(contexts, bytes): Series of ns per step indexed by process} of the workload
+    experiment's work-only loop of `design` (its steps called in place, no switching) at
+    each point, measured now once per key (this machine only) over fresh processes, the
+    points in an order drawn for each. switching: ns its switching loop takes beyond
+    that loop instead, per request. Each process lays the contexts out anew; on a shared
+    VM that layout alone moves a cold switch by several times."""
     if key not in ev.frames:
         if not ev.local:
             raise LookupError(f"no measurement of {what} in {ev.source}")
+        import zlib
+
+        import pandas as pd
+
+        from labkit.experiments import design as _design
         from labkit.experiments import workload
 
         ev.announce(what, "the lab's data has no step over many contexts")
-        got = {}
-        for c, u in points:
-            df = workload.run_workload(
+
+        def run(c, u):
+            return lambda repeats: workload.run_workload(
                 design, work_ns=0, alive=c, stack_in_use=u, switches_per_request=1,
                 requests=workload.requests_for(0, 1), stack_size=size,
-                repeats=3 if ev.quick else 7)
-            got[(c, u)] = (df.ns_per_request - df.work_only_ns_per_request if switching
-                           else df.work_only_ns_per_request)
-        ev.frames[key] = got
+                repeats=SPOT_SAMPLES * repeats)
+
+        entries = {f"{c} {u}": run(c, u) for c, u in points}
+        seed = zlib.crc32(key.encode())
+        runs = pd.concat([_design.run_process(entries, i, repeats=1, seed=seed)
+                          for i in range(2 if ev.quick else SPOT_PROCESSES)],
+                         ignore_index=True)
+        value = (runs.ns_per_request - runs.work_only_ns_per_request if switching
+                 else runs.work_only_ns_per_request)
+        ev.frames[key] = {(c, u): pd.Series(value[runs.side == f"{c} {u}"].to_numpy(),
+                                            index=runs.worker[runs.side == f"{c} {u}"])
+                          for c, u in points}
     return ev.frames[key]
 
 
-def _nearest(ev, prefix: str, n: int, u: int) -> tuple[str, float, str]:
-    """Without measuring: the key of the nearest (n, u) measured under `prefix`, the scale
-    by bytes, and a note."""
+def _nearest(ev, prefix: str, n: int, u: int) -> str:
+    """Without measuring: the key of the nearest (n, u) measured under `prefix`."""
     have = [(k, *map(int, k[len(prefix):].split()[:2])) for k in ev.frames
             if k.startswith(prefix)]
     if not have:
         raise LookupError(f"no {prefix.strip()} measurement of {n} contexts in {ev.source}")
-    key, hn, hu = min(have, key=lambda p: abs(math.log(p[1] / n))
-                      + abs(math.log(max(p[2], 1) / max(u, 1))))
-    return key, (u / hu if hu else 1.0), f"from {hn} contexts and {hu} bytes, scaled by bytes"
+    return min(have, key=lambda p: abs(math.log(p[1] / n))
+               + abs(math.log(max(p[2], 1) / max(u, 1))))[0]
 
 
-def _difference(ev, key: str, got: dict, far, near, scale: float, basis: str) -> _ev.Term:
+def _difference(ev, key: str, got: dict, far, near, basis: str) -> _ev.Term:
+    """got[far] less got[near], each process's medians paired, resampled over processes and
+    floored at 0."""
     import numpy as np
 
-    rng = ev.rng(key)
-    d = (_ev.draws(got[far], rng).draws - _ev.draws(got[near], rng).draws) * scale
-    return _ev.Term(np.maximum(d, 0.0), f"{len(got[far])}+{len(got[near])} repeats, {basis}")
+    per = (got[far].groupby(level=0).median() - got[near].groupby(level=0).median()).dropna()
+    per = per.to_numpy(float)
+    if per.size == 0:
+        raise LookupError(f"no process measured both points of {key}")
+    d = per[ev.rng(key).integers(0, per.size, (_ev.DRAWS, per.size))].mean(axis=1)
+    return _ev.Term(np.maximum(d, 0.0), f"{per.size} processes, {basis}")
 
 
 OVERLAP_KERNEL = "asm_fpu"  # the kernel notebook 08's switch-frequency sweep runs
@@ -450,24 +464,6 @@ def overlap(ev, work_ns: float, size: int | None):
     return _ev.Term(np.clip(bare - near, 0.0, bare), f"notebook 08, {len(df)} repeats"), ""
 
 
-def cold_touch(ev, n: int, u: int) -> _ev.Term:
-    """ns to touch u bytes of one of n contexts visited round robin, beyond touching those
-    of one of 2: the workload experiment's stackless steps called without switching,
-    measured now at n and at 2 contexts."""
-    import numpy as np
-
-    if n <= 2 or u == 0:
-        return _ev.Term(np.zeros(_ev.DRAWS), "no cold bytes")
-    prefix = "cold touch "
-    key, scale, basis = f"{prefix}{n} {u}", 1.0, "measured now"
-    if key not in ev.frames and not ev.local:
-        key, scale, basis = _nearest(ev, prefix, n, u)
-        n, u = map(int, key[len(prefix):].split()[:2])
-    got = _work_only(ev, key, "stackless", [(2, u), (n, u)], None,
-                     f"touching {u} bytes of one of {n} contexts against one of 2")
-    return _difference(ev, key, got, (n, u), (2, u), scale, basis)
-
-
 # The most contexts the advisor makes to measure a growth on the spot: 100,000 stacks of
 # 64 KiB reserve 6.4 GB of address space and commit a page or two each; a million would
 # commit several GB on a laptop for one term.
@@ -485,63 +481,38 @@ def _holding(layout: str, u: int, size):
                                              + validate.ENTRY_HEADROOM))
 
 
-def _touch_growth(ev, layout: str, n: int, m: int, u: int, size) -> _ev.Term:
-    """What touching u bytes of each context adds to the workload experiment's work-only
-    steps of `layout` at n contexts (at most GROWTH_CONTEXTS) beyond what it adds at m,
-    measured now (another machine's data: the nearest n measured, scaled by bytes)."""
-    import numpy as np
-
-    n = min(n, max(GROWTH_CONTEXTS, m))
-    size = _holding(layout, u, size)
-    prefix = f"cold resume {layout} "
-    key, scale, basis = f"{prefix}{n} {u} {size} {m}", 1.0, "measured now"
-    if key not in ev.frames and not ev.local:
-        key, scale, basis = _nearest(ev, prefix, n, u)
-        n, u, _, m = key[len(prefix):].split()
-        n, u, m = int(n), int(u), int(m)
-    got = _work_only(ev, key, layout, [(m, 0), (m, u), (n, 0), (n, u)], size,
-                     f"reading {u} bytes of one of {n} contexts ({layout}'s layout) "
-                     f"against one of {m}")
-    rng = ev.rng(key)
-    d = [_ev.draws(got[p], rng).draws for p in ((n, u), (n, 0), (m, u), (m, 0))]
-    extra = (d[0] - d[1] - (d[2] - d[3])) * scale
-    return _ev.Term(np.maximum(extra, 0.0), f"{len(got[(n, u)])} repeats a point, {basis}")
-
-
-def _cold_switch(ev, layout: str, n: int, size: int) -> _ev.Term:
-    """What resuming one of n contexts of `layout` (at most GROWTH_CONTEXTS) costs beyond
-    resuming one of 2: the workload experiment's switching loop less its steps, with no
-    work and nothing touched between switches, at n against 2 contexts, measured now
-    (another machine's data: the nearest n measured)."""
+def _cold_switch(ev, layout: str, n: int, u: int, size) -> _ev.Term:
+    """What resuming one of n contexts of `layout` (at most GROWTH_CONTEXTS), each holding
+    u bytes in use, costs beyond resuming one of 2: the workload experiment's switching
+    loop less its steps, with no work between switches, at n against 2 contexts, measured
+    now (another machine's data: the nearest n and u measured)."""
     n = min(n, GROWTH_CONTEXTS)
-    size = _holding(layout, 0, size)
+    size = _holding(layout, u, size)
     prefix = f"cold switch {layout} "
-    key, scale, basis = f"{prefix}{n} 0 {size}", 1.0, "measured now"
+    key, basis = f"{prefix}{n} {u} {size}", "measured now"
     if key not in ev.frames and not ev.local:
-        key, scale, basis = _nearest(ev, prefix, n, 0)
-        n = int(key[len(prefix):].split()[0])
-    got = _work_only(ev, key, layout, [(2, 0), (n, 0)], size,
-                     f"{layout}'s switches among {n} contexts against 2, nothing between them",
-                     switching=True)
-    return _difference(ev, key, got, (n, 0), (2, 0), scale, basis)
+        key = _nearest(ev, prefix, n, u)
+        n, u = map(int, key[len(prefix):].split()[:2])
+        basis = f"from {n} contexts and {u} bytes"
+    got = _work_only(ev, key, layout, [(2, u), (n, u)], size,
+                     f"{layout}'s switches among {n} contexts against 2, {u} bytes in use "
+                     "and no work between them", switching=True)
+    return _difference(ev, key, got, (n, u), (2, u), basis)
 
 
-def cold_resume(ev, design: str, n: int, size: int | None):
-    """(Term, note): ns a resumption of one of n contexts adds to a switch for reaching a
-    context last run n resumptions ago. A design with stacks: its layout's switching loop
-    among n contexts against 2, measured now (_cold_switch): the saved frame's loads, the
-    page walk to its stack, and the return mispredicted until they are back. A heap frame:
-    the growth of touching its resume point's line from 2 contexts (_touch_growth); its
-    resumption is a predicted indirect call, which does not wait on that line."""
+def cold_resume(ev, design: str, n: int, size: int | None, u: int = 0):
+    """(Term, note): ns a resumption of one of n contexts, each with u bytes in use, adds
+    to a switch for reaching a context last run n resumptions ago: the switching loop of
+    the design's layout among n contexts against 2 (_cold_switch). It holds what a cold
+    context costs the design: a stack's saved frame and return address, a copy stack's
+    saved bytes, a heap frame's resume point, the page walks to them, and the lines the
+    bytes in use evicted."""
     import numpy as np
 
     if n <= 2:
         return _ev.Term(np.zeros(_ev.DRAWS), "two contexts"), ""
-    layout = layout_design(design)
     held = f"held at the {GROWTH_CONTEXTS:,} contexts measured" if n > GROWTH_CONTEXTS else ""
-    if family(design) == "stack":
-        return _cold_switch(ev, layout, n, size), held
-    return _touch_growth(ev, layout, n, 2, LINE, size), held
+    return _cold_switch(ev, layout_design(design), n, u, size), held
 
 
 def ring_extra(ev, n: int, size: int):
@@ -896,8 +867,8 @@ def switch_cost(ev, design: str, w: Workload):
         notes.append(note)
     # Of a suspension's two switches one resumes the coroutine, cold when it is one of
     # many, and the other the scheduler, warm: one cold term per suspension.
-    if fam in ("stack", "frame") and w.alive > 2:
-        cold, note = cold_resume(ev, design, w.alive, stack_size(design, w))
+    if fam in ("stack", "frame", "copy") and w.alive > 2:
+        cold, note = cold_resume(ev, design, w.alive, stack_size(design, w), w.stack_in_use)
         total = total + cold.draws / SWITCHES_PER_SUSPENSION
         notes.append(note)
     elif fam == "thread" and w.alive > 2:
@@ -905,9 +876,7 @@ def switch_cost(ev, design: str, w: Workload):
         extra, note = ring_extra(ev, w.alive, stack_size(design, w))
         total = total + extra.draws / SWITCHES_PER_SUSPENSION
         notes.append(note)
-    elif fam == "copy" and w.alive > 2 and w.stack_in_use:
-        total = total + cold_touch(ev, w.alive, w.stack_in_use).draws / SWITCHES_PER_SUSPENSION
-    elif w.alive > 2 and fam != "copy":
+    elif w.alive > 2:
         notes.append("no many-contexts term (the lab measures none for this design)")
     if w.fp == "control" and keeps_fp_control(design) and fam != "thread":
         t, note = fp_control_term(ev, design)
