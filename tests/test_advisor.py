@@ -92,7 +92,7 @@ def test_the_cold_switch_is_measured_in_the_layout_and_held_beyond_what_is_made(
     assert model.cold_resume(ev, "asm", 2, 65536)[0].value == 0.0
     # a million contexts are not made on the spot: held at the most the advisor measures
     term, note = model.cold_resume(ev, "asm", 1_000_000, 65536)
-    assert model.GROWTH_CONTEXTS == 100_000 and term.value == pytest.approx(80.0, rel=1e-6)
+    assert model.COLD_CONTEXTS == 100_000 and term.value == pytest.approx(80.0, rel=1e-6)
     assert "held at the 100,000 contexts measured" in note
 
 
@@ -317,7 +317,7 @@ def test_a_cold_switch_is_measured_now_on_a_stack_that_holds_the_frame():
     ev = evidence.Evidence("empty", _machine(), {}, local=True, quick=True, status=err)
     term, note = model.cold_resume(ev, "ucontext", 3000, 4096)
     assert np.isfinite(term.draws).all() and (term.draws >= 0).all() and note == ""
-    assert "measuring now ucontext's switches among 3000 contexts against 2" in err.getvalue()
+    assert "measuring now ucontext's switches among 3000 contexts against 2 on " in err.getvalue()
     assert model.cold_resume(ev, "ucontext", 3000, 4096)[0].value == term.value  # kept
     assert err.getvalue().count("measuring now") == 1
 

@@ -359,18 +359,16 @@ def layout_design(design: str) -> str:
     return LAYOUT_DESIGN[fam]
 
 
-SPOT_PROCESSES = 3  # fresh processes a measurement made now goes over (quick: 2)
-SPOT_SAMPLES = 3    # timed loops of each point in each of them
+SPOT_PROCESSES = 3  # fresh processes a cold switch measured now goes over (quick: 2)
+SPOT_SAMPLES = 3    # timed loops of each of its points in each of them
 
 
-def _work_only(ev, key: str, design: str, points, size, what: str, *,
-               switching: bool = False) -> dict:
-    """{(contexts, bytes): Series of ns per step indexed by process} of the workload
-    experiment's work-only loop of `design` (its steps called in place, no switching) at
-    each point, measured now once per key (this machine only) over fresh processes, the
-    points in an order drawn for each. switching: ns its switching loop takes beyond
-    that loop instead, per request. Each process lays the contexts out anew; on a shared
-    VM that layout alone moves a cold switch by several times."""
+def _switching(ev, key: str, design: str, points, size, what: str) -> dict:
+    """{(contexts, bytes): Series of ns per request indexed by process}: what the workload
+    experiment's switching loop of `design`, with no work, takes beyond its steps called
+    without switching, at each point; measured now once per key (this machine only) over
+    fresh processes, the points in an order drawn for each. Each process lays the contexts
+    out anew, and on a shared VM that layout alone moves a cold switch by several times."""
     if key not in ev.frames:
         if not ev.local:
             raise LookupError(f"no measurement of {what} in {ev.source}")
@@ -381,7 +379,7 @@ def _work_only(ev, key: str, design: str, points, size, what: str, *,
         from labkit.experiments import design as _design
         from labkit.experiments import workload
 
-        ev.announce(what, "the lab's data has no step over many contexts")
+        ev.announce(what, "the lab's data has no switching loop over many contexts")
 
         def run(c, u):
             return lambda repeats: workload.run_workload(
@@ -394,9 +392,8 @@ def _work_only(ev, key: str, design: str, points, size, what: str, *,
         runs = pd.concat([_design.run_process(entries, i, repeats=1, seed=seed)
                           for i in range(2 if ev.quick else SPOT_PROCESSES)],
                          ignore_index=True)
-        value = (runs.ns_per_request - runs.work_only_ns_per_request if switching
-                 else runs.work_only_ns_per_request)
-        ev.frames[key] = {(c, u): pd.Series(value[runs.side == f"{c} {u}"].to_numpy(),
+        beyond = runs.ns_per_request - runs.work_only_ns_per_request
+        ev.frames[key] = {(c, u): pd.Series(beyond[runs.side == f"{c} {u}"].to_numpy(),
                                             index=runs.worker[runs.side == f"{c} {u}"])
                           for c, u in points}
     return ev.frames[key]
@@ -464,10 +461,10 @@ def overlap(ev, work_ns: float, size: int | None):
     return _ev.Term(np.clip(bare - near, 0.0, bare), f"notebook 08, {len(df)} repeats"), ""
 
 
-# The most contexts the advisor makes to measure a growth on the spot: 100,000 stacks of
-# 64 KiB reserve 6.4 GB of address space and commit a page or two each; a million would
+# The most contexts the advisor makes to measure a cold switch on the spot: 100,000 stacks
+# of 64 KiB reserve 6.4 GB of address space and commit a page or two each; a million would
 # commit several GB on a laptop for one term.
-GROWTH_CONTEXTS = 100_000
+COLD_CONTEXTS = 100_000
 
 
 def _holding(layout: str, u: int, size):
@@ -482,11 +479,11 @@ def _holding(layout: str, u: int, size):
 
 
 def _cold_switch(ev, layout: str, n: int, u: int, size) -> _ev.Term:
-    """What resuming one of n contexts of `layout` (at most GROWTH_CONTEXTS), each holding
+    """What resuming one of n contexts of `layout` (at most COLD_CONTEXTS), each holding
     u bytes in use, costs beyond resuming one of 2: the workload experiment's switching
     loop less its steps, with no work between switches, at n against 2 contexts, measured
     now (another machine's data: the nearest n and u measured)."""
-    n = min(n, GROWTH_CONTEXTS)
+    n = min(n, COLD_CONTEXTS)
     size = _holding(layout, u, size)
     prefix = f"cold switch {layout} "
     key, basis = f"{prefix}{n} {u} {size}", "measured now"
@@ -494,9 +491,10 @@ def _cold_switch(ev, layout: str, n: int, u: int, size) -> _ev.Term:
         key = _nearest(ev, prefix, n, u)
         n, u = map(int, key[len(prefix):].split()[:2])
         basis = f"from {n} contexts and {u} bytes"
-    got = _work_only(ev, key, layout, [(2, u), (n, u)], size,
-                     f"{layout}'s switches among {n} contexts against 2, {u} bytes in use "
-                     "and no work between them", switching=True)
+    where = f" on {bytes_label(size)} stacks" if size else ""
+    got = _switching(ev, key, layout, [(2, u), (n, u)], size,
+                     f"{layout}'s switches among {n} contexts against 2{where}, {u} bytes in "
+                     "use and no work between them")
     return _difference(ev, key, got, (n, u), (2, u), basis)
 
 
@@ -511,7 +509,7 @@ def cold_resume(ev, design: str, n: int, size: int | None, u: int = 0):
 
     if n <= 2:
         return _ev.Term(np.zeros(_ev.DRAWS), "two contexts"), ""
-    held = f"held at the {GROWTH_CONTEXTS:,} contexts measured" if n > GROWTH_CONTEXTS else ""
+    held = f"held at the {COLD_CONTEXTS:,} contexts measured" if n > COLD_CONTEXTS else ""
     return _cold_switch(ev, layout_design(design), n, u, size), held
 
 
