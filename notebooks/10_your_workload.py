@@ -61,10 +61,10 @@ print(plots.machine_caption(info), f"\nload average (1 min): {os.getloadavg()[0]
 # Each point: the step measured on the spot (one worker before the point's processes and
 # one after, for each design with its own layout of contexts), then every design in
 # `processes` fresh processes, `samples` timed samples each. Each row: the model's
-# prediction with its own interval (the noise of its measured terms only); the prediction
-# interval (the step's spread between processes, pooled over the grid, and the switch
-# with the model's error: its residuals at the *other* designs' points where switching is
-# at least a quarter of the predicted request, leave one design out); the measurement
+# prediction with its own interval (the noise of its measured terms only; each design's
+# cold switch among N contexts is one of them, measured now over fresh processes); the
+# prediction interval (that, widened by the model's error: log(measured / model) at the
+# 20 *other* grid points whose predicted share of switching is nearest); the measurement
 # with its 95% interval over processes; and the memory (resident + page tables) of N
 # coroutines.
 
