@@ -322,6 +322,24 @@ def test_a_cold_switch_is_measured_now_on_a_stack_that_holds_the_frame():
     assert err.getvalue().count("measuring now") == 1
 
 
+def test_a_stack_holds_what_its_design_keeps_above_the_bytes_in_use():
+    """A page in use and the record above it span two pages: the depth is measured in the
+    design's own layout, a peer's record included (the lab declares no frame for it)."""
+    from conftest import PEERS
+
+    from labkit.core.entries import frame_bytes
+
+    err = io.StringIO()
+    ev = evidence.Evidence("empty", _machine(), {}, local=True, quick=True, status=err)
+    for design in ["asm_fpu"] + [d for d in ("boost_fcontext", "boost_fiber") if d in PEERS]:
+        depth, note = model.stack_depth(ev, design, PAGE, 65536)
+        assert depth > PAGE and note == "", design
+        assert f"how deep {design}'s 4096 bytes in use sit" in err.getvalue()
+    elsewhere = _ev({})
+    assert model.stack_depth(elsewhere, "asm_fpu", 100, 65536)[0] == 100 + frame_bytes("asm_fpu")
+    assert model.stack_depth(ev, "asm_fpu", 0, 65536) == (frame_bytes("asm_fpu"), "")
+
+
 def test_missing_rows_are_measured_now_and_said(tmp_path):
     err = io.StringIO()
     ev = evidence.Evidence("empty", _machine(), {}, local=True, quick=True, status=err)

@@ -104,3 +104,16 @@ def test_a_point_over_fresh_processes_gives_intervals():
     assert (s.ns_per_request_low <= s.ns_per_request).all()
     assert (s.ns_per_request <= s.ns_per_request_high).all()
     assert (s.ns_per_switch_low >= 0).all()
+
+
+@pytest.mark.parametrize("design", [d for d in DESIGNS if wl._own_stacks(d)])
+def test_the_depth_of_the_bytes_in_use_holds_them_and_what_sits_above(design):
+    from labkit.core import entries
+
+    df = wl.run_workload(design, alive=2, **{**QUICK, "stack_in_use": 1024, "repeats": 1})
+    depth = df.stack_depth_bytes.iloc[0]
+    # whole lines in use below whatever the design keeps at the top of its stack
+    assert depth >= 1024 + entries.frame_bytes(design) and depth % 64 == 0
+    assert depth < 1024 + 4096
+    assert wl.run_workload(design, alive=2, **{**QUICK, "stack_in_use": 0, "repeats": 1}
+                           ).stack_depth_bytes.isna().all()

@@ -174,6 +174,15 @@ double lk_wl_ticks_per_unit(uint64_t units, int tries) {
 
 void lk_wl_trim(void) { malloc_trim(0); }
 
+size_t lk_wl_depth(void) {
+    const wl *w = &g_wl;
+    enum lk_handle handle = lk_kernel_handle(w->kernel);
+    if (!w->open || !w->map || !w->c[0].buf || handle == LK_HANDLE_none
+        || handle == LK_HANDLE_copy)
+        return 0;
+    return (size_t)(w->map + w->map_size / w->n - w->c[0].buf);
+}
+
 void lk_wl_close(void) {
     wl *w = &g_wl;
     if (w->cc) {

@@ -124,6 +124,9 @@ static inline void lk_wl_add(lk_wl_sample *o, const lk_wl_part *b, const lk_wl_p
  * lk_wl_run: warmup dropped samples, then `repeats` samples into out, each timing the
  *   loops in the order baseline, switching, switching, baseline, half the resumptions
  *   each time.
+ * lk_wl_depth: bytes from the top of the open workload's first stack down to the start of
+ *   its bytes in use (what a stackful coroutine keeps above them, and them); 0 with no
+ *   stack of its own or nothing in use.
  * lk_wl_close: frees the workload and gives free heap memory back (malloc_trim).
  * lk_wl_trim: gives free heap memory back, so that a resident-memory reading before a
  *   workload is not flattered by memory the last one left in malloc's free lists. */
@@ -133,6 +136,7 @@ static inline void lk_wl_add(lk_wl_sample *o, const lk_wl_part *b, const lk_wl_p
                         size_t in_use, uint64_t units, char *err, size_t errlen))          \
     F(int, lk_wl_run, (uint64_t resumptions, int warmup, int repeats, lk_wl_sample *out,  \
                        char *err, size_t errlen))                                          \
+    F(size_t, lk_wl_depth, (void))                                                        \
     F(void, lk_wl_close, (void))                                                          \
     F(void, lk_wl_trim, (void))
 LK_DECLARE(LK_WL_FUNCTIONS)

@@ -361,6 +361,11 @@ int lkw_run(uint64_t resumptions, int warmup, int repeats, lk_wl_sample *out, ch
     return -1;
 }
 
+size_t lkw_depth(void) {
+    if (!g.open || !design_stackful[g.design] || !g.c[0].buf) return 0;
+    return (size_t)(g.map + g.slot_bytes - g.c[0].buf);
+}
+
 void lkw_close(void) { close_all(); }
 
 LK_LAYOUT(lk_wl_sample, LK_WL_SAMPLE_FIELDS)

@@ -21,7 +21,8 @@ extern "C" {
     X(cxx20_generator, 0)
 
 /* lkw_design_name: the design's name, "?" past the end.
- * lkw_open, lkw_run, lkw_close: as lk_wl_open, lk_wl_run, lk_wl_close (csrc/workload.h),
+ * lkw_open, lkw_run, lkw_depth, lkw_close: as lk_wl_open, lk_wl_run, lk_wl_depth,
+ *   lk_wl_close (csrc/workload.h),
  *   for design `design`. The stackful designs' stacks are one mapping of n slots (with a
  *   guard page below each when guard is 1), handed to Boost as preallocated stacks; a
  *   C++20 coroutine's buffer is allocated with its frame, past its end. */
@@ -31,6 +32,7 @@ extern "C" {
                       uint64_t units, char *err, size_t errlen))                           \
     F(int, lkw_run, (uint64_t resumptions, int warmup, int repeats, lk_wl_sample *out,    \
                      char *err, size_t errlen))                                            \
+    F(size_t, lkw_depth, (void))                                                          \
     F(void, lkw_close, (void))
 LK_DECLARE(LKW_FUNCTIONS)
 

@@ -128,13 +128,14 @@ def worker_run(design: str, library: str, index: int, alive: int, stack_size: in
                   units)
     try:
         after = _memory()
+        depth = getattr(lib, f"{fn}_depth")()
         with counters.count() as c:
             samples = lib.samples(f"{fn}_run", "lk_wl_sample", repeats, resumptions, warmup,
                                   repeats)
     finally:
         getattr(lib, f"{fn}_close")()
     return {"samples": samples, "counters": c.result(), "before": before, "after": after,
-            "units": units, "ticks_per_unit": per_unit}
+            "units": units, "ticks_per_unit": per_unit, "depth": depth}
 
 
 class _Co:
@@ -470,6 +471,8 @@ def run_workload(design: str, *, work_ns: float | None = None, work_cycles: floa
         "resumptions": resumptions, "stack_size": size or None, "guard_pages": guarded,
         "reserved_bytes_per_coroutine": (size + (_v.page_size() if guarded else 0))
         if _own_stacks(design) else None,
+        # from the top of a coroutine's stack to the start of its bytes in use
+        "stack_depth_bytes": got.get("depth") or None,
         "cpu": cpu, **memory, **got["counters"],
     }
     return _frame(got["samples"], common, describe, meta)

@@ -811,16 +811,44 @@ def _python_bytes(design: str, n: int) -> float:
     return (after - before) / n
 
 
+def stack_depth(ev, design: str, u: int, size: int) -> tuple[int, str]:
+    """(bytes, note): from the top of one of the design's stacks down to the start of its u
+    bytes in use, which the stack holds resident. The workload experiment's coroutine in the
+    design's layout, made now (a peer's own record at the top of the stack is counted
+    only so), less the layout's declared frame plus the design's; with nothing in use, or
+    another machine's data, the declared frame plus u."""
+    from labkit.core import entries
+
+    frame = entries.frame_bytes(design)
+    if u == 0:
+        return frame, ""
+    layout = layout_design(design)
+    size = _holding(layout, u, size)
+    key = f"depth {layout} {u} {size}"
+    if key not in ev.frames:
+        if not ev.local:
+            return u + frame, "stack depth: the bytes in use and the declared frame"
+        from labkit.experiments import workload
+
+        ev.announce(f"how deep {layout}'s {u} bytes in use sit on a {bytes_label(size)} "
+                    "stack", "the lab's data has no stack depth")
+        df = workload.run_workload(layout, work_ns=0, alive=1, stack_in_use=u,
+                                   switches_per_request=1, requests=1, stack_size=size,
+                                   repeats=1)
+        ev.frames[key] = int(df.stack_depth_bytes.iloc[0])
+    return ev.frames[key] - entries.frame_bytes(layout) + frame, ""
+
+
 def memory(ev, design: str, w: Workload) -> dict:
     """Per coroutine: reserved, resident and page-table bytes and memory mappings; the
     total for N (resident + page tables); the stack size it assumed; notes."""
-    from labkit.core import entries
-
     fam, size = family(design), stack_size(design, w)
     page = _page()
     if fam in ("stack", "thread"):
-        frame = entries.frame_bytes(design) if fam == "stack" else 0
-        m = stack_memory(ev, size, w.stack_in_use + frame)
+        held, note = (stack_depth(ev, design, w.stack_in_use, size) if fam == "stack"
+                      else (w.stack_in_use, ""))
+        m = stack_memory(ev, size, held)
+        m["note"] = "; ".join(filter(None, [m["note"], note]))
         reserved = size + (page if guarded(design) else 0)
         # A malloc'd stack (Boost's fixedsize_stack) is a mapping of its own only when
         # malloc mmaps it.
