@@ -383,3 +383,19 @@ def test_a_stack_near_its_size_is_a_hazard_only_when_the_size_was_given():
     roomy = model.workload("1us", 1, 64, 1000, stack_size="64KiB")
     mem = model.predict_full("asm", roomy, ev)["memory"]
     assert hazards.stack_near_size(ev, "asm", roomy, mem) is None
+
+
+def test_an_advice_says_what_it_measured_itself_and_that_earlier_ones_are_kept(tmp_path):
+    """The evidence is kept for the process: a second advice lists only its own
+    measurements, and says that earlier ones exist."""
+    import labkit
+
+    _write_data(tmp_path, _machine()["machine_id"])
+    err = io.StringIO()
+    kw = dict(work="1us", stack_size="64KiB", designs=["asm"], data_dir=tmp_path, quick=True,
+              status=err)
+    first = labkit.advise(alive=8, **kw).text()
+    second = labkit.advise(alive=16, **kw).text()
+    assert "among 8 contexts" in first and "earlier in this process" not in first
+    assert "among 16 contexts" in second and "among 8 contexts" not in second
+    assert "measurements made earlier in this process" in second

@@ -26,9 +26,10 @@ def advise(work="0ns", suspensions=1, alive=None, stack_in_use=0, fp="none", *,
     if not isinstance(quick, bool):
         raise TypeError(f"quick must be True or False, not {type(quick).__name__}")
     ev = evidence.load(bundle, data_dir, quick=quick, status=status)
+    since = len(ev.measured_now)
     preds = []
     for d in chosen:
         p = model.predict_full(d, w, ev)
         p["hazards"] = hazards.of(ev, d, w, p)
         preds.append(p)
-    return present.Advice(w, present.rank(preds), ev)
+    return present.Advice(w, present.rank(preds), ev, since)

@@ -65,11 +65,14 @@ class Advice:
     """The advisor's answer: `.frame` (one row per design, ranked), `.records()` (what
     `labkit advise --json` prints), `.text()`, and an HTML view in JupyterLab."""
 
-    def __init__(self, workload, preds: list[dict], ev):
+    def __init__(self, workload, preds: list[dict], ev, since: int = 0):
+        """`since`: how many of the evidence's measurements made now came before this
+        advice (the evidence is kept for the process, and so are they)."""
         self.workload = workload
         self.predictions = preds
         self.source = ev.source
-        self.measured_now = list(ev.measured_now)
+        self.measured_now = list(ev.measured_now[since:])
+        self.measured_before = since
         self.machine = ev.machine
 
     @property
@@ -128,6 +131,9 @@ class Advice:
                  "else over repeats (the basis column)"]
         if self.measured_now:
             lines.append("measured now: " + "; ".join(self.measured_now))
+        if self.measured_before:
+            lines.append(f"and {self.measured_before} measurements made earlier in this "
+                         "process, on this machine, kept for reuse")
         return lines
 
     def text(self) -> str:
