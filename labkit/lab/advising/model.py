@@ -415,10 +415,9 @@ def _difference(ev, key: str, got: dict, far, near, basis: str) -> _ev.Term:
     import numpy as np
 
     per = (got[far].groupby(level=0).median() - got[near].groupby(level=0).median()).dropna()
-    per = per.to_numpy(float)
-    if per.size == 0:
+    if per.empty:
         raise LookupError(f"no process measured both points of {key}")
-    d = per[ev.rng(key).integers(0, per.size, (_ev.DRAWS, per.size))].mean(axis=1)
+    d = _ev.draws(per.to_numpy(float), ev.rng(key), processes=per.index.to_numpy()).draws
     return _ev.Term(np.maximum(d, 0.0), f"{per.size} processes, {basis}")
 
 
