@@ -121,6 +121,50 @@ def test_prediction_interval_covers_a_grid_of_known_error_and_leaves_the_point_o
     assert not m.covered.iloc[k]
 
 
+def _steady_and_not(rng, points=160, sd=0.3):
+    """Points of one share of switching: half with a steady model (a 1% interval of its
+    own) measured exactly, half with an unsteady one (±40%) measured off by exp(N(0, sd))."""
+    model_ns = 100.0 * (1 + np.arange(points) % 5)
+    steady = np.arange(points) % 2 == 0
+    own = np.where(steady, 1.01, 1.4)
+    e = np.where(steady, 0.0, rng.normal(0, sd, points))
+    return pd.DataFrame({"design": "D", "model_ns": model_ns, "model_low": model_ns / own,
+                         "model_high": model_ns * own, "model_share": 0.5,
+                         "measured_ns": model_ns * np.exp(e), "predicted_bytes": 1.0,
+                         "measured_bytes": 1.0})
+
+
+def test_the_error_rule_takes_neighbours_as_steady_as_the_prediction():
+    from labkit.lab.advising import model
+
+    g = _steady_and_not(np.random.default_rng(21))
+    steady = model.own_spread(1 / 1.01, 1.01)
+    assert steady == pytest.approx(math.log(1.01) / 1.96)
+    assert np.allclose(model.request_residuals(g, 0.5, steady), 0.0)
+    assert np.std(model.request_residuals(g, 0.5, model.own_spread(1 / 1.4, 1.4))) > 0.15
+    # the original rule sees one share and takes the first points whatever their spread
+    by_share = model.request_residuals(g, 0.5, steady, rule="share")
+    assert len(by_share) == model.ERROR_NEIGHBOURS and np.std(by_share) > 0.1
+    with pytest.raises(ValueError, match="rule"):
+        model.request_residuals(g, 0.5, steady, rule="nearest")
+    f = grid.finish(g)
+    half = (f.predicted_high - f.predicted_low) / 2 / f.predicted_ns
+    half0 = (f.original_high - f.original_low) / 2 / f.original_ns
+    quiet = f.model_high / f.model_low < 1.1
+    # where the model's inputs were steady its interval is its own, and still covers
+    assert half[quiet].median() < 0.05 < half0[quiet].median()
+    assert f.covered[quiet].all() and f.original_covered.dtype == bool
+    s = grid.scores(f).set_index("design")
+    assert s.loc["all", "interval_score"] < s.loc["all", "original_interval_score"]
+
+
+def test_the_interval_score_is_width_plus_the_penalised_miss():
+    # [1, e] on the log scale is one wide; a miss by 1.5 past it costs 2 / 0.05 times that
+    score = grid.interval_score([1.0, 1.0, 1.0], [math.e, math.e, math.e],
+                                [math.exp(0.5), math.exp(2.5), math.exp(-1.0)])
+    assert np.allclose(score, [1.0, 1.0 + 40 * 1.5, 1.0 + 40 * 1.0])
+
+
 def test_scores_refuse_a_frame_without_the_grid_columns():
     with pytest.raises(ValueError, match="measured_ns"):
         grid.scores(pd.DataFrame({"design": ["A"], "predicted_ns": [1.0]}))

@@ -12,9 +12,10 @@ contexts (model.layout_design).
 
 The prediction's interval is a prediction interval for the measurement: the model's own
 (its terms' measurement noise only, kept as model_low and model_high) widened by the
-model's error where the switch weighs as much, log(measured / model) at the grid's *other*
-points of the nearest predicted share of switching (model.request_residuals, leave one
-point out)."""
+model's error where the switch weighs as much and the model's inputs were as steady,
+log(measured / model) at the grid's *other* points nearest in predicted share of switching
+and in the model's own spread (model.request_residuals, leave one point out). The interval
+under the original rule, nearest in share alone, is kept beside it (original_*)."""
 from __future__ import annotations
 
 import math
@@ -36,6 +37,7 @@ TARGETS = {"coverage": 0.90, "time_error": 0.10, "memory_error": 0.05, "half_wid
 
 COLUMNS = ("design", "work", "work_ns", "alive", "stack_in_use", "step_ns", "step_first_ns",
            "step_second_ns", "step_design", "predicted_ns", "predicted_low", "predicted_high",
+           "original_ns", "original_low", "original_high", "original_covered",
            "measured_ns", "measured_low", "measured_high", "processes", "error", "covered",
            "model_ns", "model_low", "model_high", "model_share", "model_error",
            "predicted_switch_ns", "predicted_switch_low", "predicted_switch_high",
@@ -151,7 +153,7 @@ def run_grid(*, quick: bool = False, designs=None, work=None, alive=None, in_use
 
     import pandas as pd
 
-    from labkit.lab.advising import model
+    from labkit.lab.advising import evidence, model
 
     if not isinstance(quick, bool):
         raise TypeError(f"quick must be True or False, not {type(quick).__name__}")
@@ -162,6 +164,12 @@ def run_grid(*, quick: bool = False, designs=None, work=None, alive=None, in_use
         model.check_design(d)
     axes = [tuple(work or pick["work"]), tuple(alive or pick["alive"]),
             tuple(in_use or pick["in_use"])]
+    ev = ev or evidence.load()
+    if ev.local:  # the model's cold switches, measured in one set of processes
+        model.measure_cold(ev, [need for d in designs for n in axes[1] for u in axes[2]
+                                if (need := model.cold_need(d, model.workload(
+                                    alive=int(n), stack_in_use=int(u),
+                                    stack_size=stack_size_for(d))))])
     rows = []
     for i, (wk, n, u) in enumerate(itertools.product(*axes)):
         rows += point(designs, wk, n, u, processes=processes, samples=samples, ev=ev, seed=i)
@@ -178,31 +186,54 @@ def calibrate(ev, grid) -> None:
     ev.frames[model.CALIBRATION] = grid
 
 
-def finish(grid, seed: int = 0):
-    """Add the prediction interval (predicted_*), error and covered to a grid of model
-    predictions (model_*, model_share) and measurements (measured_*)."""
+def _intervals(g, rule: str, seed: int):
+    """(median, low, high) of each point's prediction under the error rule `rule`."""
     import numpy as np
 
     from labkit.lab.advising import evidence, model
 
-    g = grid.copy()
     rng = np.random.default_rng(seed)
     z = rng.standard_normal(evidence.DRAWS)
     pred, low, high = (np.full(len(g), math.nan) for _ in range(3))
     for i, label in enumerate(g.index):
         r = g.iloc[i]
-        res = model.request_residuals(g, r.model_share, leave_out=label)
+        spread = model.own_spread(r.model_low, r.model_high)
+        res = model.request_residuals(g, r.model_share, spread, leave_out=label, rule=rule)
         # the model's own interval as a log-normal spread, then the model's error
-        sd = math.log(r.model_high / r.model_low) / (2 * 1.96) if r.model_low > 0 else 0.0
-        t = model.with_error(r.model_ns * np.exp(sd * z), res, rng)
+        t = model.with_error(r.model_ns * np.exp(spread * z), res, rng)
         pred[i], low[i], high[i] = np.percentile(
             t, [50, 100 * (1 - COVERAGE) / 2, 100 * (1 + COVERAGE) / 2])
-    g["predicted_ns"], g["predicted_low"], g["predicted_high"] = pred, low, high
+    return pred, low, high
+
+
+def finish(grid, seed: int = 0):
+    """Add the prediction interval (predicted_*, under model.ERROR_RULE), error and covered
+    to a grid of model predictions (model_*, model_share) and measurements (measured_*);
+    and beside them the interval under the original rule (original_*: neighbours by share
+    alone)."""
+    from labkit.lab.advising import model
+
+    g = grid.copy()
+    g["predicted_ns"], g["predicted_low"], g["predicted_high"] = _intervals(
+        g, model.ERROR_RULE, seed)
+    g["original_ns"], g["original_low"], g["original_high"] = _intervals(g, "share", seed)
     g["error"] = g.predicted_ns / g.measured_ns - 1
     g["model_error"] = g.model_ns / g.measured_ns - 1
     g["covered"] = (g.predicted_low <= g.measured_ns) & (g.measured_ns <= g.predicted_high)
+    g["original_covered"] = (g.original_low <= g.measured_ns) & (g.measured_ns <= g.original_high)
     g["memory_error"] = g.predicted_bytes / g.measured_bytes - 1
     return g[[c for c in COLUMNS if c in g] + [c for c in g if c not in COLUMNS]]
+
+
+def interval_score(low, high, measured, coverage: float = COVERAGE):
+    """Gneiting and Raftery's interval score on the log scale (JASA 2007, eq. 43): the
+    interval's width plus 2 / alpha times how far the measurement falls outside it.
+    Lower is better; it rewards a narrow interval only where the measurement stays in."""
+    import numpy as np
+
+    a = 1 - coverage
+    lo, hi, y = (np.log(np.asarray(x, float)) for x in (low, high, measured))
+    return (hi - lo) + 2 / a * np.maximum(lo - y, 0) + 2 / a * np.maximum(y - hi, 0)
 
 
 def scores(grid):
@@ -228,6 +259,15 @@ def scores(grid):
                "median_time_error": float(np.median(np.abs(x.error))),
                "median_memory_error": float(np.nanmedian(np.abs(x.memory_error))),
                "median_half_width": float(np.median(half))}
+        out["interval_score"] = float(np.mean(interval_score(
+            x.predicted_low, x.predicted_high, x.measured_ns)))
+        if "original_low" in x:
+            half0 = (x.original_high - x.original_low) / 2 / x.original_ns
+            inside = (x.original_low <= x.measured_ns) & (x.measured_ns <= x.original_high)
+            out["original_coverage"] = float(inside.mean())
+            out["original_median_half_width"] = float(np.median(half0))
+            out["original_interval_score"] = float(np.mean(interval_score(
+                x.original_low, x.original_high, x.measured_ns)))
         if "model_ns" in x:
             out["model_coverage"] = float(((x.model_low <= x.measured_ns)
                                            & (x.measured_ns <= x.model_high)).mean())

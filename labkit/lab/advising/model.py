@@ -24,8 +24,8 @@ switches (the 2 above). W is the work between suspensions. c_switch is
 
 Terms are independent resampled draws (evidence.draws); their sums give the model's own
 interval. The advisor's interval adds the model's error, log(measured / model) at this
-machine's calibration grid points of the nearest share of switching (request_residuals),
-and gives its 2.5 and 97.5 percentiles. Memory comes from notebook 07b.
+machine's calibration grid points nearest in share of switching and in the model's own
+spread (request_residuals), and gives its 2.5 and 97.5 percentiles. Memory comes from notebook 07b.
 """
 from __future__ import annotations
 
@@ -363,40 +363,60 @@ SPOT_PROCESSES = 3  # fresh processes a cold switch measured now goes over (quic
 SPOT_SAMPLES = 3    # timed loops of each of its points in each of them
 
 
-def _switching(ev, key: str, design: str, points, size, what: str) -> dict:
-    """{(contexts, bytes): Series of ns per request indexed by process}: what the workload
-    experiment's switching loop of `design`, with no work, takes beyond its steps called
-    without switching, at each point; measured now once per key (this machine only) over
-    fresh processes, the points in an order drawn for each. Each process lays the contexts
-    out anew, and on a shared VM that layout alone moves a cold switch by several times."""
-    if key not in ev.frames:
-        if not ev.local:
-            raise LookupError(f"no measurement of {what} in {ev.source}")
-        import zlib
+def _cold_key(layout: str, n: int, u: int, size) -> str:
+    return f"cold switch {layout} {n} {u} {size}"
 
-        import pandas as pd
 
-        from labkit.experiments import design as _design
-        from labkit.experiments import workload
+def measure_cold(ev, needs) -> None:
+    """Measure now every cold switch of `needs` ((layout, contexts, bytes in use, stack
+    size) as _cold_switch asks for them) that `ev` lacks, all in one set of fresh processes
+    (SPOT_PROCESSES; quick: 2): the workload experiment's switching loop of the layout,
+    with no work, beyond its steps called without switching, at n and at 2 contexts. Each
+    process runs every point once, in an order drawn for it, and lays the contexts out
+    anew: on a shared VM that layout alone moves a cold switch by several times. A new
+    process costs more than most of these points, so one set serves them all."""
+    import pandas as pd
 
-        ev.announce(what, "the lab's data has no switching loop over many contexts")
+    from labkit.experiments import design as _design
+    from labkit.experiments import workload
 
-        def run(c, u):
-            return lambda repeats: workload.run_workload(
-                design, work_ns=0, alive=c, stack_in_use=u, switches_per_request=1,
-                requests=workload.requests_for(0, 1), stack_size=size,
-                repeats=SPOT_SAMPLES * repeats)
+    todo = {}
+    for layout, n, u, size in needs:
+        key = _cold_key(layout, n, u, size)
+        if key not in ev.frames and key not in todo:
+            todo[key] = (layout, n, u, size)
+    if not todo:
+        return
+    if not ev.local:
+        raise LookupError(f"no measurement of {next(iter(todo))} in {ev.source}")
 
-        entries = {f"{c} {u}": run(c, u) for c, u in points}
-        seed = zlib.crc32(key.encode())
-        runs = pd.concat([_design.run_process(entries, i, repeats=1, seed=seed)
-                          for i in range(2 if ev.quick else SPOT_PROCESSES)],
-                         ignore_index=True)
-        beyond = runs.ns_per_request - runs.work_only_ns_per_request
-        ev.frames[key] = {(c, u): pd.Series(beyond[runs.side == f"{c} {u}"].to_numpy(),
-                                            index=runs.worker[runs.side == f"{c} {u}"])
-                          for c, u in points}
-    return ev.frames[key]
+    def run(layout, c, u, size):
+        return lambda repeats: workload.run_workload(
+            layout, work_ns=0, alive=c, stack_in_use=u, switches_per_request=1,
+            requests=workload.requests_for(0, 1), stack_size=size,
+            repeats=SPOT_SAMPLES * repeats)
+
+    entries = {}
+    for layout, n, u, size in todo.values():
+        where = f" on {bytes_label(size)} stacks" if size else ""
+        ev.announce(f"{layout}'s switches among {n} contexts against 2{where}, {u} bytes in "
+                    "use and no work between them",
+                    "the lab's data has no switching loop over many contexts")
+        for c in (2, n):
+            entries.setdefault(f"{layout} {c} {u} {size}", run(layout, c, u, size))
+    import zlib
+
+    seed = zlib.crc32(" ".join(sorted(entries)).encode())
+    runs = pd.concat([_design.run_process(entries, i, repeats=1, seed=seed)
+                      for i in range(2 if ev.quick else SPOT_PROCESSES)], ignore_index=True)
+    beyond = runs.ns_per_request - runs.work_only_ns_per_request
+
+    def at(layout, c, u, size):
+        mine = runs.side == f"{layout} {c} {u} {size}"
+        return pd.Series(beyond[mine].to_numpy(), index=runs.worker[mine])
+
+    for key, (layout, n, u, size) in todo.items():
+        ev.frames[key] = {(c, u): at(layout, c, u, size) for c in (2, n)}
 
 
 def _nearest(ev, prefix: str, n: int, u: int) -> str:
@@ -477,24 +497,32 @@ def _holding(layout: str, u: int, size):
                                              + validate.ENTRY_HEADROOM))
 
 
+def cold_need(design: str, w) -> tuple | None:
+    """(layout, contexts, bytes in use, stack size) of the cold switch a prediction for
+    `design` under `w` reads (measure_cold takes a list of them), or None."""
+    if family(design) not in ("stack", "frame", "copy") or w.alive <= 2:
+        return None
+    layout = layout_design(design)
+    u = w.stack_in_use
+    return layout, min(w.alive, COLD_CONTEXTS), u, _holding(layout, u, stack_size(design, w))
+
+
 def _cold_switch(ev, layout: str, n: int, u: int, size) -> _ev.Term:
     """What resuming one of n contexts of `layout` (at most COLD_CONTEXTS), each holding
     u bytes in use, costs beyond resuming one of 2: the workload experiment's switching
     loop less its steps, with no work between switches, at n against 2 contexts, measured
-    now (another machine's data: the nearest n and u measured)."""
+    now (measure_cold; another machine's data: the nearest n and u measured)."""
     n = min(n, COLD_CONTEXTS)
     size = _holding(layout, u, size)
     prefix = f"cold switch {layout} "
-    key, basis = f"{prefix}{n} {u} {size}", "measured now"
+    key, basis = _cold_key(layout, n, u, size), "measured now"
     if key not in ev.frames and not ev.local:
         key = _nearest(ev, prefix, n, u)
         n, u = map(int, key[len(prefix):].split()[:2])
         basis = f"from {n} contexts and {u} bytes"
-    where = f" on {bytes_label(size)} stacks" if size else ""
-    got = _switching(ev, key, layout, [(2, u), (n, u)], size,
-                     f"{layout}'s switches among {n} contexts against 2{where}, {u} bytes in "
-                     "use and no work between them")
-    return _difference(ev, key, got, (n, u), (2, u), basis)
+    else:
+        measure_cold(ev, [(layout, n, u, size)])
+    return _difference(ev, key, ev.frames[key], (n, u), (2, u), basis)
 
 
 def cold_resume(ev, design: str, n: int, size: int | None, u: int = 0):
@@ -918,22 +946,48 @@ def switch_cost(ev, design: str, w: Workload):
 
 ERROR_NEIGHBOURS = 20  # calibration points whose errors a prediction carries
 CALIBRATION = "advisor_calibration"  # evidence's name for the calibration grid's rows
+# How a prediction picks its neighbours on the calibration grid: nearest in log share of
+# switching and in log own spread, each axis in units of its standard deviation over the
+# grid (L1). The original rule, nearest in log share alone, is kept beside it
+# (docs/advisor_calibration.md: why, and how the two were judged).
+ERROR_RULES = ("share and spread", "share")
+ERROR_RULE = ERROR_RULES[0]
+_FLOOR = 1e-4  # of a share or a spread, before its log
 
 
-def request_residuals(grid, share: float, leave_out=None):
+def own_spread(low: float, high: float) -> float:
+    """The model's own spread: the log-normal sigma of its 95% interval [low, high] (the
+    noise of the measurements its terms stand on), 0 without a positive low end."""
+    return math.log(high / low) / (2 * 1.96) if low > 0 and high > 0 else 0.0
+
+
+def request_residuals(grid, share: float, spread: float | None = None, leave_out=None,
+                      rule: str = ERROR_RULE):
     """log(measured / model's ns per request) at the ERROR_NEIGHBOURS points of a
-    calibration grid whose share of time switching, as the model predicts it, is nearest
-    `share` (in log share), without the point labelled `leave_out`: the model's error
-    where the switch weighs as much as here."""
+    calibration grid nearest this prediction under `rule` (ERROR_RULES): in the model's
+    share of time switching and its own spread (own_spread), or in share alone; without
+    the point labelled `leave_out`. The model's error where the switch weighs as much and
+    its inputs were as steady as here. A grid without the model's interval (model_low,
+    model_high) is read by share alone."""
     import numpy as np
 
+    if rule not in ERROR_RULES:
+        raise ValueError(f"rule must be one of {', '.join(ERROR_RULES)}; got {rule!r}")
     need = {"model_ns", "model_share", "measured_ns"}
     if grid is None or len(grid) == 0 or not need <= set(grid.columns):
         return np.array([])
     g = grid.drop(index=leave_out) if leave_out is not None else grid
     r = np.log(g.measured_ns.to_numpy(float) / g.model_ns.to_numpy(float))
-    far = np.abs(np.log(np.maximum(g.model_share.to_numpy(float), 1e-4))
-                 - math.log(max(share, 1e-4)))
+    axes = [(np.log(np.maximum(g.model_share.to_numpy(float), _FLOOR)),
+             math.log(max(share, _FLOOR)))]
+    if rule == "share and spread" and spread is not None and {"model_low", "model_high"} <= set(g):
+        theirs = [own_spread(lo, hi) for lo, hi in zip(g.model_low.to_numpy(float),
+                                                     g.model_high.to_numpy(float))]
+        axes.append((np.log(np.maximum(theirs, _FLOOR)), math.log(max(spread, _FLOOR))))
+    far = np.zeros(len(g))
+    for x, at in axes:
+        scale = float(np.nanstd(x[np.isfinite(x)])) if len(axes) > 1 else 1.0
+        far = far + np.abs(x - at) / (scale if scale > 0 else 1.0)
     ok = np.isfinite(r) & np.isfinite(far)
     r, far = r[ok], far[ok]
     return r[np.argsort(far, kind="stable")[:ERROR_NEIGHBOURS]]
@@ -958,7 +1012,7 @@ def _interval(d) -> dict:
 def predict_full(design: str, w: Workload, ev=None, *, model_error: bool = True) -> dict:
     """Everything the advisor says of one design, hazards aside. With model_error, the
     switch's draws carry the model's error measured by this machine's calibration grid
-    (switch_residuals), where there is one."""
+    (request_residuals), where there is one."""
     ev = ev or _ev.load()
     design = check_design(design)
     if not isinstance(w, Workload):
@@ -976,7 +1030,9 @@ def predict_full(design: str, w: Workload, ev=None, *, model_error: bool = True)
         if model_error:
             import numpy as np
 
-            res = request_residuals(ev.rows(CALIBRATION), float(np.median(share)))
+            own = _interval(bare)
+            res = request_residuals(ev.rows(CALIBRATION), float(np.median(share)),
+                                    own_spread(own["low"], own["high"]))
             t = with_error(bare, res, ev.rng(f"error {design}"))
             out["notes"].append(f"interval with the model's error at {len(res)} points of "
                                 "this machine's calibration grid" if len(res) else
