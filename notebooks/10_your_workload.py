@@ -64,9 +64,11 @@ print(plots.machine_caption(info), f"\nload average (1 min): {os.getloadavg()[0]
 # prediction with its own interval (the noise of its measured terms only; each design's
 # cold switch among N contexts is one of them, measured now over fresh processes); the
 # prediction interval (that, widened by the model's error: log(measured / model) at the
-# 20 *other* grid points whose predicted share of switching is nearest); the measurement
-# with its 95% interval over processes; and the memory (resident + page tables) of N
-# coroutines.
+# 20 *other* grid points nearest in predicted share of switching and in the model's own
+# spread, so a point borrows the misses of points whose inputs were as steady); the
+# measurement with its 95% interval over processes; and the memory (resident + page
+# tables) of N coroutines. Beside the interval, `original_*`: the same under the rule as
+# first written, nearest in share alone.
 
 # %%
 g = grid.run_grid(quick=quick, processes=processes, samples=samples, ev=ev, progress=print)
@@ -85,7 +87,10 @@ yw.error_figure(g, info);
 # How to read it. `coverage` is the share of points whose measurement lies inside the
 # prediction interval and `median_half_width` its width as a fraction of the prediction;
 # `model_coverage` is the same for the model's own interval, which knows nothing of the
-# model's error and holds few measurements. `labkit advise` gives the prediction interval
+# model's error and holds few measurements. `interval_score` weighs width and misses
+# together (lower is better); the `original_` columns score the rule as first written,
+# which the amended one replaces only if it scores better on a grid measured after it was
+# written. `labkit advise` gives the prediction interval
 # too: it reads this machine's `data/advisor_calibration.csv` for the model's error. Where
 # the points miss, and why, is in `docs/advisor_calibration.md`.
 
