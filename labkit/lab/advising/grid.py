@@ -4,11 +4,11 @@ measurement (labkit.experiments.workload) at every point of W x N x u, for sever
 The model predicts from the other notebooks' data (evidence.FILES, this machine's rows);
 nothing the grid measures enters its terms. One input is measured on the spot at each
 point, in workers of its own and never in the grid's processes (one before them, one
-after): the step, what a coroutine's work between two switches costs when called without
-switching (W of busy loop and u bytes of its context touched, N contexts round robin), which
-is what a user profiles as "my work between switches". Its cache cost (N contexts x u
-bytes) is the user's, not the switch's. It is taken for each design with its own layout of
-contexts (model.layout_design).
+after, and their geometric mean taken): the step, what a coroutine's work between two
+switches costs when called without switching (W of busy loop and u bytes of its context
+touched, N contexts round robin), which is what a user profiles as "my work between
+switches". Its cache cost (N contexts x u bytes) is the user's, not the switch's. It is
+taken for each design with its own layout of contexts (model.layout_design).
 
 The prediction's interval is a prediction interval for the measurement: the model's own
 (its terms' measurement noise only, kept as model_low and model_high) widened by the
@@ -76,6 +76,14 @@ def step_cost(design: str, kw: dict, alive: int, in_use: int, requests: int) -> 
     return float(df.work_only_ns_per_request.median()) / SUSPENSIONS
 
 
+def step_estimate(first: float, second: float) -> float:
+    """The step of a point from its two workers' timings: their geometric mean, the
+    measurement's own estimator over fresh processes. Each worker lays its contexts out
+    anew, and where N x u bytes meet the caches that layout moves the step both ways, so
+    the smaller of the two is biased low (docs/advisor_calibration.md)."""
+    return math.sqrt(max(float(first), 0.0) * max(float(second), 0.0))
+
+
 def point(designs, work: str, alive: int, in_use: int, *, processes: int = 3,
           samples: int = 3, ev=None, seed: int = 0) -> list[dict]:
     """One grid point: its measurement over `processes` fresh processes (every design,
@@ -104,8 +112,7 @@ def point(designs, work: str, alive: int, in_use: int, *, processes: int = 3,
         rep = model.layout_design(d)
         m = summ.loc[d]
         meas_bytes = (m.rss_bytes_per_coroutine + m.page_table_bytes_per_coroutine) * alive
-        # a busy loop's time only grows when something else takes its CPU
-        step = min(before[rep], after[rep])
+        step = step_estimate(before[rep], after[rep])
         rows.append({
             "design": d, "work": work, "work_ns": w_ns, "alive": alive, "stack_in_use": in_use,
             "step_ns": step, "step_first_ns": before[rep], "step_second_ns": after[rep],
