@@ -35,7 +35,7 @@ def test_quick_grid_has_every_column_and_one_row_per_point_and_design(quick_grid
     # timing, which a shared machine cannot promise in a test).
     assert sorted(set(g.work)) == sorted(q["work"]) and g.work_ns.nunique() == len(q["work"])
     assert np.allclose(g.error, g.predicted_ns / g.measured_ns - 1)
-    assert np.allclose(g.step_ns, np.sqrt(g.step_first_ns * g.step_second_ns))
+    assert np.allclose(g.step_ns, np.minimum(g.step_first_ns, g.step_second_ns))
     inside = (g.predicted_low <= g.measured_ns) & (g.measured_ns <= g.predicted_high)
     assert g.covered.dtype == bool and (g.covered == inside).all()
     path = tmp_path / "advisor_calibration.csv"
@@ -166,17 +166,16 @@ def test_the_interval_score_is_width_plus_the_penalised_miss():
     assert np.allclose(score, [1.0, 1.0 + 40 * 1.5, 1.0 + 40 * 1.0])
 
 
-def test_the_step_of_two_workers_is_unbiased_where_the_layout_moves_it_both_ways():
-    # a step whose log varies with each worker's layout around a known typical value
+def test_the_step_of_two_workers_recovers_a_busy_loop_that_only_interruptions_slow():
+    # a busy loop of known length, each worker's timing lengthened by what else ran
     rng = np.random.default_rng(7)
     truth = 300.0
-    pairs = truth * np.exp(rng.normal(0.0, 0.3, size=(4000, 2)))
+    pairs = truth + rng.exponential(30.0, size=(4000, 2))
     est = np.array([grid.step_estimate(a, b) for a, b in pairs])
-    smaller = pairs.min(axis=1)
-    assert abs(np.mean(np.log(est / truth))) < 0.02
-    assert np.mean(np.log(smaller / truth)) < -0.1
-    assert grid.step_estimate(100.0, 400.0) == pytest.approx(200.0)
-    assert grid.step_estimate(0.0, 50.0) == 0.0
+    assert (est >= truth).all()
+    assert np.median(est - truth) < np.median(pairs[:, 0] - truth)
+    assert grid.step_estimate(100.0, 400.0) == 100.0
+    assert grid.step_estimate(400.0, 100.0) == 100.0
 
 
 def test_scores_refuse_a_frame_without_the_grid_columns():

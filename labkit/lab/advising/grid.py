@@ -4,7 +4,7 @@ measurement (labkit.experiments.workload) at every point of W x N x u, for sever
 The model predicts from the other notebooks' data (evidence.FILES, this machine's rows);
 nothing the grid measures enters its terms. One input is measured on the spot at each
 point, in workers of its own and never in the grid's processes (one before them, one
-after, and their geometric mean taken): the step, what a coroutine's work between two
+after, the smaller taken): the step, what a coroutine's work between two
 switches costs when called without switching (W of busy loop and u bytes of its context
 touched, N contexts round robin), which is what a user profiles as "my work between
 switches". Its cache cost (N contexts x u bytes) is the user's, not the switch's. It is
@@ -77,11 +77,10 @@ def step_cost(design: str, kw: dict, alive: int, in_use: int, requests: int) -> 
 
 
 def step_estimate(first: float, second: float) -> float:
-    """The step of a point from its two workers' timings: their geometric mean, the
-    measurement's own estimator over fresh processes. Each worker lays its contexts out
-    anew, and where N x u bytes meet the caches that layout moves the step both ways, so
-    the smaller of the two is biased low (docs/advisor_calibration.md)."""
-    return math.sqrt(max(float(first), 0.0) * max(float(second), 0.0))
+    """The step of a point from its two workers' timings: the smaller, since a busy loop
+    only grows when something else takes its CPU (docs/advisor_calibration.md: the
+    geometric mean, judged against it)."""
+    return min(float(first), float(second))
 
 
 def point(designs, work: str, alive: int, in_use: int, *, processes: int = 3,
