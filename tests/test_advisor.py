@@ -189,6 +189,20 @@ def test_the_advisors_interval_carries_the_calibration_grids_error():
     assert (b["high"] - b["low"]) < 0.1 * (f["high"] - f["low"])
 
 
+def test_the_interval_never_reaches_below_the_work_stated():
+    rng = np.random.default_rng(6)
+    frames = _simulated(rng, proc_sd=0.0, rep_sd=1e-9)
+    frames[model.CALIBRATION] = pd.DataFrame(
+        {"design": "D", "model_ns": 100.0, "model_share": 10 ** rng.uniform(-4, 0, 400),
+         "measured_ns": 100.0 * np.exp(rng.normal(0, 0.4, 400))})
+    w = model.workload("200ns", 2, 1024, 0, stack_size="64KiB")
+    bare = model.predict_full("asm", w, _ev(frames), model_error=False)["ns_per_request"]
+    full = model.predict_full("asm", w, _ev(frames))["ns_per_request"]
+    # the grid's error alone would put the low end near exp(-1.96 * 0.4) = 0.46 of the centre
+    assert bare["low"] * math.exp(-1.96 * 0.4) < 400.0
+    assert full["low"] >= 400.0 and full["high"] > bare["high"]
+
+
 @pytest.mark.parametrize("kwargs, name", [
     ({"work": "-5us"}, "work"), ({"work": "5 parsecs"}, "work"), ({"work": True}, "work"),
     ({"suspensions": 0}, "suspensions"), ({"suspensions": "2"}, "suspensions"),

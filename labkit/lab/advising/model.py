@@ -1033,7 +1033,10 @@ def predict_full(design: str, w: Workload, ev=None, *, model_error: bool = True)
             own = _interval(bare)
             res = request_residuals(ev.rows(CALIBRATION), float(np.median(share)),
                                     own_spread(own["low"], own["high"]))
-            t = with_error(bare, res, ev.rng(f"error {design}"))
+            # The grid's error scales the whole request, but the work stated is exact: no
+            # request takes less than its work.
+            t = np.maximum(with_error(bare, res, ev.rng(f"error {design}")),
+                           w.suspensions * wns)
             out["notes"].append(f"interval with the model's error at {len(res)} points of "
                                 "this machine's calibration grid" if len(res) else
                                 "interval without the model's error: no calibration grid "
