@@ -4,11 +4,11 @@ measurement (labkit.experiments.workload) at every point of W x N x u, for sever
 The model predicts from the other notebooks' data (evidence.FILES, this machine's rows);
 nothing the grid measures enters its terms. One input is measured on the spot at each
 point, in workers of its own and never in the grid's processes (one before them, one
-after, the smaller taken): the step, what a coroutine's work between two
-switches costs when called without switching (W of busy loop and u bytes of its context
-touched, N contexts round robin), which is what a user profiles as "my work between
-switches". Its cache cost (N contexts x u bytes) is the user's, not the switch's. It is
-taken for each design with its own layout of contexts (model.layout_design).
+after, the smaller taken): the step, what a coroutine's work between two switches costs
+when called without switching (W of busy loop and u bytes of its context touched, N
+contexts round robin), which is what a user profiles as "my work between switches". Its
+cache cost (N contexts x u bytes) is the user's, not the switch's. It is taken for each
+design with its own layout of contexts (model.layout_design).
 
 The prediction's interval is a prediction interval for the measurement: the model's own
 (its terms' measurement noise only, kept as model_low and model_high) widened by the
