@@ -95,19 +95,6 @@ yw.error_figure(g, info);
 # the points miss, and why, is in `docs/advisor_calibration.md`.
 
 # %% [markdown]
-# A cold switch among N contexts is measured with the point's work between switches: with
-# none, the core overlaps one resumption's cache misses with the next's; behind a chain of
-# work each miss stands alone. The same grid predicted with every cold switch read as
-# measured with no work shows what that is worth, on the same measurements.
-
-# %%
-idle = grid.cold_beside_no_work(g, ev)
-scores[["design", "coverage", "median_half_width", "interval_score", "median_model_error"]].merge(
-    grid.scores(idle)[["design", "coverage", "median_half_width", "interval_score",
-                       "median_model_error"]], on="design", suffixes=("", "_cold_with_no_work")
-).round(3)
-
-# %% [markdown]
 # ## Three workloads
 #
 # An I/O-bound server (20 µs of work, 2 suspensions per request, 10k connections); 000's

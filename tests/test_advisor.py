@@ -48,7 +48,7 @@ def _simulated(rng, *, c=3.0, extra=40.0, proc_sd=0.3, rep_sd=0.4, processes=16,
     # resumption of one of n contexts `extra` / 4, `extra` and 2 * `extra` ns more at 64,
     # 1024 and 100,000
     for n, add in ((64, extra / 4), (1024, extra), (100_000, 2 * extra)):
-        frames[f"cold switch asm {n} 0 65536 0"] = {
+        frames[f"cold switch asm {n} 0 65536"] = {
             (2, 0): pd.Series(6.0 + rng.normal(0, rep_sd, repeats)),
             (n, 0): pd.Series(6.0 + add + rng.normal(0, rep_sd, repeats))}
     return frames
@@ -134,40 +134,12 @@ def test_another_machines_cold_switch_is_the_nearest_measured_in_contexts_and_by
         model.cold_resume(_ev({}), "copy_stack", 100, 65536, 64)
 
 
-def test_another_machines_cold_switch_is_the_nearest_measured_in_work_between_switches():
-    """With no work between switches the core overlaps one resumption's misses with the
-    next's; behind work each stands alone: the work measured nearest (log 1 + ns) is read."""
-    ev = _ev({})
-    for work, cold in ((0, 20.0), (38.5, 50.0)):
-        ev.frames[f"cold switch asm 10000 0 65536 {work:.4g}"] = {
-            (2, 0): pd.Series([10.0] * 5), (10000, 0): pd.Series([10.0 + cold] * 5)}
-    assert model.cold_resume(ev, "asm", 10000, 65536, 0, 0.0)[0].value == pytest.approx(20.0)
-    assert model.cold_resume(ev, "asm", 10000, 65536, 0, 40.0)[0].value == pytest.approx(50.0)
-    assert model.cold_resume(ev, "asm", 10000, 65536, 0, 2e4)[0].value == pytest.approx(50.0)
-    assert model.cold_resume(ev, "asm", 10000, 65536, 0, 2.0)[0].value == pytest.approx(20.0)
-
-
-def test_the_grid_reads_the_cold_switch_beside_its_busy_work_not_its_step():
-    """A grid point's work is its measured step (work and bytes touched); the cold switch
-    is the one measured with the point's W of busy work between switches."""
-    from labkit.lab.advising import grid
-
-    ev = _ev({})
-    ev.frames.update(_simulated(np.random.default_rng(5), proc_sd=0.0, rep_sd=1e-9))
-    ev.frames["cold switch asm 1024 0 65536 38.5"] = {
-        (2, 0): pd.Series([6.0] * 5), (1024, 0): pd.Series([6.0 + 70.0] * 5)}
-    busy = grid.prediction("asm", 45.0, 1024, 0, ev, busy_ns=38.5)
-    idle = grid.prediction("asm", 45.0, 1024, 0, ev, busy_ns=0.0)
-    # one cold resumption per request: 70 ns beside 38.5 ns of work, 40 beside none
-    assert busy["model_ns"] - idle["model_ns"] == pytest.approx(70.0 - 40.0, rel=1e-6)
-
-
 def test_a_cold_switch_pairs_the_two_points_inside_each_process():
     """Each process's layout moves both points together; the difference is taken in each
     process before resampling over processes, never across them."""
     ev = _ev({})
     slow = pd.Series([100.0, 100.0, 400.0, 400.0], index=[0, 0, 1, 1])
-    ev.frames["cold switch asm 1000 0 65536 0"] = {(2, 0): slow, (1000, 0): slow + 30.0}
+    ev.frames["cold switch asm 1000 0 65536"] = {(2, 0): slow, (1000, 0): slow + 30.0}
     term, _ = model.cold_resume(ev, "asm", 1000, 65536)
     assert np.allclose(term.draws, 30.0) and "2 processes" in term.basis
 
@@ -362,10 +334,6 @@ def test_a_cold_switch_is_measured_now_on_a_stack_that_holds_the_frame():
     assert "measuring now ucontext's switches among 3000 contexts against 2 on " in err.getvalue()
     assert model.cold_resume(ev, "ucontext", 3000, 4096)[0].value == term.value  # kept
     assert err.getvalue().count("measuring now") == 1
-    # beside work between switches it is another measurement, and says so
-    model.cold_resume(ev, "ucontext", 3000, 4096, 0, 40.0)
-    assert err.getvalue().count("measuring now") == 2
-    assert "0 bytes in use and 40.0 ns of work between them" in err.getvalue()
 
 
 def test_a_stack_holds_what_its_design_keeps_above_the_bytes_in_use():

@@ -115,7 +115,7 @@ def point(designs, work: str, alive: int, in_use: int, *, processes: int = 3,
         rows.append({
             "design": d, "work": work, "work_ns": w_ns, "alive": alive, "stack_in_use": in_use,
             "step_ns": step, "step_first_ns": before[rep], "step_second_ns": after[rep],
-            "step_design": rep, **prediction(d, step, alive, in_use, ev, busy_ns=w_ns),
+            "step_design": rep, **prediction(d, step, alive, in_use, ev),
             "measured_ns": m.ns_per_request, "measured_low": m.ns_per_request_low,
             "measured_high": m.ns_per_request_high, "processes": int(m.processes),
             "measured_switch_ns": m.ns_per_switch, "measured_switch_low": m.ns_per_switch_low,
@@ -124,20 +124,14 @@ def point(designs, work: str, alive: int, in_use: int, *, processes: int = 3,
     return rows
 
 
-def prediction(design: str, step_ns: float, alive: int, in_use: int, ev=None, *,
-               busy_ns: float) -> dict:
+def prediction(design: str, step_ns: float, alive: int, in_use: int, ev=None) -> dict:
     """The model's prediction for one grid point, without the model's error: the step as
-    the work between switches, `busy_ns` (the point's W) as its busy part, the
-    experiment's 64 KiB stacks for a design with stacks."""
-    import dataclasses
-
+    the work between switches, the experiment's 64 KiB stacks for a design with stacks."""
     from labkit.lab.advising import evidence, model
 
     ev = ev or evidence.load()
-    w = dataclasses.replace(
-        model.workload(work=float(step_ns), suspensions=SUSPENSIONS, alive=int(alive),
-                       stack_in_use=int(in_use), stack_size=stack_size_for(design)),
-        busy_ns=float(busy_ns))
+    w = model.workload(work=float(step_ns), suspensions=SUSPENSIONS, alive=int(alive),
+                       stack_in_use=int(in_use), stack_size=stack_size_for(design))
     p = model.predict_full(design, w, ev, model_error=False)
     return {"model_ns": p["ns_per_request"]["value"], "model_low": p["ns_per_request"]["low"],
             "model_high": p["ns_per_request"]["high"], "model_share": p["switch_share"]["value"],
@@ -152,17 +146,9 @@ def repredict(grid, ev=None):
     evidence changed; nothing is measured but what the advisor measures now)."""
     import pandas as pd
 
-    new = pd.DataFrame([prediction(r.design, r.step_ns, r.alive, r.stack_in_use, ev,
-                                   busy_ns=r.work_ns) for r in grid.itertuples()],
-                       index=grid.index)
+    new = pd.DataFrame([prediction(r.design, r.step_ns, r.alive, r.stack_in_use, ev)
+                        for r in grid.itertuples()], index=grid.index)
     return finish(grid.assign(**{c: new[c] for c in new}))
-
-
-def cold_beside_no_work(grid, ev):
-    """The grid predicted again with every cold switch read as measured with no work
-    between switches: what reading it beside the point's busy work is worth, scored on the
-    same measurements (docs/advisor_calibration.md). Measures nothing that run_grid did not."""
-    return repredict(grid.assign(work_ns=0.0), ev).assign(work_ns=grid.work_ns)
 
 
 def run_grid(*, quick: bool = False, designs=None, work=None, alive=None, in_use=None,
@@ -186,14 +172,10 @@ def run_grid(*, quick: bool = False, designs=None, work=None, alive=None, in_use
             tuple(in_use or pick["in_use"])]
     ev = ev or evidence.load()
     if ev.local:  # the model's cold switches, measured in one set of processes
-        from labkit.core.machine import machine_info
-
-        ghz = machine_info()["tsc_ghz"]
-        model.measure_cold(ev, [
-            need for d in designs for wk in axes[0] for n in axes[1] for u in axes[2]
-            if (need := model.cold_need(d, model.workload(
-                work=_workload_ns(_work(wk), ghz), alive=int(n), stack_in_use=int(u),
-                stack_size=stack_size_for(d)), ev))])
+        model.measure_cold(ev, [need for d in designs for n in axes[1] for u in axes[2]
+                                if (need := model.cold_need(d, model.workload(
+                                    alive=int(n), stack_in_use=int(u),
+                                    stack_size=stack_size_for(d))))])
     rows = []
     for i, (wk, n, u) in enumerate(itertools.product(*axes)):
         rows += point(designs, wk, n, u, processes=processes, samples=samples, ev=ev, seed=i)
