@@ -365,6 +365,22 @@ def test_missing_rows_are_measured_now_and_said(tmp_path):
     assert err.getvalue().count("measuring now") == 1
 
 
+def test_the_advice_says_what_it_measured_now_one_line_per_reason():
+    ev = _ev(_simulated(np.random.default_rng(7), proc_sd=0.0))
+    ev.status = io.StringIO()
+    ev.announce("a ring", "no ring here")
+    ev.announce("a ladder", "no ladder here")
+    ev.announce("another ring", "no ring here")
+    from labkit.lab.advising import present
+
+    w = model.workload("1us", 1, 64, 0)
+    head = [line for line in present.Advice(w, [], ev, since=1).text().splitlines()
+            if line.startswith("measured now")]
+    assert head == ["measured now, as no ladder here: a ladder",
+                    "measured now, as no ring here: another ring"]
+    assert "1 suspension (2 switches each)" in present.Advice(w, [], ev).text()
+
+
 def test_advice_ranks_blocking_hazards_last_and_shows_html():
     ev = _ev(_simulated(np.random.default_rng(7), proc_sd=0.0))
     from labkit.lab.advising import hazards, present

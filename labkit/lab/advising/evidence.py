@@ -55,7 +55,7 @@ class Evidence:
 
     def announce(self, what: str, why: str) -> None:
         line = f"labkit advise: measuring now {what}: {why}"
-        self.measured_now.append(f"{what} ({why})")
+        self.measured_now.append((what, why))
         print(line, file=self.status or sys.stderr, flush=True)
 
     def add(self, name: str, df) -> None:

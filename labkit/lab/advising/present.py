@@ -120,7 +120,8 @@ class Advice:
         w = self.workload
         work = f"{w.work:g} {w.work_unit}"
         lines = [f"workload: {work} of work between suspensions, {w.suspensions:g} "
-                 f"suspensions (2 switches each) per request, {w.alive} alive, "
+                 f"suspension{'' if w.suspensions == 1 else 's'} (2 switches each) per request, "
+                 f"{w.alive} alive, "
                  f"{w.stack_in_use} bytes of stack in use, fp {w.fp}"
                  + (f", stack {w.stack_size} bytes" if w.stack_size else
                     ", each stackful design on the smallest stack that holds it (a call "
@@ -129,8 +130,11 @@ class Advice:
                  f"from: {self.source}; vm.max_map_count {procfs.max_map_count()}; "
                  "intervals: 95%, resampled over fresh processes where the data has them, "
                  "else over repeats (the basis column)"]
-        if self.measured_now:
-            lines.append("measured now: " + "; ".join(self.measured_now))
+        # One line per reason: a workload of many designs measures a dozen things for one.
+        by_why: dict[str, list[str]] = {}
+        for what, why in self.measured_now:
+            by_why.setdefault(why, []).append(what)
+        lines += [f"measured now, as {why}: " + "; ".join(whats) for why, whats in by_why.items()]
         if self.measured_before:
             lines.append(f"and {self.measured_before} measurements made earlier in this "
                          "process, on this machine, kept for reuse")
