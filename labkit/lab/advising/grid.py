@@ -171,16 +171,23 @@ def run_grid(*, quick: bool = False, designs=None, work=None, alive=None, in_use
     axes = [tuple(work or pick["work"]), tuple(alive or pick["alive"]),
             tuple(in_use or pick["in_use"])]
     ev = ev or evidence.load()
-    if ev.local:  # the model's cold switches, measured in one set of processes
-        model.measure_cold(ev, [need for d in designs for n in axes[1] for u in axes[2]
-                                if (need := model.cold_need(d, model.workload(
-                                    alive=int(n), stack_in_use=int(u),
-                                    stack_size=stack_size_for(d))))])
+    seeds = {p: i for i, p in enumerate(itertools.product(*axes))}
     rows = []
-    for i, (wk, n, u) in enumerate(itertools.product(*axes)):
-        rows += point(designs, wk, n, u, processes=processes, samples=samples, ev=ev, seed=i)
-        if progress:
-            progress(f"point {i + 1}: W={wk} N={n} u={u}: {rows[-1]['seconds']:.1f} s")
+    # The cold switches of one N and u are measured just before that N and u's points, not
+    # all before the grid: the VM's state moves with the grid's own churn of memory.
+    for n, u in itertools.product(axes[1], axes[2]):
+        if ev.local:
+            model.measure_cold(ev, [need for d in designs if (need := model.cold_need(
+                d, model.workload(alive=int(n), stack_in_use=int(u),
+                                  stack_size=stack_size_for(d))))])
+        for wk in axes[0]:
+            i = seeds[wk, n, u]
+            rows += point(designs, wk, n, u, processes=processes, samples=samples, ev=ev,
+                          seed=i)
+            if progress:
+                progress(f"point {len(rows) // len(designs)} of {len(seeds)}: W={wk} N={n} "
+                         f"u={u}: {rows[-1]['seconds']:.1f} s")
+    rows.sort(key=lambda r: seeds[r["work"], r["alive"], r["stack_in_use"]])  # W outermost
     return finish(pd.DataFrame(rows))
 
 
