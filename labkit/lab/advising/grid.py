@@ -8,7 +8,8 @@ after, the smaller taken): the step, what a coroutine's work between two switche
 when called without switching (W of busy loop and u bytes of its context touched, N
 contexts round robin), which is what a user profiles as "my work between switches". Its
 cache cost (N contexts x u bytes) is the user's, not the switch's. It is taken for each
-design with its own layout of contexts (model.layout_design).
+design with its own layout of contexts (model.layout_design). The model's cold switches
+among N contexts are measured on the spot too, just before the points of that N and u.
 
 The prediction's interval is a prediction interval for the measurement: the model's own
 (its terms' measurement noise only, kept as model_low and model_high) widened by the
