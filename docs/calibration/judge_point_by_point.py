@@ -1,10 +1,13 @@
-"""How grid 14 judged the cold switches measured point by point (docs/advisor_calibration.md).
+"""How grids 14 and 16 judged the cold switches measured point by point
+(docs/advisor_calibration.md).
 
-Run from the checkout with the lab installed: `.venv/bin/python docs/calibration/judge_grid14.py`.
-It measures the model's cold switches in one block first (as the grid did before), then the
-grid with its cold switches point by point, predicts the same measurements from both, and
-writes the two grids beside this file."""
+Run from the checkout with the lab installed:
+`.venv/bin/python docs/calibration/judge_point_by_point.py grid16`. It measures the model's
+cold switches in one block first (as the grid did before), then the grid with its cold
+switches point by point, predicts the same measurements from both, and writes the two
+grids beside this file, named after the argument."""
 import pathlib
+import sys
 import time
 
 import numpy as np
@@ -12,6 +15,7 @@ import numpy as np
 from labkit.lab.advising import evidence, grid, model
 
 here = pathlib.Path(__file__).parent
+name = sys.argv[1] if len(sys.argv) > 1 else "grid"
 t0 = time.perf_counter()
 block = evidence.from_data()
 model.measure_cold(block, [need for d in grid.DESIGNS for n in grid.ALIVE for u in grid.IN_USE
@@ -20,8 +24,8 @@ model.measure_cold(block, [need for d in grid.DESIGNS for n in grid.ALIVE for u 
 print(f"block: {time.perf_counter() - t0:.1f} s", flush=True)
 g = grid.run_grid(ev=evidence.from_data(), progress=print)
 old = grid.repredict(g, block)
-g.to_csv(here / "grid14_point_by_point.csv", index=False)
-old.to_csv(here / "grid14_block.csv", index=False)
+g.to_csv(here / f"{name}_point_by_point.csv", index=False)
+old.to_csv(here / f"{name}_block.csv", index=False)
 for name, x in (("point by point", g), ("block", old)):
     score = grid.interval_score(x.predicted_low, x.predicted_high, x.measured_ns).mean()
     half = np.median((x.predicted_high - x.predicted_low) / 2 / x.predicted_ns)
