@@ -183,6 +183,35 @@ def test_scores_refuse_a_frame_without_the_grid_columns():
         grid.scores(pd.DataFrame({"design": ["A"], "predicted_ns": [1.0]}))
 
 
+def test_each_n_and_u_has_its_cold_switches_measured_just_before_its_points(monkeypatch):
+    from labkit.lab.advising import model
+
+    calls = []
+    monkeypatch.setattr(model, "measure_cold",
+                        lambda ev, needs: calls.append(("cold", {(n, u) for _, n, u, _ in needs})))
+
+    def point(designs, work, alive, in_use, **kw):
+        calls.append(("point", work, alive, in_use))
+        return [{"design": d, "work": work, "alive": alive, "stack_in_use": in_use,
+                 "seconds": 0.0} for d in designs]
+
+    monkeypatch.setattr(grid, "point", point)
+    monkeypatch.setattr(grid, "finish", lambda df: df)
+    ev = evidence.Evidence("test", {}, {}, local=True)
+    g = grid.run_grid(designs=["asm_fpu", "cxx20_generator"], work=("0ns", "20us"),
+                      alive=(64, 1000), in_use=(0, 1024), ev=ev)
+    assert calls[0] == ("cold", {(64, 0)})
+    for i, c in enumerate(calls):
+        if c[0] == "point":  # the last cold measured before it is its own N and u's
+            last = next(x for x in reversed(calls[:i]) if x[0] == "cold")
+            assert last[1] == {(c[2], c[3])}, (c, last)
+    assert sum(c[0] == "cold" for c in calls) == 4
+    # the frame keeps W outermost, as the grid has always been laid out
+    assert list(g.work[::2]) == ["0ns"] * 4 + ["20us"] * 4
+    assert list(zip(g.alive[::2], g.stack_in_use[::2]))[:4] == [(64, 0), (64, 1024), (1000, 0),
+                                                               (1000, 1024)]
+
+
 def test_run_grid_names_a_bad_argument():
     with pytest.raises(TypeError, match="quick"):
         grid.run_grid(quick="yes")
