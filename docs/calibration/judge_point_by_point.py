@@ -10,24 +10,19 @@ import pathlib
 import sys
 import time
 
-import numpy as np
-
 from labkit.lab.advising import evidence, grid, model
 
 here = pathlib.Path(__file__).parent
 name = sys.argv[1] if len(sys.argv) > 1 else "grid"
 t0 = time.perf_counter()
 block = evidence.from_data()
-model.measure_cold(block, [need for d in grid.DESIGNS for n in grid.ALIVE for u in grid.IN_USE
-                           if (need := model.cold_need(d, model.workload(
-                               alive=n, stack_in_use=u, stack_size=grid.stack_size_for(d))))])
+model.measure_cold(block, grid.cold_needs(grid.DESIGNS, grid.ALIVE, grid.IN_USE))
 print(f"block: {time.perf_counter() - t0:.1f} s", flush=True)
 g = grid.run_grid(ev=evidence.from_data(), progress=print)
 old = grid.repredict(g, block)
 g.to_csv(here / f"{name}_point_by_point.csv", index=False)
 old.to_csv(here / f"{name}_block.csv", index=False)
-for name, x in (("point by point", g), ("block", old)):
-    score = grid.interval_score(x.predicted_low, x.predicted_high, x.measured_ns).mean()
-    half = np.median((x.predicted_high - x.predicted_low) / 2 / x.predicted_ns)
-    print(f"{name}: interval score {score:.3f}, coverage {x.covered.mean():.1%}, "
-          f"median half-width {half:.1%}")
+for label, x in (("point by point", g), ("block", old)):
+    every = grid.scores(x).set_index("design").loc["all"]
+    print(f"{label}: interval score {every.interval_score:.3f}, coverage {every.coverage:.1%}, "
+          f"median half-width {every.median_half_width:.1%}")

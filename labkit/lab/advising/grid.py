@@ -152,6 +152,16 @@ def repredict(grid, ev=None):
     return finish(grid.assign(**{c: new[c] for c in new}))
 
 
+def cold_needs(designs, alive, in_use) -> list[tuple]:
+    """The cold switches (model.cold_need) the predictions of `designs` read at every N of
+    `alive` and u of `in_use`, on the grid's stacks."""
+    from labkit.lab.advising import model
+
+    return [need for d in designs for n in alive for u in in_use
+            if (need := model.cold_need(d, model.workload(
+                alive=int(n), stack_in_use=int(u), stack_size=stack_size_for(d))))]
+
+
 def run_grid(*, quick: bool = False, designs=None, work=None, alive=None, in_use=None,
              processes: int = 3, samples: int = 3, ev=None, progress=None):
     """Every point of the grid (quick: QUICK's few points), measured and predicted, as a
@@ -178,9 +188,7 @@ def run_grid(*, quick: bool = False, designs=None, work=None, alive=None, in_use
     # all before the grid: the VM's state moves with the grid's own churn of memory.
     for n, u in itertools.product(axes[1], axes[2]):
         if ev.local:
-            model.measure_cold(ev, [need for d in designs if (need := model.cold_need(
-                d, model.workload(alive=int(n), stack_in_use=int(u),
-                                  stack_size=stack_size_for(d))))])
+            model.measure_cold(ev, cold_needs(designs, [n], [u]))
         for wk in axes[0]:
             i = seeds[wk, n, u]
             rows += point(designs, wk, n, u, processes=processes, samples=samples, ev=ev,
