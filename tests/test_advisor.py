@@ -48,7 +48,7 @@ def _simulated(rng, *, c=3.0, extra=40.0, proc_sd=0.3, rep_sd=0.4, processes=16,
     # resumption of one of n contexts `extra` / 4, `extra` and 2 * `extra` ns more at 64,
     # 1024 and 100,000
     for n, add in ((64, extra / 4), (1024, extra), (100_000, 2 * extra)):
-        frames[f"cold switch asm {n} 0 65536 0"] = {
+        frames[f"cold switch asm {n} 0 65536"] = {
             (2, 0): pd.Series(6.0 + rng.normal(0, rep_sd, repeats)),
             (n, 0): pd.Series(6.0 + add + rng.normal(0, rep_sd, repeats))}
     return frames
@@ -121,9 +121,9 @@ def test_ring_with_spread_tops_is_preferred():
 
 def test_another_machines_cold_switch_is_the_nearest_measured_in_contexts_and_bytes():
     ev = _ev({})
-    ev.frames["cold switch copy_stack 10000 1024 65536 0"] = {
+    ev.frames["cold switch copy_stack 10000 1024 65536"] = {
         (2, 1024): pd.Series([10.0] * 5), (10000, 1024): pd.Series([50.0] * 5)}
-    ev.frames["cold switch copy_stack 10000 0 65536 0"] = {
+    ev.frames["cold switch copy_stack 10000 0 65536"] = {
         (2, 0): pd.Series([10.0] * 5), (10000, 0): pd.Series([20.0] * 5)}
     assert model.cold_resume(ev, "copy_stack", 10000, 65536, 1024)[0].value == pytest.approx(40.0)
     # nearest in contexts and bytes, not scaled: a cold switch is no multiple of the bytes
@@ -134,46 +134,12 @@ def test_another_machines_cold_switch_is_the_nearest_measured_in_contexts_and_by
         model.cold_resume(_ev({}), "copy_stack", 100, 65536, 64)
 
 
-def _cold_frames(ev, layout, n, colds):
-    """A cold switch of `layout` among n contexts measured at each work of `colds`."""
-    for work, cold in colds.items():
-        ev.frames[f"cold switch {layout} {n} 0 65536 {work:g}"] = {
-            (2, 0): pd.Series([5.0] * 4, index=[0, 0, 1, 1]),
-            (n, 0): pd.Series([5.0 + cold] * 4, index=[0, 0, 1, 1])}
-
-
-def test_a_cold_switch_is_read_beside_the_busy_work_and_held_beyond_the_cap():
-    """Known truth: 10 ns cold with no work between switches, 25 with 40 ns, 60 with the
-    cap; another machine's data gives the nearest work measured."""
-    ev = _ev({})
-    _cold_frames(ev, "asm", 1000, {0.0: 10.0, 40.0: 25.0, model.COLD_WORK_CAP_NS: 60.0})
-    at = lambda busy: model.cold_resume(ev, "asm", 1000, 65536, 0, busy)[0].value
-    assert at(0.0) == pytest.approx(10.0)
-    assert at(40.0) == pytest.approx(25.0)
-    assert at(50.0) == pytest.approx(25.0)  # nearest in log(1 + ns)
-    assert at(20_000.0) == pytest.approx(60.0)  # held beyond the cap
-    assert model.cold_work(20_000.0) == model.COLD_WORK_CAP_NS
-    assert model.cold_work(38.5) == 38.5
-
-
-def test_the_workloads_busy_work_chooses_the_cold_switch_it_needs():
-    import dataclasses
-
-    ev = _ev({})
-    w = model.workload("100cycles", 1, 10_000, "1KiB", stack_size="64KiB")
-    # 100 cycles at the simulated 2 GHz
-    assert model.cold_need("asm", w, ev) == ("asm", 10_000, 1024, 65536, 50.0)
-    idle = dataclasses.replace(w, busy_ns=0.0)  # a step of bytes touched but no busy work
-    assert model.cold_need("asm", idle, ev)[4] == 0.0
-    assert model.cold_need("asm", model.workload("1us", 1, 2, 0), ev) is None
-
-
 def test_a_cold_switch_pairs_the_two_points_inside_each_process():
     """Each process's layout moves both points together; the difference is taken in each
     process before resampling over processes, never across them."""
     ev = _ev({})
     slow = pd.Series([100.0, 100.0, 400.0, 400.0], index=[0, 0, 1, 1])
-    ev.frames["cold switch asm 1000 0 65536 0"] = {(2, 0): slow, (1000, 0): slow + 30.0}
+    ev.frames["cold switch asm 1000 0 65536"] = {(2, 0): slow, (1000, 0): slow + 30.0}
     term, _ = model.cold_resume(ev, "asm", 1000, 65536)
     assert np.allclose(term.draws, 30.0) and "2 processes" in term.basis
 

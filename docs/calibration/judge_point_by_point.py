@@ -16,8 +16,7 @@ here = pathlib.Path(__file__).parent
 name = sys.argv[1] if len(sys.argv) > 1 else "grid"
 t0 = time.perf_counter()
 block = evidence.from_data()
-model.measure_cold(block, grid.cold_needs(grid.DESIGNS, [grid.busy_ns(w) for w in grid.WORK],
-                                          grid.ALIVE, grid.IN_USE, block))
+model.measure_cold(block, grid.cold_needs(grid.DESIGNS, grid.ALIVE, grid.IN_USE))
 print(f"block: {time.perf_counter() - t0:.1f} s", flush=True)
 g = grid.run_grid(ev=evidence.from_data(), progress=print)
 old = grid.repredict(g, block)

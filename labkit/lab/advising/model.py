@@ -114,10 +114,7 @@ def parse_size(name: str, value) -> int:
 class Workload:
     """What the user's program does: `work` between suspensions (ns, or `work_unit`
     "cycles"), `suspensions` per request, `alive` coroutines, `stack_in_use` bytes at a
-    switch, FP/SIMD use `fp`, an optional fixed `stack_size`, request `rate` per second.
-    `busy_ns`: the part of the work that is busy computing, beside which a cold switch is
-    read (None: all of it; the calibration grid's work is a measured step that also holds
-    the bytes touched, which the cold switch's own loop touches)."""
+    switch, FP/SIMD use `fp`, an optional fixed `stack_size`, request `rate` per second."""
     work: float
     work_unit: str
     suspensions: float
@@ -126,13 +123,9 @@ class Workload:
     fp: str
     stack_size: int | None = None
     rate: float | None = None
-    busy_ns: float | None = None
 
     def work_ns(self, ev) -> float:
         return self.work if self.work_unit == "ns" else self.work / ev.ticks_per_ns()
-
-    def busy(self, ev) -> float:
-        return self.work_ns(ev) if self.busy_ns is None else self.busy_ns
 
 
 def workload(work="0ns", suspensions=1, alive=None, stack_in_use=0, fp="none",
@@ -370,61 +363,47 @@ SPOT_PROCESSES = 3  # fresh processes a cold switch measured now goes over (quic
 SPOT_SAMPLES = 3    # timed loops of each of its points in each of them
 
 
-# A cold switch is measured beside the workload's busy work between switches, up to this
-# many ns and held beyond: a timed loop of a few ms then resumes only a few hundred of the
-# contexts, and the term, a few hundred ns at most, is a percent of the request or less.
-COLD_WORK_CAP_NS = 2000.0
-
-
-def cold_work(busy_ns: float) -> float:
-    """The busy work (ns) beside which a cold switch is measured for `busy_ns` of it."""
-    return min(float(busy_ns), COLD_WORK_CAP_NS)
-
-
-def _cold_key(layout: str, n: int, u: int, size, work: float) -> str:
-    return f"cold switch {layout} {n} {u} {size} {work:g}"
+def _cold_key(layout: str, n: int, u: int, size) -> str:
+    return f"cold switch {layout} {n} {u} {size}"
 
 
 def measure_cold(ev, needs) -> None:
     """Measure now every cold switch of `needs` ((layout, contexts, bytes in use, stack
-    size, ns of busy work) as cold_need gives them) that `ev` lacks, all in one set of
-    fresh processes (SPOT_PROCESSES; quick: 2): the workload experiment's switching loop
-    of the layout, with that work between switches, beyond its steps called without
-    switching, at n and at 2 contexts. Each process runs every point once, in an order
-    drawn for it, and lays the contexts out anew: on a shared VM that layout alone moves a
-    cold switch by several times. A new process costs more than most of these points, so
-    one set serves them all."""
+    size) as _cold_switch asks for them) that `ev` lacks, all in one set of fresh processes
+    (SPOT_PROCESSES; quick: 2): the workload experiment's switching loop of the layout,
+    with no work, beyond its steps called without switching, at n and at 2 contexts. Each
+    process runs every point once, in an order drawn for it, and lays the contexts out
+    anew: on a shared VM that layout alone moves a cold switch by several times. A new
+    process costs more than most of these points, so one set serves them all."""
     import pandas as pd
 
     from labkit.experiments import design as _design
     from labkit.experiments import workload
 
     todo = {}
-    for need in needs:
-        key = _cold_key(*need)
+    for layout, n, u, size in needs:
+        key = _cold_key(layout, n, u, size)
         if key not in ev.frames and key not in todo:
-            todo[key] = need
+            todo[key] = (layout, n, u, size)
     if not todo:
         return
     if not ev.local:
         raise LookupError(f"no measurement of {next(iter(todo))} in {ev.source}")
 
-    def run(layout, c, u, size, work):
+    def run(layout, c, u, size):
         return lambda repeats: workload.run_workload(
-            layout, work_ns=work, alive=c, stack_in_use=u, switches_per_request=1,
-            requests=workload.requests_for(work, 1), stack_size=size,
+            layout, work_ns=0, alive=c, stack_in_use=u, switches_per_request=1,
+            requests=workload.requests_for(0, 1), stack_size=size,
             repeats=SPOT_SAMPLES * repeats)
 
     entries = {}
-    for layout, n, u, size, work in todo.values():
+    for layout, n, u, size in todo.values():
         where = f" on {bytes_label(size)} stacks" if size else ""
-        beside = f"{work:g} ns of work" if work > 0 else "no work"
         ev.announce(f"{layout}'s switches among {n} contexts against 2{where}, {u} bytes in "
-                    f"use and {beside} between them",
+                    "use and no work between them",
                     "the lab's data has no switching loop over many contexts")
         for c in (2, n):
-            entries.setdefault(_cold_key(layout, c, u, size, work),
-                               run(layout, c, u, size, work))
+            entries.setdefault(f"{layout} {c} {u} {size}", run(layout, c, u, size))
     import zlib
 
     seed = zlib.crc32(" ".join(sorted(entries)).encode())
@@ -432,28 +411,22 @@ def measure_cold(ev, needs) -> None:
                       for i in range(2 if ev.quick else SPOT_PROCESSES)], ignore_index=True)
     beyond = runs.ns_per_request - runs.work_only_ns_per_request
 
-    def at(side):
-        mine = runs.side == side
+    def at(layout, c, u, size):
+        mine = runs.side == f"{layout} {c} {u} {size}"
         return pd.Series(beyond[mine].to_numpy(), index=runs.worker[mine])
 
-    for key, (layout, n, u, size, work) in todo.items():
-        ev.frames[key] = {(c, u): at(_cold_key(layout, c, u, size, work)) for c in (2, n)}
+    for key, (layout, n, u, size) in todo.items():
+        ev.frames[key] = {(c, u): at(layout, c, u, size) for c in (2, n)}
 
 
-def _nearest(ev, prefix: str, n: int, u: int, work: float) -> tuple:
-    """Without measuring: (key, n, u) of the nearest (n, u) measured under `prefix` at the
-    work nearest `work` (in log(1 + ns))."""
-    have = []
-    for k in ev.frames:
-        if k.startswith(prefix):
-            f = k[len(prefix):].split()
-            have.append((k, int(f[0]), int(f[1]), float(f[3])))
+def _nearest(ev, prefix: str, n: int, u: int) -> str:
+    """Without measuring: the key of the nearest (n, u) measured under `prefix`."""
+    have = [(k, *map(int, k[len(prefix):].split()[:2])) for k in ev.frames
+            if k.startswith(prefix)]
     if not have:
         raise LookupError(f"no {prefix.strip()} measurement of {n} contexts in {ev.source}")
-    best = min(have, key=lambda p: (abs(math.log1p(p[3]) - math.log1p(work)),
-                                    abs(math.log(p[1] / n))
-                                    + abs(math.log(max(p[2], 1) / max(u, 1)))))
-    return best[:3]
+    return min(have, key=lambda p: abs(math.log(p[1] / n))
+               + abs(math.log(max(p[2], 1) / max(u, 1))))[0]
 
 
 def _difference(ev, key: str, got: dict, far, near, basis: str) -> _ev.Term:
@@ -524,50 +497,47 @@ def _holding(layout: str, u: int, size):
                                              + validate.ENTRY_HEADROOM))
 
 
-def cold_need(design: str, w, ev) -> tuple | None:
-    """(layout, contexts, bytes in use, stack size, ns of busy work) of the cold switch a
-    prediction for `design` under `w` reads (measure_cold takes a list of them), or None."""
+def cold_need(design: str, w) -> tuple | None:
+    """(layout, contexts, bytes in use, stack size) of the cold switch a prediction for
+    `design` under `w` reads (measure_cold takes a list of them), or None."""
     if family(design) not in ("stack", "frame", "copy") or w.alive <= 2:
         return None
     layout = layout_design(design)
     u = w.stack_in_use
-    return (layout, min(w.alive, COLD_CONTEXTS), u, _holding(layout, u, stack_size(design, w)),
-            cold_work(w.busy(ev)))
+    return layout, min(w.alive, COLD_CONTEXTS), u, _holding(layout, u, stack_size(design, w))
 
 
-def _cold_switch(ev, layout: str, n: int, u: int, size, busy: float) -> _ev.Term:
+def _cold_switch(ev, layout: str, n: int, u: int, size) -> _ev.Term:
     """What resuming one of n contexts of `layout` (at most COLD_CONTEXTS), each holding
-    u bytes in use, costs beyond resuming one of 2 with `busy` ns of busy work between
-    switches (held beyond COLD_WORK_CAP_NS): the workload experiment's switching loop less
-    its steps, at n against 2 contexts, measured now (measure_cold; another machine's data:
-    the nearest work, n and u measured). The work matters: with none, the core overlaps one
-    resumption's misses with the next's, and a context last ran a short while ago."""
+    u bytes in use, costs beyond resuming one of 2: the workload experiment's switching
+    loop less its steps, with no work between switches, at n against 2 contexts, measured
+    now (measure_cold; another machine's data: the nearest n and u measured)."""
     n = min(n, COLD_CONTEXTS)
     size = _holding(layout, u, size)
-    work = cold_work(busy)
     prefix = f"cold switch {layout} "
-    key, basis = _cold_key(layout, n, u, size, work), "measured now"
+    key, basis = _cold_key(layout, n, u, size), "measured now"
     if key not in ev.frames and not ev.local:
-        key, n, u = _nearest(ev, prefix, n, u, work)
+        key = _nearest(ev, prefix, n, u)
+        n, u = map(int, key[len(prefix):].split()[:2])
         basis = f"from {n} contexts and {u} bytes"
     else:
-        measure_cold(ev, [(layout, n, u, size, work)])
+        measure_cold(ev, [(layout, n, u, size)])
     return _difference(ev, key, ev.frames[key], (n, u), (2, u), basis)
 
 
-def cold_resume(ev, design: str, n: int, size: int | None, u: int = 0, busy: float = 0.0):
-    """(Term, note): ns a resumption of one of n contexts, each with u bytes in use and
-    `busy` ns of busy work between switches, adds to a switch for reaching a context last
-    run n resumptions ago: the switching loop of the design's layout among n contexts
-    against 2 (_cold_switch). It holds what a cold context costs the design: a stack's
-    saved frame and return address, a copy stack's saved bytes, a heap frame's resume
-    point, the page walks to them, and the lines the bytes in use evicted."""
+def cold_resume(ev, design: str, n: int, size: int | None, u: int = 0):
+    """(Term, note): ns a resumption of one of n contexts, each with u bytes in use, adds
+    to a switch for reaching a context last run n resumptions ago: the switching loop of
+    the design's layout among n contexts against 2 (_cold_switch). It holds what a cold
+    context costs the design: a stack's saved frame and return address, a copy stack's
+    saved bytes, a heap frame's resume point, the page walks to them, and the lines the
+    bytes in use evicted."""
     import numpy as np
 
     if n <= 2:
         return _ev.Term(np.zeros(_ev.DRAWS), "two contexts"), ""
     held = f"held at the {COLD_CONTEXTS:,} contexts measured" if n > COLD_CONTEXTS else ""
-    return _cold_switch(ev, layout_design(design), n, u, size, busy), held
+    return _cold_switch(ev, layout_design(design), n, u, size), held
 
 
 def ring_extra(ev, n: int, size: int):
@@ -951,8 +921,7 @@ def switch_cost(ev, design: str, w: Workload):
     # Of a suspension's two switches one resumes the coroutine, cold when it is one of
     # many, and the other the scheduler, warm: one cold term per suspension.
     if fam in ("stack", "frame", "copy") and w.alive > 2:
-        cold, note = cold_resume(ev, design, w.alive, stack_size(design, w), w.stack_in_use,
-                                 w.busy(ev))
+        cold, note = cold_resume(ev, design, w.alive, stack_size(design, w), w.stack_in_use)
         total = total + cold.draws / SWITCHES_PER_SUSPENSION
         notes.append(note)
     elif fam == "thread" and w.alive > 2:
