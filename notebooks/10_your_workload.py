@@ -45,7 +45,7 @@ import os
 
 import labkit
 from labkit.core import machine, plots, results
-from labkit.lab.advising import evidence, grid
+from labkit.lab.advising import evidence, grid, model
 from labkit.lab.analysis import your_workload as yw
 from labkit.lab.experiment import YOUR_WORKLOAD as exp
 from labkit.lab.judging import verdicts
@@ -69,14 +69,17 @@ print(plots.machine_caption(info), f"\nload average (1 min): {os.getloadavg()[0]
 # spread, so a point borrows the misses of points whose inputs were as steady); the
 # measurement with its 95% interval over processes; and the memory (resident + page
 # tables) of N coroutines. Beside the interval, `original_*`: the same under the rule as
-# first written, nearest in share alone.
+# first written, nearest in share alone. The cold switches the grid measured are kept too
+# (`data/10_your_workload_cold_switches.csv`): a bundle carries them, so that
+# `labkit advise --bundle` on another machine predicts this one's many-context designs.
 
 # %%
 g = grid.run_grid(quick=quick, processes=processes, samples=samples, ev=ev, progress=print)
 results.save_csv(g.assign(**meta), yw.GRID)
+results.save_csv(model.cold_rows(ev).assign(**meta), evidence.COLD_SWITCHES)
 grid.calibrate(ev, g)
 scores = grid.scores(g)
-scores.round(3)
+scores.round(3).fillna("not predicted")  # a design whose memory the data cannot predict
 
 # %%
 yw.calibration_figure(g, info);

@@ -429,3 +429,67 @@ def test_an_advice_says_what_it_measured_itself_and_that_earlier_ones_are_kept(t
     assert "among 8 contexts" in first and "earlier in this process" not in first
     assert "among 16 contexts" in second and "among 8 contexts" not in second
     assert "measurements made earlier in this process" in second
+
+
+def test_the_cold_switches_measured_here_travel_as_rows_and_read_back_there():
+    """Known truth: asm among 1000 contexts 30 ns dearer than among 2 in each of 3 processes
+    on 64 KiB stacks, cxx20_generator's heap frames 5 ns; as rows (what notebook 10 keeps
+    and a bundle carries) they give another machine's evidence the same terms."""
+    here = _ev({})
+    here.frames["cold switch asm 1000 0 65536"] = {
+        (2, 0): pd.Series([6.0, 7.0, 8.0], index=[0, 1, 2]),
+        (1000, 0): pd.Series([36.0, 37.0, 38.0], index=[0, 1, 2])}
+    here.frames["cold switch cxx20_generator 1000 64 None"] = {
+        (2, 64): pd.Series([2.0, 2.0], index=[0, 1]),
+        (1000, 64): pd.Series([7.0, 7.0], index=[0, 1])}
+    rows = model.cold_rows(here)
+    assert len(rows) == 10 and set(rows.stack_size) == {65536, 0}
+    there = _ev({evidence.COLD_SWITCHES: rows})
+    term, _ = model.cold_resume(there, "asm", 1000, 65536)
+    assert np.allclose(term.draws, 30.0)
+    assert "3 processes, from 1000 contexts and 0 bytes in use on 64 KiB stacks" in term.basis
+    term, _ = model.cold_resume(there, "cxx20_generator", 5000, None, 64)
+    assert np.allclose(term.draws, 5.0) and "on heap frames" in term.basis
+    assert model.cold_rows(_ev({})).empty
+
+
+def test_advice_from_a_bundle_reads_that_machines_cold_switches_and_grid(tmp_path):
+    """A bundle of a data folder whose notebook 10 kept its cold switches: the advice from
+    it predicts a stackful design among 10,000 contexts with that machine's cold switch
+    (known truth: 40 ns), its grid giving the model's error; without them, no time."""
+    import shutil
+    from pathlib import Path
+
+    from labkit.lab.sharing import bundle
+
+    repo = Path(__file__).resolve().parent.parent
+    data = tmp_path / "data"
+    shutil.copytree(repo / "data", data, ignore=shutil.ignore_patterns(
+        "checkpoints", f"{evidence.COLD_SWITCHES}.csv"))
+    before = bundle.pack_folder(data, tmp_path / "before")
+    ladder = results.read_csv(data / "04_latency_ladder.csv", low_memory=False)
+    machine = ladder.iloc[0][[c for c in bundle.ROW_MACHINE_FIELDS if c in ladder]]
+    worker = np.repeat([0, 1, 2], 3)
+    rows = pd.concat([pd.DataFrame({
+        "layout": "asm_fpu", "alive": 10_000, "contexts": c, "stack_in_use": 1024,
+        "stack_size": 65536, "worker": worker, "ns_beyond_steps": 10.0 + add + worker})
+        for c, add in ((2, 0.0), (10_000, 40.0))], ignore_index=True)
+    rows.assign(**machine.to_dict()).to_csv(data / f"{evidence.COLD_SWITCHES}.csv", index=False)
+    after = bundle.pack_folder(data, tmp_path / "after")
+
+    ev = evidence.from_bundle(after)
+    assert not ev.local and not ev.rows("advisor_calibration").empty
+    assert not ev.rows("04_latency_ladder_verdict_runs").empty
+    term, _ = model.cold_resume(ev, "asm_fpu", 10_000, 4096, 1024)
+    assert np.allclose(term.draws, 40.0)
+    w = dict(work="100ns", alive=10_000, stack_in_use="1KiB", designs=["asm_fpu"])
+    with_cold = labkit_advise(bundle=after, **w).records()[0]
+    assert with_cold["ns_per_request"]["value"] > 100
+    assert not any("without the model's error" in n for n in with_cold["notes"])
+    assert labkit_advise(bundle=before, **w).records()[0]["ns_per_request"]["value"] is None
+
+
+def labkit_advise(**kw):
+    import labkit
+
+    return labkit.advise(**kw)

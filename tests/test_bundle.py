@@ -254,7 +254,7 @@ def test_a_format_2_bundle_reads_with_todays_column_names(here):
     assert "kernel" not in b["measurements"].columns
     assert list(b["measurements"].entry) == list(old.kernel)
     mine = bundle.read_bundle(here)
-    assert mine["meta"]["format"] == bundle.FORMAT == 4
+    assert mine["meta"]["format"] == bundle.FORMAT == 5
     assert "entry" in mine["measurements"].columns and "kernel" not in mine["measurements"]
 
 

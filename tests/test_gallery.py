@@ -124,7 +124,7 @@ def test_synthetic_bundles_go_only_to_a_scratch_store(built, tmp_path):
     # the processes of a resampled bundle are the template's, drawn again: same count per
     # notebook, every value one the template has
     real = bundle.read_bundle(mine)["runs"]
-    rel = next(r for r in rels if "format=4" in r)
+    rel = next(r for r in rels if f"format={bundle.FORMAT}" in r)
     runs = store.read(rel, "verdict_runs.parquet")
     assert (runs.groupby("notebook").worker.nunique()
             == real.groupby("notebook").worker.nunique()).all()

@@ -28,7 +28,7 @@ PY = [sys.executable, "-m", "labkit"]
 @pytest.fixture(scope="module")
 def bundles(tmp_path_factory):
     """This checkout's committed data as a bundle (the machine its rows record), the EPYC
-    reference bundle with its runs attached (format 4), the Xeon reference (format 2)."""
+    reference bundle with its runs attached (today's format), the Xeon reference (format 2)."""
     d = tmp_path_factory.mktemp("bundles")
     out = {"mine": bundle.pack_folder(REPO / "data", d / "committed"), "xeon": XEON_REF}
     if EPYC.exists() and EPYC_RUNS.exists():
@@ -62,10 +62,11 @@ def _cli(*args, env=None):
     return subprocess.run([*PY, *args], capture_output=True, text=True, env=e, cwd=REPO)
 
 
-def test_a_format_4_bundle_carries_its_runs_and_recomputes(bundles):
+def test_a_bundle_carries_its_runs_and_parts_and_recomputes(bundles):
     b = bundle.read_bundle(bundles["mine"])
-    assert b["meta"]["format"] == 4 and b["recomputable"]
+    assert b["meta"]["format"] == bundle.FORMAT and b["recomputable"]
     assert set(b["runs"].notebook) >= {"02_optimisation_levels", "04_latency_ladder"}
+    assert set(b["parts"].data) >= {"advisor_calibration", "04_latency_ladder_copy_stack"}
     checks = publish.recompute(b)
     assert sum(why == publish.AGREES for why, _ in checks.values()) >= 30
     assert not any(why.startswith("disagrees") for why, _ in checks.values())
@@ -77,7 +78,7 @@ def test_a_format_4_bundle_carries_its_runs_and_recomputes(bundles):
 def test_queries_over_the_machines(registry, bundles):
     m = query.machines(registry)
     assert len(m) == len(bundles)
-    assert set(m.format) == ({"2", "4"})
+    assert set(m.format) == {"2", str(bundle.FORMAT)}
     rows = query.claims(registry)
     lines = {r["claim_id"]: r["line"] for r in query.tally(rows)}
     n = len(bundles)

@@ -106,10 +106,15 @@ class Experiment:
                              f"{list(self.own_names)}; got {name!r}")
         return name
 
+    def written_beside(self) -> list[str]:
+        """The data names it writes beside its rows and its verdicts: its parts and the
+        names of its own."""
+        return [*(f"{self.name}_{p}" for p in self.parts), *self.own_names]
+
     def files(self) -> list[str]:
         """Every data name it may write."""
         return [self.data, self.verdicts, self.verdict_runs, self.article_verdicts,
-                *(f"{self.name}_{p}" for p in self.parts), *self.own_names]
+                *self.written_beside()]
 
     # ---- its design's schedule ----
     def schedule(self, *, quick: bool = False) -> dict:
@@ -359,6 +364,7 @@ YOUR_WORKLOAD = Experiment(
         integer("show_in_use", 1024, help="stack in use (bytes) of the share and memory "
                 "figures", low=0, high=1 * MiB),
     ),
+    parts=("cold_switches",),
     own_names=("advisor_calibration",))
 
 

@@ -12,13 +12,18 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from labkit.lab.experiment import YOUR_WORKLOAD
+
+# The cold switches among many contexts that notebook 10's grid measured (model.cold_rows):
+# this machine's advice measures its own now, another machine's reads them from its bundle.
+COLD_SWITCHES = YOUR_WORKLOAD.part("cold_switches")
 # The data files the model reads, by the name of their data/ file.
 FILES = (
     "01_stack_size", "04_latency_ladder", "04_latency_ladder_copy_stack",
     "04_latency_ladder_verdict_runs", "05_kernel_switches", "05_kernel_switches_verdict_runs",
     "06_fp_state_and_return", "06_fp_state_and_return_verdict_runs",
     "06_fp_state_and_return_xstate", "07b_coroutine_memory", "07b_coroutine_memory_copy_stack",
-    "08_switch_frequency", "advisor_calibration",
+    "08_switch_frequency", YOUR_WORKLOAD.own("advisor_calibration"), COLD_SWITCHES,
 )
 DRAWS = 2000  # resamples per term: enough for stable 2.5/97.5 percentiles
 
@@ -138,16 +143,24 @@ def from_data(data_dir=None, *, quick: bool = False, status=None) -> Evidence:
 
 
 def from_bundle(path, *, status=None) -> Evidence:
-    """Another machine's bundle (labkit.lab.sharing.bundle's reader); its measurements are
-    that machine's, so nothing missing is measured here."""
+    """Another machine's bundle (labkit.lab.sharing.bundle's reader): its experiments' rows,
+    their verdict runs and their parts, each under its data/ name. Its
+    measurements are that machine's, so nothing missing is measured here; a row whose
+    machine_id is not the bundle's machine is left out."""
     from labkit.lab.sharing import bundle, merge
 
     b = bundle.read_bundle(path)
-    m = b["measurements"]
+    there = str(b["machine"]["machine_id"])
     frames = {}
-    if "notebook" in m:
-        for nb, df in m.groupby("notebook"):
-            frames[str(nb)] = df.drop(columns="notebook").reset_index(drop=True)
+    for df, column, suffix in ((b["measurements"], "notebook", ""),
+                               (b["runs"], "notebook", bundle.RUNS_SUFFIX),
+                               (b["parts"], "data", "")):
+        if df is None or column not in df:
+            continue
+        if "machine_id" in df:
+            df = df[df.machine_id.astype(str) == there]
+        for name, part in df.groupby(column):
+            frames[f"{name}{suffix}"] = part.drop(columns=column).reset_index(drop=True)
     return Evidence(f"bundle {path} ({merge.label(b['machine'])})", dict(b["machine"]), frames,
                     local=False, status=status)
 

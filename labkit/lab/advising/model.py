@@ -419,6 +419,45 @@ def measure_cold(ev, needs) -> None:
         ev.frames[key] = {(c, u): at(layout, c, u, size) for c in (2, n)}
 
 
+def cold_rows(ev):
+    """Every cold switch `ev` holds, one row per timed loop: the layout, the contexts of the
+    pair's far side (`alive`) and of this side (`contexts`: 2 or alive), stack_in_use,
+    stack_size (0: heap frames), the fresh process (`worker`) and ns_beyond_steps. Notebook
+    10 keeps its grid's (evidence.COLD_SWITCHES), so that a bundle carries them to another
+    machine's `labkit advise --bundle`."""
+    import pandas as pd
+
+    rows = []
+    for key, got in ev.frames.items():
+        if not key.startswith("cold switch "):
+            continue
+        layout, n, u, size = key.removeprefix("cold switch ").split()
+        for (c, _), ns in got.items():
+            rows.append(pd.DataFrame({
+                "layout": layout, "alive": int(n), "contexts": int(c), "stack_in_use": int(u),
+                "stack_size": 0 if size == "None" else int(size),
+                "worker": ns.index.to_numpy(), "ns_beyond_steps": ns.to_numpy(float)}))
+    cols = ["layout", "alive", "contexts", "stack_in_use", "stack_size", "worker",
+            "ns_beyond_steps"]
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=cols)
+
+
+def _cold_from_rows(ev) -> None:
+    """Another machine's cold switches (cold_rows, as its bundle carries them) as the keys
+    _cold_switch reads; once."""
+    import pandas as pd
+
+    df = ev.rows(_ev.COLD_SWITCHES)
+    if df.empty or any(k.startswith("cold switch ") for k in ev.frames):
+        return
+    for (layout, n, u, size), pair in df.groupby(["layout", "alive", "stack_in_use",
+                                                  "stack_size"]):
+        key = _cold_key(layout, int(n), int(u), int(size) or None)
+        ev.frames[key] = {(int(c), int(u)): pd.Series(side.ns_beyond_steps.to_numpy(float),
+                                                      index=side.worker.to_numpy())
+                          for c, side in pair.groupby("contexts")}
+
+
 def _nearest(ev, prefix: str, n: int, u: int) -> str:
     """Without measuring: the key of the nearest (n, u) measured under `prefix`."""
     have = [(k, *map(int, k[len(prefix):].split()[:2])) for k in ev.frames
@@ -516,10 +555,14 @@ def _cold_switch(ev, layout: str, n: int, u: int, size) -> _ev.Term:
     size = _holding(layout, u, size)
     prefix = f"cold switch {layout} "
     key, basis = _cold_key(layout, n, u, size), "measured now"
-    if key not in ev.frames and not ev.local:
-        key = _nearest(ev, prefix, n, u)
-        n, u = map(int, key[len(prefix):].split()[:2])
-        basis = f"from {n} contexts and {u} bytes"
+    if not ev.local:
+        _cold_from_rows(ev)
+        if key not in ev.frames:
+            key = _nearest(ev, prefix, n, u)
+        n, u, there = key[len(prefix):].split()
+        n, u = int(n), int(u)
+        basis = (f"from {n} contexts and {u} bytes in use on "
+                 f"{'heap frames' if there == 'None' else bytes_label(int(there)) + ' stacks'}")
     else:
         measure_cold(ev, [(layout, n, u, size)])
     return _difference(ev, key, ev.frames[key], (n, u), (2, u), basis)

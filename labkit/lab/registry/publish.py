@@ -189,17 +189,22 @@ def prepare(path, *, include_host: bool = False, store=None) -> tuple[str, dict,
         row.update(hostname=machine.get("hostname"), results_root=meta.get("results_root"))
     v = b["verdicts"].copy()
     v["check"] = v.claim_id.map(lambda c: checks.get(c, ("not recomputable", None))[0])
-    measurements, runs = b["measurements"], b["runs"]
+    measurements, runs, part_rows = b["measurements"], b["runs"], b["parts"]
     if not include_host:
         measurements = measurements.drop(columns=[c for c in HOST_FIELDS if c in measurements])
         runs = None if runs is None else runs.drop(columns=[c for c in HOST_FIELDS if c in runs])
+        part_rows = None if part_rows is None else part_rows.drop(
+            columns=[c for c in HOST_FIELDS if c in part_rows])
     files = {"verdicts.parquet": _parquet(bundles._stringify_objects(v)),
              "measurements.parquet": _parquet(bundles._stringify_objects(measurements.copy())),
              stores.MARKER: _parquet(pd.DataFrame([row]))}
     if runs is not None and not runs.empty:
         files["verdict_runs.parquet"] = _parquet(bundles._stringify_objects(runs.copy()))
-    for name in ("verdicts", "measurements", "verdict_runs"):
-        frame = {"verdicts": v, "measurements": measurements, "verdict_runs": runs}[name]
+    if part_rows is not None and not part_rows.empty:
+        files["parts.parquet"] = _parquet(bundles._stringify_objects(part_rows.copy()))
+    for name in ("verdicts", "measurements", "verdict_runs", "parts"):
+        frame = {"verdicts": v, "measurements": measurements, "verdict_runs": runs,
+                 "parts": part_rows}[name]
         clash = set(stores.PARTITIONS) & set(() if frame is None else frame.columns)
         if clash:
             raise Refused(path, f"its {name} has a column named like a partition key: "

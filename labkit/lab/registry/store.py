@@ -5,7 +5,7 @@ and delete them).
 Layout, under the registry's root:
 
     run_mode=<full|quick>/format=<n>/commit=<labkit commit>/machine=<machine_id>/
-        bundle=<content hash>/{machine,verdicts,measurements,verdict_runs}.parquet
+        bundle=<content hash>/{machine,verdicts,measurements,verdict_runs,parts}.parquet
     _index/<table>/run_mode=<m>/format=<n>/commit=<c>/*.parquet   (labkit.lab.registry.index)
 
 Hive-style folder names, so DuckDB reads the partition keys as columns and skips the

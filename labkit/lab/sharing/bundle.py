@@ -11,12 +11,17 @@ A bundle is a folder `<name>.labkit/` holding
     verdict_runs.parquet  the per-process runs the verdicts stand on (data/<notebook>_
                           verdict_runs.csv, with a `notebook` column), so that anyone can
                           recompute every verdict with labkit.lab.judging.rules (format 4)
+    parts.parquet         the data each experiment writes beside its rows and verdicts (its
+                          parts, data/<notebook>_<part>.csv, and data under names of its
+                          own such as advisor_calibration.csv), with a `data` column naming
+                          the file, so that `labkit advise --bundle` reads what it reads
+                          here (format 5)
 Parquet keeps the columns typed and compact; any Arrow/pandas reader opens it.
 
 A bundle carries only what was measured on the machine that packs it: rows with another
 machine_id (say, the development VM's results committed in a fresh clone) are refused.
-This labkit reads bundles of the formats in READS (2 to 4); a bundle before format 4 has no
-verdict runs and reads as not recomputable.
+This labkit reads bundles of the formats in READS (2 to 5); a bundle before format 4 has no
+verdict runs and reads as not recomputable, one before format 5 no parts.
 """
 from __future__ import annotations
 
@@ -27,13 +32,17 @@ import shutil
 from pathlib import Path
 
 from labkit.core import envcheck, results
+from labkit.lab import experiment
 from labkit.lab.judging import ledger
 from labkit.lab.running import notebooks
 
 SUFFIX = ".labkit"
-FORMAT = 4  # 4: verdict_runs.parquet; 3: the catalogue entry's column is `entry` (2: `kernel`)
-READS = (2, 3, 4)  # the formats merge and compare read; older frames get today's column names
+# 5: parts.parquet; 4: verdict_runs.parquet; 3: the catalogue entry's column is `entry`
+# (2: `kernel`)
+FORMAT = 5
+READS = (2, 3, 4, 5)  # the formats merge and compare read; older frames get today's column names
 RECOMPUTABLE_FROM = 4  # the first format that carries the verdict runs
+PARTS_FROM = 5  # the first format that carries the experiments' parts
 RUNS_SUFFIX = "_verdict_runs"  # data/<notebook>_verdict_runs.csv: a verdict design's runs
 HOST_COLUMNS = ("hostname",)
 # What to do with a damaged bundle.
@@ -101,19 +110,22 @@ def make_bundle(out: str | Path, *, quick: bool = False, include_host: bool = Fa
     if not frames:
         raise FileNotFoundError(f"no results in {results.data_dir()}: run `labkit reproduce` first")
     runs = _runs_of(results.data_dir(), set(notebooks.experiments()) - failed)
-    foreign = _foreign_runs(runs, info["machine_id"])
-    if foreign:
-        raise ForeignResultsError(
-            f"refusing to bundle verdict runs measured on another machine: machine_id "
-            f"{', '.join(foreign)} in {results.data_dir()}, not this machine "
-            f"({info['machine_id']}). Run `labkit reproduce{' --quick' if quick else ''}` here first")
+    parts = _parts_of(results.data_dir(), set(notebooks.experiments()) - failed)
+    for what, df in (("verdict runs", runs), ("parts", parts)):
+        foreign = _foreign_runs(df, info["machine_id"])
+        if foreign:
+            raise ForeignResultsError(
+                f"refusing to bundle {what} measured on another machine: machine_id "
+                f"{', '.join(foreign)} in {results.data_dir()}, not this machine "
+                f"({info['machine_id']}). Run `labkit reproduce{' --quick' if quick else ''}` "
+                "here first")
     meta = {"machine": dict(info),
             "created": datetime.datetime.now(datetime.timezone.utc).isoformat(),
             "quick": quick, "environment": envcheck.latest(), "format": FORMAT}
     if include_host:
         meta["results_root"] = str(results.root())
     return _write(out, meta, pd.concat(frames, ignore_index=True), ledger.ledger(), runs,
-                  include_host=include_host)
+                  parts, include_host=include_host)
 
 
 def _runs_of(data_dir: Path, names):
@@ -130,13 +142,30 @@ def _runs_of(data_dir: Path, names):
     return pd.concat(frames, ignore_index=True) if frames else None
 
 
+def _parts_of(data_dir: Path, names):
+    """The data the notebooks `names` write beside their rows (experiment.Experiment.
+    written_beside) found in data_dir, one frame with a `data` column (None when there is
+    none)."""
+    import pandas as pd
+
+    frames = []
+    for nb in sorted(names):
+        for name in experiment.of(nb).written_beside():
+            path = Path(data_dir) / f"{name}.csv"
+            if path.exists():
+                frames.append(results.read_csv(path, low_memory=False,
+                                               float_precision="round_trip").assign(data=name))
+    return pd.concat(frames, ignore_index=True) if frames else None
+
+
 def _foreign_runs(runs, machine_id: str) -> list[str]:
     if runs is None or "machine_id" not in runs:
         return []
     return sorted(set(runs.machine_id.dropna().astype(str)) - {str(machine_id)})
 
 
-def _write(out: Path, meta: dict, measurements, verdict_table, runs, *, include_host: bool):
+def _write(out: Path, meta: dict, measurements, verdict_table, runs, parts=None, *,
+           include_host: bool):
     """Write a bundle folder under a temporary name and rename it into place."""
     measurements = _stringify_objects(measurements)
     if not include_host:
@@ -144,6 +173,7 @@ def _write(out: Path, meta: dict, measurements, verdict_table, runs, *, include_
         measurements = _scrub(measurements)
         verdict_table = _scrub(verdict_table)
         runs = None if runs is None else _scrub(runs)
+        parts = None if parts is None else _scrub(parts)
     tmp = out.with_name(f".{out.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -154,6 +184,8 @@ def _write(out: Path, meta: dict, measurements, verdict_table, runs, *, include_
     # Always written from format 4 on: an empty table says no design ran, not an old bundle.
     runs = pd.DataFrame({"notebook": pd.Series(dtype=str)}) if runs is None else runs
     _stringify_objects(runs).to_parquet(tmp / "verdict_runs.parquet", index=False)
+    parts = pd.DataFrame({"data": pd.Series(dtype=str)}) if parts is None else parts
+    _stringify_objects(parts).to_parquet(tmp / "parts.parquet", index=False)
     (tmp / "machine.json").write_text(json.dumps(meta, indent=1, default=str))
     if out.exists():
         shutil.rmtree(out)
@@ -200,9 +232,11 @@ def pack_folder(data_dir, out, *, quick: bool = False) -> Path:
         raise ValueError(f"data_dir {data_dir} has no experiment's results")
     measurements = pd.concat(frames, ignore_index=True)
     runs = _runs_of(data_dir, notebooks.experiments())
+    parts = _parts_of(data_dir, notebooks.experiments())
     ids = set(measurements.get("machine_id", pd.Series(dtype=str)).dropna().astype(str))
-    if runs is not None and "machine_id" in runs:
-        ids |= set(runs.machine_id.dropna().astype(str))
+    for df in (runs, parts):
+        if df is not None and "machine_id" in df:
+            ids |= set(df.machine_id.dropna().astype(str))
     if len(ids) != 1:
         raise ValueError(f"data_dir {data_dir}: its rows come from {len(ids)} machines "
                          f"({', '.join(sorted(ids)) or 'none recorded'}); a bundle is one machine's")
@@ -214,11 +248,11 @@ def pack_folder(data_dir, out, *, quick: bool = False) -> Path:
             "quick": quick, "format": FORMAT, "packed_from": "a data folder (its rows' machine)",
             "environment": json.loads(environment.read_text()) if environment.exists() else None}
     return _write(out, meta, measurements, pd.read_csv(ledger_csv, dtype=str).fillna(""), runs,
-                  include_host=False)
+                  parts, include_host=False)
 
 
 def attach_runs(path, runs_dir, out) -> Path:
-    """A format-4 copy of an older bundle with its machine's verdict runs added from
+    """A copy in today's format of an older bundle with its machine's verdict runs added from
     runs_dir (the data/*_verdict_runs.csv its `make reproduce` wrote beside it). Every
     run must carry the bundle's machine_id."""
     b = read_bundle(path)
@@ -232,13 +266,14 @@ def attach_runs(path, runs_dir, out) -> Path:
         raise ValueError(f"runs_dir {runs_dir}: runs of machine_id {', '.join(foreign)}, not "
                          f"the bundle's machine ({b['machine']['machine_id']})")
     meta = dict(b["meta"], format=FORMAT, runs_added=f"from format {b['meta'].get('format')}")
-    return _write(_bundle_path(out), meta, b["measurements"], b["verdicts"], runs,
+    return _write(_bundle_path(out), meta, b["measurements"], b["verdicts"], runs, b["parts"],
                   include_host="results_root" in meta)
 
 
 def read_bundle(path: str | Path) -> dict:
-    """{meta, machine: dict, measurements, verdicts, runs: DataFrames, recomputable: bool}
-    of one bundle; runs is None and recomputable False before format 4."""
+    """{meta, machine: dict, measurements, verdicts, runs, parts: DataFrames, recomputable:
+    bool} of one bundle; runs is None and recomputable False before format 4, parts None
+    before format 5."""
     import pandas as pd
 
     if not isinstance(path, (str, os.PathLike)):
@@ -264,11 +299,17 @@ def read_bundle(path: str | Path) -> dict:
             raise ValueError(f"path {path}: a bundle of format {fmt} must hold "
                              f"verdict_runs.parquet; {REMAKE}")
         runs = results.current_columns(_parse(path, "verdict_runs.parquet", pd.read_parquet))
+    parts = None
+    if isinstance(fmt, int) and fmt >= PARTS_FROM:
+        if not (path / "parts.parquet").exists():
+            raise ValueError(f"path {path}: a bundle of format {fmt} must hold parts.parquet; "
+                             f"{REMAKE}")
+        parts = results.current_columns(_parse(path, "parts.parquet", pd.read_parquet))
     return {"meta": meta, "machine": machine,
             "measurements": results.current_columns(
                 _parse(path, "measurements.parquet", pd.read_parquet)),
             "verdicts": _parse(path, "verdicts.parquet", pd.read_parquet),
-            "runs": runs, "recomputable": runs is not None}
+            "runs": runs, "parts": parts, "recomputable": runs is not None}
 
 
 def _parse(path: Path, name: str, read):
