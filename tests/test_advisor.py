@@ -49,9 +49,16 @@ def _simulated(rng, *, c=3.0, extra=40.0, proc_sd=0.3, rep_sd=0.4, processes=16,
     # 1024 and 100,000
     for n, add in ((64, extra / 4), (1024, extra), (100_000, 2 * extra)):
         frames[f"cold switch asm {n} 0 65536"] = {
-            (2, 0): pd.Series(6.0 + rng.normal(0, rep_sd, repeats)),
-            (n, 0): pd.Series(6.0 + add + rng.normal(0, rep_sd, repeats))}
+            (2, 0): _loops(pd.Series(6.0 + rng.normal(0, rep_sd, repeats))),
+            (n, 0): _loops(pd.Series(6.0 + add + rng.normal(0, rep_sd, repeats)))}
     return frames
+
+
+def _loops(beyond, steps=2.0):
+    """A cold switch's timed loops (model.COLD_LOOP) that cost `beyond` (a Series by process)
+    more than their `steps` ns of steps without switching."""
+    return pd.DataFrame({"ns_per_request": beyond + steps, "work_only_ns_per_request": steps},
+                        index=beyond.index)
 
 
 def _ev(frames, seed=0):
@@ -122,9 +129,9 @@ def test_ring_with_spread_tops_is_preferred():
 def test_another_machines_cold_switch_is_the_nearest_measured_in_contexts_and_bytes():
     ev = _ev({})
     ev.frames["cold switch copy_stack 10000 1024 65536"] = {
-        (2, 1024): pd.Series([10.0] * 5), (10000, 1024): pd.Series([50.0] * 5)}
+        (2, 1024): _loops(pd.Series([10.0] * 5)), (10000, 1024): _loops(pd.Series([50.0] * 5))}
     ev.frames["cold switch copy_stack 10000 0 65536"] = {
-        (2, 0): pd.Series([10.0] * 5), (10000, 0): pd.Series([20.0] * 5)}
+        (2, 0): _loops(pd.Series([10.0] * 5)), (10000, 0): _loops(pd.Series([20.0] * 5))}
     assert model.cold_resume(ev, "copy_stack", 10000, 65536, 1024)[0].value == pytest.approx(40.0)
     # nearest in contexts and bytes, not scaled: a cold switch is no multiple of the bytes
     term, _ = model.cold_resume(ev, "copy_stack", 20000, 65536, 4096)
@@ -139,7 +146,8 @@ def test_a_cold_switch_pairs_the_two_points_inside_each_process():
     process before resampling over processes, never across them."""
     ev = _ev({})
     slow = pd.Series([100.0, 100.0, 400.0, 400.0], index=[0, 0, 1, 1])
-    ev.frames["cold switch asm 1000 0 65536"] = {(2, 0): slow, (1000, 0): slow + 30.0}
+    ev.frames["cold switch asm 1000 0 65536"] = {(2, 0): _loops(slow),
+                                                 (1000, 0): _loops(slow + 30.0)}
     term, _ = model.cold_resume(ev, "asm", 1000, 65536)
     assert np.allclose(term.draws, 30.0) and "2 processes" in term.basis
 
@@ -437,11 +445,11 @@ def test_the_cold_switches_measured_here_travel_as_rows_and_read_back_there():
     and a bundle carries) they give another machine's evidence the same terms."""
     here = _ev({})
     here.frames["cold switch asm 1000 0 65536"] = {
-        (2, 0): pd.Series([6.0, 7.0, 8.0], index=[0, 1, 2]),
-        (1000, 0): pd.Series([36.0, 37.0, 38.0], index=[0, 1, 2])}
+        (2, 0): _loops(pd.Series([6.0, 7.0, 8.0], index=[0, 1, 2])),
+        (1000, 0): _loops(pd.Series([36.0, 37.0, 38.0], index=[0, 1, 2]))}
     here.frames["cold switch cxx20_generator 1000 64 None"] = {
-        (2, 64): pd.Series([2.0, 2.0], index=[0, 1]),
-        (1000, 64): pd.Series([7.0, 7.0], index=[0, 1])}
+        (2, 64): _loops(pd.Series([2.0, 2.0], index=[0, 1])),
+        (1000, 64): _loops(pd.Series([7.0, 7.0], index=[0, 1]))}
     rows = model.cold_rows(here)
     assert len(rows) == 10 and set(rows.stack_size) == {65536, 0}
     there = _ev({evidence.COLD_SWITCHES: rows})
@@ -472,7 +480,8 @@ def test_advice_from_a_bundle_reads_that_machines_cold_switches_and_grid(tmp_pat
     worker = np.repeat([0, 1, 2], 3)
     rows = pd.concat([pd.DataFrame({
         "layout": "asm_fpu", "alive": 10_000, "contexts": c, "stack_in_use": 1024,
-        "stack_size": 65536, "worker": worker, "ns_beyond_steps": 10.0 + add + worker})
+        "stack_size": 65536, "worker": worker, "ns_per_request": 12.0 + add + worker,
+        "work_only_ns_per_request": 2.0})
         for c, add in ((2, 0.0), (10_000, 40.0))], ignore_index=True)
     rows.assign(**machine.to_dict()).to_csv(data / f"{evidence.COLD_SWITCHES}.csv", index=False)
     after = bundle.pack_folder(data, tmp_path / "after")

@@ -409,22 +409,25 @@ def measure_cold(ev, needs) -> None:
     seed = zlib.crc32(" ".join(sorted(entries)).encode())
     runs = pd.concat([_design.run_process(entries, i, repeats=1, seed=seed)
                       for i in range(2 if ev.quick else SPOT_PROCESSES)], ignore_index=True)
-    beyond = runs.ns_per_request - runs.work_only_ns_per_request
 
     def at(layout, c, u, size):
-        mine = runs.side == f"{layout} {c} {u} {size}"
-        return pd.Series(beyond[mine].to_numpy(), index=runs.worker[mine])
+        return runs[runs.side == f"{layout} {c} {u} {size}"].set_index("worker")[list(COLD_LOOP)]
 
     for key, (layout, n, u, size) in todo.items():
         ev.frames[key] = {(c, u): at(layout, c, u, size) for c in (2, n)}
 
 
+# What a cold switch keeps of each timed loop: the switching loop's time per request and,
+# in the same call, its steps' without switching (the baseline: the same work, no switch).
+COLD_LOOP = ("ns_per_request", "work_only_ns_per_request")
+
+
 def cold_rows(ev):
     """Every cold switch `ev` holds, one row per timed loop: the layout, the contexts of the
     pair's far side (`alive`) and of this side (`contexts`: 2 or alive), stack_in_use,
-    stack_size (0: heap frames), the fresh process (`worker`) and ns_beyond_steps. Notebook
-    10 keeps its grid's (evidence.COLD_SWITCHES), so that a bundle carries them to another
-    machine's `labkit advise --bundle`."""
+    stack_size (0: heap frames), the fresh process (`worker`) and the loop's two times
+    (COLD_LOOP). Notebook 10 keeps its grid's (evidence.COLD_SWITCHES), so that a bundle
+    carries them to another machine's `labkit advise --bundle`."""
     import pandas as pd
 
     rows = []
@@ -432,29 +435,24 @@ def cold_rows(ev):
         if not key.startswith("cold switch "):
             continue
         layout, n, u, size = key.removeprefix("cold switch ").split()
-        for (c, _), ns in got.items():
-            rows.append(pd.DataFrame({
-                "layout": layout, "alive": int(n), "contexts": int(c), "stack_in_use": int(u),
-                "stack_size": 0 if size == "None" else int(size),
-                "worker": ns.index.to_numpy(), "ns_beyond_steps": ns.to_numpy(float)}))
-    cols = ["layout", "alive", "contexts", "stack_in_use", "stack_size", "worker",
-            "ns_beyond_steps"]
-    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=cols)
+        for (c, _), loops in got.items():
+            rows.append(loops.rename_axis("worker").reset_index().assign(
+                layout=layout, alive=int(n), contexts=int(c), stack_in_use=int(u),
+                stack_size=0 if size == "None" else int(size)))
+    cols = ["layout", "alive", "contexts", "stack_in_use", "stack_size", "worker", *COLD_LOOP]
+    return pd.concat(rows, ignore_index=True)[cols] if rows else pd.DataFrame(columns=cols)
 
 
 def _cold_from_rows(ev) -> None:
     """Another machine's cold switches (cold_rows, as its bundle carries them) as the keys
     _cold_switch reads; once."""
-    import pandas as pd
-
     df = ev.rows(_ev.COLD_SWITCHES)
     if df.empty or any(k.startswith("cold switch ") for k in ev.frames):
         return
     for (layout, n, u, size), pair in df.groupby(["layout", "alive", "stack_in_use",
                                                   "stack_size"]):
         key = _cold_key(layout, int(n), int(u), int(size) or None)
-        ev.frames[key] = {(int(c), int(u)): pd.Series(side.ns_beyond_steps.to_numpy(float),
-                                                      index=side.worker.to_numpy())
+        ev.frames[key] = {(int(c), int(u)): side.set_index("worker")[list(COLD_LOOP)]
                           for c, side in pair.groupby("contexts")}
 
 
@@ -469,11 +467,15 @@ def _nearest(ev, prefix: str, n: int, u: int) -> str:
 
 
 def _difference(ev, key: str, got: dict, far, near, basis: str) -> _ev.Term:
-    """got[far] less got[near], each process's medians paired, resampled over processes and
-    floored at 0."""
+    """What a loop of got[far] costs beyond its steps less what one of got[near] does
+    (COLD_LOOP's two times of each loop), each process's medians paired, resampled over
+    processes and floored at 0."""
     import numpy as np
 
-    per = (got[far].groupby(level=0).median() - got[near].groupby(level=0).median()).dropna()
+    def beyond(loops):
+        return (loops.ns_per_request - loops.work_only_ns_per_request).groupby(level=0).median()
+
+    per = (beyond(got[far]) - beyond(got[near])).dropna()
     if per.empty:
         raise LookupError(f"no process measured both points of {key}")
     d = _ev.draws(per.to_numpy(float), ev.rng(key), processes=per.index.to_numpy()).draws
