@@ -202,9 +202,8 @@ def prepare(path, *, include_host: bool = False, store=None) -> tuple[str, dict,
         files["verdict_runs.parquet"] = _parquet(bundles._stringify_objects(runs.copy()))
     if part_rows is not None and not part_rows.empty:
         files["parts.parquet"] = _parquet(bundles._stringify_objects(part_rows.copy()))
-    for name in ("verdicts", "measurements", "verdict_runs", "parts"):
-        frame = {"verdicts": v, "measurements": measurements, "verdict_runs": runs,
-                 "parts": part_rows}[name]
+    for name, frame in {"verdicts": v, "measurements": measurements, "verdict_runs": runs,
+                        "parts": part_rows}.items():
         clash = set(stores.PARTITIONS) & set(() if frame is None else frame.columns)
         if clash:
             raise Refused(path, f"its {name} has a column named like a partition key: "

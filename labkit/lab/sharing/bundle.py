@@ -293,23 +293,25 @@ def read_bundle(path: str | Path) -> dict:
         raise ValueError(f"path {path}: the bundle's machine.json has no machine."
                          f"{', machine.'.join(lacking)}; {REMAKE}")
     fmt = meta.get("format")
-    runs = None
-    if isinstance(fmt, int) and fmt >= RECOMPUTABLE_FROM:
-        if not (path / "verdict_runs.parquet").exists():
-            raise ValueError(f"path {path}: a bundle of format {fmt} must hold "
-                             f"verdict_runs.parquet; {REMAKE}")
-        runs = results.current_columns(_parse(path, "verdict_runs.parquet", pd.read_parquet))
-    parts = None
-    if isinstance(fmt, int) and fmt >= PARTS_FROM:
-        if not (path / "parts.parquet").exists():
-            raise ValueError(f"path {path}: a bundle of format {fmt} must hold parts.parquet; "
-                             f"{REMAKE}")
-        parts = results.current_columns(_parse(path, "parts.parquet", pd.read_parquet))
+    runs = _since(path, fmt, RECOMPUTABLE_FROM, "verdict_runs.parquet")
+    parts = _since(path, fmt, PARTS_FROM, "parts.parquet")
     return {"meta": meta, "machine": machine,
             "measurements": results.current_columns(
                 _parse(path, "measurements.parquet", pd.read_parquet)),
             "verdicts": _parse(path, "verdicts.parquet", pd.read_parquet),
             "runs": runs, "parts": parts, "recomputable": runs is not None}
+
+
+def _since(path: Path, fmt, first: int, name: str):
+    """The table `name` of a bundle of format `fmt`, which every format from `first` on must
+    hold (None before it)."""
+    import pandas as pd
+
+    if not isinstance(fmt, int) or fmt < first:
+        return None
+    if not (path / name).exists():
+        raise ValueError(f"path {path}: a bundle of format {fmt} must hold {name}; {REMAKE}")
+    return results.current_columns(_parse(path, name, pd.read_parquet))
 
 
 def _parse(path: Path, name: str, read):
