@@ -320,7 +320,8 @@ def test_cli_json_shape(tmp_path):
     (["--work", "5us", "--alive", "0"], "--alive"),
     (["--work", "5us", "--design", "nope"], "--design"),
     (["--work", "5us", "--stack-in-use", "8KiB", "--stack-size", "4KiB"], "--stack-in-use"),
-    (["--work", "5xs"], "--work"), (["--work=-5us"], "--work"),
+    (["--work", "5xs"], "--work"), (["--work=-5us"], "--work"), (["--work", "-5us"], "--work"),
+    (["--work", "5us", "--switches", "-1"], "--switches"),
     (["--work", "5us", "--fp", "maybe"], "--fp"),
     (["--work", "5us", "--bundle", "/nonexistent.labkit"], "--bundle"),
 ])
@@ -405,6 +406,55 @@ def test_advice_ranks_blocking_hazards_last_and_shows_html():
     assert ranked[-1]["design"] == ("asm" if 2 * 100_000 > limit else "asm_copy")
     html = present.Advice(w, ranked, ev)._repr_html_()
     assert "<table>" in html and "asm" in html
+
+
+def test_mappings_come_from_the_layout_when_memory_has_no_rows():
+    """Without memory rows (another machine's bundle), a guard-paged stack still takes two
+    mappings, so the mapping limit is still judged; heap frames take none."""
+    from labkit.core import procfs
+    from labkit.lab.advising import hazards
+
+    frames = _simulated(np.random.default_rng(11), proc_sd=0.0)
+    del frames["07b_coroutine_memory"]
+    ev = _ev(frames)
+    w = model.workload("1us", 1, 1_000_000, 0, stack_size="64KiB")
+    p = model.predict_full("asm", w, ev)
+    assert math.isnan(p["memory"]["resident"])
+    assert (p["memory"]["mappings"], p["memory"]["mappings_total"]) == (2, 2_000_000)
+    h = hazards.mapping_limit(ev, "asm", w, p["memory"])
+    assert (h is not None and h.blocking) == (2_000_000 > procfs.max_map_count())
+    assert model.predict_full("cxx20_generator", w, ev)["memory"]["mappings_total"] == 0
+
+
+def test_the_fastest_says_how_many_designs_had_no_time():
+    from labkit.lab.advising import present
+
+    ev = _ev(_simulated(np.random.default_rng(12), proc_sd=0.0))
+    w = model.workload("1us", 1, 64, 0, stack_size="64KiB")
+    timed = dict(model.predict_full("asm", w, ev), hazards=[])
+    nan = {"value": math.nan, "low": math.nan, "high": math.nan}
+    untimed = [dict(timed, design=d, ns_per_request=nan, hazards=[], notes=["no time: x"])
+               for d in ("asm_fpu", "ucontext")]
+    ranked = present.rank([*untimed, timed])
+    assert ranked[0]["design"] == "asm"
+    assert "of the designs with a time (2 have none)" in ranked[0]["reason"]
+    alone = present.rank([dict(timed)])[0]["reason"]
+    assert alone.startswith("Fastest without a blocking hazard: ")
+
+
+def test_a_stack_raised_for_the_experiment_is_said():
+    """ucontext's context object and 1 KiB in use fit the 4 KiB stack the user gives, but
+    not the workload experiment's headroom: the advice says its cold switch was measured
+    on a larger stack."""
+    frames = _simulated(np.random.default_rng(13), proc_sd=0.0)
+    ev = _ev(frames)
+    w = model.workload("1us", 1, 64, "1KiB", stack_size="4KiB")
+    layout, n, u, size = model.cold_need("ucontext", w)
+    assert size > 4096
+    notes = model.predict_full("ucontext", w, ev)["notes"]
+    assert any(f"on {size // 1024} KiB stacks, not the 4 KiB given" in n for n in notes)
+    roomy = model.workload("1us", 1, 64, "1KiB", stack_size="64KiB")
+    assert not any("not the" in n for n in model.predict_full("ucontext", roomy, ev)["notes"])
 
 
 def test_a_stack_near_its_size_is_a_hazard_only_when_the_size_was_given():
@@ -496,6 +546,16 @@ def test_advice_from_a_bundle_reads_that_machines_cold_switches_and_grid(tmp_pat
     assert with_cold["ns_per_request"]["value"] > 100
     assert not any("without the model's error" in n for n in with_cold["notes"])
     assert labkit_advise(bundle=before, **w).records()[0]["ns_per_request"]["value"] is None
+
+    # A bundle of a format before the parts says so where the cold switch is missed.
+    old = tmp_path / "old.labkit"
+    shutil.copytree(before, old)
+    (old / "parts.parquet").unlink()
+    meta = json.loads((old / "machine.json").read_text())
+    (old / "machine.json").write_text(json.dumps(dict(meta, format=bundle.PARTS_FROM - 1)))
+    notes = labkit_advise(bundle=old, **w).records()[0]["notes"]
+    assert any(f"predates the cold switches, which bundles carry from format "
+               f"{bundle.PARTS_FROM}" in n for n in notes)
 
 
 def labkit_advise(**kw):

@@ -136,6 +136,18 @@ def test_usage_errors_exit_2(capsys):
         assert done.value.code == 2, argv
 
 
+def test_measure_reads_sizes_with_units_as_advise_does(capsys):
+    args = cli.build_parser().parse_args(["measure", "copy_stack", "--stack-size", "64KiB",
+                                          "--stack-in-use", "1K"])
+    assert (args.stack_size, args.stack_in_use) == (65536, 1024)
+    assert cli.build_parser().parse_args(["measure", "asm", "--stack-size", "8192"]).stack_size == 8192
+    for bad in ("64QB", "-4"):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(["measure", "asm", "--stack-size", bad])
+        assert exc.value.code == 2
+        assert "argument --stack-size: must" in capsys.readouterr().err
+
+
 def test_a_measurement_failure_is_one_line_and_exit_1(monkeypatch, capsys):
     def crash(*a, **k):
         raise labkit.KernelCrashError("the worker died of SIGSEGV\nits stderr: ...")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -79,16 +80,17 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--switches", type=int, default=1_000_000,
                    help="switches per repeat (default 1000000)")
     m.add_argument("--repeats", type=int, default=10, help="timed repeats (default 10)")
-    m.add_argument("--stack-size", type=int, default=None, metavar="BYTES",
-                   help="stack size in bytes (default 64 KiB)")
+    m.add_argument("--stack-size", type=_size("--stack-size"), default=None, metavar="SIZE",
+                   help="stack size: 64KiB, 65536 (K, KB, KiB are 1024; default 64 KiB)")
     m.add_argument("--cpu", type=int, default=None, help="pin the worker to this CPU")
     m.add_argument("--build", default=None, metavar="TAG",
                    help="an optimisation-level build of the C core: O0 O1 O2 O3 Os O2-native "
                         "(default: the extension's own)")
     m.add_argument("--fp-control", default="as-is", choices=list(FP_CONTROL_MODES),
                    help="FP control state of the two contexts (default as-is)")
-    m.add_argument("--stack-in-use", type=int, default=None, metavar="BYTES",
-                   help="copy_stack only: bytes each coroutine holds on its stack (default 0)")
+    m.add_argument("--stack-in-use", type=_size("--stack-in-use"), default=None,
+                   metavar="SIZE", help="copy_stack only: what each coroutine holds on its "
+                   "stack: 1KiB, 1024 (default 0)")
     _add_format(m, "every repeat's row")
 
     k = _command(sub, "catalogue", "list what can be measured (kernels and peers), here or why not",
@@ -160,8 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
                  "a short measurement made now (said on stderr), or --bundle.")
     a.add_argument("--work", required=True, help="work between suspensions: 20us, 500ns, "
                    "1ms or 100cycles (TSC cycles of the measuring machine)")
-    a.add_argument("--switches", type=float, default=1.0, metavar="S",
-                   help="suspensions per request, each a switch out and back in (default 1)")
+    a.add_argument("--suspensions", "--switches", dest="suspensions", type=float, default=1.0,
+                   metavar="S", help="suspensions per request, each a switch out and back "
+                   "in: 2 suspensions are 4 switches (default 1; --switches is the same "
+                   "option, unlike `labkit measure --switches`, which counts switches)")
     a.add_argument("--alive", type=int, default=None, metavar="N",
                    help="coroutines alive (default: --connections, else 1)")
     a.add_argument("--connections", type=int, default=None, help="connections, one "
@@ -169,8 +173,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--rate", type=float, default=None, help="requests per second")
     a.add_argument("--stack-in-use", default="0", metavar="SIZE",
                    help="stack in use at a switch: 1KiB, 4096 (K, KB, KiB are 1024)")
-    a.add_argument("--fp", default="none", help="FP/SIMD use: none, control (the control "
-                   "words differ between coroutines) or vector (live vector registers)")
+    a.add_argument("--fp", default="none", help="FP/SIMD use: none (the default), control "
+                   "(the control words differ between coroutines) or vector (live vector "
+                   "registers)")
     a.add_argument("--stack-size", default=None, metavar="SIZE", help="fix the stackful "
                    "designs' stack (default: the smallest that holds the stack in use)")
     a.add_argument("--design", action="append", default=None, metavar="NAME",
@@ -421,6 +426,20 @@ def _command(sub, name: str, help: str, description: str, **kwargs) -> argparse.
     return sub.add_parser(name, help=help, description=description, **kwargs)
 
 
+def _size(option: str):
+    """An argparse type: bytes of a size with or without a unit, as `labkit advise` reads."""
+    def parse(text: str) -> int:
+        from labkit.lab.advising import model
+
+        try:
+            return model.parse_size(option, text)
+        except ValueError as exc:
+            msg = str(exc)  # argparse names the option itself
+            raise argparse.ArgumentTypeError(msg[len(option):].lstrip()
+                                             if msg.startswith(option) else msg) from exc
+    return parse
+
+
 def _flag(p, option: str, help: str) -> None:
     """An on/off option: off unless given."""
     p.add_argument(option, action="store_true", help=help)
@@ -526,13 +545,13 @@ def _run(args, parser) -> int:
     elif args.command == "advise":
         from labkit.lab.advising import advice as advising
 
-        options = {"work": "--work", "suspensions": "--switches", "alive": "--alive",
+        options = {"work": "--work", "suspensions": "--suspensions (--switches)", "alive": "--alive",
                    "connections": "--connections", "rate": "--rate", "design": "--design",
                    "designs": "--design",
                    "stack_in_use": "--stack-in-use", "fp": "--fp", "stack_size": "--stack-size",
                    "path": "--bundle"}
         try:
-            advice = advising.advise(args.work, args.switches, args.alive, args.stack_in_use,
+            advice = advising.advise(args.work, args.suspensions, args.alive, args.stack_in_use,
                                      args.fp, stack_size=args.stack_size, rate=args.rate,
                                      connections=args.connections, designs=args.design,
                                      bundle=args.bundle)
@@ -700,7 +719,7 @@ def _room_command(module, args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the `labkit` command line; returns the exit status."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = _negatives_kept(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra and args.command != "lab":
@@ -730,6 +749,20 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         return _usage(args, exc)
+
+
+def _negatives_kept(argv: list[str]) -> list[str]:
+    """`--work -20us` as `--work=-20us`: argparse takes a value that starts with a dash and
+    is not a plain number for an option, and would say the option lacks its value instead
+    of that the value is negative."""
+    out: list[str] = []
+    for tok in argv:
+        if (out and out[-1].startswith("--") and "=" not in out[-1]
+                and re.match(r"-[0-9.]", tok)):
+            out[-1] = f"{out[-1]}={tok}"
+        else:
+            out.append(tok)
+    return out
 
 
 def _usage(args, exc) -> int:

@@ -26,6 +26,7 @@ FILES = (
     "08_switch_frequency", YOUR_WORKLOAD.own("advisor_calibration"), COLD_SWITCHES,
 )
 DRAWS = 2000  # resamples per term: enough for stable 2.5/97.5 percentiles
+ONE_PROCESS = "repeats of one process"  # a Term's basis when not resampled over processes
 
 
 @dataclass
@@ -52,6 +53,7 @@ class Evidence:
     measured_now: list = field(default_factory=list)
     status: object = None  # a file for the status lines (stderr)
     seed: int = 0
+    lacks: str = ""  # what the source is too old to hold, said where it is missed
 
     def rows(self, name: str):
         import pandas as pd
@@ -109,7 +111,7 @@ def draws(values, rng, processes=None) -> Term:
     if v.size == 0:
         raise LookupError("no finite measurement")
     idx = rng.integers(0, v.size, (DRAWS, v.size))
-    return Term(np.median(v[idx], axis=1), f"{v.size} repeats of one process"
+    return Term(np.median(v[idx], axis=1), f"{v.size} {ONE_PROCESS}"
                 if processes is None else f"{v.size} process")
 
 
@@ -161,8 +163,12 @@ def from_bundle(path, *, status=None) -> Evidence:
             df = df[df.machine_id.astype(str) == there]
         for name, part in df.groupby(column):
             frames[f"{name}{suffix}"] = part.drop(columns=column).reset_index(drop=True)
+    fmt = b["meta"].get("format")
+    lacks = ("" if b["parts"] is not None else
+             f"its format {fmt} predates the cold switches, which bundles carry from format "
+             f"{bundle.PARTS_FROM}: pack the machine's data again with labkit bundle")
     return Evidence(f"bundle {path} ({merge.label(b['machine'])})", dict(b["machine"]), frames,
-                    local=False, status=status)
+                    local=False, status=status, lacks=lacks)
 
 
 _CACHE: dict = {}

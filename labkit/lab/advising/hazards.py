@@ -59,7 +59,8 @@ def copy_pointers(ev, design: str, w) -> Hazard | None:
         return None
     df = ev.rows("04_latency_ladder_copy_stack")
     evidence = ""
-    if len(df) and "copied_bytes_per_switch" in df:
+    # The sweep measures the lab's copy stack, not greenlet's: it is no evidence for greenlet.
+    if len(df) and "copied_bytes_per_switch" in df and design != "greenlet_switch":
         i = (df.stack_in_use.fillna(0) - w.stack_in_use).abs().idxmin()
         row = df.loc[i]
         evidence = (f" (notebook 04's copy-stack sweep: {int(row.copied_bytes_per_switch)} "

@@ -77,7 +77,7 @@ def parse_time(name: str, value) -> tuple[float, str]:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         amount, unit = float(value), "ns"
     elif isinstance(value, (str, bool)):
-        amount, unit = _quantity(name, value, _TIME, example, "ns, us, ms or cycles")
+        amount, unit = _quantity(name, value, _TIME, example, "ns, us, ms, s or cycles")
         if unit.startswith("cycle"):
             return amount, "cycles"
         amount, unit = amount * _TIME_NS[unit], "ns"
@@ -136,7 +136,7 @@ def workload(work="0ns", suspensions=1, alive=None, stack_in_use=0, fp="none",
     if isinstance(suspensions, bool) or not isinstance(suspensions, (int, float)):
         raise TypeError(f"suspensions must be a number, not {type(suspensions).__name__}")
     if not math.isfinite(suspensions) or suspensions <= 0:
-        raise ValueError(f"suspensions must be more than 0 per request; got {suspensions!r}")
+        raise ValueError(f"suspensions must be more than 0 per request; got {suspensions:g}")
     if connections is not None:
         if isinstance(connections, bool) or not isinstance(connections, int):
             raise TypeError(f"connections must be an int, not {type(connections).__name__}")
@@ -461,7 +461,8 @@ def _nearest(ev, prefix: str, n: int, u: int) -> str:
     have = [(k, *map(int, k[len(prefix):].split()[:2])) for k in ev.frames
             if k.startswith(prefix)]
     if not have:
-        raise LookupError(f"no {prefix.strip()} measurement of {n} contexts in {ev.source}")
+        raise LookupError(f"no {prefix.strip()} measurement of {n} contexts in {ev.source}"
+                          + (f" ({ev.lacks})" if ev.lacks else ""))
     return min(have, key=lambda p: abs(math.log(p[1] / n))
                + abs(math.log(max(p[2], 1) / max(u, 1))))[0]
 
@@ -619,7 +620,7 @@ def ring_extra(ev, n: int, size: int):
     if n >= cs[-1]:
         hi = lo = cs[-1]
         if n > cs[-1]:
-            note = "; ".join(filter(None, [note, f"held flat beyond the {cs[-1]} contexts "
+            note = "; ".join(filter(None, [note, f"held flat beyond the {int(cs[-1]):,} contexts "
                                                   "the ring measured"]))
     else:
         hi = cs[np.searchsorted(cs, n)]
@@ -911,6 +912,16 @@ def stack_depth(ev, design: str, u: int, size: int) -> tuple[int, str]:
     return ev.frames[key] - entries.frame_bytes(layout) + frame, ""
 
 
+def mappings(design: str, w: Workload) -> int:
+    """Memory mappings one coroutine of the design takes, from its layout alone."""
+    size = stack_size(design, w)
+    if size is None:
+        return 0
+    # A malloc'd stack (Boost's fixedsize_stack) is a mapping of its own only when malloc
+    # mmaps it.
+    return GUARD_MAPPINGS if guarded(design) else int(size >= MMAP_THRESHOLD)
+
+
 def memory(ev, design: str, w: Workload) -> dict:
     """Per coroutine: reserved, resident and page-table bytes and memory mappings; the
     total for N (resident + page tables); the stack size it assumed; notes."""
@@ -922,18 +933,16 @@ def memory(ev, design: str, w: Workload) -> dict:
         m = stack_memory(ev, size, held)
         m["note"] = "; ".join(filter(None, [m["note"], note]))
         reserved = size + (page if guarded(design) else 0)
-        # A malloc'd stack (Boost's fixedsize_stack) is a mapping of its own only when
-        # malloc mmaps it.
-        maps = GUARD_MAPPINGS if guarded(design) else int(size >= MMAP_THRESHOLD)
     elif fam == "copy":
         m = copy_memory(ev, w.stack_in_use)
-        reserved, maps = m["resident"], 0
+        reserved = m["resident"]
     elif fam == "frame":
         m = frame_memory(ev, w.stack_in_use)
-        reserved, maps = m["resident"], 0
+        reserved = m["resident"]
     else:
         m = python_memory(ev, design)
-        reserved, maps = m["resident"], 0
+        reserved = m["resident"]
+    maps = mappings(design, w)
     per = m["resident"] + (0.0 if math.isnan(m["page_tables"]) else m["page_tables"])
     return {"stack_size": size, "reserved": reserved, "resident": m["resident"],
             "page_tables": m["page_tables"], "mappings": maps, "per_coroutine": per,
@@ -1064,6 +1073,15 @@ def predict_full(design: str, w: Workload, ev=None, *, model_error: bool = True)
         raise TypeError(f"workload must be a Workload (advising.model.workload(...)), "
                         f"not {type(w).__name__}")
     out = {"design": design, "family": family(design), "notes": []}
+    given, need = stack_size(design, w), cold_need(design, w)
+    if given is not None and need is not None and need[3] != given:
+        from labkit.core import validate
+
+        out["notes"].append(
+            f"its switches and stack depth measured on {bytes_label(need[3])} stacks, not "
+            f"the {bytes_label(given)} given: the workload experiment keeps "
+            f"{bytes_label(validate.ENTRY_HEADROOM)} above the bytes in use and the "
+            "switch's frame for its own calls")
     try:
         c, notes = switch_cost(ev, design, w)
         out["notes"] += notes
@@ -1101,10 +1119,11 @@ def predict_full(design: str, w: Workload, ev=None, *, model_error: bool = True)
         if out["memory"]["note"]:
             out["notes"].append(out["memory"]["note"])
     except LookupError as exc:
+        maps = mappings(design, w)
         out["memory"] = {"stack_size": stack_size(design, w), "reserved": math.nan,
-                         "resident": math.nan, "page_tables": math.nan, "mappings": 0,
-                         "per_coroutine": math.nan, "total": math.nan, "mappings_total": 0,
-                         "note": ""}
+                         "resident": math.nan, "page_tables": math.nan, "mappings": maps,
+                         "per_coroutine": math.nan, "total": math.nan,
+                         "mappings_total": maps * w.alive, "note": ""}
         out["notes"].append(f"no memory: {exc}")
     return out
 

@@ -6,6 +6,7 @@ import html
 import math
 
 from labkit.core.plots import bytes_label
+from labkit.lab.advising import evidence
 
 # Below this relative difference in time per request the reason says to choose by memory
 # and hazards instead: a wording threshold, not a cost.
@@ -32,13 +33,15 @@ def rank(preds: list[dict]) -> list[dict]:
     out = sorted(preds, key=key)
     best = next((p for p in out if not any(h.blocking for h in p["hazards"])
                  and math.isfinite(p["ns_per_request"]["value"])), None)
+    untimed = sum(not any(h.blocking for h in p["hazards"])
+                  and not math.isfinite(p["ns_per_request"]["value"]) for p in out)
     for i, p in enumerate(out, 1):
         p["rank"] = i
-        p["reason"] = _reason(p, best)
+        p["reason"] = _reason(p, best, untimed)
     return out
 
 
-def _reason(p, best) -> str:
+def _reason(p, best, untimed: int = 0) -> str:
     t, share = p["ns_per_request"], p["switch_share"]
     blocking = [h for h in p["hazards"] if h.blocking]
     if blocking:
@@ -47,7 +50,9 @@ def _reason(p, best) -> str:
         return "Not ranked by time: " + next((n for n in p["notes"] if n.startswith("no time")),
                                              "no measurement of it") + "."
     if p is best:
-        return (f"Fastest without a blocking hazard: {_ns(t['value'])} per request, "
+        among = (f", of the designs with a time ({untimed} "
+                 f"{'has' if untimed == 1 else 'have'} none)" if untimed else "")
+        return (f"Fastest without a blocking hazard{among}: {_ns(t['value'])} per request, "
                 f"{100 * share['value']:.2g}% of it switching.")
     b = best["ns_per_request"]
     more = t["value"] / b["value"] - 1
@@ -55,9 +60,13 @@ def _reason(p, best) -> str:
         return (f"As fast as {best['design']} to within {100 * SAME_TIME:g}% per request "
                 f"({100 * share['value']:.2g}% switching): choose by memory and hazards.")
     apart = t["low"] > b["high"]
+    one = [x["design"] for x in (best, p) if evidence.ONE_PROCESS in x.get("basis", "")]
     return (f"{100 * more:.2g}% slower than {best['design']} per request "
-            + ("(the intervals are apart)" if apart else
-               "(the intervals overlap: as good a choice by time)")
+            + ("(the intervals are apart" + (f", though {' and '.join(one)} "
+                                             f"{'stand' if len(one) > 1 else 'stands'} on "
+                                             "repeats of one process, not fresh processes)"
+                                             if one else ")")
+               if apart else "(the intervals overlap: as good a choice by time)")
             + f", {100 * share['value']:.2g}% switching.")
 
 
