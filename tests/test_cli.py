@@ -140,7 +140,8 @@ def test_measure_reads_sizes_with_units_as_advise_does(capsys):
     args = cli.build_parser().parse_args(["measure", "copy_stack", "--stack-size", "64KiB",
                                           "--stack-in-use", "1K"])
     assert (args.stack_size, args.stack_in_use) == (65536, 1024)
-    assert cli.build_parser().parse_args(["measure", "asm", "--stack-size", "8192"]).stack_size == 8192
+    plain = cli.build_parser().parse_args(["measure", "asm", "--stack-size", "8192"])
+    assert plain.stack_size == 8192
     for bad in ("64QB", "-4"):
         with pytest.raises(SystemExit) as exc:
             cli.main(["measure", "asm", "--stack-size", bad])

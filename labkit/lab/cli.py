@@ -177,7 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "(the control words differ between coroutines) or vector (live vector "
                    "registers)")
     a.add_argument("--stack-size", default=None, metavar="SIZE", help="fix the stackful "
-                   "designs' stack (default: the smallest that holds the stack in use)")
+                   "designs' stack: 64KiB, 1MiB (K, KB, KiB are 1024; rounded up to whole "
+                   "pages; default: the smallest that holds the stack in use)")
     a.add_argument("--design", action="append", default=None, metavar="NAME",
                    help="judge only this design (repeatable; default all)")
     a.add_argument("--bundle", default=None, help="another machine's bundle (.labkit)")
@@ -545,7 +546,8 @@ def _run(args, parser) -> int:
     elif args.command == "advise":
         from labkit.lab.advising import advice as advising
 
-        options = {"work": "--work", "suspensions": "--suspensions (--switches)", "alive": "--alive",
+        options = {"work": "--work", "suspensions": "--suspensions (--switches)",
+                   "alive": "--alive",
                    "connections": "--connections", "rate": "--rate", "design": "--design",
                    "designs": "--design",
                    "stack_in_use": "--stack-in-use", "fp": "--fp", "stack_size": "--stack-size",

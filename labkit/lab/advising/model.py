@@ -1100,10 +1100,11 @@ def predict_full(design: str, w: Workload, ev=None, *, model_error: bool = True)
             # request takes less than its work.
             t = np.maximum(with_error(bare, res, ev.rng(f"error {design}")),
                            w.suspensions * wns)
+            whose = "this machine's" if ev.local else "the source machine's"
             out["notes"].append(f"interval with the model's error at {len(res)} points of "
-                                "this machine's calibration grid" if len(res) else
+                                f"{whose} calibration grid" if len(res) else
                                 "interval without the model's error: no calibration grid "
-                                "of this model from this machine (notebook 10 makes one)")
+                                f"of this model in {whose} data (notebook 10 makes one)")
         out["ns_per_request"] = _interval(t)
         out["ns_per_switch"] = _interval(c.draws)
         out["switch_share"] = _interval(share)
