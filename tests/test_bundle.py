@@ -160,6 +160,30 @@ def test_compare_notebook_runs_on_two_bundles(here, FIXTURE, tmp_path):
     assert "SYNTHETIC" in text and "C002.3" in text
 
 
+def test_a_bundle_is_not_written_over_another_unless_asked(tmp_path, monkeypatch, capsys):
+    """Another machine's bundle of the same name is left alone: the command stops (exit
+    2, one line) and --replace is the way to overwrite."""
+    import json
+    import shutil
+
+    monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path / "results"))
+    results.save_csv(labkit.measure("asm", switches=1000, repeats=2), "04_latency_ladder")
+    theirs = tmp_path / "theirs.labkit"
+    shutil.copytree(REAL, theirs)
+    before = {f.name: f.read_bytes() for f in theirs.iterdir()}
+    from labkit.lab.cli import main
+
+    assert main(["bundle", "-o", str(tmp_path / "theirs")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "exists already" in err[0] and "--replace" in err[0]
+    assert {f.name: f.read_bytes() for f in theirs.iterdir()} == before
+    with pytest.raises(FileExistsError):
+        bundle.pack_folder(Path(__file__).resolve().parent.parent / "data", theirs)
+    assert main(["bundle", "-o", str(tmp_path / "theirs"), "--replace"]) == 0
+    assert bundle.read_bundle(theirs)["machine"]["machine_id"] != \
+        json.loads(before["machine.json"])["machine"]["machine_id"]
+
+
 def test_bundle_refuses_another_machines_rows(tmp_path, monkeypatch):
     monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path / "results"))
     df = labkit.measure("asm", switches=1000, repeats=2)

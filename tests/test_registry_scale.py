@@ -16,6 +16,7 @@ import pytest
 
 from labkit.core.results import REPO
 from labkit.lab.registry import effects, index, publish, query, synthetic
+from labkit.lab.sharing import bundle
 from labkit.lab.registry import store as stores
 
 XEON_REF = Path(__file__).resolve().parent / "fixtures" / "intel-xeon-kvm.labkit"
@@ -29,8 +30,8 @@ def _distinct(tmp_path, i, commit=None, copy=""):
     shutil.copytree(XEON_REF, b)
     for f in b.iterdir():
         f.chmod(0o644)
+    bundle.relabel(b, f"5ca1e{i:07d}")
     meta = json.loads((b / "machine.json").read_text())
-    meta["machine"]["machine_id"] = f"5ca1e{i:07d}"
     if commit:
         meta["machine"]["labkit_commit"] = commit
     (b / "machine.json").write_text(json.dumps(meta))
@@ -38,10 +39,16 @@ def _distinct(tmp_path, i, commit=None, copy=""):
 
 
 def _older_commit() -> str:
-    """A commit of this checkout's history other than the Xeon bundle's."""
-    done = subprocess.run(["git", "-C", str(REPO), "rev-list", "--max-count=40", "HEAD"],
+    """A commit of this checkout's history other than the Xeon bundle's that writes the
+    same format (a bundle's format is never below its commit's)."""
+    xeon = json.loads((XEON_REF / "machine.json").read_text())
+    own = str(xeon["machine"]["labkit_commit"])
+    done = subprocess.run(["git", "-C", str(REPO), "rev-list", "--max-count=40", own],
                           capture_output=True, text=True, check=True)
-    return done.stdout.split()[-1][:12]
+    for commit in done.stdout.split()[1:]:
+        if publish.written_format(commit[:12]) == xeon["format"]:
+            return commit[:12]
+    raise AssertionError(f"no commit before {own} writes format {xeon['format']}")
 
 
 def _index_files(reg, table):

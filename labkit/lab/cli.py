@@ -27,7 +27,7 @@ from pathlib import Path
 
 from labkit.core.systems import FP_CONTROL_MODES
 
-USAGE_ERRORS = (ValueError, TypeError, FileNotFoundError)
+USAGE_ERRORS = (ValueError, TypeError, FileNotFoundError, FileExistsError, NotADirectoryError)
 STABILITY = ("Rerun the verdict-bearing notebooks K times, each run into its own results "
              "folder, and report how many claims keep their verdict and whether two runs "
              "ever reached opposite verdicts.")
@@ -117,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("-o", "--out", required=True, help="bundle path (.labkit is appended)")
     _flag(b, "--quick", "bundle the quick run's results")
     _flag(b, "--include-host", "also record the hostname and the results' absolute path")
+    _flag(b, "--replace", "replace the bundle at --out if there is one (without it, an "
+          "existing bundle is left alone and the command stops)")
 
     g = _command(sub, "merge", "merge bundles from several machines into one comparison",
                  "Put several machines' bundles side by side. Each bundle must be of a "
@@ -363,14 +365,29 @@ def _registry_arguments(p) -> None:
 
 
 def _registry(args) -> int:
+    try:
+        return _registry_command(args)
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith("labkit"):  # a package of the registry extra
+            print(f"labkit {args.command}: needs {exc.name}, which is not installed: "
+                  "pip install 'labkit[registry]' (make test installs it)", file=sys.stderr)
+            return 2
+        raise
+
+
+def _registry_command(args) -> int:
     import json
 
-    from labkit.lab.registry import effects, query
+    from labkit.lab.registry import effects, query, store
 
     if args.registry_command == "serve":
         from labkit.lab.registry import serve
 
         return serve.run_forever(args.data, args.address, args.bucket)
+    where = store.open_store(args.registry)
+    if where.kind == "local" and not Path(where.root).is_dir():
+        raise ValueError(f"--registry {args.registry}: no registry there; publish a bundle to "
+                         f"it first (labkit publish B.labkit --registry {args.registry})")
     if args.registry_command == "compact":
         from labkit.lab.registry import index, store
 
@@ -402,11 +419,21 @@ def _registry(args) -> int:
             print(df.pivot(index="entry", columns="label", values="median_ns").round(2)
                   .to_string())
     else:
+        from labkit.lab.judging import rules
+
+        if unknown := [c for c in args.claim or () if c not in rules.RULES]:
+            raise ValueError(f"--claim {unknown[0]}: no written rule (labkit.lab.judging.rules) "
+                             "reduces it to one ratio per process, so machines cannot be "
+                             f"compared on it; claims with one: {', '.join(sorted(rules.RULES))}")
         runs = query.verdict_runs(args.registry, **kw)
         claim_ids = args.claim or effects.differing(query.claims(args.registry, **kw), runs)
         rows = effects.between(runs, claim_ids, method=args.method)
+        why = (f"no claim's verdict differs among the {len(runs)} machines with verdict "
+               "runs (--claim asks for one)" if len(runs) >= 2 else
+               f"{len(runs)} machine with verdict runs (a bundle of format 4 or later carries "
+               "them); a machine effect needs two")
         print(json.dumps(rows, indent=1, default=str) if args.json
-              else "\n".join(effects.line(r) for r in rows) or "no comparisons")
+              else "\n".join(effects.line(r) for r in rows) or f"no comparisons: {why}")
     return 0
 
 
@@ -512,7 +539,8 @@ def _run(args, parser) -> int:
 
         if args.quick:
             os.environ["LABKIT_RESULTS_DIR"] = str(reports_dir(True))
-        print(bundle.make_bundle(args.out, quick=args.quick, include_host=args.include_host))
+        print(bundle.make_bundle(args.out, quick=args.quick, include_host=args.include_host,
+                                 replace=args.replace))
     elif args.command == "publish":
         import json
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from labkit.lab.registry import gallery, index, query, synthetic
 from labkit.lab.registry import store as stores
+from labkit.lab.sharing import bundle
 
 REPEATS = 3  # each timing is the median of this many runs, each on a fresh connection
 
@@ -52,7 +53,6 @@ def _templates() -> list[Path]:
     """The real bundles synthetic ones are made from: the references beside this checkout
     (the EPYC with its runs attached) and this checkout's committed data."""
     from labkit.core.results import REPO
-    from labkit.lab.sharing import bundle
 
     ref = REPO.parent / "shared" / "reference"
     tmp = Path(tempfile.mkdtemp(prefix="labkit-bench-templates-"))
@@ -121,8 +121,8 @@ def _storm_bundles(n: int, into: Path) -> list[Path]:
     for i in range(n):
         dst = into / f"storm{i}.labkit"
         shutil.copytree(src, dst)
+        bundle.relabel(dst, f"57{i:04x}" + "5" * 6)
         meta = json.loads((dst / "machine.json").read_text())
-        meta["machine"]["machine_id"] = f"57{i:04x}" + "5" * 6
         meta["synthetic"] = True
         (dst / "machine.json").write_text(json.dumps(meta))
         out.append(dst)

@@ -174,6 +174,13 @@ def _e(v) -> str:
     return html.escape("" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
 
 
+def _recorded(v) -> str:
+    """A machine's field, or that its bundle did not record it (an empty cell reads as
+    'none', which is not what an older bundle says)."""
+    text = _e(v)
+    return text if text not in ("", "None", "nan") else '<span class="small">not recorded</span>'
+
+
 def _anchor(machine_id) -> str:
     return f"m-{html.escape(str(machine_id))}"
 
@@ -355,7 +362,7 @@ def _effects_table(rows, why_not: str = "") -> str:
 
 
 def _machine_section(m, effect_rows, why_not: str = "") -> str:
-    fields = "".join(f"<tr><th>{_e(head)}</th><td>{_e(getattr(m, key, None))}</td></tr>"
+    fields = "".join(f"<tr><th>{_e(head)}</th><td>{_recorded(getattr(m, key, None))}</td></tr>"
                      for key, head in HARDWARE if key in m._fields)
     mine = [r for r in effect_rows if m.label in (r["machine_a"], r["machine_b"])]
     synthetic = ' <span class="syn">synthetic</span>' if str(getattr(m, "synthetic", "")) \

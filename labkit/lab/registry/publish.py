@@ -1,9 +1,10 @@
 """Publishing a bundle to a registry, nothing taken on trust: the bundle must read whole,
-be of a format and a labkit commit this labkit knows, not be in the store already, and
-every verdict it states must come out the same when recomputed here from its verdict runs
-with the claims' written rules (labkit.lab.judging.rules, the engine's path). Anything else
-is refused with a Refused (a ValueError) naming the bundle and the one reason, and the
-store is left as it was.
+be of a format and a labkit commit this labkit knows (and not of a format older than the
+one its commit writes), hold only rows of the machine it names, not be in the store
+already (the same run packed again included), and every verdict it states must come out
+the same when recomputed here from its verdict runs with the claims' written rules
+(labkit.lab.judging.rules, the engine's path). Anything else is refused with a Refused (a
+ValueError) naming the bundle and the one reason, and the store is left as it was.
 """
 from __future__ import annotations
 
@@ -40,15 +41,59 @@ class Refused(ValueError):
         self.reason = reason
 
 
+# What machine.json says of the packing, not of the run: the same run packed twice is one.
+PACKING_FIELDS = ("created",)
+# Where a labkit commit declares the bundle format it writes (FORMAT = n), newest first.
+BUNDLE_MODULES = ("labkit/lab/sharing/bundle.py", "labkit/lab/bundle.py")
+
+
 def content_hash(path: Path) -> str:
-    """sha256 over the bundle's files, names and bytes, in name order."""
+    """sha256 over the bundle's files, names and bytes, in name order; machine.json without
+    its PACKING_FIELDS."""
+    import json
+
     h = hashlib.sha256()
     for f in sorted(Path(path).iterdir()):
         if f.is_file():
+            data = f.read_bytes()
+            if f.name == "machine.json":
+                meta = {k: v for k, v in json.loads(data).items() if k not in PACKING_FIELDS}
+                data = json.dumps(meta, sort_keys=True).encode()
             h.update(f.name.encode() + b"\0")
-            h.update(f.read_bytes())
+            h.update(data)
             h.update(b"\0")
     return h.hexdigest()
+
+
+def written_format(commit: str, repo: Path | None = None) -> int | None:
+    """The bundle format a labkit commit writes, read from its source (None: not found)."""
+    import re
+
+    from labkit.core import results
+
+    repo = repo or results.checkout()
+    if repo is None:
+        return None
+    for module in BUNDLE_MODULES:
+        done = subprocess.run(["git", "-C", str(repo), "show", f"{commit}:{module}"],
+                              capture_output=True, text=True)
+        m = re.search(r"^FORMAT\s*=\s*(\d+)", done.stdout, re.M) if done.returncode == 0 else None
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def _one_machine(path, b: dict) -> None:
+    """Refused unless every row the bundle carries was measured on the machine it names."""
+    stated = str(b["machine"]["machine_id"])
+    for name, frame in (("measurements", b["measurements"]), ("verdict runs", b["runs"]),
+                        ("parts", b["parts"])):
+        if frame is None or "machine_id" not in frame:
+            continue
+        other = sorted(set(frame.machine_id.dropna().astype(str)) - {stated})
+        if other:
+            raise Refused(path, f"its {name} were measured on machine {', '.join(other)}, but "
+                          f"its machine.json names {stated}")
 
 
 def known_commit(commit: str, repo: Path | None = None) -> bool:
@@ -79,12 +124,13 @@ def layers(machine: dict) -> str:
 
 
 def vendor(machine: dict) -> str:
-    """CPUID's vendor string; for a bundle before the field, read from the brand string."""
+    """CPUID's vendor string; for a bundle before the field, a guess from the brand string
+    that says it is one (the --vendor filter still finds it)."""
     if machine.get("cpu_vendor"):
         return str(machine["cpu_vendor"])
     model = str(machine.get("cpu_model", ""))
-    return "GenuineIntel" if "Intel" in model else "AuthenticAMD" if "AMD" in model \
-        else "not recorded"
+    guess = "GenuineIntel" if "Intel" in model else "AuthenticAMD" if "AMD" in model else ""
+    return f"{guess} (from the brand string: not recorded)" if guess else "not recorded"
 
 
 def recompute(b: dict) -> dict:
@@ -163,6 +209,12 @@ def prepare(path, *, include_host: bool = False, store=None) -> tuple[str, dict,
     if not known_commit(commit):
         raise Refused(path, f"unknown labkit commit {raw!r}: not a commit of this labkit's "
                       "history, so its experiments cannot be known")
+    written = written_format(commit)
+    if written is not None and fmt < written:
+        # An older format carries no verdict runs, so its verdicts would go unchecked.
+        raise Refused(path, f"it says format {fmt}, but its labkit commit {commit} writes "
+                      f"format {written}: a bundle's format is never lowered")
+    _one_machine(path, b)
     digest = content_hash(path)
     mode = stores.run_mode(bool(meta.get("quick")))
     parts = {"run_mode": mode, "format": str(fmt), "commit": commit,

@@ -135,6 +135,8 @@ def tally(rows) -> list[dict]:
     """Per claim: how many machines gave each verdict, most common first, and the line
     'C000.2: contradicted on 14 of 15 machines'."""
     cols = ["label", "verdict", "measured_value", "check"]
+    if rows is None or rows.empty:
+        return []
     # one dict per row, built from plain lists: DataFrame.to_dict per claim costs seconds
     # over ten thousand machines
     records = [dict(zip(cols, vals)) for vals in zip(*(rows[c].tolist() for c in cols))]

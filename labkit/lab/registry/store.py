@@ -483,4 +483,7 @@ def open_store(location) -> Store:
     if url.scheme and len(url.scheme) > 1:  # a one-letter scheme is a Windows drive
         raise ValueError(f"registry {text!r}: a folder path, s3:// or http(s):// URL, not "
                          f"{url.scheme}://")
-    return Store(text, "local", str(Path(text).expanduser().resolve()))
+    folder = Path(text).expanduser()
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"registry {text!r} is a file, not a registry folder")
+    return Store(text, "local", str(folder.resolve()))

@@ -75,17 +75,20 @@ def _scrub(df):
     return df
 
 
-def make_bundle(out: str | Path, *, quick: bool = False, include_host: bool = False) -> Path:
+def make_bundle(out: str | Path, *, quick: bool = False, include_host: bool = False,
+                replace: bool = False) -> Path:
     """Write this machine's results (from labkit.core.results.root()) as a bundle folder; the
-    folder is built under a temporary name and renamed into place when complete. Raises
-    ForeignResultsError (a ValueError) if any row was measured on another machine."""
+    folder is built under a temporary name and renamed into place when complete, and an
+    existing one is replaced only with `replace`. Raises ForeignResultsError (a ValueError)
+    if any row was measured on another machine."""
     import pandas as pd
 
     from labkit.core.machine import machine_info
 
-    if not isinstance(quick, bool) or not isinstance(include_host, bool):
-        raise TypeError("quick and include_host must be True or False")
-    out = _bundle_path(out)
+    if not isinstance(quick, bool) or not isinstance(include_host, bool) \
+            or not isinstance(replace, bool):
+        raise TypeError("quick, include_host and replace must be True or False")
+    out = _free(_bundle_path(out), replace)
     info = machine_info()
     frames, foreign = [], {}
     failed = {nb for nb, st in ledger.read_manifest().items() if st.get("ok") is False}
@@ -108,7 +111,8 @@ def make_bundle(out: str | Path, *, quick: bool = False, include_host: bool = Fa
             f"machine_id {', '.join(others)}, not from this machine ({info['machine_id']}). "
             f"Run `labkit reproduce{' --quick' if quick else ''}` here first")
     if not frames:
-        raise FileNotFoundError(f"no results in {results.data_dir()}: run `labkit reproduce` first")
+        raise FileNotFoundError(f"no results in {results.data_dir()}: run `labkit reproduce"
+                                f"{' --quick' if quick else ''}` first")
     runs = _runs_of(results.data_dir(), set(notebooks.experiments()) - failed)
     parts = _parts_of(results.data_dir(), set(notebooks.experiments()) - failed)
     for what, df in (("verdict runs", runs), ("parts", parts)):
@@ -193,6 +197,15 @@ def _write(out: Path, meta: dict, measurements, verdict_table, runs, parts=None,
     return out
 
 
+def _free(out: Path, replace: bool) -> Path:
+    """`out`, refused if something is there already and `replace` was not asked for: a
+    bundle is often another machine's, and is not overwritten by surprise."""
+    if out.exists() and not replace:
+        raise FileExistsError(f"out {out} exists already: choose another name, or replace it "
+                              "(labkit bundle --replace)")
+    return out
+
+
 def _bundle_path(out) -> Path:
     if not isinstance(out, (str, os.PathLike)):
         raise TypeError(f"out must be a path (str or Path), not {type(out).__name__}")
@@ -208,7 +221,7 @@ ROW_MACHINE_FIELDS = ("machine_id", "cpu_model", "cpu_vendor", "cpu_family", "cp
                       "aslr", "isolated_cpus", "env_warnings", "labkit_commit")
 
 
-def pack_folder(data_dir, out, *, quick: bool = False) -> Path:
+def pack_folder(data_dir, out, *, quick: bool = False, replace: bool = False) -> Path:
     """A bundle of a data folder measured on one machine, wherever it is now (a checkout's
     committed data/): the machine is the one its rows record, never this one, and the
     folder's rows must all come from that one machine. The verdicts are the folder's
@@ -219,7 +232,7 @@ def pack_folder(data_dir, out, *, quick: bool = False) -> Path:
         raise ValueError(f"data_dir must be a folder of results (data/); got {data_dir!r}")
     if not isinstance(quick, bool):
         raise TypeError("quick must be True or False")
-    data_dir, out = Path(data_dir), _bundle_path(out)
+    data_dir, out = Path(data_dir), _free(_bundle_path(out), replace)
     ledger_csv = data_dir / "00_claims_ledger.csv"
     if not ledger_csv.exists():
         raise ValueError(f"data_dir {data_dir} has no 00_claims_ledger.csv: no verdicts to bundle")
@@ -251,7 +264,7 @@ def pack_folder(data_dir, out, *, quick: bool = False) -> Path:
                   parts, include_host=False)
 
 
-def attach_runs(path, runs_dir, out) -> Path:
+def attach_runs(path, runs_dir, out, *, replace: bool = False) -> Path:
     """A copy in today's format of an older bundle with its machine's verdict runs added from
     runs_dir (the data/*_verdict_runs.csv its `make reproduce` wrote beside it). Every
     run must carry the bundle's machine_id."""
@@ -266,8 +279,33 @@ def attach_runs(path, runs_dir, out) -> Path:
         raise ValueError(f"runs_dir {runs_dir}: runs of machine_id {', '.join(foreign)}, not "
                          f"the bundle's machine ({b['machine']['machine_id']})")
     meta = dict(b["meta"], format=FORMAT, runs_added=f"from format {b['meta'].get('format')}")
-    return _write(_bundle_path(out), meta, b["measurements"], b["verdicts"], runs, b["parts"],
+    return _write(_free(_bundle_path(out), replace), meta, b["measurements"], b["verdicts"],
+                  runs, b["parts"],
                   include_host="results_root" in meta)
+
+
+def relabel(path, machine_id: str) -> None:
+    """Name a bundle's machine `machine_id`, in machine.json and in every row, keeping the
+    real one beside it (real_machine_id): several workers of one machine standing for
+    several, in a room's tests and the registry's benchmarks."""
+    import pandas as pd
+
+    path = Path(path)
+    meta = json.loads((path / "machine.json").read_text())
+    real = str(meta["machine"]["machine_id"])
+    if machine_id == real:
+        return
+    meta["machine"].setdefault("real_machine_id", real)
+    meta["machine"]["machine_id"] = machine_id
+    for table in ("measurements", "verdict_runs", "parts"):
+        file = path / f"{table}.parquet"
+        if file.exists():
+            rows = pd.read_parquet(file)
+            if "machine_id" in rows:
+                rows["machine_id"] = rows.machine_id.where(rows.machine_id.astype(str) != real,
+                                                           machine_id)
+                rows.to_parquet(file, index=False)
+    (path / "machine.json").write_text(json.dumps(meta, indent=1, default=str))
 
 
 def read_bundle(path: str | Path) -> dict:

@@ -63,20 +63,13 @@ def parse_cpus(text: str) -> set[int]:
 def relabel(bundle_dir: Path, *, name: str | None, machine_id: str | None) -> None:
     """Record the participant's name in the bundle and, when the room was told a machine
     id (several workers on one machine, in tests), use it, keeping the real one beside."""
-    import pandas as pd
+    from labkit.lab.sharing import bundle
 
+    if machine_id:
+        bundle.relabel(bundle_dir, machine_id)
     meta_path = bundle_dir / "machine.json"
     meta = json.loads(meta_path.read_text())
     meta["room_name"] = name
-    real = meta["machine"]["machine_id"]
-    if machine_id and machine_id != real:
-        meta["machine"]["machine_id"] = machine_id
-        meta["machine"]["real_machine_id"] = real
-        m_path = bundle_dir / "measurements.parquet"
-        m = pd.read_parquet(m_path)
-        if "machine_id" in m:
-            m["machine_id"] = m["machine_id"].where(m["machine_id"] != real, machine_id)
-            m.to_parquet(m_path, index=False)
     meta_path.write_text(json.dumps(meta, indent=1, default=str))
 
 
@@ -115,7 +108,7 @@ def run_suite(into: Path, bundle_out: Path, *, cpus: set[int] | None = None,
         emit(state="notebook", k=k, n=n, notebook=o.name, ok=o.ok, seconds=round(o.seconds, 1),
              error=o.error[-300:])
     try:
-        out = bundle.make_bundle(bundle_out, quick=quick)
+        out = bundle.make_bundle(bundle_out, quick=quick, replace=True)
     except FileNotFoundError as exc:
         print(f"no bundle: {exc}", file=sys.stderr)
         return 1
