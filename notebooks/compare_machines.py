@@ -49,10 +49,14 @@ if len(bundles) < 2:
     raise ValueError("bundles must list at least two .labkit folders: set it in the "
                      "parameters cell, or pass it with papermill -p")
 cmp = merge.merge(bundles)
-cmp["machines"]
+merge.checked(cmp)  # each machine: how many of its verdicts were recomputed here and agree
 
 # %% [markdown]
 # ## Verdicts, claim by claim
+#
+# Each bundle's verdicts were recomputed from its own verdict runs before they are shown
+# here; a bundle whose stated verdicts disagree is refused. `cmp["checks"]` says, claim by
+# claim, how each was checked (a bundle before format 4 carries no runs).
 
 # %%
 cmp["verdicts"]

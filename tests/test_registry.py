@@ -141,6 +141,31 @@ def test_a_forged_bundle_is_refused_in_one_line(bundles, tmp_path):
     assert _state(reg) == before
 
 
+def test_merge_shows_only_verdicts_recomputed_or_said_not_to_be(bundles, tmp_path):
+    """The same check as publish, before bundles are shown side by side: the committed
+    data's verdicts are recomputed and agree, the format-2 Xeon's say they cannot be, and a
+    forged copy is refused in one line."""
+    from labkit.lab.sharing import merge
+
+    out = merge.merge([bundles["mine"], bundles["xeon"]], same_commit=False)
+    mine, xeon = out["machines"]
+    said = merge.checked(out)
+    agree = int(said[mine].split(" recomputed and agree")[0])
+    assert agree >= 30 and "disagrees" not in said[mine]
+    assert said[xeon].startswith("0 recomputed and agree, ")
+    assert "not recomputable: a format-2 bundle carries no verdict runs" in said[xeon]
+    assert out["checks"].at["C000.2", mine] == publish.AGREES
+    records = merge.merged_records(out)["verdicts"]
+    assert {r["machines"][mine]["check"] for r in records} >= {publish.AGREES}
+    forged = _forge(bundles["mine"], tmp_path)
+    with pytest.raises(ValueError, match="forged or stale verdicts, not shown beside others: "
+                                         "C000.2"):
+        merge.merge([forged, bundles["xeon"]], same_commit=False)
+    done = _cli("merge", str(forged), str(bundles["xeon"]), "--allow-other-commits")
+    err = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(err) == 1 and "C000.2" in err[0], done.stderr
+
+
 @pytest.mark.parametrize("damage", ["truncated measurements", "bad machine.json",
                                     "unknown format", "unknown commit", "runs missing",
                                     "format lowered", "another machine named"])

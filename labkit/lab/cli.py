@@ -562,7 +562,9 @@ def _run(args, parser) -> int:
 
             print(json.dumps(merge.merged_records(out), indent=1, default=str))
         else:
-            print("machines:", *out["machines"], sep="\n  ")
+            said = merge.checked(out)
+            print("machines (how their verdicts were checked):",
+                  *(f"{m}: {said[m]}" for m in out["machines"]), sep="\n  ")
             print(out["hardware"].to_string())
             print(merge.shown(out["verdicts"]).to_string())
             if not out["ladder"].empty:

@@ -13,11 +13,11 @@ import hashlib
 import io
 import os
 import subprocess
-import tempfile
 from pathlib import Path
 
 from labkit.lab.registry import store as stores
 from labkit.lab.sharing import bundle as bundles
+from labkit.lab.sharing.recompute import AGREES, recompute
 
 # The fields of machine.json's machine a registry keeps: the CPU as CPUID reports it and
 # the layers under the process. Never the host's name or a path.
@@ -27,9 +27,6 @@ MACHINE_FIELDS = ("cpu_model", "cpu_vendor", "cpu_family", "cpu_model_id", "cpu_
                   "compiler", "opt_level", "virtualization", "hypervisor", "container",
                   "governor", "turbo", "smt", "env_warnings")
 HOST_FIELDS = ("hostname",)
-# How a verdict row is compared with its recomputation (as tests/test_committed_verdicts.py).
-COMPARED = ("verdict", "original_verdict", "measured_value")
-AGREES = "recomputed: agrees"
 
 
 class Refused(ValueError):
@@ -131,54 +128,6 @@ def vendor(machine: dict) -> str:
     model = str(machine.get("cpu_model", ""))
     guess = "GenuineIntel" if "Intel" in model else "AuthenticAMD" if "AMD" in model else ""
     return f"{guess} (from the brand string: not recorded)" if guess else "not recorded"
-
-
-def recompute(b: dict) -> dict:
-    """claim_id -> (check, recomputed row or None): each stated verdict recomputed from
-    the bundle's own data. check is AGREES, 'not recomputable: why' or 'disagrees: how'."""
-    from labkit.lab.judging import rules, verdicts
-
-    out = {}
-    stated = b["verdicts"].astype(str).set_index("claim_id")
-    if not b["recomputable"]:
-        why = (f"not recomputable: a format-{b['meta'].get('format')} bundle carries no "
-               "verdict runs")
-        return {c: (why, None) for c in stated.index}
-    with tempfile.TemporaryDirectory(prefix="labkit-recompute-") as tmp:
-        data = Path(tmp)
-        _as_data_folder(b, data)
-        for claim_id, row in stated.iterrows():
-            method = row.get("method", "")
-            if claim_id not in rules.RULES:
-                out[claim_id] = ("not recomputable: judged in its notebook, no rule of "
-                                 "labkit.lab.judging.rules", None)
-                continue
-            if method not in (verdicts.METHOD, verdicts.EXACT):
-                out[claim_id] = (f"not recomputable: judged by the method {method or 'none'!r}",
-                                 None)
-                continue
-            again = rules.recompute(claim_id, data)
-            if again is None:
-                out[claim_id] = (f"disagrees: {row['verdict']} by {method}, but the bundle does "
-                                 "not carry the data it stands on", None)
-                continue
-            got = {k: str(again.get(k, "")) for k in COMPARED}
-            bad = [k for k in COMPARED if got[k] != str(row.get(k, ""))]
-            out[claim_id] = (AGREES, again) if not bad else (
-                f"disagrees: the bundle says {row['verdict']}, {row['measured_value']}; "
-                f"recomputed: {got['verdict']}, {got['measured_value']}", again)
-    return out
-
-
-def _as_data_folder(b: dict, into: Path) -> None:
-    """The bundle's rows as the data/ folder the rules read: <notebook>.csv and
-    <notebook>_verdict_runs.csv."""
-    for name, frame in (("", b["measurements"]), (bundles.RUNS_SUFFIX, b["runs"])):
-        if frame is None or frame.empty:
-            continue
-        for nb, g in frame.groupby("notebook"):
-            g.drop(columns="notebook").dropna(axis=1, how="all") \
-                .to_csv(into / f"{nb}{name}.csv", index=False)
 
 
 def _parquet(df) -> bytes:

@@ -2,7 +2,10 @@
 server): one comparison of their verdicts, their ladders and their hardware.
 
 `merge` puts side by side only bundles of a format this labkit reads (bundle.READS), of
-one mode (quick or full) and of one labkit commit; `shown` and `merged_records` give its
+one mode (quick or full) and of one labkit commit, and only verdicts recomputed from each
+bundle's own verdict runs (labkit.lab.sharing.recompute): a bundle whose stated verdicts
+disagree with them is refused, and each verdict shown says how it was checked (`checks`;
+a bundle before format 4 carries no runs, and says so). `shown` and `merged_records` give its
 tables as a person reads them ('not measured', not NaN) and as JSON. Bundles made before a
 machine field existed still merge: the field shows as not recorded.
 """
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 import os
 
+from labkit.lab.sharing import recompute
 from labkit.lab.sharing.bundle import READS, read_bundle
 
 # The machine fields merge puts side by side: the CPU as CPUID reports it and its layers.
@@ -62,6 +66,14 @@ def merge(paths, *, same_commit: bool = True) -> dict:
     labels = [label(b["machine"]) for b in bundles]
     if len(set(labels)) != len(labels):
         raise ValueError("two bundles come from the same machine: " + ", ".join(labels))
+    checks = {}
+    for p, lab, b in zip(paths, labels, bundles):
+        checks[lab] = {c: why for c, (why, _) in recompute.recompute(b).items()}
+        wrong = [(c, why) for c, why in checks[lab].items() if why.startswith("disagrees")]
+        if wrong:
+            raise ValueError(f"paths: {p}: forged or stale verdicts, not shown beside others: "
+                             f"{wrong[0][0]} {wrong[0][1]}"
+                             + (f" (and {len(wrong) - 1} more claims)" if len(wrong) > 1 else ""))
     v = None
     for lab, b in zip(labels, bundles):
         part = b["verdicts"].set_index("claim_id")[["verdict", "measured_value"]]
@@ -83,7 +95,21 @@ def merge(paths, *, same_commit: bool = True) -> dict:
     ladder = pd.concat(ladders, axis=1) if ladders else pd.DataFrame()
     hardware = pd.DataFrame({lab: [str(b["machine"].get(f, NOT_RECORDED)) for f in MACHINE_FIELDS]
                              for lab, b in zip(labels, bundles)}, index=list(MACHINE_FIELDS))
-    return {"machines": labels, "verdicts": v, "ladder": ladder, "hardware": hardware}
+    return {"machines": labels, "verdicts": v, "ladder": ladder, "hardware": hardware,
+            "checks": pd.DataFrame(checks).reindex(v.index).fillna("not stated")}
+
+
+def checked(out: dict) -> dict:
+    """label -> how its verdicts were checked, in words: '30 recomputed and agree, 15 not
+    recomputable (...)'."""
+    said = {}
+    for lab in out["machines"]:
+        col = out["checks"][lab]
+        agree = int((col == recompute.AGREES).sum())
+        other = col[col != recompute.AGREES].value_counts()
+        said[lab] = ", ".join([f"{agree} recomputed and agree"]
+                              + [f"{n} {why}" for why, n in other.items()])
+    return said
 
 
 NOT_MEASURED = "not measured"  # how a merge shows a value a machine has no measurement of
@@ -97,8 +123,8 @@ def shown(frame, digits: int = 2):
 
 
 def merged_records(out: dict) -> dict:
-    """A merge (merge()'s dict) as plain data for JSON: the machines; each claim's verdict
-    and measured value per machine and whether they all agree; each entry's median ns per
+    """A merge (merge()'s dict) as plain data for JSON: the machines; each claim's verdict,
+    measured value and check per machine and whether they all agree; each entry's median ns per
     switch and ratio to `asm` per machine (null where a machine did not measure it); and
     the machines' hardware fields."""
     import math
@@ -113,7 +139,8 @@ def merged_records(out: dict) -> dict:
     verdict_rows = [{"claim_id": claim,
                      "same_verdict": bool(row[("all machines", "same verdict")]),
                      "machines": {m: {"verdict": row[(m, "verdict")],
-                                      "measured_value": value(row[(m, "measured_value")])}
+                                      "measured_value": value(row[(m, "measured_value")]),
+                                      "check": out["checks"].at[claim, m]}
                                   for m in machines}}
                     for claim, row in v.iterrows()]
     lad = out["ladder"]
