@@ -83,6 +83,8 @@ def test_queries_over_the_machines(registry, bundles):
     lines = {r["claim_id"]: r["line"] for r in query.tally(rows)}
     n = len(bundles)
     assert lines["C000.2"] == f"C000.2: contradicted on {n} of {n} machines"
+    recomputed = {r["claim_id"]: r["recomputed"] for r in query.tally(rows)}
+    assert recomputed["C000.2"] == n - 1  # all but the format-2 Xeon
     checks = set(rows[rows.machine == "7994a98e8a8d"]["check"])
     assert checks == {"not recomputable: a format-2 bundle carries no verdict runs"}
     lad = query.ladder(registry)

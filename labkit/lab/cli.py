@@ -330,8 +330,7 @@ def _registry_arguments(p) -> None:
     for name, help in helps.items():
         q = sub.add_parser(name, help=help, description=help)
         q.add_argument("--registry", required=True, help="folder path or S3 URL of the registry")
-        for f in ("vendor", "family", "model", "layers", "commit"):
-            q.add_argument(f"--{f}", default=None, help=f"only machines of this {f}")
+        _machine_filters(q)
         _flag(q, "--quick", "the quick runs' bundles (kept apart from full ones)")
         _flag(q, "--json", "print as JSON")
         if name == "effects":
@@ -346,8 +345,7 @@ def _registry_arguments(p) -> None:
                         "static, fetching nothing.")
     gl.add_argument("--registry", required=True, help="folder path or S3 URL of the registry")
     gl.add_argument("-o", "--out", required=True, help="folder to write index.html into")
-    for f in ("vendor", "family", "model", "layers", "commit"):
-        gl.add_argument(f"--{f}", default=None, help=f"only machines of this {f}")
+    _machine_filters(gl)
     _flag(gl, "--quick", "the quick runs' bundles (kept apart from full ones)")
     c = sub.add_parser("compact", help="compact a registry's index: one file per partition",
                        description="Fold each partition's index files into one (publishes "
@@ -359,9 +357,43 @@ def _registry_arguments(p) -> None:
                        description="Start SeaweedFS's S3 server for a registry, on loopback "
                        "unless --address says otherwise; prints the registry URL and where "
                        "the data live; Ctrl-C stops it.")
-    s.add_argument("--data", default="labkit-registry-data", help="folder for the store's data")
-    s.add_argument("--address", default="127.0.0.1:8333", help="HOST:PORT to serve S3 on")
-    s.add_argument("--bucket", default="labkit", help="the registry's bucket")
+    s.add_argument("--data", default="labkit-registry-data",
+                   help="folder for the store's data (default labkit-registry-data)")
+    s.add_argument("--address", default="127.0.0.1:8333",
+                   help="HOST:PORT to serve S3 on (default 127.0.0.1:8333)")
+    s.add_argument("--bucket", default="labkit", help="the registry's bucket (default labkit)")
+
+
+def _cpuid_number(text: str) -> str:
+    """A CPUID family or model as the registry stores it (decimal), given in decimal or
+    0x hex."""
+    try:
+        return str(int(text, 0))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number such as 25 or 0x19; got {text!r}")
+
+
+def _model_or_brand(text: str) -> str:
+    """A CPUID model number in decimal (given in decimal or 0x hex), else brand text."""
+    try:
+        return str(int(text, 0))
+    except ValueError:
+        return text
+
+
+def _machine_filters(p) -> None:
+    """The registry's machine filters (labkit.lab.registry.query.FILTERS)."""
+    p.add_argument("--vendor", default=None,
+                   help="only machines whose CPUID vendor contains this: amd, GenuineIntel")
+    p.add_argument("--family", default=None, type=_cpuid_number,
+                   help="only this CPUID family: 25 or 0x19")
+    p.add_argument("--model", default=None, type=_model_or_brand,
+                   help="only this CPUID model number (17 or 0x11), or brand strings "
+                   "containing this text (EPYC)")
+    p.add_argument("--layers", default=None, help="only machines under exactly these "
+                   "virtualisation layers, outermost first: kvm+docker, bare metal")
+    p.add_argument("--commit", default=None, help="only bundles of labkit commits starting "
+                   "with this: 1f2bac5")
 
 
 def _registry(args) -> int:
@@ -408,7 +440,8 @@ def _registry_command(args) -> int:
     elif args.registry_command == "claims":
         rows = query.tally(query.claims(args.registry, **kw))
         print(json.dumps(rows, indent=1, default=str) if args.json
-              else "\n".join(r["line"] for r in rows) or "no claims")
+              else "\n".join(f"{r['line']} ({r['recomputed']} recomputed on publish)"
+                             for r in rows) or "no claims")
     elif args.registry_command == "ladder":
         df = query.ladder(args.registry, **kw)
         if args.json:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from labkit.lab.registry import index
 from labkit.lab.registry import store as stores
+from labkit.lab.sharing.recompute import AGREES
 
 # filter name -> the SQL condition on the machine table (one parameter each).
 FILTERS = {
@@ -133,7 +134,8 @@ def claims(registry, *, filters: dict | None = None, quick: bool = False):
 
 def tally(rows) -> list[dict]:
     """Per claim: how many machines gave each verdict, most common first, and the line
-    'C000.2: contradicted on 14 of 15 machines'."""
+    'C000.2: contradicted on 14 of 15 machines', and on how many of them the verdict was
+    recomputed on publish."""
     cols = ["label", "verdict", "measured_value", "check"]
     if rows is None or rows.empty:
         return []
@@ -147,9 +149,10 @@ def tally(rows) -> list[dict]:
         parts = [f"{v} on {int(k)}" for v, k in counts.items()]
         head = (f"{parts[0]} of {n} machines" if len(parts) == 1
                 else ", ".join(parts) + f" of {n} machines")
+        checked = int((rows["check"].iloc[idx] == AGREES).sum())
         out.append({"claim_id": claim_id, "machines": n,
                     "tally": {v: int(k) for v, k in counts.items()},
-                    "line": f"{claim_id}: {head}",
+                    "line": f"{claim_id}: {head}", "recomputed": checked,
                     "verdicts": [records[i] for i in idx]})
     return out
 
