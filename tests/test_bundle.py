@@ -318,6 +318,9 @@ def test_command_line_merge_says_not_measured_and_gives_json(here, FIXTURE, caps
     assert len(data["verdicts"]) == len(labkit.lab.judging.claims.registry())
     c = next(r for r in data["verdicts"] if r["claim_id"] == "C002.3")
     assert c["machines"][machines[1]]["verdict"] == "reproduced" and c["same_verdict"] is False
+    unmeasured = [r["machines"][m] for r in data["verdicts"] for m in machines
+                  if r["machines"][m]["verdict"] == "not-measured"]
+    assert unmeasured and all(u["measured_value"] is None for u in unmeasured)
     rungs = {r["entry"]: r["machines"] for r in data["ladder"]}
     assert rungs["asm"][machines[0]]["ratio_to_asm"] == 1.0
     missing = [e for e, m in rungs.items() if m[machines[0]]["median_ns"] is None]

@@ -130,7 +130,8 @@ def merged_records(out: dict) -> dict:
     import math
 
     def value(x):
-        if isinstance(x, float) and not math.isfinite(x):
+        # a claim a machine did not measure: NaN, or the ledger's `not-measured` or empty
+        if (isinstance(x, float) and not math.isfinite(x)) or x in ("not-measured", ""):
             return None
         return x.item() if hasattr(x, "item") else x
 
