@@ -136,6 +136,20 @@ def test_usage_errors_exit_2(capsys):
         assert done.value.code == 2, argv
 
 
+def test_a_reader_that_goes_away_is_not_a_failure(monkeypatch, capsys):
+    """`labkit catalogue --csv | head -1`: the pipe closes early; no traceback, and the
+    exit status is SIGPIPE's, not a measurement's failure."""
+    read, write = os.pipe()
+    os.close(read)  # the reader has gone: every write fails with EPIPE
+    closed = os.fdopen(write, "w", buffering=1)
+    monkeypatch.setattr(sys, "stdout", closed)
+    try:
+        assert cli.main(["catalogue", "--csv"]) == 141
+    finally:
+        closed.close()
+    assert "Error" not in capsys.readouterr().err
+
+
 def test_measure_reads_sizes_with_units_as_advise_does(capsys):
     args = cli.build_parser().parse_args(["measure", "copy_stack", "--stack-size", "64KiB",
                                           "--stack-in-use", "1K"])

@@ -124,3 +124,44 @@ def test_resume_without_an_interrupted_run_is_a_usage_error(tmp_path, monkeypatc
     out, err = run.communicate(timeout=120)
     assert run.returncode == 2, out + err
     assert "nothing to resume" in err
+
+
+def test_a_fresh_run_never_resumes_from_an_older_runs_points(tmp_path, monkeypatch):
+    """A whole run leaves no checkpoint behind; a fresh run that is then interrupted and
+    resumed measures every point itself (none taken from the older run), and the resume
+    keeps the interrupted run's --only."""
+    monkeypatch.delenv("LABKIT_RESULTS_DIR", raising=False)
+    (tmp_path / "nb").mkdir()
+    for name in ("90_tiny", "91_tiny"):
+        (tmp_path / "nb" / f"{name}.py").write_text(TINY)
+    log = tmp_path / "measured.log"
+    checkpoint = tmp_path / "home" / "data" / "checkpoints" / "90_tiny.csv"
+
+    first = _start(tmp_path, "--only", "90_tiny")
+    out, err = first.communicate(timeout=600)
+    assert first.returncode == 0, out + err
+    assert not checkpoint.exists()  # its results are whole: nothing for a resume to take
+    before = len(log.read_text().split())
+
+    again = _start(tmp_path, "--only", "90_tiny")
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and again.poll() is None:
+        if checkpoint.exists() and len(pd.read_csv(checkpoint)) >= 3:
+            break
+        time.sleep(0.2)
+    os.killpg(again.pid, signal.SIGINT)
+    out, err = again.communicate(timeout=120)
+    assert again.returncode == 130, out + err
+    assert "90_tiny did not finish" in err
+    kept = set(pd.read_csv(checkpoint).i)
+    by_fresh = [int(x) for x in log.read_text().split()[before:]]
+    assert kept <= set(by_fresh)  # every point kept was measured by this run, not the first
+
+    resumed = _start(tmp_path, "--resume")
+    out, err = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, out + err
+    assert "1 notebooks" in out, out  # the interrupted run's --only, not every notebook
+    by_resume = [int(x) for x in log.read_text().split()[before + len(by_fresh):]]
+    assert not kept & set(by_resume)
+    assert kept | set(by_resume) == set(range(POINTS))
+    assert not (tmp_path / "home" / "data" / "91_tiny.csv").exists()

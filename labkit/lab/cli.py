@@ -13,7 +13,8 @@
     labkit registry compact --registry PATH_OR_URL
 
 Exit status: 0 ok; 1 a measurement or a notebook failed (one line; --debug shows the
-traceback); 2 a usage error (a bad option or value); 130 interrupted.
+traceback); 2 a usage error (a bad option or value); 130 interrupted; 141 the output's
+reader went away (a pipe into head).
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -44,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="labkit", description="labkit: measure what a context switch costs, and check "
         "five articles' claims against this machine.", epilog="Exit status: 0 ok, 1 a "
-        "measurement failed, 2 a usage error, 130 interrupted. `labkit COMMAND --help` "
+        "measurement failed, 2 a usage error, 130 interrupted, 141 the output's reader went "
+        "away. `labkit COMMAND --help` "
         "describes each command.")
     parser.add_argument("--version", action="version", version=f"labkit {_version()}",
                         help="print labkit's version and exit")
@@ -797,6 +800,11 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return _run(args, parser)
+    except BrokenPipeError:
+        # The reader went away (`labkit catalogue --csv | head -1`): not a failure of ours.
+        # Python would complain again flushing stdout at exit, so stdout goes nowhere.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     except KeyboardInterrupt:
         print(f"\nlabkit {args.command}: interrupted", file=sys.stderr)
         return 130

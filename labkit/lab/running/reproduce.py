@@ -89,12 +89,16 @@ def run(args, parser: argparse.ArgumentParser) -> int:
 
     resume_path = _resume_path()
     finished_before: list[str] = []
+    only = args.only
     if args.resume:
         if not resume_path.exists():
             parser.error(f"--resume: nothing to resume in {results_dir} (no interrupted "
                          f"{'quick' if args.quick else 'full'} run)")
         state = json.loads(resume_path.read_text())
         finished_before = state.get("finished", [])
+        if not only and state.get("only"):  # the interrupted run's own selection
+            only = state["only"]
+            sources = notebook_sources(only)
         given = {**state.get("parameters", {}), **given}
         from_file = {**state.get("file_parameters", {}), **from_file}
         parameters = _checked(parser, sources, given, from_file,
@@ -103,6 +107,9 @@ def run(args, parser: argparse.ArgumentParser) -> int:
         os.environ[RESUME_ENV] = "1"
     else:
         os.environ.pop(RESUME_ENV, None)
+        # A fresh run measures every point again: an older run's sweep points must not
+        # pass for this one's if it is interrupted and resumed.
+        _clear_checkpoints([s.stem for s in sources])
     mode = "quick" if args.quick else "full"
     say = functools.partial(print, file=sys.stderr if args.json else sys.stdout, flush=True)
     say(f"labkit reproduce ({mode}{', resumed' if args.resume else ''}): {len(sources)} "
@@ -120,7 +127,7 @@ def run(args, parser: argparse.ArgumentParser) -> int:
     outcomes: list[Outcome] = []
     finished = list(finished_before)
     current = ""
-    _save_resume(resume_path, finished, given, from_file, args.quick)  # resumable from the start
+    _save_resume(resume_path, finished, given, from_file, args.quick, only)  # from the start
     try:
         for k, src in enumerate(sources, 1):
             current = src.stem
@@ -139,7 +146,9 @@ def run(args, parser: argparse.ArgumentParser) -> int:
                                 "finished": time.time(), "parameters": o.parameters,
                                 "given": o.given}
             ledger.write_manifest(manifest)
-            _save_resume(resume_path, finished, given, from_file, args.quick)
+            if o.ok:  # its results are whole; a failed one keeps its points for a resume
+                _clear_checkpoints([o.name])
+            _save_resume(resume_path, finished, given, from_file, args.quick, only)
     except KeyboardInterrupt:
         status.stop()
         # The interrupted notebook's kernel dies with it; its pending asyncio tasks would
@@ -147,12 +156,17 @@ def run(args, parser: argparse.ArgumentParser) -> int:
         # after a clean Ctrl-C. What the run kept is said below, not by the libraries' logs.
         logging.disable(logging.CRITICAL)
         n = kill_children()
-        again = "labkit reproduce --resume" + (" --quick" if args.quick else "")
+        home = getattr(args, "results", None)
+        again = ("labkit" + (f" --results {home}" if home else "") + " reproduce --resume"
+                 + (" --quick" if args.quick else ""))
+        make = "" if home else (f"   (or: make reproduce RESUME=1"
+                                f"{' QUICK=1' if args.quick else ''})")
         print(f"\ninterrupted during {current}: stopped it and {n} process(es) it started.\n"
               f"finished: {', '.join(finished) or 'no notebook'}; kept their results and "
               f"every measured sweep point (in {results.data_dir() / 'checkpoints'}).\n"
-              f"to continue: {again}   (or: make reproduce RESUME=1"
-              f"{' QUICK=1' if args.quick else ''})", file=sys.stderr)
+              f"{current} did not finish: until it runs again, its figures and side tables "
+              "may be partly this run's and partly its last finished run's.\n"
+              f"to continue: {again}{make}", file=sys.stderr)
         return 130
     finally:
         status.stop()
@@ -274,10 +288,21 @@ def _bad_parameter(parser, exc) -> None:
 
 
 def _save_resume(path: Path, finished: list[str], given: dict[str, str], from_file: dict,
-                 quick: bool) -> None:
+                 quick: bool, only=None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps({"finished": finished, "parameters": given,
-                                   "file_parameters": from_file, "quick": quick},
+                                   "file_parameters": from_file, "quick": quick,
+                                   "only": list(only) if only else None},
                                   indent=1, default=str))
+
+
+def _clear_checkpoints(notebooks: list[str]) -> None:
+    """Remove the sweep checkpoints of these notebooks (data/checkpoints/<nb>[_part].csv)."""
+    folder = results.data_dir() / "checkpoints"
+    if not folder.is_dir():
+        return
+    for f in folder.glob("*.csv"):
+        if any(f.stem == nb or f.stem.startswith(f"{nb}_") for nb in notebooks):
+            f.unlink(missing_ok=True)
 
