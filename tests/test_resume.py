@@ -142,6 +142,9 @@ def test_a_fresh_run_never_resumes_from_an_older_runs_points(tmp_path, monkeypat
     assert first.returncode == 0, out + err
     assert not checkpoint.exists()  # its results are whole: nothing for a resume to take
     before = len(log.read_text().split())
+    # an older run's leftover points (as an interrupted run leaves them) are set aside
+    stale = checkpoint.with_name("90_tiny_part.csv")
+    pd.DataFrame({"i": [0], "value": [-1]}).to_csv(stale, index=False)
 
     again = _start(tmp_path, "--only", "90_tiny")
     deadline = time.monotonic() + 240
@@ -153,6 +156,8 @@ def test_a_fresh_run_never_resumes_from_an_older_runs_points(tmp_path, monkeypat
     out, err = again.communicate(timeout=120)
     assert again.returncode == 130, out + err
     assert "90_tiny did not finish" in err
+    assert "set aside 1 sweep checkpoint(s)" in err and not stale.exists()
+    assert (stale.parent / reproduce.SUPERSEDED / stale.name).exists()  # kept, not lost
     kept = set(pd.read_csv(checkpoint).i)
     by_fresh = [int(x) for x in log.read_text().split()[before:]]
     assert kept <= set(by_fresh)  # every point kept was measured by this run, not the first

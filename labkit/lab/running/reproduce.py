@@ -41,6 +41,7 @@ from labkit.lab.running.status_line import StatusLine
 from labkit.lab.running.sweep import PROGRESS_ENV, RESUME_ENV
 
 RESUME_FILE = "resume.json"   # in data/checkpoints/: what an interrupted run finished
+SUPERSEDED = "superseded"     # in data/checkpoints/: an earlier run's points a fresh run set aside
 
 
 def reports_dir(quick: bool) -> Path:
@@ -108,8 +109,13 @@ def run(args, parser: argparse.ArgumentParser) -> int:
     else:
         os.environ.pop(RESUME_ENV, None)
         # A fresh run measures every point again: an older run's sweep points must not
-        # pass for this one's if it is interrupted and resumed.
-        _clear_checkpoints([s.stem for s in sources])
+        # pass for this one's if it is interrupted and resumed. They are set aside, not
+        # deleted: an interrupted run's points are results too.
+        aside = _clear_checkpoints([s.stem for s in sources], keep_in=SUPERSEDED)
+        if aside:
+            print(f"set aside {len(aside)} sweep checkpoint(s) of an earlier run in "
+                  f"{results.data_dir() / 'checkpoints' / SUPERSEDED} (this run measures "
+                  "every point itself; `--resume` would have used them)", file=sys.stderr)
     mode = "quick" if args.quick else "full"
     say = functools.partial(print, file=sys.stderr if args.json else sys.stdout, flush=True)
     say(f"labkit reproduce ({mode}{', resumed' if args.resume else ''}): {len(sources)} "
@@ -297,12 +303,19 @@ def _save_resume(path: Path, finished: list[str], given: dict[str, str], from_fi
                                   indent=1, default=str))
 
 
-def _clear_checkpoints(notebooks: list[str]) -> None:
-    """Remove the sweep checkpoints of these notebooks (data/checkpoints/<nb>[_part].csv)."""
+def _clear_checkpoints(notebooks: list[str], keep_in: str | None = None) -> list[Path]:
+    """Remove the sweep checkpoints of these notebooks (data/checkpoints/<nb>[_part].csv),
+    or move them into the subfolder `keep_in`; returns the files taken."""
     folder = results.data_dir() / "checkpoints"
     if not folder.is_dir():
-        return
-    for f in folder.glob("*.csv"):
-        if any(f.stem == nb or f.stem.startswith(f"{nb}_") for nb in notebooks):
+        return []
+    taken = [f for f in folder.glob("*.csv")
+             if any(f.stem == nb or f.stem.startswith(f"{nb}_") for nb in notebooks)]
+    for f in taken:
+        if keep_in:
+            (folder / keep_in).mkdir(exist_ok=True)
+            f.replace(folder / keep_in / f.name)
+        else:
             f.unlink(missing_ok=True)
+    return taken
 
