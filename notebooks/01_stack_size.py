@@ -133,9 +133,9 @@ judge_kernel = analysis.judged(kernels)[0]
 # ## Verdict
 #
 # The rule in `data/claims.csv` names the author's test: Boost `fiber` ping-pong,
-# 8 MB against 4 KB stacks. Without Boost here the claim cannot be judged as written,
-# and the verdict says so (labkit's `asm_fpu`, which saves what `jump_fcontext` saves,
-# is shown above for reference).
+# 8 MB against 4 KB stacks. On a machine without Boost the claim cannot be judged as
+# written, and the verdict says so (labkit's `asm_fpu`, which saves what `jump_fcontext`
+# saves, is shown above for reference).
 #
 # The stack sizes the rules name (C000.2 and the table's rows C000.2a-d) are measured
 # again for the verdict, over fresh worker processes: each process runs every size four

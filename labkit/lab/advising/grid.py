@@ -181,9 +181,13 @@ def run_grid(*, quick: bool = False, designs=None, work=None, alive=None, in_use
         model.check_design(d)
     axes = [tuple(work or pick["work"]), tuple(alive or pick["alive"]),
             tuple(in_use or pick["in_use"])]
+    from labkit.lab.running import sweep
+
     ev = ev or evidence.load()
     seeds = {p: i for i, p in enumerate(itertools.product(*axes))}
     rows = []
+    started = time.time()
+    sweep._report_progress("calibration grid", 0, len(seeds), started)  # the status line
     # The cold switches of one N and u are measured just before that N and u's points, not
     # all before the grid: the VM's state moves with the grid's own churn of memory.
     for n, u in itertools.product(axes[1], axes[2]):
@@ -193,6 +197,8 @@ def run_grid(*, quick: bool = False, designs=None, work=None, alive=None, in_use
             i = seeds[wk, n, u]
             rows += point(designs, wk, n, u, processes=processes, samples=samples, ev=ev,
                           seed=i)
+            sweep._report_progress("calibration grid", len(rows) // len(designs),
+                                   len(seeds), started)
             if progress:
                 progress(f"point {len(rows) // len(designs)} of {len(seeds)}: W={wk} N={n} "
                          f"u={u}: {rows[-1]['seconds']:.1f} s")

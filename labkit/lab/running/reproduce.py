@@ -73,8 +73,8 @@ def run(args, parser: argparse.ArgumentParser) -> int:
     """Run the notebooks the parsed arguments ask for; returns the exit status."""
     try:
         sources = notebook_sources(args.only)
-    except ValueError as exc:
-        parser.error(str(exc))  # a usage error: the message and exit status 2, no traceback
+    except ValueError as exc:  # a usage error: the message and exit status 2, no traceback
+        parser.error(f"--{exc}" if str(exc).startswith("only ") else str(exc))
     given = dict(args.parameter)  # -p NAME VALUE as typed: a resumed run reads them again
     from_file = _read_file(parser, args.parameters_file)
     parameters = _checked(parser, sources, given, from_file, args.parameters_file)
@@ -167,7 +167,8 @@ def run(args, parser: argparse.ArgumentParser) -> int:
                  + (" --quick" if args.quick else ""))
         make = "" if home else (f"   (or: make reproduce RESUME=1"
                                 f"{' QUICK=1' if args.quick else ''})")
-        print(f"\ninterrupted during {current}: stopped it and {n} process(es) it started.\n"
+        stopped = f" and {n} process(es) still running under it" if n else ""
+        print(f"\ninterrupted during {current}: stopped it{stopped}.\n"
               f"finished: {', '.join(finished) or 'no notebook'}; kept their results and "
               f"every measured sweep point (in {results.data_dir() / 'checkpoints'}).\n"
               f"{current} did not finish: until it runs again, its figures and side tables "
