@@ -69,6 +69,17 @@ def machine_warnings(info: dict, env: list[dict] | None = None) -> list[str]:
     return out
 
 
+def _noise(info: dict) -> str:
+    """What machine_warnings counts, said as the Machine section says it: the VM, and how
+    many of the environment check's conditions warn."""
+    rows = envcheck.latest()["rows"]
+    parts = (["the virtual machine"] if info.get("virtualization") not in
+             (None, "none", "none detected") else [])
+    if warned := envcheck.warnings(rows):
+        parts.append(f"{len(warned)} of the {len(rows)} conditions of the environment check")
+    return " and ".join(parts)
+
+
 def _e(v) -> str:
     return html.escape(str(v))
 
@@ -130,8 +141,8 @@ def _summary(outcomes, info: dict, quick: bool, tables) -> str:
         "<tr><th>the article's table</th><th>its rows' verdicts</th></tr>" + per_table
         + "</table></div></div>"
         + _legend(quick, n_claims)
-        + (f"<p class='lk-note'>Noise: {len(warns)} condition(s) make timings less stable "
-           f"here (see <a href='#machine'>Machine</a>).</p>" if warns else "")
+        + (f"<p class='lk-note'>Noise: {_noise(info)} make timings less stable here (see "
+           "<a href='#machine'>Machine</a>).</p>" if warns else "")
     )
 
 
