@@ -136,6 +136,15 @@ def test_usage_errors_exit_2(capsys):
         assert done.value.code == 2, argv
 
 
+@pytest.mark.parametrize("argv, option", [
+    (["--runs", "0"], "--runs"), (["--quick", "--with-committed"], "--with-committed")])
+def test_stability_errors_name_the_option(argv, option, capsys):
+    with pytest.raises(SystemExit) as done:
+        cli.main(["stability", *argv])
+    assert done.value.code == 2
+    assert f"error: {option} " in capsys.readouterr().err
+
+
 def test_a_reader_that_goes_away_is_not_a_failure(monkeypatch, capsys):
     """`labkit catalogue --csv | head -1`: the pipe closes early; no traceback, and the
     exit status is SIGPIPE's, not a measurement's failure."""

@@ -298,7 +298,7 @@ def _reproduce_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _stability_arguments(parser: argparse.ArgumentParser) -> None:
     """`labkit stability`'s options."""
-    parser.add_argument("--runs", type=int, default=3, help="how many runs (default 3)")
+    parser.add_argument("--runs", type=int, default=3, help="how many runs, 1 to 50 (default 3)")
     parser.add_argument("--quick", action="store_true", help="the notebooks' quick mode")
     parser.add_argument("--only", nargs="+", metavar="NOTEBOOK", help="only these notebooks")
     parser.add_argument("--out", type=Path,
@@ -315,8 +315,12 @@ def _stability(args, parser: argparse.ArgumentParser) -> int:
     try:
         table, seconds = stability.run(args.runs, quick=args.quick, only=args.only,
                                        out=args.out, with_committed=args.with_committed)
-    except ValueError as exc:
-        parser.error(str(exc))
+    except ValueError as exc:  # stability.run names its parameter first: say the option
+        msg = str(exc)
+        name = msg.split(" ", 1)[0]
+        if name in ("runs", "quick", "only", "out", "with_committed"):
+            msg = f"--{name.replace('_', '-')}{msg[len(name):]}"
+        parser.error(msg)
     print(table.to_string(index=False))
     print(stability.figure(table))
     print("run times: " + ", ".join(f"run {i + 1} {s / 60:.1f} min" for i, s in enumerate(seconds))
