@@ -9,7 +9,6 @@ ValueError) naming the bundle and the one reason, and the store is left as it wa
 from __future__ import annotations
 
 import datetime
-import hashlib
 import io
 import os
 import subprocess
@@ -38,28 +37,8 @@ class Refused(ValueError):
         self.reason = reason
 
 
-# What machine.json says of the packing, not of the run: the same run packed twice is one.
-PACKING_FIELDS = ("created",)
 # Where a labkit commit declares the bundle format it writes (FORMAT = n), newest first.
 BUNDLE_MODULES = ("labkit/lab/sharing/bundle.py", "labkit/lab/bundle.py")
-
-
-def content_hash(path: Path) -> str:
-    """sha256 over the bundle's files, names and bytes, in name order; machine.json without
-    its PACKING_FIELDS."""
-    import json
-
-    h = hashlib.sha256()
-    for f in sorted(Path(path).iterdir()):
-        if f.is_file():
-            data = f.read_bytes()
-            if f.name == "machine.json":
-                meta = {k: v for k, v in json.loads(data).items() if k not in PACKING_FIELDS}
-                data = json.dumps(meta, sort_keys=True).encode()
-            h.update(f.name.encode() + b"\0")
-            h.update(data)
-            h.update(b"\0")
-    return h.hexdigest()
 
 
 def written_format(commit: str, repo: Path | None = None) -> int | None:
@@ -85,9 +64,7 @@ def _one_machine(path, b: dict) -> None:
     stated = str(b["machine"]["machine_id"])
     for name, frame in (("measurements", b["measurements"]), ("verdict runs", b["runs"]),
                         ("parts", b["parts"])):
-        if frame is None or "machine_id" not in frame:
-            continue
-        other = sorted(set(frame.machine_id.dropna().astype(str)) - {stated})
+        other = bundles._foreign_runs(frame, stated)
         if other:
             raise Refused(path, f"its {name} were measured on machine {', '.join(other)}, but "
                           f"its machine.json names {stated}")
@@ -164,7 +141,7 @@ def prepare(path, *, include_host: bool = False, store=None) -> tuple[str, dict,
         raise Refused(path, f"it says format {fmt}, but its labkit commit {commit} writes "
                       f"format {written}: a bundle's format is never lowered")
     _one_machine(path, b)
-    digest = content_hash(path)
+    digest = bundles.content_hash(path)
     mode = stores.run_mode(bool(meta.get("quick")))
     parts = {"run_mode": mode, "format": str(fmt), "commit": commit,
              "machine": str(machine["machine_id"]), "bundle": digest[:16]}

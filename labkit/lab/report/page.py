@@ -56,11 +56,15 @@ def measured_machine() -> tuple[dict, str]:
     return m, where
 
 
+def _in_vm(info: dict) -> bool:
+    return info.get("virtualization") not in (None, "none", "none detected")
+
+
 def machine_warnings(info: dict, env: list[dict] | None = None) -> list[str]:
     """Conditions that make timings on this machine less stable (pyperf's spirit): the
     VM, and every condition of the environment check (`env`: its rows) that warns."""
     out = []
-    if info.get("virtualization") not in (None, "none", "none detected"):
+    if _in_vm(info):
         out.append(f"Virtual machine ({info['virtualization']}): hypervisor exits and steal "
                    "time add noise; the TSC counts reference ticks, not core cycles.")
     for r in envcheck.latest()["rows"] if env is None else env:
@@ -73,8 +77,7 @@ def _noise(info: dict) -> str:
     """What machine_warnings counts, said as the Machine section says it: the VM, and how
     many of the environment check's conditions warn."""
     rows = envcheck.latest()["rows"]
-    parts = (["the virtual machine"] if info.get("virtualization") not in
-             (None, "none", "none detected") else [])
+    parts = ["the virtual machine"] if _in_vm(info) else []
     if warned := envcheck.warnings(rows):
         parts.append(f"{len(warned)} of the {len(rows)} conditions of the environment check")
     return " and ".join(parts)

@@ -162,6 +162,28 @@ def _parts_of(data_dir: Path, names):
     return pd.concat(frames, ignore_index=True) if frames else None
 
 
+# What machine.json says of the packing, not of the run: the same run packed twice is one.
+PACKING_FIELDS = ("created",)
+
+
+def content_hash(path) -> str:
+    """sha256 over the bundle's files, names and bytes, in name order; machine.json without
+    its PACKING_FIELDS."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for f in sorted(Path(path).iterdir()):
+        if f.is_file():
+            data = f.read_bytes()
+            if f.name == "machine.json":
+                meta = {k: v for k, v in json.loads(data).items() if k not in PACKING_FIELDS}
+                data = json.dumps(meta, sort_keys=True).encode()
+            h.update(f.name.encode() + b"\0")
+            h.update(data)
+            h.update(b"\0")
+    return h.hexdigest()
+
+
 def _foreign_runs(runs, machine_id: str) -> list[str]:
     if runs is None or "machine_id" not in runs:
         return []

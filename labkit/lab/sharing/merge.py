@@ -68,7 +68,7 @@ def merge(paths, *, same_commit: bool = True) -> dict:
         raise ValueError("two bundles come from the same machine: " + ", ".join(labels))
     checks = {}
     for p, lab, b in zip(paths, labels, bundles):
-        checks[lab] = {c: why for c, (why, _) in recompute.recompute(b).items()}
+        checks[lab] = {c: why for c, (why, _) in recompute.checks(p, b).items()}
         wrong = [(c, why) for c, why in checks[lab].items() if why.startswith("disagrees")]
         if wrong:
             raise ValueError(f"paths: {p}: forged or stale verdicts, not shown beside others: "

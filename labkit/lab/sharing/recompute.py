@@ -14,6 +14,18 @@ COMPARED = ("verdict", "original_verdict", "measured_value")
 AGREES = "recomputed: agrees"
 
 
+_CHECKED: dict = {}  # bundle content hash -> recompute(): see checks
+
+
+def checks(path, b: dict) -> dict:
+    """recompute(b) of the bundle at `path`, once per content: a room merges every bundle
+    so far at each arrival, and a recomputation costs seconds."""
+    key = bundles.content_hash(path)
+    if key not in _CHECKED:
+        _CHECKED[key] = recompute(b)
+    return _CHECKED[key]
+
+
 def recompute(b: dict) -> dict:
     """claim_id -> (check, recomputed row or None): each stated verdict recomputed from
     the bundle's own data. check is AGREES, 'not recomputable: why' or 'disagrees: how'."""
