@@ -42,7 +42,26 @@ def summary(df, by=("server",), value: str = "qps"):
         server_cpu_us_per_msg=("server_cpu_us_per_msg", "median"),
         server_preempted_per_s=("server_preempted_per_s", "median"),
         client_preempted_per_s=("client_preempted_per_s", "median")).reset_index()
-    return s.merge(extra, on=list(by))
+    spread = quartiles(df, by, SPREAD)
+    return s.merge(extra, on=list(by)).merge(spread, on=list(by))
+
+
+# The columns a figure draws with their quartiles beside the median.
+SPREAD = ("p99_us", "allocs_per_s", "rss_kb", "server_cpu_us_per_msg")
+
+
+def quartiles(df, by, cols):
+    """Per group: `<col>_q1` and `<col>_q3` of each column over repeats."""
+    g = df.groupby(list(by), sort=False)
+    return pd.concat([g[c].quantile(q).rename(f"{c}_{name}") for c in cols
+                      for q, name in ((0.25, "q1"), (0.75, "q3"))], axis=1).reset_index()
+
+
+def _iqr(frame, col: str, scale: float = 1.0):
+    """xerr/yerr of `col`'s median to its quartiles, scaled."""
+    m = frame[col]
+    return [(m - frame[f"{col}_q1"]).clip(lower=0) / scale,
+            (frame[f"{col}_q3"] - m).clip(lower=0) / scale]
 
 
 def ordering(df, order: list[str], value: str = "qps", by: str = "server") -> tuple[float, str]:
@@ -128,12 +147,15 @@ def table_figure(ms, *, connections: int, message_bytes: int, where: str):
     axes[0].barh(y, msx["median"] / 1e3, xerr=[e / 1e3 for e in xerr], capsize=3,
                  color="tab:blue")
     axes[0].set_xlabel("thousand requests/s (median, IQR bars)")
-    axes[1].barh(y, msx.p99_us / 1e3, color="tab:orange")
-    axes[1].set_xlabel("p99 latency, ms (median of runs)")
-    axes[2].barh(y, msx.allocs_per_s / 1e3, color="tab:red")
-    axes[2].set_xlabel("thousand heap allocations/s in the server")
-    axes[3].barh(y, msx.rss_kb / 1024, color="tab:green")
-    axes[3].set_xlabel("server RSS, MiB, 1000 connections open")
+    axes[1].barh(y, msx.p99_us / 1e3, xerr=_iqr(msx, "p99_us", 1e3), capsize=3,
+                 color="tab:orange")
+    axes[1].set_xlabel("p99 latency, ms (median of runs, IQR bars)")
+    axes[2].barh(y, msx.allocs_per_s / 1e3, xerr=_iqr(msx, "allocs_per_s", 1e3), capsize=3,
+                 color="tab:red")
+    axes[2].set_xlabel("thousand heap allocations/s in the server\n(median, IQR bars)")
+    axes[3].barh(y, msx.rss_kb / 1024, xerr=_iqr(msx, "rss_kb", 1024), capsize=3,
+                 color="tab:green")
+    axes[3].set_xlabel(f"server RSS, MiB, {connections} connections open\n(median, IQR bars)")
     for ax in axes:
         ax.set_yticks(y, order if ax is axes[0] else [""] * len(order))
         ax.grid(True, axis="x", alpha=0.3)
@@ -155,14 +177,11 @@ def connections_figure(conn_runs, main):
     plots.log_axis(axes[0], "x")
     axes[0].set_ylabel("requests/s (median, IQR bars)")
     axes[0].set_title("throughput")
-    for name, g in by.groupby("server", sort=False):
-        g = g.sort_values("connections")
-        axes[1].plot(g.connections, g.server_cpu_us_per_msg, marker="o", label=name)
+    plots.errorbars(axes[1], by, x="connections", hue="server", y="server_cpu_us_per_msg",
+                    lo="server_cpu_us_per_msg_q1", hi="server_cpu_us_per_msg_q3")
     plots.log_axis(axes[1], "x")
-    axes[1].set_ylabel("server CPU µs per message (median)")
+    axes[1].set_ylabel("server CPU µs per message\n(median, IQR bars)")
     axes[1].set_title("what a message costs the server")
-    axes[1].grid(True, which="both", alpha=0.3)
-    axes[1].legend(fontsize="small")
     for ax in axes:
         ax.set_xlabel("connections (one request in flight on each)")
     plots.finish(fig, f"{NOTEBOOK}-connections")
@@ -184,27 +203,35 @@ def reads_figure(c15, *, message_bytes: int, connections: int):
     names, hows = _in_order(c15.server), _hows(c15)
     how = np.where(c15.read_mode == "whole", "whole",
                    "some " + (c15.chunk // 1024).astype(str) + " KiB")
-    susp = c15.assign(how=how).groupby(["server", "how"]).agg(
-        read_waits_per_msg=("read_waits_per_msg", "median"),
-        reads_per_msg=("reads_per_msg", "median"),
-        dispatches_per_msg=("dispatches_per_msg", "median"),
-        qps=("qps", "median")).reset_index()
+    cols = ("read_waits_per_msg", "reads_per_msg", "dispatches_per_msg")
+    c15 = c15.assign(how=how)
+    susp = c15.groupby(["server", "how"]).agg(
+        **{c: (c, "median") for c in cols}, qps=("qps", "median")).reset_index().merge(
+        quartiles(c15, ["server", "how"], cols), on=["server", "how"])
     panels = [("read_waits_per_msg", "suspensions: waits for input"),
               ("reads_per_msg", "read calls (asio: completions)"),
               ("dispatches_per_msg", "loop dispatches")]
     fig, axes = plt.subplots(1, 3, figsize=(15, 0.45 * len(names) + 1.8), sharey=True)
     for ax, (col, title) in zip(axes, panels):
-        grid_ = susp.pivot(index="server", columns="how", values=col).loc[names, hows]
+        def cells(c):
+            return susp.pivot(index="server", columns="how", values=c).loc[names, hows]
+
+        grid_ = cells(col)
+        q1, q3 = cells(f"{col}_q1").to_numpy(), cells(f"{col}_q3").to_numpy()
         ax.imshow(np.log2(grid_.to_numpy().astype(float) + 1 / 16), cmap="viridis",
                   aspect="auto")
+
+        def num(v):
+            return f"{v:.2f}" if v < 10 else f"{v:.0f}"
+
         for (i, j), v in np.ndenumerate(grid_.to_numpy()):
-            ax.text(j, i, f"{v:.2f}" if v < 10 else f"{v:.0f}", ha="center", va="center",
-                    color="white" if v < 2 else "black", fontsize=8)
+            ax.text(j, i, f"{num(v)}\n[{num(q1[i, j])}, {num(q3[i, j])}]", ha="center",
+                    va="center", color="white" if v < 2 else "black", fontsize=7)
         ax.set_xticks(range(len(hows)), hows, rotation=30)
         ax.set_yticks(range(len(names)), names)
         ax.set_title(f"{title} per message", fontsize=10)
     fig.suptitle(f"reading a {message_bytes // 1024} KiB frame whole or with a read_some "
-                 f"loop ({connections} connections; medians)", fontsize=10)
+                 f"loop ({connections} connections; medians, [quartiles] of the runs)", fontsize=10)
     plots.finish(fig, f"{NOTEBOOK}-reads")
     return susp.pivot(index="server", columns="how",
                       values="read_waits_per_msg").loc[names, hows].round(2)

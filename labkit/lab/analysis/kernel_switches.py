@@ -88,12 +88,15 @@ def yield_summary(yields):
     per unit of work beside it (noise warnings printed)."""
     yields = yields.assign(switches_per_unit=_switches_per_unit(yields))
     ys = labkit.summarize(yields, by="every", value="units_per_s")
+    by = yields.groupby("every")
     for col in ("switches_per_unit", "ns_per_unit"):
-        ys[col] = ys.every.map(yields.groupby("every")[col].median())
+        ys[col] = ys.every.map(by[col].median())
+    for q, name in ((0.25, "q1"), (0.75, "q3")):
+        ys[f"switches_per_unit_{name}"] = ys.every.map(by.switches_per_unit.quantile(q))
     for w in labkit.noise_warnings(ys):
         print(w)
     return ys[["every", "repeats", "median", "q1", "q3", "ns_per_unit", "switches_per_unit",
-               "cv", "noisy"]]
+               "switches_per_unit_q1", "switches_per_unit_q3", "cv", "noisy"]]
 
 
 def yield_figure(ys, yield_every, cpu: int):
@@ -105,9 +108,9 @@ def yield_figure(ys, yield_every, cpu: int):
     plots.errorbars(left, ys.assign(pos=ys.every.map(list(yield_every).index)), x="pos")
     left.set_ylim(bottom=0)
     left.set_ylabel("units of work per second, both threads\n(median, IQR bars)")
-    right.plot(range(len(yield_every)), ys.switches_per_unit, marker="o")
-    right.set_ylabel("kernel switches per unit of work (median)")
-    right.grid(True, alpha=0.3)
+    plots.errorbars(right, ys.assign(pos=ys.every.map(list(yield_every).index)), x="pos",
+                    y="switches_per_unit", lo="switches_per_unit_q1", hi="switches_per_unit_q3")
+    right.set_ylabel("kernel switches per unit of work\n(median, IQR bars)")
     for ax in (left, right):
         ax.set_xticks(range(len(yield_every)), labels)
         ax.set_xlabel("sched_yield() every k units of ~1 µs (evenly spaced, not to scale)")
