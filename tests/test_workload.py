@@ -117,26 +117,3 @@ def test_the_depth_of_the_bytes_in_use_holds_them_and_what_sits_above(design):
     assert depth < 1024 + 4096
     assert wl.run_workload(design, alive=2, **{**QUICK, "stack_in_use": 0, "repeats": 1}
                            ).stack_depth_bytes.isna().all()
-
-
-def test_the_warm_up_runs_as_many_loops_as_asked_and_for_its_time(monkeypatch):
-    import time
-
-    now = [0.0]
-
-    def clock():
-        return now[0]
-
-    def loop():
-        calls.append(now[0])
-        now[0] += 0.004  # each dropped loop takes 4 ms of the fake clock
-
-    monkeypatch.setattr(time, "perf_counter", clock)
-    calls = []
-    wl.warm(loop, 1)
-    # 30 ms of warm-up at 4 ms a loop: the loop that starts at 28 ms is the last
-    assert len(calls) == 8 and calls[-1] < wl.WARM_SECONDS <= now[0]
-    calls, now[0] = [], 0.0
-    monkeypatch.setattr(wl, "WARM_SECONDS", 0.0)
-    wl.warm(loop, 3)
-    assert len(calls) == 3

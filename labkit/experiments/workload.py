@@ -62,10 +62,6 @@ MAX_RESUMPTIONS = 10**9
 GUARD_MARGIN = 5000
 CALIBRATION_UNITS = 1 << 20
 CALIBRATION_TRIES = 7
-# Dropped loops go on for at least this long: among thousands of freshly made contexts a
-# switch on this lab's VMs keeps getting faster for some 10 ms after the making (from 40 to
-# 13 ns at 10,000 contexts), and a timed loop is 2 ms (docs/advisor_calibration.md).
-WARM_SECONDS = 0.03
 
 
 def cxx_designs() -> tuple[str, ...]:
@@ -133,26 +129,13 @@ def worker_run(design: str, library: str, index: int, alive: int, stack_size: in
     try:
         after = _memory()
         depth = getattr(lib, f"{fn}_depth")()
-        warm(lambda: lib.samples(f"{fn}_run", "lk_wl_sample", 1, resumptions, 0, 1), warmup)
         with counters.count() as c:
-            samples = lib.samples(f"{fn}_run", "lk_wl_sample", repeats, resumptions, 0,
+            samples = lib.samples(f"{fn}_run", "lk_wl_sample", repeats, resumptions, warmup,
                                   repeats)
     finally:
         getattr(lib, f"{fn}_close")()
     return {"samples": samples, "counters": c.result(), "before": before, "after": after,
             "units": units, "ticks_per_unit": per_unit, "depth": depth}
-
-
-def warm(loop, at_least: int) -> None:
-    """Run `loop` (one dropped timed loop) `at_least` times and until WARM_SECONDS have
-    passed."""
-    import time
-
-    end = time.perf_counter() + WARM_SECONDS
-    k = 0
-    while k < at_least or time.perf_counter() < end:
-        loop()
-        k += 1
 
 
 class _Co:
@@ -242,31 +225,29 @@ def _py_run(design, n, in_use, work_ns, resumptions, warmup, repeats, core) -> d
 
         first = resumptions // 2 or resumptions
         halves = (first, resumptions - first)
-
-        def sample():
-            o = dict.fromkeys(("loop_ns", "loop_ticks", "base_ns", "base_ticks", "counted",
-                               "steps", "base_steps"), 0)
-            for h, k in enumerate(halves):
-                if not k:
-                    continue
-                order = (base, loop) if h == 0 else (loop, base)
-                for fn in order:
-                    ns, ticks, counted, steps = timed(fn, k)
-                    kind = "base" if fn is base else "loop"
-                    o[f"{kind}_ns"] += ns
-                    o[f"{kind}_ticks"] += ticks
-                    if fn is base:
-                        o["base_steps"] += steps
-                    else:
-                        o["counted"] += counted
-                        o["steps"] += steps
-            o.update(resumptions=resumptions, switches=2 * resumptions, minor_faults=None,
-                     preemptions=None, copied_bytes=0)
-            return o
-
-        warm(sample, warmup)
+        out = []
         with counters.count() as cnt:
-            out = [sample() for _ in range(repeats)]
+            for r in range(warmup + repeats):
+                o = dict.fromkeys(("loop_ns", "loop_ticks", "base_ns", "base_ticks", "counted",
+                                   "steps", "base_steps"), 0)
+                for h, k in enumerate(halves):
+                    if not k:
+                        continue
+                    order = (base, loop) if h == 0 else (loop, base)
+                    for fn in order:
+                        ns, ticks, counted, steps = timed(fn, k)
+                        kind = "base" if fn is base else "loop"
+                        o[f"{kind}_ns"] += ns
+                        o[f"{kind}_ticks"] += ticks
+                        if fn is base:
+                            o["base_steps"] += steps
+                        else:
+                            o["counted"] += counted
+                            o["steps"] += steps
+                o.update(resumptions=resumptions, switches=2 * resumptions, minor_faults=None,
+                         preemptions=None, copied_bytes=0)
+                if r >= warmup:
+                    out.append(o)
         close()
     finally:
         gc.enable()
@@ -408,8 +389,7 @@ def run_workload(design: str, *, work_ns: float | None = None, work_cycles: floa
 
     stack_size: bytes per stack of a stackful design (None: 64 KiB); must stay None for
     the stackless ones. guard: True, False, or "auto" (guard pages while they fit under
-    vm.max_map_count). warmup: loops dropped before the timed ones, run for WARM_SECONDS
-    at least."""
+    vm.max_map_count)."""
     design = _design(design)
     ghz = _machine.machine_info()["tsc_ghz"]
     w_ns, w_cycles = _work(work_ns, work_cycles, ghz)
@@ -461,7 +441,7 @@ def run_workload(design: str, *, work_ns: float | None = None, work_cycles: floa
              else cxx_designs().index(design) if library == "peers" else -1)
     if timeout is None:
         per = w_ns + 20_000 if library == "python" else w_ns + 5_000
-        timeout = 120 + WARM_SECONDS + alive * 5e-5 + (warmup + repeats) * 2 * resumptions * per * 1e-9
+        timeout = 120 + alive * 5e-5 + (warmup + repeats) * 2 * resumptions * per * 1e-9
     timeout = _v.timeout(timeout)
     if library == "peers":
         meta = _machine.row_metadata(cflags=_native.peers_cflags(_native.PEER_BUILD))
