@@ -426,6 +426,27 @@ def test_mappings_come_from_the_layout_when_memory_has_no_rows():
     assert model.predict_full("cxx20_generator", w, ev)["memory"]["mappings_total"] == 0
 
 
+def test_a_bundles_limit_says_it_is_this_machines():
+    """A bundle does not record its machine's vm.max_map_count: the hazard and the header
+    say the limit read is the one of the machine running labkit."""
+    from dataclasses import replace
+
+    from labkit.lab.advising import hazards, present
+
+    bundle = _ev(_simulated(np.random.default_rng(11), proc_sd=0.0))
+    w = model.workload("1us", 1, 1_000_000, 0, stack_size="64KiB")
+    p = model.predict_full("asm", w, bundle)
+    # more mappings than any kernel allows, so the hazard is always there to read
+    mem = dict(p["memory"], mappings_total=1 << 62)
+    for local, says in ((True, "this machine's vm.max_map_count = "),
+                        (False, "vm.max_map_count of the machine running labkit (the "
+                                "bundle's machine did not record its own) = ")):
+        ev = replace(bundle, local=local)
+        assert says in hazards.mapping_limit(ev, "asm", w, mem).sentence
+        header = "\n".join(present.Advice(w, [dict(p, hazards=[])], ev)._header())
+        assert ("bundle does not record" in header) == (not local)
+
+
 def test_the_fastest_says_how_many_designs_had_no_time():
     from labkit.lab.advising import present
 

@@ -73,6 +73,15 @@ def copy_pointers(ev, design: str, w) -> Hazard | None:
                   f"else's data after the switch{evidence}.", False)
 
 
+def _whose(ev, setting: str) -> str:
+    """Whose kernel limit a hazard reads: this machine's, even for another machine's
+    bundle, which does not record it."""
+    if ev.local:
+        return f"this machine's {setting}"
+    return (f"{setting} of the machine running labkit (the bundle's machine did not record "
+            "its own)")
+
+
 def mapping_limit(ev, design: str, w, mem: dict) -> Hazard | None:
     from labkit.core import procfs
 
@@ -86,7 +95,7 @@ def mapping_limit(ev, design: str, w, mem: dict) -> Hazard | None:
     why = ("a guard-paged stack takes two (the PROT_NONE page and the stack)" if per == 2
            else "malloc mmaps each stack this large as a mapping of its own")
     return Hazard(f"{w.alive} coroutines need {total} memory mappings ({why}), more than "
-                  f"this machine's vm.max_map_count = {limit}: creating them fails near "
+                  f"{_whose(ev, 'vm.max_map_count')} = {limit}: creating them fails near "
                   f"{limit // per} (libdill's wall at 32.7k is this limit).", True)
 
 
@@ -139,7 +148,7 @@ def threads_max(ev, design: str, w) -> Hazard | None:
     value = procfs.read_text(procfs.PROC / "sys" / "kernel" / "threads-max")
     if not value or w.alive <= int(value):
         return None
-    return Hazard(f"{w.alive} threads are more than this machine's kernel.threads-max = "
+    return Hazard(f"{w.alive} threads are more than {_whose(ev, 'kernel.threads-max')} = "
                   f"{int(value)}.", True)
 
 

@@ -80,6 +80,7 @@ class Advice:
         self.workload = workload
         self.predictions = preds
         self.source = ev.source
+        self.local = ev.local
         self.measured_now = list(ev.measured_now[since:])
         self.measured_before = since
         self.machine = ev.machine
@@ -136,7 +137,9 @@ class Advice:
                     ", each stackful design on the smallest stack that holds it (a call "
                     "deeper than the stack in use overflows it: give --stack-size for room)")
                  + (f", {w.rate:g} requests/s" if w.rate else ""),
-                 f"from: {self.source}; vm.max_map_count {procfs.max_map_count()}; "
+                 f"from: {self.source}; vm.max_map_count {procfs.max_map_count()}"
+                 + ("" if self.local else " (here: the bundle does not record its machine's)")
+                 + "; "
                  "intervals: 95%, resampled over fresh processes where the data has them, "
                  "else over repeats (the basis column)"]
         # One line per reason: a workload of many designs measures a dozen things for one.
