@@ -73,13 +73,17 @@ def test_failing_notebook_is_reported_not_raised(tmp_path):
     assert not (tmp_path / "ex" / "99_fails.ipynb").exists()
 
 
-def test_unknown_notebook_names_are_refused():
+def test_unknown_notebook_names_are_refused(capsys):
     with pytest.raises(ValueError, match="only"):
         reproduce.notebook_sources(["no_such_notebook"])
-    # From the command line: a usage error (status 2), before anything is locked or run.
+    # From the command line: a usage error (status 2), before anything is locked or run, in
+    # one line that names the option, without the usage block above it.
     with pytest.raises(SystemExit) as exit_:
         cli.main(["reproduce", "--quick", "--only", "no_such_notebook"])
     assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "error: --only must name notebooks" in err and "no_such_notebook" in err
+    assert "usage:" not in err
 
 
 def test_claims_registry_has_every_claim_once():

@@ -320,7 +320,7 @@ def _stability(args, parser: argparse.ArgumentParser) -> int:
         name = msg.split(" ", 1)[0]
         if name in ("runs", "quick", "only", "out", "with_committed"):
             msg = f"--{name.replace('_', '-')}{msg[len(name):]}"
-        parser.error(msg)
+        parser.exit(2, f"{parser.prog}: error: {msg}\n")  # one line: the usage would bury it
     print(table.to_string(index=False))
     print(stability.figure(table))
     print("run times: " + ", ".join(f"run {i + 1} {s / 60:.1f} min" for i, s in enumerate(seconds))

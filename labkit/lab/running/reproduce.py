@@ -73,8 +73,8 @@ def run(args, parser: argparse.ArgumentParser) -> int:
     """Run the notebooks the parsed arguments ask for; returns the exit status."""
     try:
         sources = notebook_sources(args.only)
-    except ValueError as exc:  # a usage error: the message and exit status 2, no traceback
-        parser.error(f"--{exc}" if str(exc).startswith("only ") else str(exc))
+    except ValueError as exc:  # a usage error: one line naming --only, and exit status 2
+        _bad_parameter(parser, f"--{exc}" if str(exc).startswith("only ") else exc)
     given = dict(args.parameter)  # -p NAME VALUE as typed: a resumed run reads them again
     from_file = _read_file(parser, args.parameters_file)
     parameters = _checked(parser, sources, given, from_file, args.parameters_file)
