@@ -237,6 +237,26 @@ def test_merge_checks_mode_commit_and_format(here, FIXTURE, tmp_path):
         merge.merge([here, variant("v1", format=1)])
 
 
+
+def test_command_line_merge_speaks_in_options(here, FIXTURE, tmp_path, capsys):
+    """merge.merge's `paths` and `same_commit` are the command's BUNDLES and
+    --allow-other-commits."""
+    import json
+    import shutil
+
+    from labkit.lab.cli import main
+
+    old = tmp_path / "old.labkit"
+    shutil.copytree(FIXTURE, old)
+    meta = json.loads((old / "machine.json").read_text())
+    meta["machine"]["labkit_commit"] = "0123456789ab"
+    (old / "machine.json").write_text(json.dumps(meta))
+    assert main(["merge", str(here), str(old)]) == 2
+    err = capsys.readouterr().err
+    assert "merge: bundles come from different labkit commits" in err
+    assert "pass --allow-other-commits" in err and "same_commit" not in err
+
+
 XEON = Path(__file__).resolve().parent / "fixtures" / "intel-xeon-kvm.labkit"
 
 

@@ -596,7 +596,10 @@ def _run(args, parser) -> int:
     elif args.command == "merge":
         from labkit.lab.sharing import merge
 
-        out = merge.merge(args.bundles, same_commit=not args.allow_other_commits)
+        try:
+            out = merge.merge(args.bundles, same_commit=not args.allow_other_commits)
+        except (ValueError, TypeError) as exc:
+            raise type(exc)(_merge_problem(exc)) from exc
         if args.json:
             import json
 
@@ -840,6 +843,16 @@ def _negatives_kept(argv: list[str]) -> list[str]:
         else:
             out.append(tok)
     return out
+
+
+def _merge_problem(exc) -> str:
+    """merge.merge's message in the command's words: its `paths` are the BUNDLES given, and
+    same_commit=False is --allow-other-commits."""
+    msg = str(exc)
+    if msg.startswith("paths"):
+        msg = "bundles" + msg[len("paths"):]
+    return msg.replace("pass same_commit=False (--allow-other-commits)",
+                       "pass --allow-other-commits")
 
 
 def _usage(args, exc) -> int:
