@@ -447,6 +447,25 @@ def test_a_bundles_limit_says_it_is_this_machines():
         assert ("bundle does not record" in header) == (not local)
 
 
+
+def test_a_bundles_memory_and_cpus_are_its_own():
+    """The memory and CPU walls read the bundle's machine where its bundle records them."""
+    from dataclasses import replace
+
+    from labkit.lab.advising import hazards
+
+    bundle = _ev(_simulated(np.random.default_rng(11), proc_sd=0.0))
+    w = model.workload("1us", 1, 1000, 0, stack_size="64KiB", rate=1e6)
+    small = replace(bundle, machine={"memory_bytes": 2**30, "cpu_count": 2})
+    h = hazards.memory_wall(small, "asm", w, {"total": 1.5 * 2**30})
+    assert h.sentence.endswith("more than the bundle's machine's 1.0 GiB.")
+    h = hazards.cpu_load(small, "asm", w, {"cpu_load": {"value": 3.0}})
+    assert h.sentence.endswith("CPUs of the bundle's machine's 2.")
+    big = replace(bundle, machine={"memory_bytes": 2**50, "cpu_count": 4096})
+    assert hazards.memory_wall(big, "asm", w, {"total": 2**45}) is None
+    assert hazards.cpu_load(big, "asm", w, {"cpu_load": {"value": 3000.0}}) is None
+
+
 def test_the_fastest_says_how_many_designs_had_no_time():
     from labkit.lab.advising import present
 

@@ -599,7 +599,8 @@ def _run(args, parser) -> int:
         try:
             out = merge.merge(args.bundles, same_commit=not args.allow_other_commits)
         except (ValueError, TypeError) as exc:
-            raise type(exc)(_merge_problem(exc)) from exc
+            kind = ValueError if isinstance(exc, ValueError) else TypeError
+            raise kind(_merge_problem(exc)) from exc
         if args.json:
             import json
 

@@ -152,24 +152,39 @@ def threads_max(ev, design: str, w) -> Hazard | None:
                   f"{int(value)}.", True)
 
 
+def _machines(ev, key: str, here):
+    """(value, whose): the evidence's machine's `key` (memory_bytes, cpu_count) where its
+    bundle records it, else this one's."""
+    there = None if ev.local else ev.machine.get(key)
+    try:
+        there = float(there)
+    except (TypeError, ValueError):
+        there = None
+    if there is not None and there > 0:
+        return there, "the bundle's machine's"
+    return float(here), "this machine's" if ev.local else "the machine running labkit's"
+
+
 def memory_wall(ev, design: str, w, mem: dict) -> Hazard | None:
     from labkit.core import validate
 
-    total, phys = mem["total"], validate.physical_memory()
+    total = mem["total"]
+    phys, whose = _machines(ev, "memory_bytes", validate.physical_memory())
     if not math.isfinite(total) or total <= phys:
         return None
     return Hazard(f"{w.alive} coroutines keep {total / 2**30:.1f} GiB resident, more than "
-                  f"this machine's {phys / 2**30:.1f} GiB.", True)
+                  f"{whose} {phys / 2**30:.1f} GiB.", True)
 
 
 def cpu_load(ev, design: str, w, pred: dict) -> Hazard | None:
     import os
 
     load = pred.get("cpu_load")
-    if not load or not math.isfinite(load["value"]) or load["value"] <= (os.cpu_count() or 1):
+    cpus, whose = _machines(ev, "cpu_count", os.cpu_count() or 1)
+    if not load or not math.isfinite(load["value"]) or load["value"] <= cpus:
         return None
-    return Hazard(f"{w.rate:g} requests a second need {load['value']:.1f} CPUs of this "
-                  f"machine's {os.cpu_count()}.", True)
+    return Hazard(f"{w.rate:g} requests a second need {load['value']:.1f} CPUs of "
+                  f"{whose} {cpus:g}.", True)
 
 
 def of(ev, design: str, w, pred: dict) -> list[Hazard]:

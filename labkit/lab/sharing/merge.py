@@ -46,7 +46,7 @@ def merge(paths, *, same_commit: bool = True) -> dict:
     paths = list(paths)
     bundles = [read_bundle(p) for p in paths]
     if len(bundles) < 2:
-        raise ValueError(f"paths must name at least two bundles; got {len(bundles)}")
+        raise ValueError(f"paths: give at least two bundles to compare; got {len(bundles)}")
     for p, b in zip(paths, bundles):
         if b["meta"].get("format") not in READS:
             raise ValueError(f"paths: {p} is a bundle of format {b['meta'].get('format')}, "
