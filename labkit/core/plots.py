@@ -17,14 +17,20 @@ def machine_caption(info: dict | None = None) -> str:
             f"labkit {info['labkit_commit']}")
 
 
+def bars(frame, y: str = "median", lo: str = "q1", hi: str = "q3", scale: float = 1.0):
+    """matplotlib's xerr/yerr from `y` down to `lo` and up to `hi` (never negative), over
+    `scale`."""
+    return [(frame[y] - frame[lo]).clip(lower=0) / scale,
+            (frame[hi] - frame[y]).clip(lower=0) / scale]
+
+
 def errorbars(ax, summary, *, x: str, hue: str | None = None, y: str = "median",
               lo: str = "q1", hi: str = "q3", label_fmt: str = "{}", **kw):
     """Draw medians with [lo, hi] error bars (quartiles by default), one line per hue."""
     groups = summary.groupby(hue, sort=False) if hue else [(None, summary)]
     for key, g in groups:
         g = g.sort_values(x)
-        yerr = [(g[y] - g[lo]).clip(lower=0), (g[hi] - g[y]).clip(lower=0)]
-        ax.errorbar(g[x], g[y], yerr=yerr, marker="o", capsize=3,
+        ax.errorbar(g[x], g[y], yerr=bars(g, y, lo, hi), marker="o", capsize=3,
                     label=label_fmt.format(key) if hue else None, **kw)
     if hue:
         ax.legend(fontsize="small")

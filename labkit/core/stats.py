@@ -53,6 +53,15 @@ def summarize(df, by=("entry",), value: str = "ns_per_switch"):
     return pd.DataFrame(rows)
 
 
+def group_quartiles(df, by, cols):
+    """Per group of `by`: `<col>_q1` and `<col>_q3` of each column of `cols` over repeats."""
+    import pandas as pd
+
+    g = df.groupby(list(by), sort=False)
+    return pd.concat([g[c].quantile(q).rename(f"{c}_{name}") for c in cols
+                      for q, name in ((0.25, "q1"), (0.75, "q3"))], axis=1).reset_index()
+
+
 def noise_warnings(summary) -> list[str]:
     """pyperf-style warnings, one per noisy group, to print before the results."""
     # The group keys are the columns before "repeats" (see summarize).

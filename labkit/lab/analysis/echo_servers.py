@@ -42,7 +42,7 @@ def summary(df, by=("server",), value: str = "qps"):
         server_cpu_us_per_msg=("server_cpu_us_per_msg", "median"),
         server_preempted_per_s=("server_preempted_per_s", "median"),
         client_preempted_per_s=("client_preempted_per_s", "median")).reset_index()
-    spread = quartiles(df, by, SPREAD)
+    spread = stats.group_quartiles(df, by, SPREAD)
     return s.merge(extra, on=list(by)).merge(spread, on=list(by))
 
 
@@ -50,18 +50,8 @@ def summary(df, by=("server",), value: str = "qps"):
 SPREAD = ("p99_us", "allocs_per_s", "rss_kb", "server_cpu_us_per_msg")
 
 
-def quartiles(df, by, cols):
-    """Per group: `<col>_q1` and `<col>_q3` of each column over repeats."""
-    g = df.groupby(list(by), sort=False)
-    return pd.concat([g[c].quantile(q).rename(f"{c}_{name}") for c in cols
-                      for q, name in ((0.25, "q1"), (0.75, "q3"))], axis=1).reset_index()
-
-
-def _iqr(frame, col: str, scale: float = 1.0):
-    """xerr/yerr of `col`'s median to its quartiles, scaled."""
-    m = frame[col]
-    return [(m - frame[f"{col}_q1"]).clip(lower=0) / scale,
-            (frame[f"{col}_q3"] - m).clip(lower=0) / scale]
+def _iqr(frame, col: str, scale: float):
+    return plots.bars(frame, col, f"{col}_q1", f"{col}_q3", scale)
 
 
 def ordering(df, order: list[str], value: str = "qps", by: str = "server") -> tuple[float, str]:
@@ -143,8 +133,7 @@ def table_figure(ms, *, connections: int, message_bytes: int, where: str):
     order = ms.sort_values("median").server.tolist()
     msx = ms.set_index("server").loc[order]
     y = np.arange(len(order))
-    xerr = [(msx["median"] - msx.q1).clip(lower=0), (msx.q3 - msx["median"]).clip(lower=0)]
-    axes[0].barh(y, msx["median"] / 1e3, xerr=[e / 1e3 for e in xerr], capsize=3,
+    axes[0].barh(y, msx["median"] / 1e3, xerr=plots.bars(msx, scale=1e3), capsize=3,
                  color="tab:blue")
     axes[0].set_xlabel("thousand requests/s (median, IQR bars)")
     axes[1].barh(y, msx.p99_us / 1e3, xerr=_iqr(msx, "p99_us", 1e3), capsize=3,
@@ -207,23 +196,22 @@ def reads_figure(c15, *, message_bytes: int, connections: int):
     c15 = c15.assign(how=how)
     susp = c15.groupby(["server", "how"]).agg(
         **{c: (c, "median") for c in cols}, qps=("qps", "median")).reset_index().merge(
-        quartiles(c15, ["server", "how"], cols), on=["server", "how"])
+        stats.group_quartiles(c15, ["server", "how"], cols), on=["server", "how"])
     panels = [("read_waits_per_msg", "suspensions: waits for input"),
               ("reads_per_msg", "read calls (asio: completions)"),
               ("dispatches_per_msg", "loop dispatches")]
     fig, axes = plt.subplots(1, 3, figsize=(15, 0.45 * len(names) + 1.8), sharey=True)
-    for ax, (col, title) in zip(axes, panels):
-        def cells(c):
-            return susp.pivot(index="server", columns="how", values=c).loc[names, hows]
+    def cells(c):
+        return susp.pivot(index="server", columns="how", values=c).loc[names, hows]
 
+    def num(v):
+        return f"{v:.2f}" if v < 10 else f"{v:.0f}"
+
+    for ax, (col, title) in zip(axes, panels):
         grid_ = cells(col)
         q1, q3 = cells(f"{col}_q1").to_numpy(), cells(f"{col}_q3").to_numpy()
         ax.imshow(np.log2(grid_.to_numpy().astype(float) + 1 / 16), cmap="viridis",
                   aspect="auto")
-
-        def num(v):
-            return f"{v:.2f}" if v < 10 else f"{v:.0f}"
-
         for (i, j), v in np.ndenumerate(grid_.to_numpy()):
             ax.text(j, i, f"{num(v)}\n[{num(q1[i, j])}, {num(q3[i, j])}]", ha="center",
                     va="center", color="white" if v < 2 else "black", fontsize=7)
@@ -233,8 +221,7 @@ def reads_figure(c15, *, message_bytes: int, connections: int):
     fig.suptitle(f"reading a {message_bytes // 1024} KiB frame whole or with a read_some "
                  f"loop ({connections} connections; medians, [quartiles] of the runs)", fontsize=10)
     plots.finish(fig, f"{NOTEBOOK}-reads")
-    return susp.pivot(index="server", columns="how",
-                      values="read_waits_per_msg").loc[names, hows].round(2)
+    return cells("read_waits_per_msg").round(2)
 
 
 def reads_table(c15, *, chunk: int):

@@ -3,7 +3,7 @@ switch counts set against them, the two figures, and the ratios each rule needs.
 from __future__ import annotations
 
 import labkit
-from labkit.core import handoff, plots
+from labkit.core import handoff, plots, stats
 from labkit.lab.experiment import KERNEL_SWITCHES
 
 COROUTINES = ["asm", "ucontext"]
@@ -88,11 +88,9 @@ def yield_summary(yields):
     per unit of work beside it (noise warnings printed)."""
     yields = yields.assign(switches_per_unit=_switches_per_unit(yields))
     ys = labkit.summarize(yields, by="every", value="units_per_s")
-    by = yields.groupby("every")
     for col in ("switches_per_unit", "ns_per_unit"):
-        ys[col] = ys.every.map(by[col].median())
-    for q, name in ((0.25, "q1"), (0.75, "q3")):
-        ys[f"switches_per_unit_{name}"] = ys.every.map(by.switches_per_unit.quantile(q))
+        ys[col] = ys.every.map(yields.groupby("every")[col].median())
+    ys = ys.merge(stats.group_quartiles(yields, ["every"], ["switches_per_unit"]), on="every")
     for w in labkit.noise_warnings(ys):
         print(w)
     return ys[["every", "repeats", "median", "q1", "q3", "ns_per_unit", "switches_per_unit",
@@ -105,11 +103,11 @@ def yield_figure(ys, yield_every, cpu: int):
 
     labels = ["never" if k == 0 else str(k) for k in yield_every]
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    plots.errorbars(left, ys.assign(pos=ys.every.map(list(yield_every).index)), x="pos")
+    at = ys.assign(pos=ys.every.map(list(yield_every).index))
+    plots.errorbars(left, at, x="pos")
     left.set_ylim(bottom=0)
     left.set_ylabel("units of work per second, both threads\n(median, IQR bars)")
-    plots.errorbars(right, ys.assign(pos=ys.every.map(list(yield_every).index)), x="pos",
-                    y="switches_per_unit", lo="switches_per_unit_q1", hi="switches_per_unit_q3")
+    plots.errorbars(right, at, x="pos", y="switches_per_unit", lo="switches_per_unit_q1", hi="switches_per_unit_q3")
     right.set_ylabel("kernel switches per unit of work\n(median, IQR bars)")
     for ax in (left, right):
         ax.set_xticks(range(len(yield_every)), labels)
