@@ -1006,7 +1006,11 @@ CALIBRATION = "advisor_calibration"  # evidence's name for the calibration grid'
 # (docs/advisor_calibration.md: why, and how the two were judged).
 ERROR_RULES = ("share and spread", "share")
 ERROR_RULE = ERROR_RULES[0]
-_FLOOR = 1e-4  # of a share or a spread, before its log
+# Each rule's floor of a share or a spread, before its log. The amended rule's catches only a
+# zero (or a share below one in a billion): a floor of 1e-4 put a zero share, a switch the
+# work hides whole, on the very spot of 20 µs of work's small shares, and the tie went to
+# whichever came first in the grid (docs/advisor_calibration.md, "Zeros apart").
+ERROR_FLOORS = {"share and spread": 1e-9, "share": 1e-4}
 
 
 def own_spread(low: float, high: float) -> float:
@@ -1032,12 +1036,13 @@ def request_residuals(grid, share: float, spread: float | None = None, leave_out
         return np.array([])
     g = grid.drop(index=leave_out) if leave_out is not None else grid
     r = np.log(g.measured_ns.to_numpy(float) / g.model_ns.to_numpy(float))
-    axes = [(np.log(np.maximum(g.model_share.to_numpy(float), _FLOOR)),
-             math.log(max(share, _FLOOR)))]
+    floor = ERROR_FLOORS[rule]
+    axes = [(np.log(np.maximum(g.model_share.to_numpy(float), floor)),
+             math.log(max(share, floor)))]
     if rule == "share and spread" and spread is not None and {"model_low", "model_high"} <= set(g):
         theirs = [own_spread(lo, hi) for lo, hi in zip(g.model_low.to_numpy(float),
                                                      g.model_high.to_numpy(float))]
-        axes.append((np.log(np.maximum(theirs, _FLOOR)), math.log(max(spread, _FLOOR))))
+        axes.append((np.log(np.maximum(theirs, floor)), math.log(max(spread, floor))))
     far = np.zeros(len(g))
     for x, at in axes:
         scale = float(np.nanstd(x[np.isfinite(x)])) if len(axes) > 1 else 1.0

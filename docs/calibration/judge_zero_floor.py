@@ -1,0 +1,51 @@
+"""The judgement of "Zeros apart" (docs/advisor_calibration.md): each grid's intervals under
+the amended rule with its floor as it is now (model.ERROR_FLOORS, 1e-9) and with the floor
+it had before (1e-4), from the grid's own model and measurements; nothing is measured. The
+change stands on a grid if its mean interval score is lower and its coverage at least 90%.
+
+    python docs/calibration/judge_zero_floor.py data/advisor_calibration.csv [git:COMMIT ...]
+"""
+import io
+import subprocess
+import sys
+
+import pandas as pd
+
+from labkit.lab.advising import grid, model
+
+BEFORE = 1e-4
+
+
+def read(spec: str) -> pd.DataFrame:
+    if spec.startswith("git:"):
+        text = subprocess.run(["git", "show", f"{spec[4:]}:data/advisor_calibration.csv"],
+                              check=True, capture_output=True, text=True).stdout
+        return pd.read_csv(io.StringIO(text))
+    return pd.read_csv(spec)
+
+
+def under(g, floor: float) -> pd.Series:
+    saved = model.ERROR_FLOORS[model.ERROR_RULE]
+    model.ERROR_FLOORS[model.ERROR_RULE] = floor
+    try:
+        return grid.scores(grid.finish(g)).set_index("design").loc["all"]
+    finally:
+        model.ERROR_FLOORS[model.ERROR_RULE] = saved
+
+
+def main(specs) -> None:
+    now = model.ERROR_FLOORS[model.ERROR_RULE]
+    for spec in specs:
+        g = read(spec)
+        a, b = under(g, now), under(g, BEFORE)
+        stands = a.interval_score < b.interval_score and a.coverage >= grid.TARGETS["coverage"]
+        print(f"{spec}: floor {now:g}: score {a.interval_score:.3f}, coverage {a.coverage:.1%}, "
+              f"median half-width {a.median_half_width:.1%}; floor {BEFORE:g}: score "
+              f"{b.interval_score:.3f}, coverage {b.coverage:.1%}, median half-width "
+              f"{b.median_half_width:.1%}; {'stands' if stands else 'does not stand'}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit("usage: judge_zero_floor.py GRID.csv|git:COMMIT ...")
+    main(sys.argv[1:])
