@@ -1,7 +1,7 @@
 """Ctrl-C and resume: a run interrupted by SIGINT to its process group stops with a short
 message (no traceback, no process left behind), and `--resume` measures only the sweep
-points the checkpoint does not hold: none twice, none lost. A tiny notebook stands in
-for the suite."""
+points the checkpoint does not hold: none twice, none lost. A notebook that fails or is
+interrupted leaves its last finished results whole. Tiny notebooks stand in for the suite."""
 import json
 import os
 import signal
@@ -25,12 +25,16 @@ TINY = textwrap.dedent(f'''\
     log = ""
 
     # %%
+    import os
     import time
 
     import pandas as pd
 
     from labkit.core import results
     from labkit.lab.running.sweep import sweep
+
+    # a side table written before the sweep: whose run it is
+    results.save_csv(pd.DataFrame({{"kernel_pid": [os.getpid()]}}), "90_tiny_side")
 
 
     def one(i):
@@ -142,6 +146,8 @@ def test_a_fresh_run_never_resumes_from_an_older_runs_points(tmp_path, monkeypat
     assert first.returncode == 0, out + err
     assert not checkpoint.exists()  # its results are whole: nothing for a resume to take
     before = len(log.read_text().split())
+    side, table = (tmp_path / "home" / "data" / f"{n}.csv" for n in ("90_tiny_side", "90_tiny"))
+    finished_side, finished_table = pd.read_csv(side), pd.read_csv(table)
     # an older run's leftover points (as an interrupted run leaves them) are set aside
     stale = checkpoint.with_name("90_tiny_part.csv")
     pd.DataFrame({"i": [0], "value": [-1]}).to_csv(stale, index=False)
@@ -155,7 +161,13 @@ def test_a_fresh_run_never_resumes_from_an_older_runs_points(tmp_path, monkeypat
     os.killpg(again.pid, signal.SIGINT)
     out, err = again.communicate(timeout=120)
     assert again.returncode == 130, out + err
-    assert "90_tiny did not finish" in err
+    assert ("90_tiny did not finish: its results are its last finished run's (2 files put "
+            "back)") in err
+    # the side table it wrote before the interrupt is set aside; the finished run's is back
+    assert pd.read_csv(side).equals(finished_side)
+    assert pd.read_csv(table).equals(finished_table)
+    unfinished = checkpoint.parent / "unfinished" / "90_tiny" / "data" / "90_tiny_side.csv"
+    assert pd.read_csv(unfinished).kernel_pid[0] != finished_side.kernel_pid[0]
     assert "set aside 1 sweep checkpoint(s)" in err and not stale.exists()
     assert (stale.parent / reproduce.SUPERSEDED / stale.name).exists()  # kept, not lost
     kept = set(pd.read_csv(checkpoint).i)
@@ -170,3 +182,47 @@ def test_a_fresh_run_never_resumes_from_an_older_runs_points(tmp_path, monkeypat
     assert not kept & set(by_resume)
     assert kept | set(by_resume) == set(range(POINTS))
     assert not (tmp_path / "home" / "data" / "91_tiny.csv").exists()
+
+
+FAILING = textwrap.dedent('''\
+    # %% tags=["parameters"]
+    quick = False
+    fail = 0
+
+    # %%
+    import os
+
+    import pandas as pd
+
+    from labkit.core import results
+
+    results.save_csv(pd.DataFrame({"kernel_pid": [os.getpid()]}), "92_fails_side")
+    if int(fail):
+        raise RuntimeError("a planned failure")
+    results.save_csv(pd.DataFrame({"kernel_pid": [os.getpid()]}), "92_fails")
+    ''')
+
+
+def test_a_failed_notebook_leaves_its_last_finished_results(tmp_path, monkeypatch):
+    monkeypatch.delenv("LABKIT_RESULTS_DIR", raising=False)
+    (tmp_path / "nb").mkdir()
+    (tmp_path / "nb" / "92_fails.py").write_text(FAILING)
+    data = tmp_path / "home" / "data"
+
+    def run(fail: int):
+        p = subprocess.Popen([sys.executable, "-c", DRIVER, str(tmp_path / "nb"),
+                              str(tmp_path / "home"), "--no-progress", "-p", "fail", str(fail)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        out, err = p.communicate(timeout=300)
+        return p.returncode, out + err
+
+    code, text = run(0)
+    assert code == 0, text
+    finished = {n: pd.read_csv(data / f"{n}.csv") for n in ("92_fails", "92_fails_side")}
+    code, text = run(1)
+    assert code == 1, text
+    assert "FAILED 92_fails" in text and "(2 files put back)" in text
+    for name, frame in finished.items():
+        assert pd.read_csv(data / f"{name}.csv").equals(frame), name
+    aside = data / "checkpoints" / "unfinished" / "92_fails" / "data" / "92_fails_side.csv"
+    assert pd.read_csv(aside).kernel_pid[0] != finished["92_fails_side"].kernel_pid[0]

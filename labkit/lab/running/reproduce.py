@@ -32,7 +32,7 @@ from pathlib import Path
 
 from labkit.core import results
 from labkit.core.results import atomic_path
-from labkit.lab.running import params
+from labkit.lab.running import keep, params
 from labkit.lab.running.children import kill_children
 from labkit.lab.running.notebooks import notebook_sources
 from labkit.lab.running.notebook_run import (Outcome, earlier_outcome, ensure_kernel,
@@ -138,11 +138,19 @@ def run(args, parser: argparse.ArgumentParser) -> int:
         for k, src in enumerate(sources, 1):
             current = src.stem
             status.notebook(k, src.stem)
+            keep.set_aside(src.stem)
             o = run_notebook(src, quick=args.quick, out_dir=out / "executed",
                              results_dir=results_dir, timeout=args.timeout,
                              parameters=parameters)
             status.clear()
             say(f"  {'ok    ' if o.ok else 'FAILED'} {o.name} ({o.seconds:.0f} s)")
+            if o.ok:
+                keep.drop(o.name)
+            else:
+                back = keep.put_back(o.name)
+                say(f"         its results are its last finished run's ({back} files put "
+                    f"back); what this run wrote is in "
+                    f"{results.data_dir() / 'checkpoints' / keep.UNFINISHED / o.name}")
             outcomes.append(o)
             finished.append(o.name)
             # The ledger reads this: a notebook that failed now has no fresh verdicts, and
@@ -162,6 +170,7 @@ def run(args, parser: argparse.ArgumentParser) -> int:
         # after a clean Ctrl-C. What the run kept is said below, not by the libraries' logs.
         logging.disable(logging.CRITICAL)
         n = kill_children()
+        back = keep.put_back(current) if current and current not in finished else 0
         home = getattr(args, "results", None)
         again = ("labkit" + (f" --results {home}" if home else "") + " reproduce --resume"
                  + (" --quick" if args.quick else ""))
@@ -171,8 +180,9 @@ def run(args, parser: argparse.ArgumentParser) -> int:
         print(f"\ninterrupted during {current}: stopped it{stopped}.\n"
               f"finished: {', '.join(finished) or 'no notebook'}; kept their results and "
               f"every measured sweep point (in {results.data_dir() / 'checkpoints'}).\n"
-              f"{current} did not finish: until it runs again, its figures and side tables "
-              "may be partly this run's and partly its last finished run's.\n"
+              f"{current} did not finish: its results are its last finished run's ({back} "
+              f"files put back); what this run wrote is in "
+              f"{results.data_dir() / 'checkpoints' / keep.UNFINISHED / current}.\n"
               f"to continue: {again}{make}", file=sys.stderr)
         return 130
     finally:
