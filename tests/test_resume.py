@@ -50,7 +50,11 @@ TINY = textwrap.dedent(f'''\
 
 # Runs reproduce on a folder holding only the tiny notebook, with its results in `home`.
 DRIVER = textwrap.dedent('''\
+    import signal
     import sys
+    # A shell without job control starts background commands with SIGINT ignored, and a
+    # child inherits that; a terminal's Ctrl-C, which the tests stand in for, is not ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from pathlib import Path
     from labkit.core import results
     from labkit.lab import cli

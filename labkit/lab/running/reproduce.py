@@ -7,8 +7,9 @@ then build one HTML report.
 Every parameter's value for this run (labkit.lab.running.params: full or quick; a parameters
 file's beats both, and -p NAME VALUE beats the file) is checked before anything runs. Each
 notebook is then executed by labkit.lab.running.notebook_run into reports/[quick/]executed/. A
-notebook that fails is reported at the end with its error; the others still run, and
-results already written stay (labkit.core.results writes atomically). Quick runs write their data and figures under
+notebook that fails is reported at the end with its error, and the others still run. A
+notebook that fails or is interrupted leaves its data and figures as its last finished run
+left them (labkit.lab.running.keep). Quick runs write their data and figures under
 reports/quick/, so they never replace a full run's data/ and figures/.
 
 The terminal shows one status line on stderr (labkit.lab.running.status_line). Ctrl-C ends every
@@ -25,6 +26,7 @@ import logging
 import math
 import os
 import re
+import signal
 import sys
 import tempfile
 import time
@@ -129,16 +131,22 @@ def run(args, parser: argparse.ArgumentParser) -> int:
     progress_dir = Path(tempfile.mkdtemp(prefix="labkit-progress-"))
     progress = progress_dir / "progress.json"
     os.environ[PROGRESS_ENV] = str(progress)
+    left = keep.put_back_all()
+    if left:
+        say(f"put back the last finished results of {', '.join(left)}: a run that stopped "
+            "without a chance to put them back had left them half-written")
     status = StatusLine(progress, len(sources), enabled=not args.no_progress).start()
     outcomes: list[Outcome] = []
     finished = list(finished_before)
-    current = ""
+    current = running = ""  # the notebook last started; the one running, not yet judged
+    handlers = _signals()
     _save_resume(resume_path, finished, given, from_file, args.quick, only)  # from the start
     try:
         for k, src in enumerate(sources, 1):
             current = src.stem
             status.notebook(k, src.stem)
-            keep.set_aside(src.stem)
+            running = src.stem
+            keep.copy_aside(running)
             o = run_notebook(src, quick=args.quick, out_dir=out / "executed",
                              results_dir=results_dir, timeout=args.timeout,
                              parameters=parameters)
@@ -147,10 +155,8 @@ def run(args, parser: argparse.ArgumentParser) -> int:
             if o.ok:
                 keep.drop(o.name)
             else:
-                back = keep.put_back(o.name)
-                say(f"         its results are its last finished run's ({back} files put "
-                    f"back); what this run wrote is in "
-                    f"{results.data_dir() / 'checkpoints' / keep.UNFINISHED / o.name}")
+                say(f"         {_put_back(o.name)}")
+            running = ""
             outcomes.append(o)
             finished.append(o.name)
             # The ledger reads this: a notebook that failed now has no fresh verdicts, and
@@ -170,22 +176,27 @@ def run(args, parser: argparse.ArgumentParser) -> int:
         # after a clean Ctrl-C. What the run kept is said below, not by the libraries' logs.
         logging.disable(logging.CRITICAL)
         n = kill_children()
-        back = keep.put_back(current) if current and current not in finished else 0
+        if handlers:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this short
+        what = (f"{running} did not finish: {_put_back(running)}" if running else
+                "it stopped between notebooks")
         home = getattr(args, "results", None)
         again = ("labkit" + (f" --results {home}" if home else "") + " reproduce --resume"
                  + (" --quick" if args.quick else ""))
         make = "" if home else (f"   (or: make reproduce RESUME=1"
                                 f"{' QUICK=1' if args.quick else ''})")
         stopped = f" and {n} process(es) still running under it" if n else ""
-        print(f"\ninterrupted during {current}: stopped it{stopped}.\n"
-              f"finished: {', '.join(finished) or 'no notebook'}; kept their results and "
-              f"every measured sweep point (in {results.data_dir() / 'checkpoints'}).\n"
-              f"{current} did not finish: its results are its last finished run's ({back} "
-              f"files put back); what this run wrote is in "
-              f"{results.data_dir() / 'checkpoints' / keep.UNFINISHED / current}.\n"
+        during = f" during {running}: stopped it{stopped}" if running else (
+            f" after {current}" if current else "")
+        print(f"\ninterrupted{during}.\n"
+              f"ran: {', '.join(finished) or 'no notebook'}; their results and every measured "
+              f"sweep point are kept (in {results.data_dir() / 'checkpoints'}).\n"
+              f"{what}.\n"
               f"to continue: {again}{make}", file=sys.stderr)
         return 130
     finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
         status.stop()
         os.environ.pop(PROGRESS_ENV, None)
         import shutil
@@ -296,6 +307,37 @@ def _checked(parser, sources: list[Path], given: dict[str, str], from_file: dict
                             file_values=from_file, file=file)
     except ValueError as exc:
         _bad_parameter(parser, exc)
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _signals() -> dict:
+    """SIGTERM (`kill`, a CI's cancel) handled as Ctrl-C is; returns the handlers to restore
+    (none off the main thread, where Python cannot set them)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGTERM, _interrupt)
+    return handlers
+
+
+def _put_back(notebook: str) -> str:
+    """Put back a notebook's last finished results; one line saying what was done."""
+    back, moved = keep.put_back(notebook)
+    if not back and not moved:
+        return "its results are as they were"
+    where = results.data_dir() / "checkpoints" / keep.UNFINISHED / notebook
+    return (f"its results are its last finished run's ({_files(back)} put back); "
+            + (f"the {_files(moved)} this run wrote or changed are in {where}" if moved
+               else "this run had changed none of them"))
+
+
+def _files(n: int) -> str:
+    return f"{n} file{'' if n == 1 else 's'}"
 
 
 def _bad_parameter(parser, exc) -> None:
