@@ -233,22 +233,24 @@ def test_the_controls_say_how_to_get_ipywidgets_when_it_is_missing(monkeypatch, 
 
 def _small_shares_and_a_zero(rng, points=40):
     """Points where work hides the switch almost whole: distinct shares between 2e-5 and
-    9e-5 and spreads between 1e-5 and 5e-5, each measured off by under 1%, and first in the
-    grid one point whose switch the work hides whole (share 0, spread 0), measured 40% off."""
-    share = rng.uniform(2e-5, 9e-5, points)
-    spread = rng.uniform(1e-5, 5e-5, points)
-    model_ns = 20_000.0 * np.ones(points)
+    9e-5 and spreads between 1e-5 and 5e-5, each measured off by under 1%; ten where the
+    switch weighs more (shares near 1e-2), measured 30% off; and first in the grid one point
+    whose switch the work hides whole (share 0, spread 0), measured 40% off."""
+    share = np.r_[rng.uniform(2e-5, 9e-5, points), rng.uniform(8e-3, 1.2e-2, 10)]
+    spread = np.r_[rng.uniform(1e-5, 5e-5, points), rng.uniform(1e-3, 2e-3, 10)]
+    model_ns = 20_000.0 * np.ones(points + 10)
+    off = np.r_[rng.uniform(-0.01, 0.01, points), np.full(10, 0.3)]
     rows = pd.DataFrame({"design": "D", "model_ns": model_ns,
                          "model_low": model_ns * np.exp(-1.96 * spread),
                          "model_high": model_ns * np.exp(1.96 * spread), "model_share": share,
-                         "measured_ns": model_ns * np.exp(rng.uniform(-0.01, 0.01, points))})
+                         "measured_ns": model_ns * np.exp(off)})
     zero = pd.DataFrame({"design": "D", "model_ns": [8.0], "model_low": [8.0],
                          "model_high": [8.0], "model_share": [0.0],
                          "measured_ns": [8.0 * math.exp(0.4)]})
     return pd.concat([zero, rows], ignore_index=True)
 
 
-def test_a_zero_share_is_not_the_neighbour_of_small_ones():
+def test_a_zero_share_is_not_the_neighbour_of_small_ones(monkeypatch):
     from labkit.lab.advising import model
 
     g = _small_shares_and_a_zero(np.random.default_rng(8))
@@ -256,14 +258,11 @@ def test_a_zero_share_is_not_the_neighbour_of_small_ones():
     spread = model.own_spread(at.model_low, at.model_high)
     r = model.request_residuals(g, at.model_share, spread, leave_out=g.index[1])
     assert len(r) == model.ERROR_NEIGHBOURS and np.abs(r).max() < 0.011
-    # under a floor of 1e-4 every point here sits on one spot, and the first ones are taken
-    saved = model.ERROR_FLOORS[model.ERROR_RULE]
-    model.ERROR_FLOORS[model.ERROR_RULE] = 1e-4
-    try:
-        tied = model.request_residuals(g, at.model_share, spread, leave_out=g.index[1])
-    finally:
-        model.ERROR_FLOORS[model.ERROR_RULE] = saved
-    assert tied.max() == pytest.approx(0.4)
-    # the zero itself still finds neighbours, the small shares nearest it
+    # the zero itself finds the small shares nearest it, not the larger ones
     z = model.request_residuals(g, 0.0, 0.0, leave_out=g.index[0])
     assert len(z) == model.ERROR_NEIGHBOURS and np.abs(z).max() < 0.011
+    # under a floor of 1e-4 the zero and the small shares sit on one spot, and the first
+    # in the grid are taken
+    monkeypatch.setitem(model.ERROR_FLOORS, model.ERROR_RULE, 1e-4)
+    tied = model.request_residuals(g, at.model_share, spread, leave_out=g.index[1])
+    assert tied.max() == pytest.approx(0.4)

@@ -39,9 +39,9 @@ def main(specs) -> None:
         g = read(spec)
         a, b = under(g, now), under(g, BEFORE)
         stands = a.interval_score < b.interval_score and a.coverage >= grid.TARGETS["coverage"]
-        print(f"{spec}: floor {now:g}: score {a.interval_score:.3f}, coverage {a.coverage:.1%}, "
+        print(f"{spec}: floor {now:g}: score {a.interval_score:.4f}, coverage {a.coverage:.1%}, "
               f"median half-width {a.median_half_width:.1%}; floor {BEFORE:g}: score "
-              f"{b.interval_score:.3f}, coverage {b.coverage:.1%}, median half-width "
+              f"{b.interval_score:.4f}, coverage {b.coverage:.1%}, median half-width "
               f"{b.median_half_width:.1%}; {'stands' if stands else 'does not stand'}")
 
 

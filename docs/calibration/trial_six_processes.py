@@ -1,11 +1,12 @@
-"""The trial of six processes instead of three (docs/advisor_calibration.md, "Six processes
-a point instead of three: a trial, not a change"): the whole grid measured once over six
-fresh processes, the model's cold switches too, then read five ways, by which processes each
-side keeps. Nothing is measured; run from a checkout at 9cbddec or 52adc4c, whose data/
-(run 22) gave the model's other terms:
+"""The six-process trial (docs/advisor_calibration.md, "Six processes a point instead of
+three: a trial, not a change") read five ways, by which of the six processes each side
+keeps. It reads the trial's measurements beside it (made by measure_six_processes.py) and
+measures nothing. The model's other terms come from a data/ folder: the table in the docs
+used run 22's (`git archive 52adc4c data | tar -x -C /tmp/r22`):
 
-    python docs/calibration/trial_six_processes.py
+    python docs/calibration/trial_six_processes.py [/tmp/r22/data]
 """
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -53,11 +54,11 @@ def reading(ev0, runs, steps, cold, cold_w, grid_w):
     return grid.finish(pd.DataFrame(rows))
 
 
-def main() -> None:
+def main(data_dir=None) -> None:
     runs = pd.read_csv(HERE / "six_processes_runs.csv")
     steps = pd.read_csv(HERE / "six_processes_steps.csv")
     cold = pd.read_csv(HERE / "six_processes_cold_switches.csv")
-    ev0 = evidence.load()
+    ev0 = evidence.load(data_dir=data_dir)
     for name, (cw, gw) in READINGS.items():
         g = reading(ev0, runs, steps, cold, cw, gw)
         a = grid.scores(g).set_index("design").loc["all"]
@@ -71,4 +72,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1] if len(sys.argv) > 1 else None)

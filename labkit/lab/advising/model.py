@@ -1006,10 +1006,10 @@ CALIBRATION = "advisor_calibration"  # evidence's name for the calibration grid'
 # (docs/advisor_calibration.md: why, and how the two were judged).
 ERROR_RULES = ("share and spread", "share")
 ERROR_RULE = ERROR_RULES[0]
-# Each rule's floor of a share or a spread, before its log. The amended rule's catches only a
-# zero (or a share below one in a billion): a floor of 1e-4 put a zero share, a switch the
-# work hides whole, on the very spot of 20 µs of work's small shares, and the tie went to
-# whichever came first in the grid (docs/advisor_calibration.md, "Zeros apart").
+# Each rule's floor of a share or a spread before its log. A floor above the smallest real
+# shares and spreads ties a zero (a switch the work hides whole) with them, and argsort
+# breaks the tie by the grid's order; the amended rule's is below any but a zero
+# (docs/advisor_calibration.md, "Zeros apart").
 ERROR_FLOORS = {"share and spread": 1e-9, "share": 1e-4}
 
 
