@@ -331,7 +331,8 @@ def _put_back(notebook: str) -> str:
     if not back and not moved:
         return "its results are as they were"
     where = results.data_dir() / "checkpoints" / keep.UNFINISHED / notebook
-    return (f"its results are its last finished run's ({_files(back)} put back); "
+    return ((f"its results are its last finished run's ({_files(back)} put back); " if back
+             else "it has no finished results yet; ")
             + (f"the {_files(moved)} this run wrote or changed are in {where}" if moved
                else "this run had changed none of them"))
 
