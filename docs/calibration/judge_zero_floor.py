@@ -5,23 +5,14 @@ change stands on a grid if its mean interval score is lower and its coverage at 
 
     python docs/calibration/judge_zero_floor.py data/advisor_calibration.csv [git:COMMIT ...]
 """
-import io
-import subprocess
 import sys
 
 import pandas as pd
 
 from labkit.lab.advising import grid, model
+from score_rules import read  # beside this script: a grid file, or git:COMMIT's data/
 
 BEFORE = 1e-4
-
-
-def read(spec: str) -> pd.DataFrame:
-    if spec.startswith("git:"):
-        text = subprocess.run(["git", "show", f"{spec[4:]}:data/advisor_calibration.csv"],
-                              check=True, capture_output=True, text=True).stdout
-        return pd.read_csv(io.StringIO(text))
-    return pd.read_csv(spec)
 
 
 def under(g, floor: float) -> pd.Series:

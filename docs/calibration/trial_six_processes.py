@@ -23,18 +23,18 @@ READINGS = {"first 3 + first 3": ([0, 1, 2], [0, 1, 2]),
             "6 + 6": (range(6), range(6))}
 
 
-def cold_frames(cold, workers):
-    keep = cold[cold.worker.isin(list(workers))]
-    out = {}
-    for (layout, n, u, size), pair in keep.groupby(["layout", "alive", "stack_in_use", "stack_size"]):
-        key = model._cold_key(layout, int(n), int(u), int(size) or None)
-        out[key] = {(int(c), int(u)): side.set_index("worker")[list(model.COLD_LOOP)]
-                    for c, side in pair.groupby("contexts")}
-    return out
+def with_cold(ev0, cold, workers):
+    """ev0 with the cold switches of `workers` only, read as a bundle's are
+    (model._cold_from_rows)."""
+    frames = {k: v for k, v in ev0.frames.items() if not k.startswith("cold switch ")}
+    frames[evidence.COLD_SWITCHES] = cold[cold.worker.isin(list(workers))]
+    ev = evidence.Evidence(**{**ev0.__dict__, "frames": frames})
+    model._cold_from_rows(ev)
+    return ev
 
 
 def reading(ev0, runs, steps, cold, cold_w, grid_w):
-    ev = evidence.Evidence(**{**ev0.__dict__, "frames": {**ev0.frames, **cold_frames(cold, cold_w)}})
+    ev = with_cold(ev0, cold, cold_w)
     rows = []
     for (work, alive, u), point in runs[runs.worker.isin(list(grid_w))].groupby(
             ["work", "alive", "stack_in_use"], sort=False):

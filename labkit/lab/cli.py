@@ -311,6 +311,7 @@ def _stability(args, parser: argparse.ArgumentParser) -> int:
     """Run what the parsed options ask for and print the table, its figure and the run
     times; a bad option is a usage error (status 2)."""
     from labkit.lab.judging import stability
+    from labkit.lab.running.reproduce import bad_parameter
 
     try:
         table, seconds = stability.run(args.runs, quick=args.quick, only=args.only,
@@ -320,7 +321,7 @@ def _stability(args, parser: argparse.ArgumentParser) -> int:
         name = msg.split(" ", 1)[0]
         if name in ("runs", "quick", "only", "out", "with_committed"):
             msg = f"--{name.replace('_', '-')}{msg[len(name):]}"
-        parser.exit(2, f"{parser.prog}: error: {msg}\n")  # one line: the usage would bury it
+        bad_parameter(parser, msg)
     print(table.to_string(index=False))
     print(stability.figure(table))
     print("run times: " + ", ".join(f"run {i + 1} {s / 60:.1f} min" for i, s in enumerate(seconds))

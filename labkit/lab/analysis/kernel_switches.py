@@ -107,7 +107,8 @@ def yield_figure(ys, yield_every, cpu: int):
     plots.errorbars(left, at, x="pos")
     left.set_ylim(bottom=0)
     left.set_ylabel("units of work per second, both threads\n(median, IQR bars)")
-    plots.errorbars(right, at, x="pos", y="switches_per_unit", lo="switches_per_unit_q1", hi="switches_per_unit_q3")
+    plots.errorbars(right, at, x="pos", y="switches_per_unit", lo="switches_per_unit_q1",
+                    hi="switches_per_unit_q3")
     right.set_ylabel("kernel switches per unit of work\n(median, IQR bars)")
     for ax in (left, right):
         ax.set_xticks(range(len(yield_every)), labels)

@@ -76,7 +76,7 @@ def run(args, parser: argparse.ArgumentParser) -> int:
     try:
         sources = notebook_sources(args.only)
     except ValueError as exc:  # a usage error: one line naming --only, and exit status 2
-        _bad_parameter(parser, f"--{exc}" if str(exc).startswith("only ") else exc)
+        bad_parameter(parser, f"--{exc}" if str(exc).startswith("only ") else exc)
     given = dict(args.parameter)  # -p NAME VALUE as typed: a resumed run reads them again
     from_file = _read_file(parser, args.parameters_file)
     parameters = _checked(parser, sources, given, from_file, args.parameters_file)
@@ -138,12 +138,11 @@ def run(args, parser: argparse.ArgumentParser) -> int:
     status = StatusLine(progress, len(sources), enabled=not args.no_progress).start()
     outcomes: list[Outcome] = []
     finished = list(finished_before)
-    current = running = ""  # the notebook last started; the one running, not yet judged
+    running = ""  # the notebook running, its outcome not yet dealt with
     handlers = _signals()
     _save_resume(resume_path, finished, given, from_file, args.quick, only)  # from the start
     try:
         for k, src in enumerate(sources, 1):
-            current = src.stem
             status.notebook(k, src.stem)
             running = src.stem
             keep.copy_aside(running)
@@ -187,7 +186,7 @@ def run(args, parser: argparse.ArgumentParser) -> int:
                                 f"{' QUICK=1' if args.quick else ''})")
         stopped = f" and {n} process(es) still running under it" if n else ""
         during = f" during {running}: stopped it{stopped}" if running else (
-            f" after {current}" if current else "")
+            f" after {finished[-1]}" if finished else "")
         print(f"\ninterrupted{during}.\n"
               f"ran: {', '.join(finished) or 'no notebook'}; their results and every measured "
               f"sweep point are kept (in {results.data_dir() / 'checkpoints'}).\n"
@@ -293,7 +292,7 @@ def _read_file(parser, path: str | None) -> dict:
     try:
         return params.read_file(path)
     except ValueError as exc:
-        _bad_parameter(parser, exc)
+        bad_parameter(parser, exc)
 
 
 def _checked(parser, sources: list[Path], given: dict[str, str], from_file: dict,
@@ -306,7 +305,7 @@ def _checked(parser, sources: list[Path], given: dict[str, str], from_file: dict
         return params.parse([s.stem for s in sources], list(given.items()), others,
                             file_values=from_file, file=file)
     except ValueError as exc:
-        _bad_parameter(parser, exc)
+        bad_parameter(parser, exc)
 
 
 def _interrupt(signum, frame):
@@ -341,7 +340,7 @@ def _files(n: int) -> str:
     return f"{n} file{'' if n == 1 else 's'}"
 
 
-def _bad_parameter(parser, exc) -> None:
+def bad_parameter(parser, exc) -> None:
     """A bad parameter or parameters file: one line naming it, and exit status 2 (the
     usage block would only bury it)."""
     parser.exit(2, f"{parser.prog}: error: {exc}\n")
