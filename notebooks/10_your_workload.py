@@ -63,7 +63,8 @@ print(plots.machine_caption(info), f"\nload average (1 min): {os.getloadavg()[0]
 # `processes` fresh processes, `samples` timed samples each. Each row: the model's
 # prediction with its own interval (the noise of its measured terms only; each design's
 # cold switch among N contexts is one of them, measured now over fresh processes just
-# before the points of that N and u); the
+# before the points of that N and u, a stack's with the point's W of busy work between
+# switches, held at 2 µs, and with none); the
 # prediction interval (that, widened by the model's error: log(measured / model) at the
 # 20 *other* grid points nearest in predicted share of switching and in the model's own
 # spread, so a point borrows the misses of points whose inputs were as steady); the

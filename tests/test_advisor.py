@@ -1,6 +1,7 @@
 """The design advisor (labkit.lab.advising): the model against simulated measurements of
 known truth, its bad input, `labkit advise --json`, machine_id gating, and the path that
 measures what data/ lacks."""
+import dataclasses
 import io
 import json
 import math
@@ -48,7 +49,7 @@ def _simulated(rng, *, c=3.0, extra=40.0, proc_sd=0.3, rep_sd=0.4, processes=16,
     # resumption of one of n contexts `extra` / 4, `extra` and 2 * `extra` ns more at 64,
     # 1024 and 100,000
     for n, add in ((64, extra / 4), (1024, extra), (100_000, 2 * extra)):
-        frames[f"cold switch asm {n} 0 65536"] = {
+        frames[f"cold switch asm {n} 0 65536 0"] = {
             (2, 0): _loops(pd.Series(6.0 + rng.normal(0, rep_sd, repeats))),
             (n, 0): _loops(pd.Series(6.0 + add + rng.normal(0, rep_sd, repeats)))}
     return frames
@@ -128,9 +129,9 @@ def test_ring_with_spread_tops_is_preferred():
 
 def test_another_machines_cold_switch_is_the_nearest_measured_in_contexts_and_bytes():
     ev = _ev({})
-    ev.frames["cold switch copy_stack 10000 1024 65536"] = {
+    ev.frames["cold switch copy_stack 10000 1024 65536 0"] = {
         (2, 1024): _loops(pd.Series([10.0] * 5)), (10000, 1024): _loops(pd.Series([50.0] * 5))}
-    ev.frames["cold switch copy_stack 10000 0 65536"] = {
+    ev.frames["cold switch copy_stack 10000 0 65536 0"] = {
         (2, 0): _loops(pd.Series([10.0] * 5)), (10000, 0): _loops(pd.Series([20.0] * 5))}
     assert model.cold_resume(ev, "copy_stack", 10000, 65536, 1024)[0].value == pytest.approx(40.0)
     # nearest in contexts and bytes, not scaled: a cold switch is no multiple of the bytes
@@ -141,12 +142,39 @@ def test_another_machines_cold_switch_is_the_nearest_measured_in_contexts_and_by
         model.cold_resume(_ev({}), "copy_stack", 100, 65536, 64)
 
 
+def test_a_stacks_cold_switch_is_read_beside_the_work_and_the_others_with_none():
+    """Known truth: asm among 1000 contexts 20 ns colder with no work between switches and
+    50 ns with 100 ns of it; copy_stack 10 ns with none. A stack reads the one beside its
+    busy work, held at COLD_WORK_CAP_NS; a copy stack reads the one with none whatever the
+    work; the grid's busy part (Workload.busy_ns) stands for the work when given."""
+    ev = _ev({})
+    for layout, work, add in (("asm", 0, 20.0), ("asm", 100, 50.0), ("copy_stack", 0, 10.0)):
+        ev.frames[f"cold switch {layout} 1000 0 65536 {work}"] = {
+            (2, 0): _loops(pd.Series([6.0] * 3)), (1000, 0): _loops(pd.Series([6.0 + add] * 3))}
+    assert model.cold_resume(ev, "asm", 1000, 65536, 0, 0.0)[0].value == pytest.approx(20.0)
+    term, _ = model.cold_resume(ev, "asm", 1000, 65536, 0, 100.0)
+    assert term.value == pytest.approx(50.0) and "with 100 ns of work between" in term.basis
+    # 20 µs is read as 2 µs, whose nearest measured work is 100 ns
+    assert model.cold_work("asm", 20_000) == model.COLD_WORK_CAP_NS
+    assert model.cold_resume(ev, "asm", 1000, 65536, 0, 20_000.0)[0].value == pytest.approx(50.0)
+    assert model.cold_work("copy_stack", 100) == 0.0
+    assert model.cold_resume(ev, "copy_stack", 1000, 65536, 0, 100.0)[0].value == pytest.approx(10.0)
+    w = model.workload("100ns", 1, 1000, 0, stack_size="64KiB")
+    assert model.cold_need("asm", w, ev)[4] == 100.0
+    assert model.cold_need("asm", dataclasses.replace(w, busy_ns=0.0), ev)[4] == 0.0
+    # the rows a bundle carries keep the work, and read back as the same terms
+    there = _ev({evidence.COLD_SWITCHES: model.cold_rows(ev)})
+    assert set(model.cold_rows(ev).work_ns) == {0.0, 100.0}
+    assert model.cold_resume(there, "asm", 1000, 65536, 0, 100.0)[0].value == pytest.approx(50.0)
+    assert model.cold_resume(there, "asm", 1000, 65536, 0, 0.0)[0].value == pytest.approx(20.0)
+
+
 def test_a_cold_switch_pairs_the_two_points_inside_each_process():
     """Each process's layout moves both points together; the difference is taken in each
     process before resampling over processes, never across them."""
     ev = _ev({})
     slow = pd.Series([100.0, 100.0, 400.0, 400.0], index=[0, 0, 1, 1])
-    ev.frames["cold switch asm 1000 0 65536"] = {(2, 0): _loops(slow),
+    ev.frames["cold switch asm 1000 0 65536 0"] = {(2, 0): _loops(slow),
                                                  (1000, 0): _loops(slow + 30.0)}
     term, _ = model.cold_resume(ev, "asm", 1000, 65536)
     assert np.allclose(term.draws, 30.0) and "2 processes" in term.basis
@@ -489,7 +517,8 @@ def test_a_stack_raised_for_the_experiment_is_said():
     frames = _simulated(np.random.default_rng(13), proc_sd=0.0)
     ev = _ev(frames)
     w = model.workload("1us", 1, 64, "1KiB", stack_size="4KiB")
-    layout, n, u, size = model.cold_need("ucontext", w)
+    layout, n, u, size, work = model.cold_need("ucontext", w, ev)
+    assert work == 1000.0  # a stack's cold switch is read beside the work
     assert size > 4096
     notes = model.predict_full("ucontext", w, ev)["notes"]
     assert any(f"on {size // 1024} KiB stacks, not the 4 KiB given" in n for n in notes)
@@ -534,10 +563,10 @@ def test_the_cold_switches_measured_here_travel_as_rows_and_read_back_there():
     on 64 KiB stacks, cxx20_generator's heap frames 5 ns; as rows (what notebook 10 keeps
     and a bundle carries) they give another machine's evidence the same terms."""
     here = _ev({})
-    here.frames["cold switch asm 1000 0 65536"] = {
+    here.frames["cold switch asm 1000 0 65536 0"] = {
         (2, 0): _loops(pd.Series([6.0, 7.0, 8.0], index=[0, 1, 2])),
         (1000, 0): _loops(pd.Series([36.0, 37.0, 38.0], index=[0, 1, 2]))}
-    here.frames["cold switch cxx20_generator 1000 64 None"] = {
+    here.frames["cold switch cxx20_generator 1000 64 None 0"] = {
         (2, 64): _loops(pd.Series([2.0, 2.0], index=[0, 1])),
         (1000, 64): _loops(pd.Series([7.0, 7.0], index=[0, 1]))}
     rows = model.cold_rows(here)
@@ -602,3 +631,23 @@ def labkit_advise(**kw):
     import labkit
 
     return labkit.advise(**kw)
+
+
+def test_the_share_curve_reads_a_stacks_cold_switch_at_the_nearest_work_measured():
+    """Known truth: asm among 1000 contexts 20 ns colder with no work between switches and
+    60 ns with 1 µs of it. The curve's works up to about 30 ns read the first, those from
+    about 35 ns the second (nearest in log(1 + ns)); nothing is measured for them."""
+    from labkit.lab.analysis import your_workload as yw
+
+    ev = _ev(_simulated(np.random.default_rng(21), proc_sd=0.0, rep_sd=1e-9))
+    for work, add in ((0, 20.0), (1000, 60.0)):
+        ev.frames[f"cold switch asm 1000 0 65536 {work}"] = {
+            (2, 0): _loops(pd.Series([6.0] * 3)), (1000, 0): _loops(pd.Series([6.0 + add] * 3))}
+    c = yw.curves(["asm"], alive=1000, in_use=0, ev=ev)
+    share = c[c.kind == "share"].set_index("x").value
+    assert list(share.index) == sorted(yw.WORKS)
+    # share = 2c / (W + 2c) with c = 3 + cold / 2 (no overlap data: the switch unhidden)
+    for w, s in share.items():
+        cold = 20.0 if math.log1p(w) < math.log1p(1000) / 2 else 60.0
+        c_switch = 3.0 + cold / 2
+        assert s == pytest.approx(2 * c_switch / (w + 2 * c_switch), rel=1e-6), w

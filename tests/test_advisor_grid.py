@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from labkit.lab.advising import evidence, grid
+from labkit.lab.advising import evidence, grid, model
 
 NEEDED = {"design", "work_ns", "alive", "stack_in_use", "predicted_ns", "predicted_low",
           "predicted_high", "measured_ns", "measured_low", "measured_high", "processes",
@@ -15,8 +15,29 @@ NEEDED = {"design", "work_ns", "alive", "stack_in_use", "predicted_ns", "predict
 
 
 @pytest.fixture(scope="module")
-def quick_grid():
-    return grid.run_grid(quick=True, processes=2, samples=1, ev=evidence.load(quick=True))
+def quick_ev():
+    return evidence.load(quick=True)
+
+
+@pytest.fixture(scope="module")
+def quick_grid(quick_ev):
+    return grid.run_grid(quick=True, processes=2, samples=1, ev=quick_ev)
+
+
+def test_the_quick_grid_read_with_every_cold_switch_at_no_work(quick_grid, quick_ev):
+    """The grid measures a stack's cold switch beside each W and with none; read at none,
+    only the stack's predictions with work move, and nothing is measured again."""
+    before = len(quick_ev.measured_now)
+    other = grid.cold_at_no_work(quick_grid, quick_ev)
+    assert len(quick_ev.measured_now) == before
+    assert (other.work_ns == quick_grid.work_ns).all()
+    moved = (quick_grid.design == "asm_fpu") & (quick_grid.work_ns > 0)
+    assert np.isclose(other.model_ns, quick_grid.model_ns)[~moved].all()
+    # both of the stack's readings were measured, before the points (at 64 contexts
+    # either may floor at 0, so their values are not compared)
+    cold = model.cold_rows(quick_ev)
+    assert set(cold[cold.layout == "asm_fpu"].work_ns) == {0.0, model.COLD_WORK_CAP_NS}
+    assert set(cold[cold.layout == "cxx20_generator"].work_ns) == {0.0}
 
 
 def test_quick_grid_has_every_column_and_one_row_per_point_and_design(quick_grid, tmp_path):
@@ -45,8 +66,6 @@ def test_quick_grid_has_every_column_and_one_row_per_point_and_design(quick_grid
 
 
 def test_a_grid_just_run_gives_the_advisor_its_error(quick_grid):
-    from labkit.lab.advising import model
-
     ev = evidence.Evidence("a copy", {}, dict(evidence.load(quick=True).frames), local=False)
     grid.calibrate(ev, quick_grid)
     w = model.workload("0ns", 1, 64, 0, stack_size="64KiB")
@@ -136,8 +155,6 @@ def _steady_and_not(rng, points=160, sd=0.3):
 
 
 def test_the_error_rule_takes_neighbours_as_steady_as_the_prediction():
-    from labkit.lab.advising import model
-
     g = _steady_and_not(np.random.default_rng(21))
     steady = model.own_spread(1 / 1.01, 1.01)
     assert steady == pytest.approx(math.log(1.01) / 1.96)
@@ -184,11 +201,10 @@ def test_scores_refuse_a_frame_without_the_grid_columns():
 
 
 def test_each_n_and_u_has_its_cold_switches_measured_just_before_its_points(monkeypatch):
-    from labkit.lab.advising import model
-
     calls = []
     monkeypatch.setattr(model, "measure_cold",
-                        lambda ev, needs: calls.append(("cold", {(n, u) for _, n, u, _ in needs})))
+                        lambda ev, needs: calls.append(("cold", {(n, u) for _, n, u, _, _ in needs},
+                                                        needs)))
 
     def point(designs, work, alive, in_use, **kw):
         calls.append(("point", work, alive, in_use))
@@ -200,7 +216,11 @@ def test_each_n_and_u_has_its_cold_switches_measured_just_before_its_points(monk
     ev = evidence.Evidence("test", {}, {}, local=True)
     g = grid.run_grid(designs=["asm_fpu", "cxx20_generator"], work=("0ns", "20us"),
                       alive=(64, 1000), in_use=(0, 1024), ev=ev)
-    assert calls[0] == ("cold", {(64, 0)})
+    assert calls[0][:2] == ("cold", {(64, 0)})
+    # a stack's cold switch beside each W's busy work (20 µs held at 2 µs), the heap
+    # frame's with none
+    assert sorted((layout, work) for layout, *_, work in calls[0][2]) == [
+        ("asm_fpu", 0.0), ("asm_fpu", model.COLD_WORK_CAP_NS), ("cxx20_generator", 0.0)]
     for i, c in enumerate(calls):
         if c[0] == "point":  # the last cold measured before it is its own N and u's
             last = next(x for x in reversed(calls[:i]) if x[0] == "cold")
@@ -251,8 +271,6 @@ def _small_shares_and_a_zero(rng, points=40):
 
 
 def test_a_zero_share_is_not_the_neighbour_of_small_ones(monkeypatch):
-    from labkit.lab.advising import model
-
     g = _small_shares_and_a_zero(np.random.default_rng(8))
     at = g.iloc[1]
     spread = model.own_spread(at.model_low, at.model_high)

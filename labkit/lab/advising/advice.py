@@ -28,7 +28,7 @@ def advise(work="0ns", suspensions=1, alive=None, stack_in_use=0, fp="none", *,
     ev = evidence.load(bundle, data_dir, quick=quick, status=status)
     since = len(ev.measured_now)
     if ev.local:  # what is missing, measured in one set of processes
-        model.measure_cold(ev, [n for d in chosen if (n := model.cold_need(d, w))])
+        model.measure_cold(ev, [n for d in chosen if (n := model.cold_need(d, w, ev))])
     preds = []
     for d in chosen:
         p = model.predict_full(d, w, ev)

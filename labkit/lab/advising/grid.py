@@ -9,7 +9,8 @@ when called without switching (W of busy loop and u bytes of its context touched
 contexts round robin), which is what a user profiles as "my work between switches". Its
 cache cost (N contexts x u bytes) is the user's, not the switch's. It is taken for each
 design with its own layout of contexts (model.layout_design). The model's cold switches
-among N contexts are measured on the spot too, just before the points of that N and u.
+among N contexts are measured on the spot too, just before the points of that N and u: a
+stack's beside each W's busy work (model.cold_work) and with none, the others with none.
 
 The prediction's interval is a prediction interval for the measurement: the model's own
 (its terms' measurement noise only, kept as model_low and model_high) widened by the
@@ -55,6 +56,13 @@ def _work(work: str) -> dict:
 
 def _workload_ns(kw: dict, ghz: float) -> float:
     return kw["work_ns"] if "work_ns" in kw else kw["work_cycles"] / ghz
+
+
+def busy_ns(work: str) -> float:
+    """ns of a grid W ("100cycles" at this machine's TSC rate): the busy part of its step."""
+    from labkit.core.machine import machine_info
+
+    return _workload_ns(_work(work), machine_info()["tsc_ghz"])
 
 
 def stack_size_for(design: str) -> int | None:
@@ -116,7 +124,7 @@ def point(designs, work: str, alive: int, in_use: int, *, processes: int = 3,
         rows.append({
             "design": d, "work": work, "work_ns": w_ns, "alive": alive, "stack_in_use": in_use,
             "step_ns": step, "step_first_ns": before[rep], "step_second_ns": after[rep],
-            "step_design": rep, **prediction(d, step, alive, in_use, ev),
+            "step_design": rep, **prediction(d, step, alive, in_use, ev, busy_ns=w_ns),
             "measured_ns": m.ns_per_request, "measured_low": m.ns_per_request_low,
             "measured_high": m.ns_per_request_high, "processes": int(m.processes),
             "measured_switch_ns": m.ns_per_switch, "measured_switch_low": m.ns_per_switch_low,
@@ -125,14 +133,20 @@ def point(designs, work: str, alive: int, in_use: int, *, processes: int = 3,
     return rows
 
 
-def prediction(design: str, step_ns: float, alive: int, in_use: int, ev=None) -> dict:
+def prediction(design: str, step_ns: float, alive: int, in_use: int, ev=None, *,
+               busy_ns: float) -> dict:
     """The model's prediction for one grid point, without the model's error: the step as
-    the work between switches, the experiment's 64 KiB stacks for a design with stacks."""
+    the work between switches, `busy_ns` (the point's W) as its busy part, the
+    experiment's 64 KiB stacks for a design with stacks."""
+    import dataclasses
+
     from labkit.lab.advising import evidence, model
 
     ev = ev or evidence.load()
-    w = model.workload(work=float(step_ns), suspensions=SUSPENSIONS, alive=int(alive),
-                       stack_in_use=int(in_use), stack_size=stack_size_for(design))
+    w = dataclasses.replace(
+        model.workload(work=float(step_ns), suspensions=SUSPENSIONS, alive=int(alive),
+                       stack_in_use=int(in_use), stack_size=stack_size_for(design)),
+        busy_ns=float(busy_ns))
     p = model.predict_full(design, w, ev, model_error=False)
     return {"model_ns": p["ns_per_request"]["value"], "model_low": p["ns_per_request"]["low"],
             "model_high": p["ns_per_request"]["high"], "model_share": p["switch_share"]["value"],
@@ -147,19 +161,32 @@ def repredict(grid, ev=None):
     evidence changed; nothing is measured but what the advisor measures now)."""
     import pandas as pd
 
-    new = pd.DataFrame([prediction(r.design, r.step_ns, r.alive, r.stack_in_use, ev)
-                        for r in grid.itertuples()], index=grid.index)
+    new = pd.DataFrame([prediction(r.design, r.step_ns, r.alive, r.stack_in_use, ev,
+                                   busy_ns=r.work_ns) for r in grid.itertuples()],
+                       index=grid.index)
     return finish(grid.assign(**{c: new[c] for c in new}))
 
 
-def cold_needs(designs, alive, in_use) -> list[tuple]:
-    """The cold switches (model.cold_need) the predictions of `designs` read at every N of
-    `alive` and u of `in_use`, on the grid's stacks."""
+def cold_at_no_work(grid, ev):
+    """The grid predicted again with every cold switch read as measured with no work
+    between switches (the grid measures those too): what reading a stack's beside the
+    point's busy work is worth, scored on the same measurements
+    (docs/advisor_calibration.md)."""
+    return repredict(grid.assign(work_ns=0.0), ev).assign(work_ns=grid.work_ns)
+
+
+def cold_needs(designs, work_ns, alive, in_use, ev) -> list[tuple]:
+    """The cold switches (model.cold_need) the predictions of `designs` read at every busy
+    work of `work_ns`, N of `alive` and u of `in_use`, on the grid's stacks; once each."""
+    import dataclasses
+
     from labkit.lab.advising import model
 
-    return [need for d in designs for n in alive for u in in_use
-            if (need := model.cold_need(d, model.workload(
-                alive=int(n), stack_in_use=int(u), stack_size=stack_size_for(d))))]
+    return list(dict.fromkeys(
+        need for d in designs for b in work_ns for n in alive for u in in_use
+        if (need := model.cold_need(d, dataclasses.replace(
+            model.workload(alive=int(n), stack_in_use=int(u), stack_size=stack_size_for(d)),
+            busy_ns=float(b)), ev))))
 
 
 def run_grid(*, quick: bool = False, designs=None, work=None, alive=None, in_use=None,
@@ -185,6 +212,8 @@ def run_grid(*, quick: bool = False, designs=None, work=None, alive=None, in_use
 
     ev = ev or evidence.load()
     seeds = {p: i for i, p in enumerate(itertools.product(*axes))}
+    # No work is among them whatever the grid's W: cold_at_no_work reads those.
+    busy = sorted({0.0, *(busy_ns(wk) for wk in axes[0])})
     rows = []
     started = time.time()
     sweep._report_progress("calibration grid", 0, len(seeds), started)  # the status line
@@ -192,7 +221,7 @@ def run_grid(*, quick: bool = False, designs=None, work=None, alive=None, in_use
     # all before the grid: the VM's state moves with the grid's own churn of memory.
     for n, u in itertools.product(axes[1], axes[2]):
         if ev.local:
-            model.measure_cold(ev, cold_needs(designs, [n], [u]))
+            model.measure_cold(ev, cold_needs(designs, busy, [n], [u], ev))
         for wk in axes[0]:
             i = seeds[wk, n, u]
             rows += point(designs, wk, n, u, processes=processes, samples=samples, ev=ev,

@@ -13,8 +13,9 @@ switches (the 2 above). W is the work between suspensions. c_switch is
   + the cold resumption of one of N contexts, once per suspension (of its two switches one
     resumes the coroutine, the other the warm scheduler), cold_resume: the switching loop
     of the design's layout (the workload experiment's, less its steps) among N contexts
-    holding u bytes each against 2, measured now over fresh processes; for threads,
-    notebook 01's ring instead
+    holding u bytes each against 2, measured now over fresh processes, for a stack with
+    W of busy work between switches (held beyond 2 µs), for the others with none; for
+    threads, notebook 01's ring instead
   + for the copy stack, its sweep by bytes in use (notebook 04) instead of the ladder figure
   + fp="control": the design's cost with differing FP control words minus with equal ones
     (notebook 06); fp="vector": the xsave of dirty against clean state (06's xstate) for the
@@ -114,7 +115,10 @@ def parse_size(name: str, value) -> int:
 class Workload:
     """What the user's program does: `work` between suspensions (ns, or `work_unit`
     "cycles"), `suspensions` per request, `alive` coroutines, `stack_in_use` bytes at a
-    switch, FP/SIMD use `fp`, an optional fixed `stack_size`, request `rate` per second."""
+    switch, FP/SIMD use `fp`, an optional fixed `stack_size`, request `rate` per second.
+    `busy_ns`: the part of the work that is busy computing, beside which a stack's cold
+    switch is read (None: all of it; the calibration grid's work is a measured step that
+    also holds the bytes touched, which the cold switch's own loop touches)."""
     work: float
     work_unit: str
     suspensions: float
@@ -123,9 +127,13 @@ class Workload:
     fp: str
     stack_size: int | None = None
     rate: float | None = None
+    busy_ns: float | None = None
 
     def work_ns(self, ev) -> float:
         return self.work if self.work_unit == "ns" else self.work / ev.ticks_per_ns()
+
+    def busy(self, ev) -> float:
+        return self.work_ns(ev) if self.busy_ns is None else self.busy_ns
 
 
 def workload(work="0ns", suspensions=1, alive=None, stack_in_use=0, fp="none",
@@ -363,58 +371,80 @@ SPOT_PROCESSES = 3  # fresh processes a cold switch measured now goes over (quic
 SPOT_SAMPLES = 3    # timed loops of each of its points in each of them
 
 
-def _cold_key(layout: str, n: int, u: int, size) -> str:
-    return f"cold switch {layout} {n} {u} {size}"
+# A stack's cold switch is measured beside the workload's busy work between switches, up
+# to this many ns and held beyond: a timed loop of a few ms then resumes only a few hundred
+# of the contexts, and the term, a few hundred ns at most, is a percent of the request.
+COLD_WORK_CAP_NS = 2000.0
+# The families whose cold switch grows with the work between switches: a stack's resumption
+# loads its saved frame and return address, which with no work the core overlaps with the
+# next resumption's and which behind work stand alone. A copy stack's or a heap frame's did
+# not move with the work up to 500 ns (docs/advisor_calibration.md), so theirs is measured
+# with none, where it is steadiest.
+COLD_BESIDE_WORK = ("stack",)
+
+
+def cold_work(design: str, busy_ns: float) -> float:
+    """The busy work (ns) beside which `design`'s cold switch is measured for `busy_ns`."""
+    if family(design) not in COLD_BESIDE_WORK:
+        return 0.0
+    return min(float(busy_ns), COLD_WORK_CAP_NS)
+
+
+def _cold_key(layout: str, n: int, u: int, size, work: float) -> str:
+    return f"cold switch {layout} {n} {u} {size} {work:g}"
 
 
 def measure_cold(ev, needs) -> None:
     """Measure now every cold switch of `needs` ((layout, contexts, bytes in use, stack
-    size) as _cold_switch asks for them) that `ev` lacks, all in one set of fresh processes
-    (SPOT_PROCESSES; quick: 2): the workload experiment's switching loop of the layout,
-    with no work, beyond its steps called without switching, at n and at 2 contexts. Each
-    process runs every point once, in an order drawn for it, and lays the contexts out
-    anew: on a shared VM that layout alone moves a cold switch by several times. A new
-    process costs more than most of these points, so one set serves them all."""
+    size, ns of busy work) as cold_need gives them) that `ev` lacks, all in one set of
+    fresh processes (SPOT_PROCESSES; quick: 2): the workload experiment's switching loop of
+    the layout, with that work between switches, beyond its steps called without
+    switching, at n and at 2 contexts. Each process runs every point once, in an order
+    drawn for it, and lays the contexts out anew: on a shared VM that layout alone moves a
+    cold switch by several times. A new process costs more than most of these points, so
+    one set serves them all."""
     import pandas as pd
 
     from labkit.experiments import design as _design
     from labkit.experiments import workload
 
     todo = {}
-    for layout, n, u, size in needs:
-        key = _cold_key(layout, n, u, size)
+    for need in needs:
+        key = _cold_key(*need)
         if key not in ev.frames and key not in todo:
-            todo[key] = (layout, n, u, size)
+            todo[key] = need
     if not todo:
         return
     if not ev.local:
         raise LookupError(f"no measurement of {next(iter(todo))} in {ev.source}")
 
-    def run(layout, c, u, size):
+    def run(layout, c, u, size, work):
         return lambda repeats: workload.run_workload(
-            layout, work_ns=0, alive=c, stack_in_use=u, switches_per_request=1,
-            requests=workload.requests_for(0, 1), stack_size=size,
+            layout, work_ns=work, alive=c, stack_in_use=u, switches_per_request=1,
+            requests=workload.requests_for(work, 1), stack_size=size,
             repeats=SPOT_SAMPLES * repeats)
 
     entries = {}
-    for layout, n, u, size in todo.values():
+    for layout, n, u, size, work in todo.values():
         where = f" on {bytes_label(size)} stacks" if size else ""
+        beside = f"{work:g} ns of work" if work > 0 else "no work"
         ev.announce(f"{layout}'s switches among {n} contexts against 2{where}, {u} bytes in "
-                    "use and no work between them",
+                    f"use and {beside} between them",
                     "the lab's data has no switching loop over many contexts")
         for c in (2, n):
-            entries.setdefault(f"{layout} {c} {u} {size}", run(layout, c, u, size))
+            entries.setdefault(_cold_key(layout, c, u, size, work),
+                               run(layout, c, u, size, work))
     import zlib
 
     seed = zlib.crc32(" ".join(sorted(entries)).encode())
     runs = pd.concat([_design.run_process(entries, i, repeats=1, seed=seed)
                       for i in range(2 if ev.quick else SPOT_PROCESSES)], ignore_index=True)
 
-    def at(layout, c, u, size):
-        return runs[runs.side == f"{layout} {c} {u} {size}"].set_index("worker")[list(COLD_LOOP)]
+    def at(side):
+        return runs[runs.side == side].set_index("worker")[list(COLD_LOOP)]
 
-    for key, (layout, n, u, size) in todo.items():
-        ev.frames[key] = {(c, u): at(layout, c, u, size) for c in (2, n)}
+    for key, (layout, n, u, size, work) in todo.items():
+        ev.frames[key] = {(c, u): at(_cold_key(layout, c, u, size, work)) for c in (2, n)}
 
 
 # What a cold switch keeps of each timed loop: the switching loop's time per request and,
@@ -425,8 +455,8 @@ COLD_LOOP = ("ns_per_request", "work_only_ns_per_request")
 def cold_rows(ev):
     """Every cold switch `ev` holds, one row per timed loop: the layout, the contexts of the
     pair's far side (`alive`) and of this side (`contexts`: 2 or alive), stack_in_use,
-    stack_size (0: heap frames), the fresh process (`worker`) and the loop's two times
-    (COLD_LOOP). Notebook 10 keeps its grid's (evidence.COLD_SWITCHES), so that a bundle
+    stack_size (0: heap frames), the busy work between switches (`work_ns`), the fresh
+    process (`worker`) and the loop's two times (COLD_LOOP). Notebook 10 keeps its grid's (evidence.COLD_SWITCHES), so that a bundle
     carries them to another machine's `labkit advise --bundle`."""
     import pandas as pd
 
@@ -434,37 +464,44 @@ def cold_rows(ev):
     for key, got in ev.frames.items():
         if not key.startswith("cold switch "):
             continue
-        layout, n, u, size = key.removeprefix("cold switch ").split()
+        layout, n, u, size, work = key.removeprefix("cold switch ").split()
         for (c, _), loops in got.items():
             rows.append(loops.rename_axis("worker").reset_index().assign(
                 layout=layout, alive=int(n), contexts=int(c), stack_in_use=int(u),
-                stack_size=0 if size == "None" else int(size)))
-    cols = ["layout", "alive", "contexts", "stack_in_use", "stack_size", "worker", *COLD_LOOP]
+                stack_size=0 if size == "None" else int(size), work_ns=float(work)))
+    cols = ["layout", "alive", "contexts", "stack_in_use", "stack_size", "work_ns", "worker",
+            *COLD_LOOP]
     return pd.concat(rows, ignore_index=True)[cols] if rows else pd.DataFrame(columns=cols)
 
 
 def _cold_from_rows(ev) -> None:
     """Another machine's cold switches (cold_rows, as its bundle carries them) as the keys
-    _cold_switch reads; once."""
+    _cold_switch reads; once. Rows without `work_ns` were measured with no work."""
     df = ev.rows(_ev.COLD_SWITCHES)
     if df.empty or any(k.startswith("cold switch ") for k in ev.frames):
         return
-    for (layout, n, u, size), pair in df.groupby(["layout", "alive", "stack_in_use",
-                                                  "stack_size"]):
-        key = _cold_key(layout, int(n), int(u), int(size) or None)
+    df = df.assign(work_ns=df.reindex(columns=["work_ns"]).work_ns.fillna(0.0))
+    for (layout, n, u, size, work), pair in df.groupby(["layout", "alive", "stack_in_use",
+                                                        "stack_size", "work_ns"]):
+        key = _cold_key(layout, int(n), int(u), int(size) or None, float(work))
         ev.frames[key] = {(int(c), int(u)): side.set_index("worker")[list(COLD_LOOP)]
                           for c, side in pair.groupby("contexts")}
 
 
-def _nearest(ev, prefix: str, n: int, u: int) -> str:
-    """Without measuring: the key of the nearest (n, u) measured under `prefix`."""
-    have = [(k, *map(int, k[len(prefix):].split()[:2])) for k in ev.frames
-            if k.startswith(prefix)]
+def _nearest(ev, prefix: str, n: int, u: int, work: float) -> str:
+    """Without measuring: the key of the nearest (n, u) measured under `prefix`, at the
+    work nearest `work` in log(1 + ns)."""
+    have = []
+    for k in ev.frames:
+        if k.startswith(prefix):
+            f = k[len(prefix):].split()
+            have.append((k, int(f[0]), int(f[1]), float(f[3])))
     if not have:
         raise LookupError(f"no {prefix.strip()} measurement of {n} contexts in {ev.source}"
                           + (f" ({ev.lacks})" if ev.lacks else ""))
-    return min(have, key=lambda p: abs(math.log(p[1] / n))
-               + abs(math.log(max(p[2], 1) / max(u, 1))))[0]
+    return min(have, key=lambda p: (abs(math.log1p(p[3]) - math.log1p(work)),
+                                    abs(math.log(p[1] / n))
+                                    + abs(math.log(max(p[2], 1) / max(u, 1)))))[0]
 
 
 def _difference(ev, key: str, got: dict, far, near, basis: str) -> _ev.Term:
@@ -539,51 +576,56 @@ def _holding(layout: str, u: int, size):
                                              + validate.ENTRY_HEADROOM))
 
 
-def cold_need(design: str, w) -> tuple | None:
-    """(layout, contexts, bytes in use, stack size) of the cold switch a prediction for
-    `design` under `w` reads (measure_cold takes a list of them), or None."""
+def cold_need(design: str, w, ev) -> tuple | None:
+    """(layout, contexts, bytes in use, stack size, ns of busy work) of the cold switch a
+    prediction for `design` under `w` reads (measure_cold takes a list of them), or None."""
     if family(design) not in ("stack", "frame", "copy") or w.alive <= 2:
         return None
     layout = layout_design(design)
     u = w.stack_in_use
-    return layout, min(w.alive, COLD_CONTEXTS), u, _holding(layout, u, stack_size(design, w))
+    return (layout, min(w.alive, COLD_CONTEXTS), u, _holding(layout, u, stack_size(design, w)),
+            cold_work(design, w.busy(ev)))
 
 
-def _cold_switch(ev, layout: str, n: int, u: int, size) -> _ev.Term:
+def _cold_switch(ev, layout: str, n: int, u: int, size, work: float) -> _ev.Term:
     """What resuming one of n contexts of `layout` (at most COLD_CONTEXTS), each holding
-    u bytes in use, costs beyond resuming one of 2: the workload experiment's switching
-    loop less its steps, with no work between switches, at n against 2 contexts, measured
-    now (measure_cold; another machine's data: the nearest n and u measured)."""
+    u bytes in use, costs beyond resuming one of 2, with `work` ns of busy work between
+    switches: the workload experiment's switching loop less its steps, at n against 2
+    contexts, measured now (measure_cold; another machine's data: the nearest work, n and
+    u measured)."""
     n = min(n, COLD_CONTEXTS)
     size = _holding(layout, u, size)
     prefix = f"cold switch {layout} "
-    key, basis = _cold_key(layout, n, u, size), "measured now"
+    key, basis = _cold_key(layout, n, u, size, work), "measured now"
     if not ev.local:
         _cold_from_rows(ev)
         if key not in ev.frames:
-            key = _nearest(ev, prefix, n, u)
-        n, u, there = key[len(prefix):].split()
+            key = _nearest(ev, prefix, n, u, work)
+        n, u, there, at = key[len(prefix):].split()
         n, u = int(n), int(u)
+        beside = f"{at} ns of work" if float(at) > 0 else "no work"
         basis = (f"from {n} contexts and {u} bytes in use on "
-                 f"{'heap frames' if there == 'None' else bytes_label(int(there)) + ' stacks'}")
+                 f"{'heap frames' if there == 'None' else bytes_label(int(there)) + ' stacks'}"
+                 f" with {beside} between switches")
     else:
-        measure_cold(ev, [(layout, n, u, size)])
+        measure_cold(ev, [(layout, n, u, size, work)])
     return _difference(ev, key, ev.frames[key], (n, u), (2, u), basis)
 
 
-def cold_resume(ev, design: str, n: int, size: int | None, u: int = 0):
-    """(Term, note): ns a resumption of one of n contexts, each with u bytes in use, adds
-    to a switch for reaching a context last run n resumptions ago: the switching loop of
-    the design's layout among n contexts against 2 (_cold_switch). It holds what a cold
-    context costs the design: a stack's saved frame and return address, a copy stack's
-    saved bytes, a heap frame's resume point, the page walks to them, and the lines the
-    bytes in use evicted."""
+def cold_resume(ev, design: str, n: int, size: int | None, u: int = 0, busy: float = 0.0):
+    """(Term, note): ns a resumption of one of n contexts, each with u bytes in use and
+    `busy` ns of busy work between switches, adds to a switch for reaching a context last
+    run n resumptions ago: the switching loop of the design's layout among n contexts
+    against 2 (_cold_switch), beside that work for a stack (cold_work). It holds what a
+    cold context costs the design: a stack's saved frame and return address, a copy
+    stack's saved bytes, a heap frame's resume point, the page walks to them, and the lines
+    the bytes in use evicted."""
     import numpy as np
 
     if n <= 2:
         return _ev.Term(np.zeros(_ev.DRAWS), "two contexts"), ""
     held = f"held at the {COLD_CONTEXTS:,} contexts measured" if n > COLD_CONTEXTS else ""
-    return _cold_switch(ev, layout_design(design), n, u, size), held
+    return _cold_switch(ev, layout_design(design), n, u, size, cold_work(design, busy)), held
 
 
 def ring_extra(ev, n: int, size: int):
@@ -975,7 +1017,8 @@ def switch_cost(ev, design: str, w: Workload):
     # Of a suspension's two switches one resumes the coroutine, cold when it is one of
     # many, and the other the scheduler, warm: one cold term per suspension.
     if fam in ("stack", "frame", "copy") and w.alive > 2:
-        cold, note = cold_resume(ev, design, w.alive, stack_size(design, w), w.stack_in_use)
+        cold, note = cold_resume(ev, design, w.alive, stack_size(design, w), w.stack_in_use,
+                                 w.busy(ev))
         total = total + cold.draws / SWITCHES_PER_SUSPENSION
         notes.append(note)
     elif fam == "thread" and w.alive > 2:
@@ -1078,7 +1121,7 @@ def predict_full(design: str, w: Workload, ev=None, *, model_error: bool = True)
         raise TypeError(f"workload must be a Workload (advising.model.workload(...)), "
                         f"not {type(w).__name__}")
     out = {"design": design, "family": family(design), "notes": []}
-    given, need = stack_size(design, w), cold_need(design, w)
+    given, need = stack_size(design, w), cold_need(design, w, ev)
     if given is not None and need is not None and need[3] != given:
         from labkit.core import validate
 

@@ -124,9 +124,15 @@ def curves(designs=_grid.DESIGNS, *, alive: int = 10_000, in_use: int = 0, fp: s
     """The advisor's share of time switching at each of WORKS (with its interval) for
     `alive` coroutines, and memory at each of ALIVES up to the design's mapping limit, for
     `in_use` bytes and `fp`; `measure`=False uses only what was measured already. One row
-    per (kind, design, x); the workload chosen (work_ns, alive) is in the `chosen` column."""
+    per (kind, design, x); the workload chosen (work_ns, alive) is in the `chosen` column.
+    What the chosen workload reads is measured if missing; the other works read a stack's
+    cold switch at the nearest work measured (model.cold_work), not one each."""
     ev = ev or evidence.load()
-    ev = ev if measure else _local_only(ev)
+    if measure:
+        for d in designs:
+            model.predict_full(d, model.workload(work=work_ns, alive=alive, stack_in_use=in_use,
+                                                 fp=fp, stack_size=_grid.stack_size_for(d)), ev)
+    ev = _local_only(ev)
     limit = _max_map_count()
     rows = []
     for d in designs:
