@@ -158,7 +158,8 @@ def test_a_stacks_cold_switch_is_read_beside_the_work_and_the_others_with_none()
     assert model.cold_work("asm", 20_000) == model.COLD_WORK_CAP_NS
     assert model.cold_resume(ev, "asm", 1000, 65536, 0, 20_000.0)[0].value == pytest.approx(50.0)
     assert model.cold_work("copy_stack", 100) == 0.0
-    assert model.cold_resume(ev, "copy_stack", 1000, 65536, 0, 100.0)[0].value == pytest.approx(10.0)
+    term, _ = model.cold_resume(ev, "copy_stack", 1000, 65536, 0, 100.0)
+    assert term.value == pytest.approx(10.0)
     w = model.workload("100ns", 1, 1000, 0, stack_size="64KiB")
     assert model.cold_need("asm", w, ev)[4] == 100.0
     assert model.cold_need("asm", dataclasses.replace(w, busy_ns=0.0), ev)[4] == 0.0
@@ -167,6 +168,13 @@ def test_a_stacks_cold_switch_is_read_beside_the_work_and_the_others_with_none()
     assert set(model.cold_rows(ev).work_ns) == {0.0, 100.0}
     assert model.cold_resume(there, "asm", 1000, 65536, 0, 100.0)[0].value == pytest.approx(50.0)
     assert model.cold_resume(there, "asm", 1000, 65536, 0, 0.0)[0].value == pytest.approx(20.0)
+    # nearest in contexts and bytes first, then in work: 10,000 contexts measured at 2 µs
+    # do not stand for 1,000 at 2 µs when 1,000 were measured at 100 ns
+    ev.frames["cold switch asm 10000 0 65536 2000"] = {
+        (2, 0): _loops(pd.Series([6.0] * 3)), (10000, 0): _loops(pd.Series([206.0] * 3))}
+    term, note = model.cold_resume(ev, "asm", 1000, 65536, 0, 20_000.0)
+    assert term.value == pytest.approx(50.0) and "from 1000 contexts" in term.basis
+    assert "held beyond" in note
 
 
 def test_a_cold_switch_pairs_the_two_points_inside_each_process():
@@ -577,6 +585,10 @@ def test_the_cold_switches_measured_here_travel_as_rows_and_read_back_there():
     assert "3 processes, from 1000 contexts and 0 bytes in use on 64 KiB stacks" in term.basis
     term, _ = model.cold_resume(there, "cxx20_generator", 5000, None, 64)
     assert np.allclose(term.draws, 5.0) and "on heap frames" in term.basis
+    # rows from before the work was kept were measured with none
+    old = _ev({evidence.COLD_SWITCHES: rows.drop(columns="work_ns")})
+    term, _ = model.cold_resume(old, "asm", 1000, 65536, 0, 500.0)
+    assert np.allclose(term.draws, 30.0) and "with no work between switches" in term.basis
     assert model.cold_rows(_ev({})).empty
 
 

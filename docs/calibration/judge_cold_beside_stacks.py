@@ -2,7 +2,8 @@
 (docs/advisor_calibration.md): the committed grid read as measured, with a stack's cold
 switch beside the point's busy work, and read again with every cold switch at no work,
 both from the cold switches the same run measured (data/10_your_workload_cold_switches.csv);
-nothing is measured. The change stands if the first's mean interval score is lower and its
+no switch is measured again (the stack depth, which only memory reads, may be). It reads this
+machine's data. The change stands if the first's mean interval score is lower and its
 coverage at least 90%.
 
     python docs/calibration/judge_cold_beside_stacks.py [DATA_DIR]
@@ -18,6 +19,8 @@ from labkit.lab.advising import evidence, grid, model
 
 def main(data_dir: Path) -> None:
     ev = evidence.load(data_dir=data_dir)
+    if not ev.local:
+        sys.exit(f"{data_dir} is another machine's data: read it on that machine")
     model._cold_from_rows(ev)  # the run's own cold switches
 
     def none_again(ev, needs):
@@ -28,10 +31,12 @@ def main(data_dir: Path) -> None:
     model.measure_cold = none_again
     g = results.read_csv(data_dir / "advisor_calibration.csv")
     again = grid.repredict(g, ev)
-    drift = float(np.max(np.abs(np.log(again.model_ns / g.model_ns))))
-    if drift > 1e-9:
-        sys.exit(f"the grid read again differs from data/ by {drift:.2g} on the log scale: "
-                 "its data/ is not this code's")
+    cols = ["model_ns", "model_low", "model_high", "model_share"]
+    drift = float(np.max(np.abs(again[cols].to_numpy(float) - g[cols].to_numpy(float))
+                         / np.abs(g[cols].to_numpy(float)).clip(min=1e-12)))
+    if not drift <= 1e-9:
+        sys.exit(f"the grid read again differs from {data_dir}'s by {drift:.2g} (relative): "
+                 "its data is not this code's")
     readings = {"beside the work (stacks)": g, "no work": grid.cold_at_no_work(g, ev)}
     out = {}
     for name, r in readings.items():

@@ -16,7 +16,9 @@ here = pathlib.Path(__file__).parent
 name = sys.argv[1] if len(sys.argv) > 1 else "grid"
 t0 = time.perf_counter()
 block = evidence.from_data()
-model.measure_cold(block, grid.cold_needs(grid.DESIGNS, grid.ALIVE, grid.IN_USE))
+# every work the grid reads a cold switch at (a stack's beside each W: since grid 24)
+busy = [0.0, *(grid.work_in_ns(w) for w in grid.WORK)]
+model.measure_cold(block, grid.cold_needs(grid.DESIGNS, busy, grid.ALIVE, grid.IN_USE, block))
 print(f"block: {time.perf_counter() - t0:.1f} s", flush=True)
 g = grid.run_grid(ev=evidence.from_data(), progress=print)
 old = grid.repredict(g, block)

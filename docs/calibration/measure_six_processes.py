@@ -1,6 +1,7 @@
 """How the six-process trial was measured (docs/advisor_calibration.md, "Six processes a
 point instead of three"): notebook 10's grid with every point and every cold switch over 6
-fresh processes, kept process by process in the three files trial_six_processes.py reads.
+fresh processes (the cold switches with no work between switches, as the model then read
+them), kept process by process in the three files trial_six_processes.py reads.
 Nothing is written to data/. About 4 minutes on the EPYC VM.
 
     python docs/calibration/measure_six_processes.py OUT_FOLDER
@@ -28,7 +29,7 @@ def main(out: Path) -> None:
     ghz = machine_info()["tsc_ghz"]
     runs, steps = [], []
     for n, u in itertools.product(grid.ALIVE, grid.IN_USE):
-        model.measure_cold(ev, grid.cold_needs(grid.DESIGNS, [n], [u]))
+        model.measure_cold(ev, grid.cold_needs(grid.DESIGNS, [0.0], [n], [u], ev))
         for work in grid.WORK:
             kw = grid._work(work)
             w_ns = grid._workload_ns(kw, ghz)

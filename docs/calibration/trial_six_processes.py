@@ -1,8 +1,9 @@
 """The six-process trial (docs/advisor_calibration.md, "Six processes a point instead of
 three: a trial, not a change") read five ways, by which of the six processes each side
 keeps. It reads the trial's measurements beside it (made by measure_six_processes.py) and
-measures nothing. The model's other terms come from a data/ folder: the table in the docs
-used run 22's (`git archive 52adc4c data | tar -x -C /tmp/r22`):
+measures nothing. Its cold switches were measured with no work between switches, so it
+reads every one so (busy_ns=0). The model's other terms come from a data/ folder: the table
+in the docs used run 22's (`git archive 52adc4c data | tar -x -C /tmp/r22`):
 
     python docs/calibration/trial_six_processes.py [/tmp/r22/data]
 """
@@ -46,7 +47,7 @@ def reading(ev0, runs, steps, cold, cold_w, grid_w):
             step = grid.step_estimate(s.step_first_ns, s.step_second_ns)
             m = summ.loc[d]
             rows.append({"design": d, "work": work, "alive": alive, "stack_in_use": u,
-                         "step_ns": step, **grid.prediction(d, step, alive, u, ev),
+                         "step_ns": step, **grid.prediction(d, step, alive, u, ev, busy_ns=0.0),
                          "measured_ns": m.ns_per_request, "measured_low": m.ns_per_request_low,
                          "measured_high": m.ns_per_request_high,
                          "measured_bytes": (m.rss_bytes_per_coroutine

@@ -49,6 +49,16 @@ def log_axis(ax, which: str = "y", base: int = 10):
     axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
 
 
+def ns_label(v) -> str:
+    """1500 -> '1.5 us', 38.5 -> '38.5 ns' (three figures), NaN -> 'n/a'."""
+    if not math.isfinite(v):
+        return "n/a"
+    for unit, k in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if v >= k:
+            return f"{v / k:.3g} {unit}"
+    return f"{v:.3g} ns"
+
+
 def bytes_label(n) -> str:
     """4096 -> '4 KiB', 8388608 -> '8 MiB', 1088 -> '1.06 KiB' (three figures where the
     unit does not divide), None or NaN -> 'n/a'."""

@@ -58,7 +58,7 @@ def _workload_ns(kw: dict, ghz: float) -> float:
     return kw["work_ns"] if "work_ns" in kw else kw["work_cycles"] / ghz
 
 
-def busy_ns(work: str) -> float:
+def work_in_ns(work: str) -> float:
     """ns of a grid W ("100cycles" at this machine's TSC rate): the busy part of its step."""
     from labkit.core.machine import machine_info
 
@@ -169,21 +169,21 @@ def repredict(grid, ev=None):
 
 def cold_at_no_work(grid, ev):
     """The grid predicted again with every cold switch read as measured with no work
-    between switches (the grid measures those too): what reading a stack's beside the
-    point's busy work is worth, scored on the same measurements
-    (docs/advisor_calibration.md)."""
+    between switches: what reading a stack's beside the point's busy work is worth, scored
+    on the same measurements (docs/advisor_calibration.md). `ev` must hold the grid's cold
+    switches (its run's, or model._cold_from_rows); a local one measures those it lacks."""
     return repredict(grid.assign(work_ns=0.0), ev).assign(work_ns=grid.work_ns)
 
 
-def cold_needs(designs, work_ns, alive, in_use, ev) -> list[tuple]:
+def cold_needs(designs, busy, alive, in_use, ev) -> list[tuple]:
     """The cold switches (model.cold_need) the predictions of `designs` read at every busy
-    work of `work_ns`, N of `alive` and u of `in_use`, on the grid's stacks; once each."""
+    work (ns) of `busy`, N of `alive` and u of `in_use`, on the grid's stacks; once each."""
     import dataclasses
 
     from labkit.lab.advising import model
 
     return list(dict.fromkeys(
-        need for d in designs for b in work_ns for n in alive for u in in_use
+        need for d in designs for b in busy for n in alive for u in in_use
         if (need := model.cold_need(d, dataclasses.replace(
             model.workload(alive=int(n), stack_in_use=int(u), stack_size=stack_size_for(d)),
             busy_ns=float(b)), ev))))
@@ -213,7 +213,7 @@ def run_grid(*, quick: bool = False, designs=None, work=None, alive=None, in_use
     ev = ev or evidence.load()
     seeds = {p: i for i, p in enumerate(itertools.product(*axes))}
     # No work is among them whatever the grid's W: cold_at_no_work reads those.
-    busy = sorted({0.0, *(busy_ns(wk) for wk in axes[0])})
+    busy = sorted({0.0, *(work_in_ns(wk) for wk in axes[0])})
     rows = []
     started = time.time()
     sweep._report_progress("calibration grid", 0, len(seeds), started)  # the status line

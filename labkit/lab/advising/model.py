@@ -35,7 +35,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from labkit.core.plots import bytes_label
+from labkit.core.plots import bytes_label, ns_label
 from labkit.lab.advising import evidence as _ev
 
 FP_MODES = ("none", "control", "vector")
@@ -390,8 +390,21 @@ def cold_work(design: str, busy_ns: float) -> float:
     return min(float(busy_ns), COLD_WORK_CAP_NS)
 
 
+COLD_PREFIX = "cold switch "
+
+
 def _cold_key(layout: str, n: int, u: int, size, work: float) -> str:
-    return f"cold switch {layout} {n} {u} {size} {work:g}"
+    return f"{COLD_PREFIX}{layout} {n} {u} {size} {work:g}"
+
+
+def _cold_fields(key: str) -> tuple:
+    """_cold_key's (layout, contexts, bytes in use, stack size or None, ns of work)."""
+    layout, n, u, size, work = key.removeprefix(COLD_PREFIX).split()
+    return layout, int(n), int(u), None if size == "None" else int(size), float(work)
+
+
+def _between(work: float) -> str:
+    return f"{ns_label(work)} of work" if work > 0 else "no work"
 
 
 def measure_cold(ev, needs) -> None:
@@ -427,9 +440,8 @@ def measure_cold(ev, needs) -> None:
     entries = {}
     for layout, n, u, size, work in todo.values():
         where = f" on {bytes_label(size)} stacks" if size else ""
-        beside = f"{work:g} ns of work" if work > 0 else "no work"
         ev.announce(f"{layout}'s switches among {n} contexts against 2{where}, {u} bytes in "
-                    f"use and {beside} between them",
+                    f"use and {_between(work)} between them",
                     "the lab's data has no switching loop over many contexts")
         for c in (2, n):
             entries.setdefault(_cold_key(layout, c, u, size, work),
@@ -456,19 +468,20 @@ def cold_rows(ev):
     """Every cold switch `ev` holds, one row per timed loop: the layout, the contexts of the
     pair's far side (`alive`) and of this side (`contexts`: 2 or alive), stack_in_use,
     stack_size (0: heap frames), the busy work between switches (`work_ns`), the fresh
-    process (`worker`) and the loop's two times (COLD_LOOP). Notebook 10 keeps its grid's (evidence.COLD_SWITCHES), so that a bundle
-    carries them to another machine's `labkit advise --bundle`."""
+    process (`worker`) and the loop's two times (COLD_LOOP). Notebook 10 keeps its grid's
+    (evidence.COLD_SWITCHES), so that a bundle carries them to another machine's
+    `labkit advise --bundle`."""
     import pandas as pd
 
     rows = []
     for key, got in ev.frames.items():
-        if not key.startswith("cold switch "):
+        if not key.startswith(COLD_PREFIX):
             continue
-        layout, n, u, size, work = key.removeprefix("cold switch ").split()
+        layout, n, u, size, work = _cold_fields(key)
         for (c, _), loops in got.items():
             rows.append(loops.rename_axis("worker").reset_index().assign(
-                layout=layout, alive=int(n), contexts=int(c), stack_in_use=int(u),
-                stack_size=0 if size == "None" else int(size), work_ns=float(work)))
+                layout=layout, alive=n, contexts=int(c), stack_in_use=u,
+                stack_size=size or 0, work_ns=work))
     cols = ["layout", "alive", "contexts", "stack_in_use", "stack_size", "work_ns", "worker",
             *COLD_LOOP]
     return pd.concat(rows, ignore_index=True)[cols] if rows else pd.DataFrame(columns=cols)
@@ -478,7 +491,7 @@ def _cold_from_rows(ev) -> None:
     """Another machine's cold switches (cold_rows, as its bundle carries them) as the keys
     _cold_switch reads; once. Rows without `work_ns` were measured with no work."""
     df = ev.rows(_ev.COLD_SWITCHES)
-    if df.empty or any(k.startswith("cold switch ") for k in ev.frames):
+    if df.empty or any(k.startswith(COLD_PREFIX) for k in ev.frames):
         return
     df = df.assign(work_ns=df.reindex(columns=["work_ns"]).work_ns.fillna(0.0))
     for (layout, n, u, size, work), pair in df.groupby(["layout", "alive", "stack_in_use",
@@ -488,20 +501,18 @@ def _cold_from_rows(ev) -> None:
                           for c, side in pair.groupby("contexts")}
 
 
-def _nearest(ev, prefix: str, n: int, u: int, work: float) -> str:
-    """Without measuring: the key of the nearest (n, u) measured under `prefix`, at the
-    work nearest `work` in log(1 + ns)."""
-    have = []
-    for k in ev.frames:
-        if k.startswith(prefix):
-            f = k[len(prefix):].split()
-            have.append((k, int(f[0]), int(f[1]), float(f[3])))
+def _nearest(ev, layout: str, n: int, u: int, work: float) -> str:
+    """Without measuring: the key of `layout`'s cold switch nearest (n, u), and among those
+    the work nearest `work` in log(1 + ns): a cold switch moves more with n than with the
+    work."""
+    have = [(k, *_cold_fields(k)[1:3], _cold_fields(k)[4]) for k in ev.frames
+            if k.startswith(COLD_PREFIX) and _cold_fields(k)[0] == layout]
     if not have:
-        raise LookupError(f"no {prefix.strip()} measurement of {n} contexts in {ev.source}"
-                          + (f" ({ev.lacks})" if ev.lacks else ""))
-    return min(have, key=lambda p: (abs(math.log1p(p[3]) - math.log1p(work)),
-                                    abs(math.log(p[1] / n))
-                                    + abs(math.log(max(p[2], 1) / max(u, 1)))))[0]
+        raise LookupError(f"no {COLD_PREFIX}{layout} measurement of {n} contexts in "
+                          f"{ev.source}" + (f" ({ev.lacks})" if ev.lacks else ""))
+    return min(have, key=lambda p: (abs(math.log(p[1] / n))
+                                    + abs(math.log(max(p[2], 1) / max(u, 1))),
+                                    abs(math.log1p(p[3]) - math.log1p(work))))[0]
 
 
 def _difference(ev, key: str, got: dict, far, near, basis: str) -> _ev.Term:
@@ -595,18 +606,15 @@ def _cold_switch(ev, layout: str, n: int, u: int, size, work: float) -> _ev.Term
     u measured)."""
     n = min(n, COLD_CONTEXTS)
     size = _holding(layout, u, size)
-    prefix = f"cold switch {layout} "
     key, basis = _cold_key(layout, n, u, size, work), "measured now"
     if not ev.local:
         _cold_from_rows(ev)
         if key not in ev.frames:
-            key = _nearest(ev, prefix, n, u, work)
-        n, u, there, at = key[len(prefix):].split()
-        n, u = int(n), int(u)
-        beside = f"{at} ns of work" if float(at) > 0 else "no work"
+            key = _nearest(ev, layout, n, u, work)
+        _, n, u, there, at = _cold_fields(key)
         basis = (f"from {n} contexts and {u} bytes in use on "
-                 f"{'heap frames' if there == 'None' else bytes_label(int(there)) + ' stacks'}"
-                 f" with {beside} between switches")
+                 f"{bytes_label(there) + ' stacks' if there else 'heap frames'}"
+                 f" with {_between(at)} between switches")
     else:
         measure_cold(ev, [(layout, n, u, size, work)])
     return _difference(ev, key, ev.frames[key], (n, u), (2, u), basis)
@@ -624,8 +632,12 @@ def cold_resume(ev, design: str, n: int, size: int | None, u: int = 0, busy: flo
 
     if n <= 2:
         return _ev.Term(np.zeros(_ev.DRAWS), "two contexts"), ""
-    held = f"held at the {COLD_CONTEXTS:,} contexts measured" if n > COLD_CONTEXTS else ""
-    return _cold_switch(ev, layout_design(design), n, u, size, cold_work(design, busy)), held
+    work = cold_work(design, busy)
+    held = "; ".join(filter(None, [
+        f"held at the {COLD_CONTEXTS:,} contexts measured" if n > COLD_CONTEXTS else "",
+        f"the cold switch measured with {_between(work)} between switches, held beyond"
+        if work < busy and work > 0 else ""]))
+    return _cold_switch(ev, layout_design(design), n, u, size, work), held
 
 
 def ring_extra(ev, n: int, size: int):

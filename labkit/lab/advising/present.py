@@ -5,21 +5,12 @@ from __future__ import annotations
 import html
 import math
 
-from labkit.core.plots import bytes_label
+from labkit.core.plots import bytes_label, ns_label as _ns
 from labkit.lab.advising import evidence
 
 # Below this relative difference in time per request the reason says to choose by memory
 # and hazards instead: a wording threshold, not a cost.
 SAME_TIME = 0.01
-
-
-def _ns(v) -> str:
-    if not math.isfinite(v):
-        return "n/a"
-    for unit, k in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if v >= k:
-            return f"{v / k:.3g} {unit}"
-    return f"{v:.3g} ns"
 
 
 def rank(preds: list[dict]) -> list[dict]:

@@ -10,6 +10,7 @@ and the widgets that redraw those curves from the measurements already made.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 
 import numpy as np
@@ -125,13 +126,20 @@ def curves(designs=_grid.DESIGNS, *, alive: int = 10_000, in_use: int = 0, fp: s
     `alive` coroutines, and memory at each of ALIVES up to the design's mapping limit, for
     `in_use` bytes and `fp`; `measure`=False uses only what was measured already. One row
     per (kind, design, x); the workload chosen (work_ns, alive) is in the `chosen` column.
-    What the chosen workload reads is measured if missing; the other works read a stack's
-    cold switch at the nearest work measured (model.cold_work), not one each."""
+    What the chosen workload reads is measured if missing, and a stack's cold switch at no
+    work and at the most it is measured beside too (model.COLD_WORK_CAP_NS); the other works
+    read it at the nearest of those (model._nearest), not one each."""
     ev = ev or evidence.load()
     if measure:
-        for d in designs:
-            model.predict_full(d, model.workload(work=work_ns, alive=alive, stack_in_use=in_use,
-                                                 fp=fp, stack_size=_grid.stack_size_for(d)), ev)
+        chosen = {d: model.workload(work=work_ns, alive=alive, stack_in_use=in_use, fp=fp,
+                                    stack_size=_grid.stack_size_for(d)) for d in designs}
+        if ev.local:
+            model.measure_cold(ev, list(dict.fromkeys(
+                need for d, w in chosen.items()
+                for busy in (0.0, w.busy(ev), model.COLD_WORK_CAP_NS)
+                if (need := model.cold_need(d, dataclasses.replace(w, busy_ns=busy), ev)))))
+        for d, w in chosen.items():
+            model.predict_full(d, w, ev)
     ev = _local_only(ev)
     limit = _max_map_count()
     rows = []
