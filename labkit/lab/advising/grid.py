@@ -96,14 +96,12 @@ def point(designs, work: str, alive: int, in_use: int, *, processes: int = 3,
           samples: int = 3, ev=None, seed: int = 0) -> list[dict]:
     """One grid point: its measurement over `processes` fresh processes (every design,
     ABBA) and each design's prediction. Rows of COLUMNS but those finish() adds."""
-    from labkit.core.machine import machine_info
     from labkit.experiments import workload as wl
     from labkit.lab.advising import evidence, model
 
     ev = ev or evidence.load()
-    ghz = machine_info()["tsc_ghz"]
     kw = _work(work)
-    w_ns = _workload_ns(kw, ghz)
+    w_ns = work_in_ns(work)
     requests = wl.requests_for(w_ns, SUSPENSIONS)
     began = time.perf_counter()
     reps = list(dict.fromkeys(model.layout_design(d) for d in designs))
@@ -138,15 +136,10 @@ def prediction(design: str, step_ns: float, alive: int, in_use: int, ev=None, *,
     """The model's prediction for one grid point, without the model's error: the step as
     the work between switches, `busy_ns` (the point's W) as its busy part, the
     experiment's 64 KiB stacks for a design with stacks."""
-    import dataclasses
-
     from labkit.lab.advising import evidence, model
 
     ev = ev or evidence.load()
-    w = dataclasses.replace(
-        model.workload(work=float(step_ns), suspensions=SUSPENSIONS, alive=int(alive),
-                       stack_in_use=int(in_use), stack_size=stack_size_for(design)),
-        busy_ns=float(busy_ns))
+    w = _workload(design, alive, in_use, busy_ns, step_ns)
     p = model.predict_full(design, w, ev, model_error=False)
     return {"model_ns": p["ns_per_request"]["value"], "model_low": p["ns_per_request"]["low"],
             "model_high": p["ns_per_request"]["high"], "model_share": p["switch_share"]["value"],
@@ -175,18 +168,27 @@ def cold_at_no_work(grid, ev):
     return repredict(grid.assign(work_ns=0.0), ev).assign(work_ns=grid.work_ns)
 
 
-def cold_needs(designs, busy, alive, in_use, ev) -> list[tuple]:
-    """The cold switches (model.cold_need) the predictions of `designs` read at every busy
-    work (ns) of `busy`, N of `alive` and u of `in_use`, on the grid's stacks; once each."""
+def _workload(design: str, alive: int, in_use: int, busy_ns: float, step_ns: float = 0.0):
+    """The model's workload at a grid point for `design`: the step as the work between
+    switches, `busy_ns` its busy part, the grid's stack."""
     import dataclasses
 
     from labkit.lab.advising import model
 
+    return dataclasses.replace(
+        model.workload(work=float(step_ns), suspensions=SUSPENSIONS, alive=int(alive),
+                       stack_in_use=int(in_use), stack_size=stack_size_for(design)),
+        busy_ns=float(busy_ns))
+
+
+def cold_needs(designs, busy, alive, in_use, ev) -> list[tuple]:
+    """The cold switches (model.cold_need) the predictions of `designs` read at every busy
+    work (ns) of `busy`, N of `alive` and u of `in_use`, on the grid's stacks; once each."""
+    from labkit.lab.advising import model
+
     return list(dict.fromkeys(
         need for d in designs for b in busy for n in alive for u in in_use
-        if (need := model.cold_need(d, dataclasses.replace(
-            model.workload(alive=int(n), stack_in_use=int(u), stack_size=stack_size_for(d)),
-            busy_ns=float(b)), ev))))
+        if (need := model.cold_need(d, _workload(d, n, u, b), ev))))
 
 
 def run_grid(*, quick: bool = False, designs=None, work=None, alive=None, in_use=None,

@@ -505,8 +505,8 @@ def _nearest(ev, layout: str, n: int, u: int, work: float) -> str:
     """Without measuring: the key of `layout`'s cold switch nearest (n, u), and among those
     the work nearest `work` in log(1 + ns): a cold switch moves more with n than with the
     work."""
-    have = [(k, *_cold_fields(k)[1:3], _cold_fields(k)[4]) for k in ev.frames
-            if k.startswith(COLD_PREFIX) and _cold_fields(k)[0] == layout]
+    have = [(k, *f[1:3], f[4]) for k in ev.frames if k.startswith(COLD_PREFIX)
+            for f in [_cold_fields(k)] if f[0] == layout]
     if not have:
         raise LookupError(f"no {COLD_PREFIX}{layout} measurement of {n} contexts in "
                           f"{ev.source}" + (f" ({ev.lacks})" if ev.lacks else ""))

@@ -10,7 +10,6 @@ and the widgets that redraw those curves from the measurements already made.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import math
 
 import numpy as np
@@ -131,15 +130,12 @@ def curves(designs=_grid.DESIGNS, *, alive: int = 10_000, in_use: int = 0, fp: s
     read it at the nearest of those (model._nearest), not one each."""
     ev = ev or evidence.load()
     if measure:
-        chosen = {d: model.workload(work=work_ns, alive=alive, stack_in_use=in_use, fp=fp,
-                                    stack_size=_grid.stack_size_for(d)) for d in designs}
         if ev.local:
-            model.measure_cold(ev, list(dict.fromkeys(
-                need for d, w in chosen.items()
-                for busy in (0.0, w.busy(ev), model.COLD_WORK_CAP_NS)
-                if (need := model.cold_need(d, dataclasses.replace(w, busy_ns=busy), ev)))))
-        for d, w in chosen.items():
-            model.predict_full(d, w, ev)
+            model.measure_cold(ev, _grid.cold_needs(
+                designs, (0.0, float(work_ns), model.COLD_WORK_CAP_NS), [alive], [in_use], ev))
+        for d in designs:
+            model.predict_full(d, model.workload(work=work_ns, alive=alive, stack_in_use=in_use,
+                                                 fp=fp, stack_size=_grid.stack_size_for(d)), ev)
     ev = _local_only(ev)
     limit = _max_map_count()
     rows = []
