@@ -19,18 +19,23 @@
 # with an interval, its share of time switching and its memory, from the other notebooks'
 # measurements on this machine (`labkit.lab.advising`).
 #
-# This notebook checks those predictions against measurement. The **calibration grid**
-# runs the described workload for real (`labkit.experiments.workload`: N coroutines under a
-# round-robin scheduler, each doing W of busy work and touching u bytes of its stack per
-# step) at every point of W x N x u, for five designs, over fresh processes in ABBA order,
-# and sets the advisor's prediction beside it. The advisor never sees the grid's
-# measurements. It is given, as its W, the *step*: what one step costs called without
-# switching (W and the u bytes touched, N contexts round robin), measured on the spot in a
-# worker of its own, which is what a user profiles as "my work between switches".
+# The work W is what a user can measure: what the work between two suspensions costs in
+# one warm context, with its u bytes touched in one stack (a profiler of a one-request
+# loop shows it). Everything the N contexts and the design add is the advisor's to
+# predict.
 #
-# The grid's targets (`grid.TARGETS`): the measurement inside the prediction's interval at
-# ≥ 90% of points; median |prediction / measurement - 1| ≤ 10% for time and ≤ 5% for
-# memory; a median half-width of at most 20% of the prediction.
+# This notebook checks the advice against measurement. The **calibration grid** runs the
+# described workload for real (`labkit.experiments.workload`: N coroutines under a
+# round-robin scheduler, each doing W of busy work and touching u bytes of its stack per
+# step) at every point of W x N x u, for five designs, over fresh processes in ABBA order
+# (A B B A: the designs' order reversed halfway, so a drift in the machine hits each
+# alike). Beside each measurement stands the advice `labkit.advise` gives for that point,
+# told only what a user could tell it: the work timed in one warm context, N, u and the
+# stack size. The advisor never sees the grid's measurements.
+#
+# The grid's targets (`grid.TARGETS`), on the advice: the measurement inside the advice's
+# interval at ≥ 90% of points; median |advice / measurement - 1| ≤ 10% for time and ≤ 5%
+# for memory; a median half-width of at most 20% of the advice.
 
 # %% tags=["parameters"]
 # Each parameter's full and quick value: params.describe("10_your_workload").
@@ -58,20 +63,22 @@ print(plots.machine_caption(info), f"\nload average (1 min): {os.getloadavg()[0]
 # %% [markdown]
 # ## The grid
 #
-# Each point: the step measured on the spot (one worker before the point's processes and
-# one after, for each design with its own layout of contexts), then every design in
-# `processes` fresh processes, `samples` timed samples each. Each row: the model's
-# prediction with its own interval (the noise of its measured terms only; each design's
-# cold switch among N contexts is one of them, measured now over fresh processes just
-# before the points of that N and u, a stack's with the point's W of busy work between
-# switches, held at 2 µs, and with none); the
-# prediction interval (that, widened by the model's error: log(measured / model) at the
-# 20 *other* grid points nearest in predicted share of switching and in the model's own
-# spread, so a point borrows the misses of points whose inputs were as steady); the
-# measurement with its 95% interval over processes; and the memory (resident + page
-# tables) of N coroutines. Beside the interval, `original_*`: the same under the rule as
-# first written, nearest in share alone. The cold switches the grid measured are kept too
-# (`data/10_your_workload_cold_switches.csv`): a bundle carries them, so that
+# Each point: the work a user would state, timed on the spot in one warm context (two
+# workers, the smaller taken); then every design in `processes` fresh processes, `samples`
+# timed samples each. Each row holds:
+#
+# - the advice (`advice_*`): its own interval (the noise of the measurements it stands
+#   on) widened by its error at the 20 *other* grid points nearest in share of switching
+#   and in that noise;
+# - the measurement, with its 95% interval over processes;
+# - the memory (resident + page tables) of N coroutines;
+# - a diagnosis kept beside the advice (`predicted_*`, `model_*`): the same model fed the
+#   *step*, the work timed among the N contexts in the design's own layout. It shows how
+#   much of the advice's error is the cost of the N contexts' bytes, which the advice
+#   predicts and the step already holds.
+#
+# The cold switches the grid measured are kept in
+# `data/10_your_workload_cold_switches.csv`: a bundle carries them, so that
 # `labkit advise --bundle` on another machine predicts this one's many-context designs.
 
 # %%
@@ -85,19 +92,24 @@ scores.round(3).fillna("not predicted")  # a design whose memory the data cannot
 # %%
 yw.calibration_figure(g, info);
 
+# %% [markdown]
+# The diagnosis: the step-fed model, scored the same way.
+
+# %%
+grid.scores(g, on="predicted").round(3).fillna("not predicted")
+
 # %%
 yw.error_figure(g, info);
 
 # %% [markdown]
 # How to read it. `coverage` is the share of points whose measurement lies inside the
-# prediction interval and `median_half_width` its width as a fraction of the prediction;
+# advice's interval and `median_half_width` its width as a fraction of the advice;
 # `model_coverage` is the same for the model's own interval, which knows nothing of the
 # model's error and holds few measurements. `interval_score` weighs width and misses
-# together (lower is better); the `original_` columns score the rule as first written,
-# which the amended one replaces only if it scores better on a grid measured after it was
-# written. `labkit advise` gives the prediction interval
-# too: it reads this machine's `data/advisor_calibration.csv` for the model's error. Where
-# the points miss, and why, is in `docs/advisor_calibration.md`.
+# together (lower is better). `labkit advise` gives the same interval: it reads this
+# machine's `data/advisor_calibration.csv` for the advice's error. Where the points miss,
+# and why, is in `docs/advisor_calibration.md`; workloads off the grid are checked by
+# `labkit holdout` (`data/advisor_holdout.csv`).
 
 # %% [markdown]
 # ## Three workloads

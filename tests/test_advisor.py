@@ -197,7 +197,7 @@ def _grid(rng, points=90, sd=0.2):
         share = 10 ** rng.uniform(-4, 0)
         model_ns = 100.0 * (1 + i % 7)
         e = rng.normal(0, sd) if share >= 1 / 3 else 0.0
-        rows.append({"design": f"D{i % 3}", "model_ns": model_ns, "model_share": share,
+        rows.append({"design": f"D{i % 3}", "advice_model_ns": model_ns, "advice_share": share,
                      "measured_ns": model_ns * math.exp(e)})
     return pd.DataFrame(rows)
 
@@ -206,8 +206,8 @@ def test_request_residuals_come_from_the_nearest_shares_and_leave_a_point_out():
     g = _grid(np.random.default_rng(4))
     r = model.request_residuals(g, 0.5)
     assert len(r) == model.ERROR_NEIGHBOURS
-    near = g.iloc[np.argsort(np.abs(np.log(g.model_share) - math.log(0.5)))[:len(r)]]
-    assert np.allclose(np.sort(r), np.sort(np.log(near.measured_ns / near.model_ns)))
+    near = g.iloc[np.argsort(np.abs(np.log(g.advice_share) - math.log(0.5)))[:len(r)]]
+    assert np.allclose(np.sort(r), np.sort(np.log(near.measured_ns / near.advice_model_ns)))
     # where switching weighs little the model was exact: its neighbours say so
     assert np.allclose(model.request_residuals(g, 1e-4), 0.0)
     first = near.index[0]
@@ -215,6 +215,11 @@ def test_request_residuals_come_from_the_nearest_shares_and_leave_a_point_out():
     left = model.request_residuals(g, 0.5, leave_out=first)
     assert len(left) == len(r) and not np.allclose(np.sort(left), np.sort(r))
     assert len(model.request_residuals(None, 0.5)) == 0
+    # the step-fed diagnosis's columns are its own: a grid of the advice has none of them
+    assert len(model.request_residuals(g, 0.5, of="step")) == 0
+    step = g.rename(columns={"advice_model_ns": "model_ns", "advice_share": "model_share"})
+    assert np.allclose(model.request_residuals(step, 0.5, of="step"), r)
+    assert len(model.request_residuals(step, 0.5)) == 0
 
 
 def test_the_advisors_interval_carries_the_calibration_grids_error():
@@ -237,7 +242,7 @@ def test_the_interval_never_reaches_below_the_work_stated():
     rng = np.random.default_rng(6)
     frames = _simulated(rng, proc_sd=0.0, rep_sd=1e-9)
     frames[model.CALIBRATION] = pd.DataFrame(
-        {"design": "D", "model_ns": 100.0, "model_share": 10 ** rng.uniform(-4, 0, 400),
+        {"design": "D", "advice_model_ns": 100.0, "advice_share": 10 ** rng.uniform(-4, 0, 400),
          "measured_ns": 100.0 * np.exp(rng.normal(0, 0.4, 400))})
     w = model.workload("200ns", 2, 1024, 0, stack_size="64KiB")
     bare = model.predict_full("asm", w, _ev(frames), model_error=False)["ns_per_request"]
@@ -645,10 +650,11 @@ def labkit_advise(**kw):
     return labkit.advise(**kw)
 
 
-def test_the_share_curve_reads_a_stacks_cold_switch_at_the_nearest_work_measured():
+def test_the_share_curve_joins_a_stacks_cold_switch_between_the_works_measured():
     """Known truth: asm among 1000 contexts 20 ns colder with no work between switches and
-    60 ns with 1 µs of it. The curve's works up to about 30 ns read the first, those from
-    about 35 ns the second (nearest in log(1 + ns)); nothing is measured for them."""
+    60 ns with 1 µs of it. The curve's works between read a straight line in log(1 + ns)
+    between the two, beyond 1 µs the last: no step or bump the measurements do not show;
+    nothing is measured for them. The touch term is 0 here (the steps cost the same)."""
     from labkit.lab.analysis import your_workload as yw
 
     ev = _ev(_simulated(np.random.default_rng(21), proc_sd=0.0, rep_sd=1e-9))
@@ -660,6 +666,59 @@ def test_the_share_curve_reads_a_stacks_cold_switch_at_the_nearest_work_measured
     assert list(share.index) == sorted(yw.WORKS)
     # share = 2c / (W + 2c) with c = 3 + cold / 2 (no overlap data: the switch unhidden)
     for w, s in share.items():
-        cold = 20.0 if math.log1p(w) < math.log1p(1000) / 2 else 60.0
+        f = min(math.log1p(w) / math.log1p(1000), 1.0)
+        cold = 20.0 + f * 40.0
         c_switch = 3.0 + cold / 2
         assert s == pytest.approx(2 * c_switch / (w + 2 * c_switch), rel=1e-6), w
+
+
+def test_the_advice_adds_what_touching_the_bytes_costs_among_n_contexts():
+    """Known truth: asm's steps cost 2 ns among 2 contexts and 2 + 30 ns among 1000 (the
+    bytes in use each last touched 1000 suspensions ago), its switching 20 ns more. Given
+    the work in one warm context, the advice adds both; given the grid's step among the
+    N (Workload.step), which holds the 30 ns already, only the switch's."""
+    ev = _ev(_simulated(np.random.default_rng(22), proc_sd=0.0, rep_sd=1e-9))
+    ev.frames["cold switch asm 1000 1024 65536 100"] = {
+        (2, 1024): _loops(pd.Series([6.0] * 3)),
+        (1000, 1024): _loops(pd.Series([26.0] * 3), steps=32.0)}
+    w = model.workload("100ns", 1, 1000, "1KiB", stack_size="64KiB")
+    touch, _ = model.touch_cost(ev, "asm", w)
+    assert np.allclose(touch.draws, 30.0)
+    p = model.predict_full("asm", w, ev, model_error=False)
+    assert p["touch_ns"]["value"] == pytest.approx(30.0)
+    # W + touch + 2 * (c + cold / 2), no overlap data: the switch unhidden
+    assert p["ns_per_request"]["value"] == pytest.approx(100 + 30 + 2 * (3.0 + 20.0 / 2))
+    step = model.predict_full("asm", dataclasses.replace(w, step=True, busy_ns=100.0), ev,
+                              model_error=False)
+    assert step["touch_ns"]["value"] == 0.0
+    assert step["ns_per_request"]["value"] == pytest.approx(100 + 2 * (3.0 + 20.0 / 2))
+    # two contexts: nothing is cold and nothing is far
+    two = model.predict_full("asm", dataclasses.replace(w, alive=2), ev, model_error=False)
+    assert two["touch_ns"]["value"] == 0.0
+
+
+@pytest.mark.parametrize("u", [0, 1000, 4096, 8192])
+def test_a_recommended_stack_holds_the_bytes_in_use_and_the_switchs_calls(u):
+    """With no stack size given, each stackful design's stack holds the bytes in use, its
+    saved frame and the entry's calls: it runs its u bytes under a guard page without a
+    fault (the workload experiment, two contexts, its stacks guarded)."""
+    from conftest import PEERS
+
+    from labkit.core import entries, validate
+    from labkit.experiments import workload
+
+    w = model.workload("0ns", 1, 2, u)
+    ran = []
+    for design in model.designs():
+        if model.family(design) != "stack" or design not in workload.designs():
+            continue
+        if entries.system(design) != "labkit" and design not in PEERS:
+            continue
+        size = model.stack_size(design, w)
+        assert size >= u + entries.frame_bytes(design) + validate.ENTRY_HEADROOM, design
+        df = workload.run_workload(design, work_ns=0, alive=2, stack_in_use=u,
+                                   switches_per_request=1, requests=100, stack_size=size,
+                                   guard=True, repeats=1)
+        assert bool(df.guard_pages.iloc[0]) and (df.stack_size == size).all(), design
+        ran.append(design)
+    assert "asm_fpu" in ran and "ucontext" in ran

@@ -11,7 +11,8 @@ from labkit.lab.advising import evidence, grid, model
 
 NEEDED = {"design", "work_ns", "alive", "stack_in_use", "predicted_ns", "predicted_low",
           "predicted_high", "measured_ns", "measured_low", "measured_high", "processes",
-          "predicted_bytes", "measured_bytes", "error", "covered"}
+          "predicted_bytes", "measured_bytes", "error", "covered", "warm_step_ns", "advice_ns",
+          "advice_low", "advice_high", "advice_error", "advice_covered", "advice_bytes"}
 
 
 @pytest.fixture(scope="module")
@@ -48,9 +49,21 @@ def test_quick_grid_has_every_column_and_one_row_per_point_and_design(quick_grid
     assert set(g.design) == set(q["designs"])
     assert not g.duplicated(["design", "work_ns", "alive", "stack_in_use"]).any()
     assert (g.processes == 2).all()
-    for col in ("predicted_ns", "measured_ns", "measured_bytes", "predicted_bytes", "step_ns"):
+    for col in ("predicted_ns", "measured_ns", "measured_bytes", "predicted_bytes", "step_ns",
+                "advice_ns", "advice_bytes", "warm_step_ns"):
         assert (g[col] > 0).all() and np.isfinite(g[col]).all(), col
     assert ((g.predicted_low <= g.predicted_ns) & (g.predicted_ns <= g.predicted_high)).all()
+    assert ((g.advice_low <= g.advice_ns) & (g.advice_ns <= g.advice_high)).all()
+    # the advice is given the work in one warm context and never less than it
+    assert (g.advice_low >= g.warm_step_ns).all()
+    assert (g.advice_touch_ns >= 0).all() and np.isfinite(g.advice_touch_ns).all()
+    inside = (g.advice_low <= g.measured_ns) & (g.measured_ns <= g.advice_high)
+    assert g.advice_covered.dtype == bool and (g.advice_covered == inside).all()
+    # the advice's scores are the headline; the step-fed diagnosis's are kept beside them
+    s = grid.scores(g)
+    assert s.set_index("design").loc["all", "coverage"] == pytest.approx(inside.mean())
+    assert grid.scores(g, on="predicted").set_index("design").loc["all", "coverage"] == \
+        pytest.approx(g.covered.mean())
     assert ((g.measured_low <= g.measured_ns) & (g.measured_ns <= g.measured_high)).all()
     # Each point carries the W it asked for (whether a request took longer than W is a
     # timing, which a shared machine cannot promise in a test).
@@ -93,7 +106,7 @@ def test_scores_on_a_grid_of_known_truth():
     # prediction / measurement - 1 is e by construction; the interval is ±10%
     a = [0.0, 0.05, -0.05, 0.2, -0.3]
     b = [0.01, 0.02, 0.5, -0.04, 0.08]
-    s = grid.scores(_synthetic(a, b)).set_index("design")
+    s = grid.scores(_synthetic(a, b), on="predicted").set_index("design")
     for d, errs in (("A", a), ("B", b)):
         covered = np.mean([1 / (1 + e) >= 0.9 and 1 / (1 + e) <= 1.1 for e in errs])
         assert s.loc[d, "coverage"] == pytest.approx(covered)
@@ -105,7 +118,7 @@ def test_scores_on_a_grid_of_known_truth():
     assert s.loc["all", "median_time_error"] == pytest.approx(np.median(np.abs(a + b)))
     # A: covered 3 of 5 (0.2 and -0.3 fall outside ±10%): the coverage target fails
     assert not s.loc["A", "targets_met"]
-    exact = grid.scores(_synthetic([0.0] * 5, [0.0] * 5))
+    exact = grid.scores(_synthetic([0.0] * 5, [0.0] * 5), on="predicted")
     assert exact.targets_met.all() and (exact.coverage == 1).all()
 
 
@@ -158,13 +171,14 @@ def test_the_error_rule_takes_neighbours_as_steady_as_the_prediction():
     g = _steady_and_not(np.random.default_rng(21))
     steady = model.own_spread(1 / 1.01, 1.01)
     assert steady == pytest.approx(math.log(1.01) / 1.96)
-    assert np.allclose(model.request_residuals(g, 0.5, steady), 0.0)
-    assert np.std(model.request_residuals(g, 0.5, model.own_spread(1 / 1.4, 1.4))) > 0.15
+    assert np.allclose(model.request_residuals(g, 0.5, steady, of="step"), 0.0)
+    unsteady = model.own_spread(1 / 1.4, 1.4)
+    assert np.std(model.request_residuals(g, 0.5, unsteady, of="step")) > 0.15
     # the original rule sees one share and takes the first points whatever their spread
-    by_share = model.request_residuals(g, 0.5, steady, rule="share")
+    by_share = model.request_residuals(g, 0.5, steady, rule="share", of="step")
     assert len(by_share) == model.ERROR_NEIGHBOURS and np.std(by_share) > 0.1
     with pytest.raises(ValueError, match="rule"):
-        model.request_residuals(g, 0.5, steady, rule="nearest")
+        model.request_residuals(g, 0.5, steady, rule="nearest", of="step")
     f = grid.finish(g)
     half = (f.predicted_high - f.predicted_low) / 2 / f.predicted_ns
     half0 = (f.original_high - f.original_low) / 2 / f.original_ns
@@ -172,7 +186,7 @@ def test_the_error_rule_takes_neighbours_as_steady_as_the_prediction():
     # where the model's inputs were steady its interval is its own, and still covers
     assert half[quiet].median() < 0.05 < half0[quiet].median()
     assert f.covered[quiet].all() and f.original_covered.dtype == bool
-    s = grid.scores(f).set_index("design")
+    s = grid.scores(f, on="predicted").set_index("design")
     assert s.loc["all", "interval_score"] < s.loc["all", "original_interval_score"]
 
 
@@ -197,7 +211,24 @@ def test_the_step_of_two_workers_recovers_a_busy_loop_that_only_interruptions_sl
 
 def test_scores_refuse_a_frame_without_the_grid_columns():
     with pytest.raises(ValueError, match="measured_ns"):
-        grid.scores(pd.DataFrame({"design": ["A"], "predicted_ns": [1.0]}))
+        grid.scores(pd.DataFrame({"design": ["A"], "predicted_ns": [1.0]}), on="predicted")
+    with pytest.raises(ValueError, match="advice_ns"):
+        grid.scores(_synthetic([0.0], [0.0]))
+    with pytest.raises(ValueError, match="on must be one of"):
+        grid.scores(_synthetic([0.0], [0.0]), on="model")
+
+
+def test_the_advice_is_scored_on_its_own_columns():
+    """The headline scores read the advice's columns, whatever the step-fed ones say."""
+    g = _synthetic([0.0] * 5, [0.0] * 5)
+    g = g.assign(advice_ns=g.predicted_ns * 2, advice_low=g.predicted_low * 2,
+                 advice_high=g.predicted_high * 2, advice_model_ns=g.predicted_ns * 2,
+                 advice_model_low=g.predicted_low * 2, advice_model_high=g.predicted_high * 2,
+                 advice_bytes=g.predicted_bytes, model_ns=g.predicted_ns,
+                 model_low=g.predicted_low, model_high=g.predicted_high)
+    s = grid.scores(g).set_index("design")
+    assert s.loc["all", "coverage"] == 0 and s.loc["all", "median_time_error"] == pytest.approx(1)
+    assert grid.scores(g, on="predicted").set_index("design").loc["all", "coverage"] == 1
 
 
 def test_each_n_and_u_has_its_cold_switches_measured_just_before_its_points(monkeypatch):
@@ -213,14 +244,17 @@ def test_each_n_and_u_has_its_cold_switches_measured_just_before_its_points(monk
 
     monkeypatch.setattr(grid, "point", point)
     monkeypatch.setattr(grid, "finish", lambda df: df)
+    # the work a user states: 5 ns in one warm context at every W and u (no N)
+    monkeypatch.setattr(grid, "warm_step", lambda design, kw, u, requests: 5.0)
     ev = evidence.Evidence("test", {}, {}, local=True)
     g = grid.run_grid(designs=["asm_fpu", "cxx20_generator"], work=("0ns", "20us"),
                       alive=(64, 1000), in_use=(0, 1024), ev=ev)
     assert calls[0][:2] == ("cold", {(64, 0)})
-    # a stack's cold switch beside each W's busy work (20 µs held at 2 µs), the heap
-    # frame's with none
+    # a stack's cold switch beside each W's busy work (20 µs held at 2 µs) and beside the
+    # work the advice is given (5 ns), the heap frame's with none
     assert sorted((layout, work) for layout, *_, work in calls[0][2]) == [
-        ("asm_fpu", 0.0), ("asm_fpu", model.COLD_WORK_CAP_NS), ("cxx20_generator", 0.0)]
+        ("asm_fpu", 0.0), ("asm_fpu", 5.0), ("asm_fpu", model.COLD_WORK_CAP_NS),
+        ("cxx20_generator", 0.0)]
     for i, c in enumerate(calls):
         if c[0] == "point":  # the last cold measured before it is its own N and u's
             last = next(x for x in reversed(calls[:i]) if x[0] == "cold")
@@ -274,13 +308,13 @@ def test_a_zero_share_is_not_the_neighbour_of_small_ones(monkeypatch):
     g = _small_shares_and_a_zero(np.random.default_rng(8))
     at = g.iloc[1]
     spread = model.own_spread(at.model_low, at.model_high)
-    r = model.request_residuals(g, at.model_share, spread, leave_out=g.index[1])
+    r = model.request_residuals(g, at.model_share, spread, leave_out=g.index[1], of="step")
     assert len(r) == model.ERROR_NEIGHBOURS and np.abs(r).max() < 0.011
     # the zero itself finds the small shares nearest it, not the larger ones
-    z = model.request_residuals(g, 0.0, 0.0, leave_out=g.index[0])
+    z = model.request_residuals(g, 0.0, 0.0, leave_out=g.index[0], of="step")
     assert len(z) == model.ERROR_NEIGHBOURS and np.abs(z).max() < 0.011
     # under a floor of 1e-4 the zero and the small shares sit on one spot, and the first
     # in the grid are taken
     monkeypatch.setitem(model.ERROR_FLOORS, model.ERROR_RULE, 1e-4)
-    tied = model.request_residuals(g, at.model_share, spread, leave_out=g.index[1])
+    tied = model.request_residuals(g, at.model_share, spread, leave_out=g.index[1], of="step")
     assert tied.max() == pytest.approx(0.4)

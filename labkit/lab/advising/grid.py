@@ -44,7 +44,13 @@ COLUMNS = ("design", "work", "work_ns", "alive", "stack_in_use", "step_ns", "ste
            "model_ns", "model_low", "model_high", "model_share", "model_error",
            "predicted_switch_ns", "predicted_switch_low", "predicted_switch_high",
            "measured_switch_ns", "measured_switch_low", "measured_switch_high",
-           "predicted_bytes", "measured_bytes", "memory_error", "seconds")
+           "predicted_bytes", "measured_bytes", "memory_error", "seconds",
+           "warm_step_ns", "advice_ns", "advice_low", "advice_high", "advice_error",
+           "advice_covered", "advice_model_ns", "advice_model_low", "advice_model_high",
+           "advice_share", "advice_touch_ns", "advice_bytes", "advice_memory_error")
+# The headline: what labkit.advise answers (advice_*); the step-fed model (predicted_*,
+# model_*, original_*) is kept beside it as a diagnosis.
+SCORED = ("advice", "predicted")
 
 
 def _work(work: str) -> dict:
@@ -85,6 +91,12 @@ def step_cost(design: str, kw: dict, alive: int, in_use: int, requests: int) -> 
     return float(df.work_only_ns_per_request.median()) / SUSPENSIONS
 
 
+def warm_step(design: str, kw: dict, in_use: int, requests: int) -> float:
+    """ns of the work a user states for a grid point: its step (W and u bytes touched)
+    timed in one warm context, without switching; the smaller of two workers."""
+    return step_estimate(*(step_cost(design, kw, 1, in_use, requests) for _ in range(2)))
+
+
 def step_estimate(first: float, second: float) -> float:
     """The step of a point from its two workers' timings: the smaller, since a busy loop
     only grows when something else takes its CPU (docs/advisor_calibration.md: the
@@ -93,9 +105,11 @@ def step_estimate(first: float, second: float) -> float:
 
 
 def point(designs, work: str, alive: int, in_use: int, *, processes: int = 3,
-          samples: int = 3, ev=None, seed: int = 0) -> list[dict]:
+          samples: int = 3, ev=None, seed: int = 0, warm=None) -> list[dict]:
     """One grid point: its measurement over `processes` fresh processes (every design,
-    ABBA) and each design's prediction. Rows of COLUMNS but those finish() adds."""
+    ABBA), each design's advice given the work in one warm context (`warm`: ns by layout,
+    warm_step's; measured here when not given) and the step-fed prediction. Rows of
+    COLUMNS but those finish() adds."""
     from labkit.experiments import workload as wl
     from labkit.lab.advising import evidence, model
 
@@ -105,6 +119,7 @@ def point(designs, work: str, alive: int, in_use: int, *, processes: int = 3,
     requests = wl.requests_for(w_ns, SUSPENSIONS)
     began = time.perf_counter()
     reps = list(dict.fromkeys(model.layout_design(d) for d in designs))
+    warm = warm or {r: warm_step(r, kw, in_use, requests) for r in reps}
     # The step is timed in a worker before the grid's processes and in another after.
     before = {r: step_cost(r, kw, alive, in_use, requests) for r in reps}
     runs = wl.measure_point(list(designs), processes=processes, repeats=1, samples=samples,
@@ -123,6 +138,7 @@ def point(designs, work: str, alive: int, in_use: int, *, processes: int = 3,
             "design": d, "work": work, "work_ns": w_ns, "alive": alive, "stack_in_use": in_use,
             "step_ns": step, "step_first_ns": before[rep], "step_second_ns": after[rep],
             "step_design": rep, **prediction(d, step, alive, in_use, ev, busy_ns=w_ns),
+            "warm_step_ns": warm[rep], **advice(d, warm[rep], alive, in_use, ev),
             "measured_ns": m.ns_per_request, "measured_low": m.ns_per_request_low,
             "measured_high": m.ns_per_request_high, "processes": int(m.processes),
             "measured_switch_ns": m.ns_per_switch, "measured_switch_low": m.ns_per_switch_low,
@@ -149,14 +165,40 @@ def prediction(design: str, step_ns: float, alive: int, in_use: int, ev=None, *,
             "predicted_bytes": p["memory"]["total"]}
 
 
+def advice_workload(design: str, warm_ns: float, alive: int, in_use: int):
+    """What a user puts to labkit.advise at a grid point: the work in one warm context, N,
+    u and the grid's stack size."""
+    from labkit.lab.advising import model
+
+    return model.workload(work=float(warm_ns), suspensions=SUSPENSIONS, alive=int(alive),
+                          stack_in_use=int(in_use), stack_size=stack_size_for(design))
+
+
+def advice(design: str, warm_ns: float, alive: int, in_use: int, ev=None) -> dict:
+    """labkit.advise's answer at a grid point without the model's error (finish() adds it
+    from the grid's other points): given only the work a user states (warm_step), N, u
+    and the stack size."""
+    from labkit.lab.advising import evidence, model
+
+    ev = ev or evidence.load()
+    p = model.predict_full(design, advice_workload(design, warm_ns, alive, in_use), ev,
+                           model_error=False)
+    t = p["ns_per_request"]
+    return {"advice_model_ns": t["value"], "advice_model_low": t["low"],
+            "advice_model_high": t["high"], "advice_share": p["switch_share"]["value"],
+            "advice_touch_ns": p["touch_ns"]["value"], "advice_bytes": p["memory"]["total"]}
+
+
 def repredict(grid, ev=None):
     """The grid's measurements with the advisor's predictions made again (the model or its
     evidence changed; nothing is measured but what the advisor measures now)."""
     import pandas as pd
 
-    new = pd.DataFrame([prediction(r.design, r.step_ns, r.alive, r.stack_in_use, ev,
-                                   busy_ns=r.work_ns) for r in grid.itertuples()],
-                       index=grid.index)
+    new = pd.DataFrame([{**prediction(r.design, r.step_ns, r.alive, r.stack_in_use, ev,
+                                      busy_ns=r.work_ns),
+                         **(advice(r.design, r.warm_step_ns, r.alive, r.stack_in_use, ev)
+                            if "warm_step_ns" in grid else {})}
+                        for r in grid.itertuples()], index=grid.index)
     return finish(grid.assign(**{c: new[c] for c in new}))
 
 
@@ -181,14 +223,18 @@ def _workload(design: str, alive: int, in_use: int, busy_ns: float, step_ns: flo
         busy_ns=float(busy_ns))
 
 
-def cold_needs(designs, busy, alive, in_use, ev) -> list[tuple]:
-    """The cold switches (model.cold_need) the predictions of `designs` read at every busy
-    work (ns) of `busy`, N of `alive` and u of `in_use`, on the grid's stacks; once each."""
+def cold_needs(designs, busy, alive, in_use, ev, warm=None) -> list[tuple]:
+    """The cold switches (model.cold_need) the step-fed predictions of `designs` read at
+    every busy work (ns) of `busy`, N of `alive` and u of `in_use`, on the grid's stacks,
+    and the advice's at each warm work of `warm` ({layout: [ns, ...]}); once each."""
     from labkit.lab.advising import model
 
-    return list(dict.fromkeys(
-        need for d in designs for b in busy for n in alive for u in in_use
-        if (need := model.cold_need(d, _workload(d, n, u, b), ev))))
+    step = (model.cold_need(d, _workload(d, n, u, b), ev)
+            for d in designs for b in busy for n in alive for u in in_use)
+    given = (model.cold_need(d, advice_workload(d, x, n, u), ev)
+             for d in designs for x in (warm or {}).get(model.layout_design(d), ())
+             for n in alive for u in in_use)
+    return list(dict.fromkeys(need for need in (*step, *given) if need))
 
 
 def run_grid(*, quick: bool = False, designs=None, work=None, alive=None, in_use=None,
@@ -199,6 +245,7 @@ def run_grid(*, quick: bool = False, designs=None, work=None, alive=None, in_use
 
     import pandas as pd
 
+    from labkit.experiments import workload as wl
     from labkit.lab.advising import evidence, model
 
     if not isinstance(quick, bool):
@@ -221,13 +268,22 @@ def run_grid(*, quick: bool = False, designs=None, work=None, alive=None, in_use
     sweep._report_progress("calibration grid", 0, len(seeds), started)  # the status line
     # The cold switches of one N and u are measured just before that N and u's points, not
     # all before the grid: the VM's state moves with the grid's own churn of memory.
+    reps = list(dict.fromkeys(model.layout_design(d) for d in designs))
+    warm = {}  # (layout, W, u): the work a user states, which N does not change
     for n, u in itertools.product(axes[1], axes[2]):
+        for wk in axes[0]:
+            kw = _work(wk)
+            for r in reps:
+                if (r, wk, u) not in warm:
+                    warm[r, wk, u] = warm_step(r, kw, u, wl.requests_for(work_in_ns(wk),
+                                                                         SUSPENSIONS))
         if ev.local:
-            model.measure_cold(ev, cold_needs(designs, busy, [n], [u], ev))
+            stated = {r: [warm[r, wk, u] for wk in axes[0]] for r in reps}
+            model.measure_cold(ev, cold_needs(designs, busy, [n], [u], ev, stated))
         for wk in axes[0]:
             i = seeds[wk, n, u]
             rows += point(designs, wk, n, u, processes=processes, samples=samples, ev=ev,
-                          seed=i)
+                          seed=i, warm={r: warm[r, wk, u] for r in reps})
             sweep._report_progress("calibration grid", len(rows) // len(designs),
                                    len(seeds), started)
             if progress:
@@ -245,21 +301,25 @@ def calibrate(ev, grid) -> None:
     ev.frames[model.CALIBRATION] = grid
 
 
-def _intervals(g, rule: str, seed: int):
-    """(median, low, high) of each point's prediction under the error rule `rule`."""
+def _intervals(g, rule: str, seed: int, of: str = "step"):
+    """(median, low, high) of each point's prediction under the error rule `rule`, of the
+    advice's model or the step-fed one (model.MODEL_COLUMNS)."""
     import numpy as np
 
     from labkit.lab.advising import evidence, model
 
+    ns, sh, lo_, hi_ = model.MODEL_COLUMNS[of]
     rng = np.random.default_rng(seed)
     z = rng.standard_normal(evidence.DRAWS)
     pred, low, high = (np.full(len(g), math.nan) for _ in range(3))
     for i, label in enumerate(g.index):
         r = g.iloc[i]
-        spread = model.own_spread(r.model_low, r.model_high)
-        res = model.request_residuals(g, r.model_share, spread, leave_out=label, rule=rule)
+        spread = model.own_spread(r[lo_], r[hi_])
+        res = model.request_residuals(g, r[sh], spread, leave_out=label, rule=rule, of=of)
         # the model's own interval as a log-normal spread, then the model's error
-        t = model.with_error(r.model_ns * np.exp(spread * z), res, rng)
+        t = model.with_error(r[ns] * np.exp(spread * z), res, rng)
+        if of == "advice":  # as labkit.advise: no request takes less than its work stated
+            t = np.maximum(t, r.warm_step_ns * SUSPENSIONS)
         pred[i], low[i], high[i] = np.percentile(
             t, [50, 100 * (1 - COVERAGE) / 2, 100 * (1 + COVERAGE) / 2])
     return pred, low, high
@@ -269,7 +329,8 @@ def finish(grid, seed: int = 0):
     """Add the prediction interval (predicted_*, under model.ERROR_RULE), error and covered
     to a grid of model predictions (model_*, model_share) and measurements (measured_*);
     and beside them the interval under the original rule (original_*: neighbours by share
-    alone)."""
+    alone); and, where the grid holds the advice's model (advice_model_*), the advice's
+    interval (advice_*) with its error and coverage, as labkit.advise gives it."""
     from labkit.lab.advising import model
 
     g = grid.copy()
@@ -281,6 +342,12 @@ def finish(grid, seed: int = 0):
     g["covered"] = (g.predicted_low <= g.measured_ns) & (g.measured_ns <= g.predicted_high)
     g["original_covered"] = (g.original_low <= g.measured_ns) & (g.measured_ns <= g.original_high)
     g["memory_error"] = g.predicted_bytes / g.measured_bytes - 1
+    if "advice_model_ns" in g:
+        g["advice_ns"], g["advice_low"], g["advice_high"] = _intervals(
+            g, model.ERROR_RULE, seed, of="advice")
+        g["advice_error"] = g.advice_ns / g.measured_ns - 1
+        g["advice_covered"] = (g.advice_low <= g.measured_ns) & (g.measured_ns <= g.advice_high)
+        g["advice_memory_error"] = g.advice_bytes / g.measured_bytes - 1
     return g[[c for c in COLUMNS if c in g] + [c for c in g if c not in COLUMNS]]
 
 
@@ -295,13 +362,18 @@ def interval_score(low, high, measured, coverage: float = COVERAGE):
     return (hi - lo) + 2 / a * np.maximum(lo - y, 0) + 2 / a * np.maximum(y - hi, 0)
 
 
-def scores(grid):
+def scores(grid, on: str = "advice"):
     """Per design and overall: points, coverage, median |error| of time and memory, median
     half-width (a fraction of the prediction), the model's own coverage and error, and
-    whether each target of docs/advisor_calibration.md is met."""
+    whether each target of docs/advisor_calibration.md is met. `on`: "advice", what
+    labkit.advise answers (the headline), or "predicted", the step-fed diagnosis."""
     import numpy as np
     import pandas as pd
 
+    if on not in SCORED:
+        raise ValueError(f"on must be one of {', '.join(SCORED)}; got {on!r}")
+    if on == "advice":
+        return _scores_of_advice(grid)
     need = {"design", "predicted_ns", "predicted_low", "predicted_high", "measured_ns",
             "predicted_bytes", "measured_bytes"}
     if missing := need - set(grid.columns):
@@ -327,6 +399,8 @@ def scores(grid):
             out["original_median_half_width"] = float(np.median(half0))
             out["original_interval_score"] = float(np.mean(interval_score(
                 x.original_low, x.original_high, x.measured_ns)))
+        if "model_ns" in x and "model_error" not in x:
+            x = x.assign(model_error=x.model_ns / x.measured_ns - 1)
         if "model_ns" in x:
             out["model_coverage"] = float(((x.model_low <= x.measured_ns)
                                            & (x.measured_ns <= x.model_high)).mean())
@@ -341,3 +415,23 @@ def scores(grid):
                         & (t.median_memory_error <= TARGETS["memory_error"])
                         & (t.median_half_width <= TARGETS["half_width"]))
     return t
+
+
+def _scores_of_advice(grid):
+    """scores() of the advice's columns, read as the step-fed ones are."""
+    need = {"design", "advice_ns", "advice_low", "advice_high", "advice_model_ns",
+            "advice_model_low", "advice_model_high", "advice_bytes", "measured_ns",
+            "measured_bytes"}
+    if missing := need - set(grid.columns):
+        raise ValueError(f"grid lacks the columns {sorted(missing)}")
+    as_step = {"advice_ns": "predicted_ns", "advice_low": "predicted_low",
+               "advice_high": "predicted_high", "advice_model_ns": "model_ns",
+               "advice_model_low": "model_low", "advice_model_high": "model_high",
+               "advice_bytes": "predicted_bytes"}
+    g = grid[[*need, *(c for c in ("advice_error", "advice_covered", "advice_memory_error")
+                       if c in grid)]].rename(columns=as_step)
+    g = g.assign(error=g.predicted_ns / g.measured_ns - 1,
+                 covered=(g.predicted_low <= g.measured_ns) & (g.measured_ns <= g.predicted_high),
+                 memory_error=g.predicted_bytes / g.measured_bytes - 1,
+                 model_error=g.model_ns / g.measured_ns - 1)
+    return scores(g, on="predicted")

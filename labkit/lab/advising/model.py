@@ -2,14 +2,18 @@
 request (with an interval) and its memory, every term read from measurements
 (labkit.lab.advising.evidence).
 
-    t_request = s * (W + c_switch(design, N, u, fp) * 2)
+    t_request = s * (W + touch(design, N, u) + c_switch(design, N, u, fp) * 2)
 
 s is the suspensions per request; a suspension is a switch out and a switch back in, so two
-switches (the 2 above). W is the work between suspensions. c_switch is
+switches (the 2 above). W is what the work between suspensions costs in one warm context,
+its u bytes touched in one stack: what a user can profile. touch is what touching those u
+bytes costs more in one of N contexts, each last run N suspensions ago, in the design's own
+layout (touch_cost: the workload experiment's steps without switching among N contexts
+against 2, in the loops the cold switch is measured in). c_switch is
 
     the ladder's ping-pong cost of the design (notebook 04; threads: notebook 05's hand-off)
-    less what of it hides in the shadow of W (overlap: notebook 08's switch cost with work
-    between switches against without; not for threads)
+    less the fraction of it that hides in the shadow of W (overlap: notebook 08's switch
+    cost with work between switches against without; not for threads)
   + the cold resumption of one of N contexts, once per suspension (of its two switches one
     resumes the coroutine, the other the warm scheduler), cold_resume: the switching loop
     of the design's layout (the workload experiment's, less its steps) among N contexts
@@ -116,9 +120,14 @@ class Workload:
     """What the user's program does: `work` between suspensions (ns, or `work_unit`
     "cycles"), `suspensions` per request, `alive` coroutines, `stack_in_use` bytes at a
     switch, FP/SIMD use `fp`, an optional fixed `stack_size`, request `rate` per second.
-    `busy_ns`: the part of the work that is busy computing, beside which a stack's cold
-    switch is read (None: all of it; the calibration grid's work is a measured step that
-    also holds the bytes touched, which the cold switch's own loop touches)."""
+    `work` is what the work between two suspensions costs in one warm context, its u bytes
+    touched in one stack (what a profiler of a one-request loop shows); the model adds what
+    the N contexts and the design add to it. `step`: the work is instead the calibration
+    grid's step, timed among the N contexts in the design's layout, which already holds
+    the cost of touching u bytes in each of them (the diagnosis the grid keeps beside the
+    advice). `busy_ns`: the part of the work that is busy computing, beside which a stack's
+    cold switch is read (None: all of it; the grid's step also holds the bytes touched,
+    which the cold switch's own loop touches)."""
     work: float
     work_unit: str
     suspensions: float
@@ -128,6 +137,7 @@ class Workload:
     stack_size: int | None = None
     rate: float | None = None
     busy_ns: float | None = None
+    step: bool = False
 
     def work_ns(self, ev) -> float:
         return self.work if self.work_unit == "ns" else self.work / ev.ticks_per_ns()
@@ -246,8 +256,9 @@ def keeps_fp_control(design: str) -> bool:
 
 def stack_size(design: str, w: Workload) -> int | None:
     """The stack a design gets: the workload's, or the smallest whole-page size that holds
-    the stack in use and the design's saved frame (at least the design's minimum). None for
-    designs without a stack of their own."""
+    the stack in use, the design's saved frame and the calls made from the switch's entry
+    (validate.ENTRY_HEADROOM; at least the design's minimum). None for designs without a
+    stack of their own."""
     from labkit.core import entries, validate
 
     fam = family(design)
@@ -255,7 +266,7 @@ def stack_size(design: str, w: Workload) -> int | None:
         return None
     if w.stack_size is not None:
         return validate.round_to_pages(w.stack_size)
-    frame = entries.frame_bytes(design) if fam == "stack" else 0
+    frame = entries.frame_bytes(design) + validate.ENTRY_HEADROOM if fam == "stack" else 0
     size = validate.round_to_pages(max(w.stack_in_use + frame, 1))
     if fam == "stack" and entries.system(design) == "labkit":
         size = max(size, entries.min_stack_size(design))
@@ -501,33 +512,50 @@ def _cold_from_rows(ev) -> None:
                           for c, side in pair.groupby("contexts")}
 
 
-def _nearest(ev, layout: str, n: int, u: int, work: float) -> str:
-    """Without measuring: the key of `layout`'s cold switch nearest (n, u), and among those
-    the work nearest `work` in log(1 + ns): a cold switch moves more with n than with the
-    work."""
+def _nearest(ev, layout: str, n: int, u: int, work: float) -> tuple[str, str, float]:
+    """Without measuring: the keys of `layout`'s cold switch nearest (n, u) that bracket
+    `work` in log(1 + ns), and how far between them it lies (0: the first; the nearest
+    measured work, with itself, outside them): a cold switch moves more with n than with
+    the work, and between two works it is joined by a straight line, so that a curve
+    against the work has no step or bump its measurements do not show."""
     have = [(k, *f[1:3], f[4]) for k in ev.frames if k.startswith(COLD_PREFIX)
             for f in [_cold_fields(k)] if f[0] == layout]
     if not have:
         raise LookupError(f"no {COLD_PREFIX}{layout} measurement of {n} contexts in "
                           f"{ev.source}" + (f" ({ev.lacks})" if ev.lacks else ""))
-    return min(have, key=lambda p: (abs(math.log(p[1] / n))
-                                    + abs(math.log(max(p[2], 1) / max(u, 1))),
-                                    abs(math.log1p(p[3]) - math.log1p(work))))[0]
+    near = min(abs(math.log(p[1] / n)) + abs(math.log(max(p[2], 1) / max(u, 1))) for p in have)
+    same = sorted((math.log1p(p[3]), p[0]) for p in have
+                  if abs(math.log(p[1] / n)) + abs(math.log(max(p[2], 1) / max(u, 1))) == near)
+    at = math.log1p(work)
+    below = [x for x in same if x[0] <= at] or same[:1]
+    above = [x for x in same if x[0] >= at] or same[-1:]
+    (a, ka), (b, kb) = below[-1], above[0]
+    return ka, kb, 0.0 if b == a else (at - a) / (b - a)
 
 
-def _difference(ev, key: str, got: dict, far, near, basis: str) -> _ev.Term:
-    """What a loop of got[far] costs beyond its steps less what one of got[near] does
-    (COLD_LOOP's two times of each loop), each process's medians paired, resampled over
-    processes and floored at 0."""
+def _switching(loops):
+    """Per timed loop: what the switching loop costs beyond its steps."""
+    return loops.ns_per_request - loops.work_only_ns_per_request
+
+
+def _steps(loops):
+    """Per timed loop: its steps called without switching (the work and the bytes touched)."""
+    return loops.work_only_ns_per_request
+
+
+def _difference(ev, key: str, got: dict, far, near, basis: str, of=_switching) -> _ev.Term:
+    """What `of` (_switching or _steps) of a loop of got[far] costs less that of one of
+    got[near], each process's medians paired, resampled over processes and floored at 0."""
     import numpy as np
 
     def beyond(loops):
-        return (loops.ns_per_request - loops.work_only_ns_per_request).groupby(level=0).median()
+        return of(loops).groupby(level=0).median()
 
     per = (beyond(got[far]) - beyond(got[near])).dropna()
     if per.empty:
         raise LookupError(f"no process measured both points of {key}")
-    d = _ev.draws(per.to_numpy(float), ev.rng(key), processes=per.index.to_numpy()).draws
+    d = _ev.draws(per.to_numpy(float), ev.rng(f"{key} {of.__name__}"),
+                  processes=per.index.to_numpy()).draws
     return _ev.Term(np.maximum(d, 0.0), f"{per.size} processes, {basis}")
 
 
@@ -543,10 +571,10 @@ def _nearest_size(df, size: int) -> int:
 
 
 def overlap(ev, work_ns: float, size: int | None):
-    """(Term, note): ns of a switch hidden in the shadow of `work_ns` of work between
-    suspensions (the out-of-order core runs the one beside the other): notebook 08's ns
-    per switch at no work minus at that work (one task per switch, interpolated in log
-    work, the stack size nearest `size`), between 0 and the whole switch of 08."""
+    """(Term, note): the fraction of a switch hidden in the shadow of `work_ns` of work
+    between suspensions (the out-of-order core runs the one beside the other): 1 less
+    notebook 08's ns per switch at that work over at no work (one task per switch,
+    interpolated in log work, the stack size nearest `size`), between 0 and 1."""
     import numpy as np
 
     from labkit.core import validate
@@ -567,7 +595,10 @@ def overlap(ev, work_ns: float, size: int | None):
     i = int(np.clip(np.searchsorted(x, at), 1, len(x) - 1))
     f = float(np.clip((at - x[i - 1]) / (x[i] - x[i - 1]), 0.0, 1.0))
     near = (1 - f) * draws[levels.index[i - 1]] + f * draws[levels.index[i]]
-    return _ev.Term(np.clip(bare - near, 0.0, bare), f"notebook 08, {len(df)} repeats"), ""
+    # A fraction of 08's switch, applied to the design's own: a design whose switch is
+    # shorter than 08's kernel has less of it to hide, and only a measured whole hides whole.
+    kept = np.divide(near, bare, out=np.ones_like(near), where=bare > 0)
+    return _ev.Term(np.clip(1 - kept, 0.0, 1.0), f"notebook 08, {len(df)} repeats"), ""
 
 
 # The most contexts the advisor makes to measure a cold switch on the spot: 100,000 stacks
@@ -598,26 +629,33 @@ def cold_need(design: str, w, ev) -> tuple | None:
             cold_work(design, w.busy(ev)))
 
 
-def _cold_switch(ev, layout: str, n: int, u: int, size, work: float) -> _ev.Term:
+def _cold_switch(ev, layout: str, n: int, u: int, size, work: float,
+                 of=_switching) -> _ev.Term:
     """What resuming one of n contexts of `layout` (at most COLD_CONTEXTS), each holding
     u bytes in use, costs beyond resuming one of 2, with `work` ns of busy work between
     switches: the workload experiment's switching loop less its steps, at n against 2
     contexts, measured now (measure_cold; another machine's data: the nearest work, n and
-    u measured)."""
+    u measured). of=_steps: what the steps alone cost more among n contexts than among 2,
+    from the same loops."""
     n = min(n, COLD_CONTEXTS)
     size = _holding(layout, u, size)
-    key, basis = _cold_key(layout, n, u, size, work), "measured now"
-    if not ev.local:
-        _cold_from_rows(ev)
-        if key not in ev.frames:
-            key = _nearest(ev, layout, n, u, work)
-        _, n, u, there, at = _cold_fields(key)
-        basis = (f"from {n} contexts and {u} bytes in use on "
+    key = _cold_key(layout, n, u, size, work)
+    if ev.local:
+        measure_cold(ev, [(layout, n, u, size, work)])
+        return _difference(ev, key, ev.frames[key], (n, u), (2, u), "measured now", of)
+    _cold_from_rows(ev)
+    first, second, f = (key, key, 0.0) if key in ev.frames else _nearest(ev, layout, n, u, work)
+    terms = []
+    for k in dict.fromkeys((first, second)):
+        _, m, v, there, at = _cold_fields(k)
+        basis = (f"from {m} contexts and {v} bytes in use on "
                  f"{bytes_label(there) + ' stacks' if there else 'heap frames'}"
                  f" with {_between(at)} between switches")
-    else:
-        measure_cold(ev, [(layout, n, u, size, work)])
-    return _difference(ev, key, ev.frames[key], (n, u), (2, u), basis)
+        terms.append(_difference(ev, k, ev.frames[k], (m, v), (2, v), basis, of))
+    if len(terms) == 1:
+        return terms[0]
+    return _ev.Term((1 - f) * terms[0].draws + f * terms[1].draws,
+                    f"{terms[0].basis}, joined in log work to {_between(work)}")
 
 
 def cold_resume(ev, design: str, n: int, size: int | None, u: int = 0, busy: float = 0.0):
@@ -638,6 +676,24 @@ def cold_resume(ev, design: str, n: int, size: int | None, u: int = 0, busy: flo
         f"the cold switch measured with {_between(work)} between switches, held beyond"
         if work < busy and work > 0 else ""]))
     return _cold_switch(ev, layout_design(design), n, u, size, work), held
+
+
+def touch_cost(ev, design: str, w: Workload):
+    """(Term, note): ns per suspension that touching the u bytes in use in one of N
+    contexts, each last run N suspensions ago, costs beyond touching them in one warm
+    context, in the design's own layout (stacks with or without guard pages, a copy
+    stack's saved bytes, heap frames): the workload experiment's steps without switching
+    among N contexts against 2, from the loops the cold switch is measured in. Zero for a
+    step measured among the N (Workload.step) and for designs the lab lays out no
+    contexts of."""
+    import numpy as np
+
+    need = cold_need(design, w, ev)
+    if w.step or need is None:
+        return _ev.Term(np.zeros(_ev.DRAWS), "none"), ""
+    layout, n, u, size, work = need
+    note = f"held at the {COLD_CONTEXTS:,} contexts measured" if w.alive > COLD_CONTEXTS else ""
+    return _cold_switch(ev, layout, n, u, size, work, of=_steps), note
 
 
 def ring_extra(ev, n: int, size: int):
@@ -838,16 +894,34 @@ def copy_memory(ev, u: int) -> dict:
     return {"resident": v, "page_tables": math.nan, "note": note}
 
 
+# The C++20 frames measured now where the data has none: the smallest and two sizes of a
+# connection's frame, for the straight line by frame size (notebook 07b measures these).
+FRAME_VARIANTS = ("empty", "conn192", "conn256")
+
+
 def frame_memory(ev, frame: int) -> dict:
     """A heap frame holding `frame` bytes alive across a suspension beside the smallest
     (empty) coroutine's frame: a straight line through 07b's C++20 frames (heap allocator)
     by frame size."""
     import numpy as np
 
-    df = ev.rows("07b_coroutine_memory")
-    # the stackful rows measured now have a kind but no allocator
-    df = (df[(df.kind == "cxx20") & (df.allocator == "heap")]
-          if {"kind", "allocator"} <= set(df.columns) else df.iloc[0:0])
+    def heap_frames():
+        df = ev.rows("07b_coroutine_memory")
+        # the stackful rows measured now have a kind but no allocator
+        return (df[(df.kind == "cxx20") & (df.allocator == "heap")]
+                if {"kind", "allocator"} <= set(df.columns) else df.iloc[0:0])
+
+    df = heap_frames()
+    if df.empty and ev.local:
+        from labkit.experiments import frames
+
+        n = 20_000 if ev.quick else 200_000
+        ev.announce(f"memory of {n} C++20 coroutines of each of the frames "
+                    f"{', '.join(FRAME_VARIANTS)} (heap)",
+                    "data/07b_coroutine_memory.csv has no C++20 frame from this machine")
+        for v in FRAME_VARIANTS:
+            ev.add("07b_coroutine_memory", frames.coroutines(v, "heap", n=n))
+        df = heap_frames()
     if df.empty:
         raise LookupError(f"no C++20 frame memory in {ev.source}")
     g = df.groupby("frame_bytes")[["bytes_per_object", "pte_bytes_per_object"]].median()
@@ -1024,7 +1098,7 @@ def switch_cost(ev, design: str, w: Workload):
         # Of the warm switch: a cache miss of many contexts is added below, unhidden.
         hidden, note = overlap(ev, w.work_ns(ev), stack_size(design, w))
         if hidden is not None:
-            total = np.maximum(total - hidden.draws, 0.0)
+            total = total * (1 - hidden.draws)
         notes.append(note)
     # Of a suspension's two switches one resumes the coroutine, cold when it is one of
     # many, and the other the scheduler, warm: one cold term per suspension.
@@ -1074,29 +1148,39 @@ def own_spread(low: float, high: float) -> float:
     return math.log(high / low) / (2 * 1.96) if low > 0 and high > 0 else 0.0
 
 
+# The calibration grid's two models, each by its columns (ns, share, low, high): the
+# advice, given the work a user states, and the step-fed diagnosis (Workload.step).
+MODEL_COLUMNS = {"advice": ("advice_model_ns", "advice_share", "advice_model_low",
+                            "advice_model_high"),
+                 "step": ("model_ns", "model_share", "model_low", "model_high")}
+
+
 def request_residuals(grid, share: float, spread: float | None = None, leave_out=None,
-                      rule: str = ERROR_RULE):
+                      rule: str = ERROR_RULE, of: str = "advice"):
     """log(measured / model's ns per request) at the ERROR_NEIGHBOURS points of a
     calibration grid nearest this prediction under `rule` (ERROR_RULES): in the model's
     share of time switching and its own spread (own_spread), or in share alone; without
-    the point labelled `leave_out`. The model's error where the switch weighs as much and
-    its inputs were as steady as here. A grid without the model's interval (model_low,
-    model_high) is read by share alone."""
+    the point labelled `leave_out`. `of`: whose model, the advice's or the step-fed
+    diagnosis's (MODEL_COLUMNS). The model's error where the switch weighs as much and
+    its inputs were as steady as here. A grid without the model's interval is read by
+    share alone; one without the model's columns gives no residuals."""
     import numpy as np
 
     if rule not in ERROR_RULES:
         raise ValueError(f"rule must be one of {', '.join(ERROR_RULES)}; got {rule!r}")
-    need = {"model_ns", "model_share", "measured_ns"}
-    if grid is None or len(grid) == 0 or not need <= set(grid.columns):
+    if of not in MODEL_COLUMNS:
+        raise ValueError(f"of must be one of {', '.join(MODEL_COLUMNS)}; got {of!r}")
+    ns, sh, low, high = MODEL_COLUMNS[of]
+    if grid is None or len(grid) == 0 or not {ns, sh, "measured_ns"} <= set(grid.columns):
         return np.array([])
     g = grid.drop(index=leave_out) if leave_out is not None else grid
-    r = np.log(g.measured_ns.to_numpy(float) / g.model_ns.to_numpy(float))
+    r = np.log(g.measured_ns.to_numpy(float) / g[ns].to_numpy(float))
     floor = ERROR_FLOORS[rule]
-    axes = [(np.log(np.maximum(g.model_share.to_numpy(float), floor)),
+    axes = [(np.log(np.maximum(g[sh].to_numpy(float), floor)),
              math.log(max(share, floor)))]
-    if rule == "share and spread" and spread is not None and {"model_low", "model_high"} <= set(g):
-        theirs = [own_spread(lo, hi) for lo, hi in zip(g.model_low.to_numpy(float),
-                                                     g.model_high.to_numpy(float))]
+    if rule == "share and spread" and spread is not None and {low, high} <= set(g):
+        theirs = [own_spread(lo, hi) for lo, hi in zip(g[low].to_numpy(float),
+                                                     g[high].to_numpy(float))]
         axes.append((np.log(np.maximum(theirs, floor)), math.log(max(spread, floor))))
     far = np.zeros(len(g))
     for x, at in axes:
@@ -1144,18 +1228,21 @@ def predict_full(design: str, w: Workload, ev=None, *, model_error: bool = True)
             "switch's frame for its own calls")
     try:
         c, notes = switch_cost(ev, design, w)
-        out["notes"] += notes
+        touch, note = touch_cost(ev, design, w)
+        out["notes"] += [*notes, note] if note else notes
         wns = w.work_ns(ev)
         switching = w.suspensions * SWITCHES_PER_SUSPENSION * c.draws
-        bare = w.suspensions * wns + switching
-        share = switching / bare if wns > 0 else switching / switching.clip(min=1e-300)
+        steps = w.suspensions * (wns + touch.draws)
+        bare = steps + switching
+        share = switching / bare.clip(min=1e-300)
         t = bare
         if model_error:
             import numpy as np
 
             own = _interval(bare)
             res = request_residuals(ev.rows(CALIBRATION), float(np.median(share)),
-                                    own_spread(own["low"], own["high"]))
+                                    own_spread(own["low"], own["high"]),
+                                    of="step" if w.step else "advice")
             # The grid's error scales the whole request, but the work stated is exact: no
             # request takes less than its work.
             t = np.maximum(with_error(bare, res, ev.rng(f"error {design}")),
@@ -1167,13 +1254,15 @@ def predict_full(design: str, w: Workload, ev=None, *, model_error: bool = True)
                                 f"of this model in {whose} data (notebook 10 makes one)")
         out["ns_per_request"] = _interval(t)
         out["ns_per_switch"] = _interval(c.draws)
+        out["touch_ns"] = _interval(touch.draws)
         out["switch_share"] = _interval(share)
         out["basis"] = c.basis
         if w.rate is not None:
             out["cpu_load"] = _interval(t * w.rate / 1e9)
     except LookupError as exc:
         nan = {"value": math.nan, "low": math.nan, "high": math.nan}
-        out.update(ns_per_request=nan, ns_per_switch=nan, switch_share=nan, basis="")
+        out.update(ns_per_request=nan, ns_per_switch=nan, touch_ns=nan, switch_share=nan,
+                   basis="")
         out["notes"].append(f"no time: {exc}")
     try:
         out["memory"] = memory(ev, design, w)

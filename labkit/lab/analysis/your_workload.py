@@ -32,25 +32,37 @@ def _marker(work: str) -> str:
     return MARKERS.get(work, "D")
 
 
-def calibration_figure(g, info=None):
+# A grid's predictions by whose they are: the advice (given the work a user states) and
+# the step-fed diagnosis; each (ns, low, high, the model's own low and high).
+PREDICTIONS = {"advice": ("advice_ns", "advice_low", "advice_high", "advice_model_low",
+                          "advice_model_high"),
+               "predicted": ("predicted_ns", "predicted_low", "predicted_high", "model_low",
+                             "model_high")}
+WHOSE = {"advice": "the advice (given the work in one warm context)",
+         "predicted": "the step-fed model (a diagnosis: given the step among the N)"}
+
+
+def calibration_figure(g, info=None, on: str = "advice", name: str = "calibration",
+                       title: str | None = None):
     """Predicted against measured ns per request, log axes: the measurement's 95%
     interval over fresh processes (horizontal), the prediction interval (thin, vertical:
     with the model's cross-validated error) and the model's own interval (thick: its terms'
-    measurement noise only)."""
+    measurement noise only). `on`: the advice's columns or the step-fed diagnosis's."""
     import matplotlib.pyplot as plt
 
+    ns, low, high, own_low, own_high = PREDICTIONS[on]
     fig, ax = plt.subplots(figsize=(7.5, 6))
     for i, (d, x) in enumerate(g.groupby("design", sort=False)):
         colour = f"C{i}"
         for wk, y in x.groupby("work", sort=False):
-            ax.errorbar(y.measured_ns, y.predicted_ns,
+            ax.errorbar(y.measured_ns, y[ns],
                         xerr=[y.measured_ns - y.measured_low, y.measured_high - y.measured_ns],
-                        yerr=[y.predicted_ns - y.predicted_low, y.predicted_high - y.predicted_ns],
+                        yerr=[y[ns] - y[low], y[high] - y[ns]],
                         fmt=_marker(wk), color=colour, ms=4, elinewidth=0.6, capsize=0,
                         alpha=0.8, label=d if wk == x.work.iloc[0] else None)
-            ax.vlines(y.measured_ns, y.model_low, y.model_high, color=colour, lw=2.5)
-    lo = min(g.measured_low.min(), g.predicted_low.min()) / 1.5
-    hi = max(g.measured_high.max(), g.predicted_high.max()) * 1.5
+            ax.vlines(y.measured_ns, y[own_low], y[own_high], color=colour, lw=2.5)
+    lo = min(g.measured_low.min(), g[low].min()) / 1.5
+    hi = max(g.measured_high.max(), g[high].max()) * 1.5
     xs = np.array([lo, hi])
     ax.plot(xs, xs, "k-", lw=0.8)
     band = _grid.TARGETS["time_error"]
@@ -64,15 +76,15 @@ def calibration_figure(g, info=None):
     ax.set_ylabel("predicted ns per request (thin: prediction interval; thick: the "
                   "model's terms alone)")
     marks = ", ".join(f"{m} W={w}" for w, m in MARKERS.items())
-    ax.set_title(f"The advisor against the workload experiment: markers {marks}; "
+    ax.set_title(title or f"{WHOSE[on]} against the workload experiment:\nmarkers {marks}; "
                  f"dotted ±{band:.0%}", fontsize=9)
     ax.legend(fontsize="small", loc="upper left")
     ax.grid(True, which="both", alpha=0.3)
-    return plots.finish(fig, f"{NOTEBOOK}-calibration", caption=plots.machine_caption(info))
+    return plots.finish(fig, f"{NOTEBOOK}-{name}", caption=plots.machine_caption(info))
 
 
 def error_figure(g, info=None):
-    """Prediction / measurement - 1 for time (with the measurement's interval carried
+    """The advice / measurement - 1 for time (with the measurement's interval carried
     through) and memory, by design, each point coloured by N and shaped by W."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter
@@ -85,11 +97,11 @@ def error_figure(g, info=None):
             + 0.06 * _grid.IN_USE.index(r.stack_in_use) if r.stack_in_use in _grid.IN_USE \
             else designs.index(r.design)
         c = f"C{alives.index(r.alive)}"
-        e = 100 * r.error
-        lo, hi = 100 * (r.predicted_ns / r.measured_high - 1), 100 * (r.predicted_ns / r.measured_low - 1)
+        e = 100 * r.advice_error
+        lo, hi = 100 * (r.advice_ns / r.measured_high - 1), 100 * (r.advice_ns / r.measured_low - 1)
         at.errorbar([x], [e], yerr=[[max(e - lo, 0)], [max(hi - e, 0)]], fmt=_marker(r.work),
-                    color=c, ms=4, elinewidth=0.6, mfc="none" if not r.covered else c)
-        am.plot([x], [100 * r.memory_error], _marker(r.work), color=c, ms=4)
+                    color=c, ms=4, elinewidth=0.6, mfc="none" if not r.advice_covered else c)
+        am.plot([x], [100 * r.advice_memory_error], _marker(r.work), color=c, ms=4)
     bands = {"time": 100 * _grid.TARGETS["time_error"],
              "memory": 100 * _grid.TARGETS["memory_error"]}
     for ax, what in ((at, "time"), (am, "memory")):
@@ -97,7 +109,7 @@ def error_figure(g, info=None):
         ax.axhspan(-band, band, color="0.9", zorder=0)
         ax.axhline(0, color="k", lw=0.6)
         ax.set_xticks(range(len(designs)), designs, rotation=20, fontsize=8)
-        ax.set_ylabel(f"{what}: predicted / measured - 1 (%)")
+        ax.set_ylabel(f"{what}: advice / measured - 1 (%)")
         ax.set_yscale("symlog", linthresh=10)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.grid(True, axis="y", alpha=0.3)
@@ -183,7 +195,8 @@ def share_figure(c, g=None, info=None, save: bool = True):
                 per = model.SWITCHES_PER_SUSPENSION * _grid.SUSPENSIONS / m.measured_ns
                 sh, lo, hi = (per * m[c] for c in ("measured_switch_ns", "measured_switch_low",
                                                     "measured_switch_high"))
-                ax.errorbar(m.step_ns, 100 * sh, yerr=[100 * (sh - lo).clip(lower=0),
+                at = m.warm_step_ns if "warm_step_ns" in m else m.step_ns
+                ax.errorbar(at, 100 * sh, yerr=[100 * (sh - lo).clip(lower=0),
                                                        100 * (hi - sh).clip(lower=0)],
                             fmt="o", color=f"C{i}", mfc="none", capsize=2)
     chosen = s[s.chosen].x
@@ -191,7 +204,7 @@ def share_figure(c, g=None, info=None, save: bool = True):
         ax.axvline(chosen.iloc[0], color="k", ls=":", lw=0.8)
     ax.set_xscale("log")
     ax.set_ylim(0, 100)
-    ax.set_xlabel("work between switches (ns)")
+    ax.set_xlabel("work between switches, in one warm context (ns)")
     ax.set_ylabel("share of time switching (%)")
     r = c.iloc[0]
     ax.set_title(f"N = {r.alive:,} alive, {r.stack_in_use} B of stack in use, FP {r.fp}: "

@@ -42,8 +42,16 @@ def section_html() -> str:
     g = results.read_csv(d / f"{GRID}.csv")
     info = g.iloc[0].to_dict() if "cpu_model" in g else None
     r = c.iloc[0]
-    scores = _grid.scores(g).round(3)
+    advice = "advice_ns" in g
+    scores = _grid.scores(g, on="advice" if advice else "predicted").round(3)
     scores = scores.astype(object).where(scores.notna(), "not estimated")
+    whose = ("<p>The advice against the grid (notebook 10): given only the work in one warm "
+             "context, N, u and the stack size, as a user gives them; coverage of its own "
+             "interval and of the cross-validated one, median errors and half-widths as "
+             "fractions.</p>" if advice else
+             "<p class='lk-note'>This grid predates the advice's columns: the scores below are "
+             "the step-fed model's, a diagnosis, not the advice a user gets. Run notebook 10 "
+             "again (make reproduce ONLY=10_your_workload).</p>")
     return head + (
         f"<p>For N = {int(r.alive):,} coroutines with {int(r.stack_in_use)} bytes of stack in "
         "use: the share of time each design spends switching against the work between two "
@@ -54,7 +62,6 @@ def section_html() -> str:
         "reach vm.max_map_count.</p>"
         + _png(yw.share_figure(c, g, info, save=False))
         + _png(yw.memory_figure(c, g, info, save=False))
-        + "<p>The advisor against the grid (notebook 10): coverage of its own interval and of "
-        "the cross-validated one, median errors and half-widths as fractions.</p>"
+        + whose
         + scores.to_html(index=False, classes="lk-table", border=0)
         + f"<p class='lk-note'>{html.escape(str(len(g)))} grid rows in data/{GRID}.csv.</p>")

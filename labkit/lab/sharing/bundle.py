@@ -330,6 +330,27 @@ def relabel(path, machine_id: str) -> None:
     (path / "machine.json").write_text(json.dumps(meta, indent=1, default=str))
 
 
+def relabel_data(data_dir, machine_id: str) -> list[str]:
+    """Name every row of a results folder's data files (`data_dir`/*.csv) as measured on
+    `machine_id`: a checkout's committed data/ as a newcomer's machine sees it, measured
+    elsewhere (CI runs the tests so). Returns the files changed."""
+    import pandas as pd
+
+    if not isinstance(machine_id, str) or not machine_id.strip():
+        raise ValueError(f"machine_id must be a non-empty str; got {machine_id!r}")
+    changed = []
+    for path in sorted(Path(data_dir).glob("*.csv")):
+        # As text, so that every other value is written back as it was.
+        rows = pd.read_csv(path, dtype=str, keep_default_na=False)
+        if "machine_id" not in rows:
+            continue
+        rows["machine_id"] = rows.machine_id.where(rows.machine_id == "", machine_id)
+        with results.atomic_path(path) as tmp:
+            rows.to_csv(tmp, index=False)
+        changed.append(path.name)
+    return changed
+
+
 def read_bundle(path: str | Path) -> dict:
     """{meta, machine: dict, measurements, verdicts, runs, parts: DataFrames, recomputable:
     bool} of one bundle; runs is None and recomputable False before format 4, parts None
