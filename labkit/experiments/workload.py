@@ -522,13 +522,14 @@ def requests_for(work_ns: float, switches_per_request: int, *, seconds: float = 
 
 
 def measure_point(designs_, *, processes: int = 3, repeats: int = 2, samples: int = 5,
-                  seed: int = 0, **workload):
+                  seed: int = 0, stack_sizes=None, **workload):
     """One grid point over `processes` fresh worker processes, each running every design of
     `designs_` `repeats` times in ABBA order (labkit.experiments.design.run_process; each
     call makes the workload, takes `samples` timed samples of it and undoes it: making N
     coroutines costs far more than a sample, and the median of several sets a preempted
     sample aside). `workload`: run_workload's keywords (requests, alive, ...), the same for
-    every design. Returns the runs (one row per sample, with `side` = design and `worker` =
+    every design but the stack size, which `stack_sizes` ({design: bytes or None}) may give
+    each. Returns the runs (one row per sample, with `side` = design and `worker` =
     process)."""
     if not isinstance(designs_, (list, tuple)) or not designs_:
         raise TypeError("designs_ must be a non-empty list of design names")
@@ -536,8 +537,14 @@ def measure_point(designs_, *, processes: int = 3, repeats: int = 2, samples: in
     n = _v.integer_in("processes", processes, 2, 1000)
     k = _v.integer_in("samples", samples, 1, 1000)
     workload.pop("repeats", None)
+    if stack_sizes is not None and not isinstance(stack_sizes, dict):
+        raise TypeError(f"stack_sizes must be a dict of design to bytes, not "
+                        f"{type(stack_sizes).__name__}")
+    sizes = {d: (stack_sizes or {}).get(d, workload.get("stack_size")) for d in names}
+    common = {key: v for key, v in workload.items() if key != "stack_size"}
     # run_process asks each call for one repeat of its side: here that is one call
-    entries = {d: (lambda repeats, d=d: run_workload(d, repeats=k * repeats, **workload))
+    entries = {d: (lambda repeats, d=d: run_workload(d, repeats=k * repeats,
+                                                     stack_size=sizes[d], **common))
                for d in names}
     import pandas as pd
 

@@ -158,6 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
     lab.add_argument("lab_args", nargs=argparse.REMAINDER,
                      help="more options for `jupyter lab`")
 
+    from labkit.lab.advising import present
+
     a = _command(sub, "advise", "which design for your workload: time, memory, hazards",
                  "For a workload, every design of the catalogue (and OS threads): "
                  "predicted time per request and share switching with 95% intervals, "
@@ -166,7 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
                  "from this machine's data/ (rows of another machine_id are not used), "
                  "a short measurement made now (said on stderr), or --bundle.")
     a.add_argument("--work", required=True, help="work between suspensions: 20us, 500ns, "
-                   "1ms or 100cycles (TSC cycles of the measuring machine)")
+                   "1ms or 100cycles (TSC cycles of the measuring machine); "
+                   f"{present.WORK_MEANS}")
     a.add_argument("--suspensions", "--switches", dest="suspensions", type=float, default=1.0,
                    metavar="S", help="suspensions per request, each a switch out and back "
                    "in: 2 suspensions are 4 switches (default 1; --switches is the same "
@@ -189,6 +192,16 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--bundle", default=None, help="another machine's bundle (.labkit)")
     _flag(a, "--json", "print a list of objects: design, ns_per_request {value, low, high}, "
           "switch_share, bytes_per_coroutine, bytes_total, hazards, rank")
+
+    h = _command(sub, "holdout", "the advice checked on workloads off its calibration grid",
+                 "Run the held-out workloads (labkit.lab.advising.holdout: drawn once from a "
+                 "fixed seed), each measured by the workload experiment over fresh processes "
+                 "and advised as `labkit advise` would, given the work in one warm context; "
+                 "print the scores against their targets and write "
+                 "data/advisor_holdout.csv (--quick: a few workloads, nothing written). "
+                 "Run it after notebook 10, whose grid gives the advice its error.")
+    _flag(h, "--quick", "three workloads, two designs, two processes; nothing written")
+    _flag(h, "--draw", "print the held-out workloads and measure nothing")
 
     room = _command(sub, "room", "one comparison across many machines (needs the room extra)",
                     "The room: a Dask scheduler with mutual TLS that runs labkit's suite on "
@@ -641,12 +654,30 @@ def _run(args, parser) -> int:
             print(json.dumps(advice.records(), indent=1))
         else:
             print(advice.text())
+    elif args.command == "holdout":
+        return _holdout(args)
     elif args.command == "report":
         return _report(args.quick)
     elif args.command == "lab":
         return _lab(args)
     elif args.command == "room":
         return _room(args)
+    return 0
+
+
+def _holdout(args) -> int:
+    from labkit.core import machine, results
+    from labkit.lab.advising import holdout
+
+    if args.draw:
+        print(holdout.draw().to_string(index=False))
+        return 0
+    g = holdout.run(quick=args.quick, processes=2 if args.quick else 3,
+                    samples=1 if args.quick else 3, progress=print)
+    print(holdout.scores(g).round(3).to_string(index=False))
+    if not args.quick:
+        path = results.save_csv(g.assign(**machine.row_metadata()), holdout.DATA)
+        print(f"wrote {path}")
     return 0
 
 

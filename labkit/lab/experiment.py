@@ -365,7 +365,7 @@ YOUR_WORKLOAD = Experiment(
                 "figures", low=0, high=1 * MiB),
     ),
     parts=("cold_switches",),
-    own_names=("advisor_calibration",))
+    own_names=("advisor_calibration", "advisor_holdout"))
 
 
 RECORDS: dict[str, Experiment] = {e.name: e for e in (v for v in dict(globals()).values()

@@ -8,6 +8,11 @@ import math
 from labkit.core.plots import bytes_label, ns_label as _ns
 from labkit.lab.advising import evidence
 
+# What the work a user states means, said by the advice and by `labkit advise --help`.
+WORK_MEANS = ("what the work between two suspensions costs in one warm context, its bytes in "
+              "use touched in one stack (what a profiler of a one-request loop shows); the "
+              "advice adds what the N contexts and the design cost")
+
 # Below this relative difference in time per request the reason says to choose by memory
 # and hazards instead: a wording threshold, not a cost.
 SAME_TIME = 0.01
@@ -125,9 +130,11 @@ class Advice:
                  f"{w.alive} alive, "
                  f"{w.stack_in_use} bytes of stack in use, fp {w.fp}"
                  + (f", stack {w.stack_size} bytes" if w.stack_size else
-                    ", each stackful design on the smallest stack that holds it (a call "
-                    "deeper than the stack in use overflows it: give --stack-size for room)")
+                    ", each stackful design on the smallest stack that holds it, its "
+                    "switch's frame and 2 KiB of calls (a deeper call overflows it: give "
+                    "--stack-size for room)")
                  + (f", {w.rate:g} requests/s" if w.rate else ""),
+                 f"work: {WORK_MEANS}",
                  f"from: {self.source}; vm.max_map_count {procfs.max_map_count()}"
                  + ("" if self.local else " (here: the bundle does not record its machine's)")
                  + "; "
