@@ -356,3 +356,33 @@ def test_the_readme_names_the_formats_merge_reads():
     assert said, "the README must say which bundle formats merge reads"
     assert [int(n) for n in re.findall(r"\d+", said.group(1))] == list(bundle.READS)
     assert f"`labkit bundle` writes {bundle.FORMAT}" in section
+
+
+def test_a_results_folder_relabelled_reads_as_another_machines(tmp_path):
+    """What CI does before the suite (.ci/run): the committed rows named as measured on
+    another machine, every other value written back as it was, so that the advice finds
+    nothing of this machine's in them."""
+    import shutil
+
+    from labkit.core.machine import machine_info
+    from labkit.lab.advising import evidence
+
+    data = tmp_path / "data"
+    data.mkdir()
+    repo = Path(__file__).resolve().parent.parent / "data"
+    for name in ("04_latency_ladder.csv", "claims.csv"):
+        shutil.copy(repo / name, data / name)
+    committed = str(results.read_csv(data / "04_latency_ladder.csv").machine_id.iloc[0])
+    (data / "04_latency_ladder.csv").write_text(  # as if measured here
+        (data / "04_latency_ladder.csv").read_text().replace(
+            committed, machine_info()["machine_id"]))
+    before = {p.name: p.read_text() for p in data.iterdir()}
+    assert not evidence.from_data(data).rows("04_latency_ladder").empty
+    assert bundle.relabel_data(data, "newcomer0000") == ["04_latency_ladder.csv"]
+    assert (data / "claims.csv").read_text() == before["claims.csv"]
+    after = (data / "04_latency_ladder.csv").read_text()
+    assert after == before["04_latency_ladder.csv"].replace(machine_info()["machine_id"],
+                                                           "newcomer0000")
+    assert evidence.from_data(data).rows("04_latency_ladder").empty
+    with pytest.raises(ValueError, match="machine_id"):
+        bundle.relabel_data(data, "")
