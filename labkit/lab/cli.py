@@ -678,6 +678,7 @@ def _holdout(args) -> int:
     if not args.quick:
         path = results.save_csv(g.assign(**machine.row_metadata()), holdout.DATA)
         print(f"wrote {path}")
+        print(f"wrote {holdout.figure(g)}")
     return 0
 
 

@@ -171,3 +171,19 @@ def scores(g):
                         & (t.median_memory_error <= TARGETS["memory_error"])
                         & (t.median_half_width <= TARGETS["half_width"]))
     return t
+
+
+def figure(g, info=None):
+    """The advice against the measurement for the held-out workloads, drawn as the grid's
+    calibration figure is (figures/10_your_workload-holdout.png); returns its path."""
+    import matplotlib.pyplot as plt
+
+    from labkit.core import machine
+    from labkit.lab.analysis import your_workload as yw
+
+    paths = yw.calibration_figure(
+        g.assign(work=[f"{w:g} ns" for w in g.work_ns]), info or machine.machine_info(),
+        name="holdout", title="The advice against the workload experiment on the held-out "
+        "workloads (labkit holdout)")
+    plt.close("all")
+    return paths[0]
