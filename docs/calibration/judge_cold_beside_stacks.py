@@ -40,7 +40,7 @@ def main(data_dir: Path) -> None:
     readings = {"beside the work (stacks)": g, "no work": grid.cold_at_no_work(g, ev)}
     out = {}
     for name, r in readings.items():
-        s = grid.scores(r).set_index("design")
+        s = grid.scores(r, on="predicted").set_index("design")
         out[name] = s.loc["all"]
         by_w = r.assign(hw=(r.predicted_high - r.predicted_low) / 2 / r.predicted_ns)
         print(f"{name}: score {s.loc['all', 'interval_score']:.4f}, coverage "

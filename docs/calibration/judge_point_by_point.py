@@ -25,6 +25,6 @@ old = grid.repredict(g, block)
 g.to_csv(here / f"{name}_point_by_point.csv", index=False)
 old.to_csv(here / f"{name}_block.csv", index=False)
 for label, x in (("point by point", g), ("block", old)):
-    every = grid.scores(x).set_index("design").loc["all"]
+    every = grid.scores(x, on="predicted").set_index("design").loc["all"]
     print(f"{label}: interval score {every.interval_score:.3f}, coverage {every.coverage:.1%}, "
           f"median half-width {every.median_half_width:.1%}")

@@ -19,7 +19,7 @@ def under(g, floor: float) -> pd.Series:
     saved = model.ERROR_FLOORS[model.ERROR_RULE]
     model.ERROR_FLOORS[model.ERROR_RULE] = floor
     try:
-        return grid.scores(grid.finish(g)).set_index("design").loc["all"]
+        return grid.scores(grid.finish(g), on="predicted").set_index("design").loc["all"]
     finally:
         model.ERROR_FLOORS[model.ERROR_RULE] = saved
 

@@ -48,7 +48,7 @@ def neighbours(g, i, *, k, within=None, also_out=None):
     model.ERROR_NEIGHBOURS = k
     try:
         return model.request_residuals(pool, r.model_share,
-                                       model.own_spread(r.model_low, r.model_high))
+                                       model.own_spread(r.model_low, r.model_high), of="step")
     finally:
         model.ERROR_NEIGHBOURS = saved
 

@@ -62,7 +62,7 @@ def main(data_dir=None) -> None:
     ev0 = evidence.load(data_dir=data_dir)
     for name, (cw, gw) in READINGS.items():
         g = reading(ev0, runs, steps, cold, cw, gw)
-        a = grid.scores(g).set_index("design").loc["all"]
+        a = grid.scores(g, on="predicted").set_index("design").loc["all"]
         half = (g.predicted_high - g.predicted_low) / 2 / g.predicted_ns
         by_w = half.groupby(g.work).median()
         meas = np.median((g.measured_high - g.measured_low) / 2 / g.measured_ns)
