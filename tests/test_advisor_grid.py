@@ -37,7 +37,7 @@ def test_the_quick_grid_read_with_every_cold_switch_at_no_work(quick_grid, quick
     # both of the stack's readings were measured, before the points (at 64 contexts
     # either may floor at 0, so their values are not compared)
     cold = model.cold_rows(quick_ev)
-    stated = {min(x, model.COLD_WORK_CAP_NS)
+    stated = {float(f"{min(x, model.COLD_WORK_CAP_NS):g}")  # as a cold switch's key keeps it
               for x in quick_grid[quick_grid.design == "asm_fpu"].warm_step_ns}
     # and beside the work the advice is given, the point's in one warm context
     assert set(cold[cold.layout == "asm_fpu"].work_ns) == {0.0, model.COLD_WORK_CAP_NS,
