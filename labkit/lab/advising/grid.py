@@ -345,10 +345,16 @@ def finish(grid, seed: int = 0):
     if "advice_model_ns" in g:
         g["advice_ns"], g["advice_low"], g["advice_high"] = _intervals(
             g, model.ERROR_RULE, seed, of="advice")
-        g["advice_error"] = g.advice_ns / g.measured_ns - 1
-        g["advice_covered"] = (g.advice_low <= g.measured_ns) & (g.measured_ns <= g.advice_high)
-        g["advice_memory_error"] = g.advice_bytes / g.measured_bytes - 1
+        g = advice_errors(g)
     return g[[c for c in COLUMNS if c in g] + [c for c in g if c not in COLUMNS]]
+
+
+def advice_errors(g):
+    """`g` with the advice's error, coverage and memory error beside its measurement."""
+    return g.assign(advice_error=g.advice_ns / g.measured_ns - 1,
+                    advice_covered=(g.advice_low <= g.measured_ns)
+                    & (g.measured_ns <= g.advice_high),
+                    advice_memory_error=g.advice_bytes / g.measured_bytes - 1)
 
 
 def interval_score(low, high, measured, coverage: float = COVERAGE):
@@ -428,10 +434,4 @@ def _scores_of_advice(grid):
                "advice_high": "predicted_high", "advice_model_ns": "model_ns",
                "advice_model_low": "model_low", "advice_model_high": "model_high",
                "advice_bytes": "predicted_bytes"}
-    g = grid[[*need, *(c for c in ("advice_error", "advice_covered", "advice_memory_error")
-                       if c in grid)]].rename(columns=as_step)
-    g = g.assign(error=g.predicted_ns / g.measured_ns - 1,
-                 covered=(g.predicted_low <= g.measured_ns) & (g.measured_ns <= g.predicted_high),
-                 memory_error=g.predicted_bytes / g.measured_bytes - 1,
-                 model_error=g.model_ns / g.measured_ns - 1)
-    return scores(g, on="predicted")
+    return scores(grid[list(need)].rename(columns=as_step), on="predicted")
