@@ -276,11 +276,12 @@ def test_unknown_design_is_refused():
 
 
 def test_parsers():
-    assert model.parse_time("work", "20us") == (20_000.0, "ns")
-    assert model.parse_time("work", "1.5ms") == (1_500_000.0, "ns")
-    assert model.parse_time("work", "100cycles") == (100.0, "cycles")
-    assert model.parse_size("s", "1KiB") == model.parse_size("s", "1K") == 1024
-    assert model.parse_size("s", "64KB") == 65536 and model.parse_size("s", 7) == 7
+    from labkit.core.units import parse_size, parse_time
+    assert parse_time("work", "20us") == (20_000.0, "ns")
+    assert parse_time("work", "1.5ms") == (1_500_000.0, "ns")
+    assert parse_time("work", "100cycles") == (100.0, "cycles")
+    assert parse_size("s", "1KiB") == parse_size("s", "1K") == 1024
+    assert parse_size("s", "64KB") == 65536 and parse_size("s", 7) == 7
 
 
 def _files(frames) -> dict:

@@ -22,7 +22,7 @@ EXERCISES = sorted(WORKSHOP.glob("[0-9][0-9]_*.ipynb"))
 SOLUTIONS = sorted((WORKSHOP / "solutions").glob("*.ipynb"))
 OWN_NOTEBOOKS = [NOTEBOOKS / "start_here.ipynb", NOTEBOOKS / "explore.ipynb",
                  *EXERCISES, *SOLUTIONS]
-KiB, MiB = 1 << 10, 1 << 20
+from labkit.core.units import KiB, MiB
 
 
 def small_explorer(tmp_path, **kw):

@@ -14,7 +14,7 @@ from labkit.lab.judging import verdicts
 from labkit.core import worker
 from labkit.core.timing import SwitchCountError
 
-KiB = 1 << 10
+from labkit.core.units import KiB
 # Small runs: a few thousand switches, milliseconds each.
 SMALL = dict(coroutines=8, repeats=3, warmup=1)
 

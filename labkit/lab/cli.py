@@ -511,10 +511,10 @@ def _command(sub, name: str, help: str, description: str, **kwargs) -> argparse.
 def _size(option: str):
     """An argparse type: bytes of a size with or without a unit, as `labkit advise` reads."""
     def parse(text: str) -> int:
-        from labkit.lab.advising import model
+        from labkit.core import units
 
         try:
-            return model.parse_size(option, text)
+            return units.parse_size(option, text)
         except ValueError as exc:
             msg = str(exc)  # argparse names the option itself
             raise argparse.ArgumentTypeError(msg[len(option):].lstrip()

@@ -24,8 +24,9 @@ import csv
 from dataclasses import dataclass
 
 from labkit.core import results, sequential
-from labkit.lab.running.parameter import (CPU, GiB, KiB, MiB, Param, build, cpu, instructions,
-                                          integer, ints, number, repeats, switches)
+from labkit.core.units import GiB, KiB, MiB
+from labkit.lab.running.parameter import (CPU, Param, build, cpu, instructions, integer, ints,
+                                          number, repeats, switches)
 
 
 class Sides:

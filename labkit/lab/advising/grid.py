@@ -23,6 +23,8 @@ from __future__ import annotations
 import math
 import time
 
+from labkit.core.units import parse_time
+
 # Three W spanning two orders of magnitude and more, three N up to 100,000 and three u up
 # to 4 KiB, over five designs of different kinds: enough points to see where the model
 # misses and why.
@@ -54,9 +56,7 @@ SCORED = ("advice", "predicted")
 
 
 def _work(work: str) -> dict:
-    from labkit.lab.advising import model
-
-    amount, unit = model.parse_time("work", work)
+    amount, unit = parse_time("work", work)
     return {"work_cycles": amount} if unit == "cycles" else {"work_ns": amount}
 
 

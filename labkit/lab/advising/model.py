@@ -36,10 +36,10 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from dataclasses import dataclass
 
 from labkit.core.plots import bytes_label, ns_label
+from labkit.core.units import parse_size, parse_time
 from labkit.lab.advising import evidence as _ev
 
 FP_MODES = ("none", "control", "vector")
@@ -54,66 +54,6 @@ FP_SOURCE = {"copy_stack": "asm_fpu", "ucontext": "asm_fpu", "boost_fiber": "boo
              "boost_fibers_yield": "boost_fcontext", "boost_coroutine2": "boost_fcontext"}
 # Designs that save the whole vector state on each switch, and which components.
 SAVES_VECTORS = {"asm_fxsave": "legacy", "asm_xsave": "all"}
-
-_TIME = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(ns|us|µs|ms|s|cycles?)\s*")
-_TIME_NS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
-_SIZE = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*(B|K|KB|KiB|M|MB|MiB|G|GB|GiB)?\s*")
-_SIZE_BYTES = {None: 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KiB": 1 << 10, "M": 1 << 20,
-               "MB": 1 << 20, "MiB": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "GiB": 1 << 30}
-
-
-def _quantity(name: str, value, pattern, example: str, units: str) -> tuple[float, str | None]:
-    """(amount, unit) of a text such as '20us' or '1KiB' matched by `pattern`; a bool, a
-    negative text or one that does not match names the parameter."""
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be {example}, not a bool")
-    if value.strip().startswith("-"):
-        raise ValueError(f"{name} must not be negative; got {value!r}")
-    m = pattern.fullmatch(value)
-    if not m:
-        raise ValueError(f"{name} must be a number with a unit of {units} (such as "
-                         f"{example}); got {value!r}")
-    return float(m.group(1)), m.group(2)
-
-
-def parse_time(name: str, value) -> tuple[float, str]:
-    """(amount, "ns" or "cycles") of a time such as "20us", "100cycles", 150 (ns)."""
-    example = "'20us' or '100cycles'"
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        amount, unit = float(value), "ns"
-    elif isinstance(value, (str, bool)):
-        amount, unit = _quantity(name, value, _TIME, example, "ns, us, ms, s or cycles")
-        if unit.startswith("cycle"):
-            return amount, "cycles"
-        amount, unit = amount * _TIME_NS[unit], "ns"
-    else:
-        raise TypeError(f"{name} must be a time such as '20us' (str) or ns (a number), "
-                        f"not {type(value).__name__}")
-    if not math.isfinite(amount) or amount < 0:
-        raise ValueError(f"{name} must be a finite time of at least 0; got {value!r}")
-    return amount, unit
-
-
-def parse_size(name: str, value) -> int:
-    """Bytes of a size such as "1KiB", "64K", "1MB" (K, KB and KiB are all 1024), or an int."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        n = value
-    elif isinstance(value, float) and value.is_integer():
-        n = int(value)
-    elif isinstance(value, (str, bool)):
-        amount, unit = _quantity(name, value, _SIZE, "'1KiB' or '4096'",
-                                 "bytes, KiB, MiB or GiB")
-        n = amount * _SIZE_BYTES[unit]
-        if not float(n).is_integer():
-            raise ValueError(f"{name} must be a whole number of bytes; got {value!r}")
-        n = int(n)
-    else:
-        raise TypeError(f"{name} must be a size such as '1KiB' (str) or bytes (int), "
-                        f"not {type(value).__name__}")
-    if n < 0:
-        raise ValueError(f"{name} must not be negative; got {value!r}")
-    return n
-
 
 @dataclass(frozen=True)
 class Workload:

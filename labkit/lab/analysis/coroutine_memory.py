@@ -25,7 +25,7 @@ NOTEBOOK = COROUTINE_MEMORY.name
 # The lab's sweep for the experiments' sweeps (labkit.experiments.frames), checkpointed
 # under this notebook's name.
 sweep = for_notebook(NOTEBOOK)
-KiB, MiB = 1 << 10, 1 << 20
+from labkit.core.units import KiB, MiB
 # The article's memory for a million coroutines, MB, by strategy (004's table).
 CLAIMED_MB = {s[0]: s[4] for s in articles.STRATEGIES}
 DEFAULT, REUSE = articles.STRATEGIES[0][0], "coroutine-pool reuse"

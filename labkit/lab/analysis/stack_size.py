@@ -7,7 +7,7 @@ from labkit.core import plots
 
 from labkit.lab.experiment import STACK_SIZE
 
-KiB, MiB = 1 << 10, 1 << 20
+from labkit.core.units import KiB, MiB
 _S = STACK_SIZE.sides
 # The verdict design's sides (STACK_SIZE.sides) and the stack each measures, bytes.
 VERDICT_SIZES = {_S.KIB_4: 4 * KiB, _S.KIB_16: 16 * KiB, _S.KIB_64: 64 * KiB,

@@ -24,7 +24,7 @@ NOTEBOOK = SWITCH_FREQUENCY.name
 # The lab's sweep for the experiment's sweeps (labkit.experiments.frequency), checkpointed
 # under this notebook's name.
 sweep = for_notebook(NOTEBOOK)
-KiB, MiB = 1 << 10, 1 << 20
+from labkit.core.units import KiB, MiB
 STACKS, BATCHES = frequency.SWEEP_STACKS, frequency.SWEEP_BATCHES
 BEFORE, AFTER = (1 * MiB, 1), (64 * KiB, 32)   # the author's two set-ups (C000.7)
 

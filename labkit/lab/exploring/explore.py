@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-KiB, MiB = 1 << 10, 1 << 20
+from labkit.core.units import KiB, MiB
 STACK_SIZES = (4 * KiB, 16 * KiB, 64 * KiB, 256 * KiB, 1 * MiB, 8 * MiB, 64 * MiB)
 CONTEXTS = (2, 4, 16, 64, 256, 1024, 4096)
 COLOUR_STEPS = (0, 64)

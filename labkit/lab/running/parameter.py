@@ -110,7 +110,6 @@ def _num(x) -> str:
     return str(int(x)) if float(x).is_integer() else repr(x)
 
 
-KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 # The one CPU number a worker is pinned to (checked against this machine by measure()).
 CPU = dict(low=0, high=4095)
 
