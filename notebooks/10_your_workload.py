@@ -50,7 +50,7 @@ import os
 
 import labkit
 from labkit.core import machine, plots, results
-from labkit.lab.advising import evidence, grid, model
+from labkit.lab.advising import cold, evidence, grid
 from labkit.lab.analysis import your_workload as yw
 from labkit.lab.experiment import YOUR_WORKLOAD as exp
 from labkit.lab.judging import verdicts
@@ -84,7 +84,7 @@ print(plots.machine_caption(info), f"\nload average (1 min): {os.getloadavg()[0]
 # %%
 g = grid.run_grid(quick=quick, processes=processes, samples=samples, ev=ev, progress=print)
 results.save_csv(g.assign(**meta), yw.GRID)
-results.save_csv(model.cold_rows(ev).assign(**meta), evidence.COLD_SWITCHES)
+results.save_csv(cold.cold_rows(ev).assign(**meta), evidence.COLD_SWITCHES)
 grid.calibrate(ev, g)
 scores = grid.scores(g)
 scores.round(3).fillna("not predicted")  # a design whose memory the data cannot predict

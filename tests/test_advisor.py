@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from labkit.core import results
-from labkit.lab.advising import evidence, model
+from labkit.lab.advising import (cold, evidence, inputs, memory, model, model_error, switch_terms,
+                                 taxonomy)
 
 PAGE = 4096
 
@@ -56,7 +57,7 @@ def _simulated(rng, *, c=3.0, extra=40.0, proc_sd=0.3, rep_sd=0.4, processes=16,
 
 
 def _loops(beyond, steps=2.0):
-    """A cold switch's timed loops (model.COLD_LOOP) that cost `beyond` (a Series by process)
+    """A cold switch's timed loops (cold.COLD_LOOP) that cost `beyond` (a Series by process)
     more than their `steps` ns of steps without switching."""
     return pd.DataFrame({"ns_per_request": beyond + steps, "work_only_ns_per_request": steps},
                         index=beyond.index)
@@ -68,7 +69,7 @@ def _ev(frames, seed=0):
 
 def test_prediction_is_the_formula_on_known_truth():
     ev = _ev(_simulated(np.random.default_rng(1), proc_sd=0.0, rep_sd=1e-9))
-    w = model.workload("1us", 3, 1024, "10000", stack_size="64KiB")
+    w = inputs.workload("1us", 3, 1024, "10000", stack_size="64KiB")
     value, low, high = model.predict("asm", w, ev)
     # s * (W + 2 * (c + ring term / 2)): of a suspension's two switches one resumes a
     # cold coroutine, the other the warm scheduler; asm's frame is one line
@@ -78,13 +79,13 @@ def test_prediction_is_the_formula_on_known_truth():
     # Memory: one page untouched plus one page per further page of the 10000 bytes in use.
     mem = model.predict_full("asm", w, ev)["memory"]
     assert mem["resident"] == pytest.approx(PAGE + 16 + 2 * (65536 - PAGE) / 15)
-    assert mem["mappings"] == model.GUARD_MAPPINGS
+    assert mem["mappings"] == memory.GUARD_MAPPINGS
     assert mem["total"] == pytest.approx(1024 * (mem["resident"] + 128.0))
 
 
 def test_cycles_use_the_tsc_rate_and_another_machines_cold_switch_is_the_nearest_measured():
     ev = _ev(_simulated(np.random.default_rng(2), proc_sd=0.0, rep_sd=1e-9))
-    w = model.workload("100cycles", 1, 100, 0, stack_size="64KiB")
+    w = inputs.workload("100cycles", 1, 100, 0, stack_size="64KiB")
     value, _, _ = model.predict("asm", w, ev)
     # 100 contexts: the nearest measured in log n is 64, cold by 10; one cold resumption in
     # a suspension's two switches
@@ -93,19 +94,19 @@ def test_cycles_use_the_tsc_rate_and_another_machines_cold_switch_is_the_nearest
 
 def test_the_cold_switch_is_measured_in_the_layout_and_held_beyond_what_is_made():
     ev = _ev(_simulated(np.random.default_rng(8), proc_sd=0.0, rep_sd=1e-9))
-    term, note = model.cold_resume(ev, "asm", 100_000, 65536)
+    term, note = cold.cold_resume(ev, "asm", 100_000, 65536)
     assert term.value == pytest.approx(80.0, rel=1e-6) and note == ""
     # another machine's data: 50,000 takes the nearest measured, 100,000
-    assert model.cold_resume(ev, "asm", 50_000, 65536)[0].value == pytest.approx(80.0, rel=1e-6)
-    assert model.cold_resume(ev, "asm", 2, 65536)[0].value == 0.0
+    assert cold.cold_resume(ev, "asm", 50_000, 65536)[0].value == pytest.approx(80.0, rel=1e-6)
+    assert cold.cold_resume(ev, "asm", 2, 65536)[0].value == 0.0
     # a million contexts are not made on the spot: held at the most the advisor measures
-    term, note = model.cold_resume(ev, "asm", 1_000_000, 65536)
-    assert model.COLD_CONTEXTS == 100_000 and term.value == pytest.approx(80.0, rel=1e-6)
+    term, note = cold.cold_resume(ev, "asm", 1_000_000, 65536)
+    assert cold.COLD_CONTEXTS == 100_000 and term.value == pytest.approx(80.0, rel=1e-6)
     assert "held at the 100,000 contexts measured" in note
 
 
 def test_intervals_cover_the_truth_at_about_their_rate():
-    w = model.workload("200ns", 2, 1024, 0, stack_size="64KiB")
+    w = inputs.workload("200ns", 2, 1024, 0, stack_size="64KiB")
     truth = 2 * (200 + 2 * (3.0 + 40.0 / 2))
     hits = []
     for seed in range(120):
@@ -123,8 +124,51 @@ def test_ring_with_spread_tops_is_preferred():
     spread = ring.assign(colour_step=64, ns_per_switch=3.0 + (ring.ns_per_switch - 3.0) / 4)
     frames["01_stack_size"] = pd.concat([ring, spread], ignore_index=True)
     ev = _ev(frames)
-    assert model.ring_extra(ev, 1024, 65536)[0].value == pytest.approx(10.0, rel=1e-6)
-    assert model.layout_design("boost_fcontext") == "boost_fcontext"
+    assert switch_terms.ring_extra(ev, 1024, 65536)[0].value == pytest.approx(10.0, rel=1e-6)
+
+
+def test_each_design_has_one_record_derived_from_the_catalogue():
+    from labkit.core import entries
+
+    recs = {d: taxonomy.of(d) for d in taxonomy.names()}
+    assert {r.family for r in recs.values()} <= set(taxonomy.FRAME_LIVES)
+    for d, r in recs.items():
+        assert r.name == d and r.frame == taxonomy.FRAME_LIVES[r.family]
+        assert r.memory == taxonomy.MEMORY_PROBE[r.family]
+        if r.system == "labkit":
+            assert r.keeps_fp_control == entries.keeps_fp_control(d)
+            assert r.frame_bytes == (entries.frame_bytes(d) if r.family == "stack" else 0)
+        # a design the workload experiment runs is laid out as itself
+        if r.layout is not None and r.family in ("stack", "frame", "copy"):
+            assert r.layout in (d, r.like)
+    # labkit mmaps its stacks with a guard page; Boost's fixedsize_stack is malloc
+    assert recs["asm_fpu"].guard_page and not recs["boost_fcontext"].guard_page
+    # Coroutine2 switches with fcontext on Boost's stacks: laid out as boost_fcontext
+    assert recs["boost_coroutine2"].layout == cold.layout_of("boost_fcontext") == "boost_fcontext"
+    assert recs["asm_xsave"].vectors == "all" and recs["asm_fxsave"].vectors == "legacy"
+    assert recs["asm_fpu"].vectors is None and recs["thread_futex"].vectors == "vector"
+    assert recs["copy_stack"].copies and recs["greenlet_switch"].copies
+    assert not recs["boost_fcontext"].copies
+    assert recs["ucontext"].syscall == "rt_sigprocmask" and recs["asm_fpu"].syscall is None
+    with pytest.raises(ValueError, match="no layout of contexts"):
+        cold.layout_of("thread_futex")
+    with pytest.raises(ValueError, match="design must be one of"):
+        taxonomy.of("asm_fpux")
+    with pytest.raises(TypeError, match="design must be a str"):
+        taxonomy.of(3)
+
+
+def test_fp_control_cost_is_the_designs_own_where_notebook_06_measured_it():
+    def rows(entry, differ, same):
+        return pd.DataFrame({"entry": entry, "fp_control": ["differ"] * 5 + ["same"] * 5,
+                             "ns_per_switch": [differ] * 5 + [same] * 5})
+
+    ev = _ev({"06_fp_state_and_return": pd.concat([rows("asm_fpu", 9.0, 4.0),
+                                                    rows("asm_xsave", 30.0, 10.0)])})
+    assert switch_terms.fp_control_term(ev, "asm_xsave")[0].value == pytest.approx(20.0)
+    # ucontext, which 06 does not measure, reloads the words as asm_fpu does
+    term, note = switch_terms.fp_control_term(ev, "ucontext")
+    assert term.value == pytest.approx(5.0) and note == "as asm_fpu"
 
 
 def test_another_machines_cold_switch_is_the_nearest_measured_in_contexts_and_bytes():
@@ -133,13 +177,13 @@ def test_another_machines_cold_switch_is_the_nearest_measured_in_contexts_and_by
         (2, 1024): _loops(pd.Series([10.0] * 5)), (10000, 1024): _loops(pd.Series([50.0] * 5))}
     ev.frames["cold switch copy_stack 10000 0 65536 0"] = {
         (2, 0): _loops(pd.Series([10.0] * 5)), (10000, 0): _loops(pd.Series([20.0] * 5))}
-    assert model.cold_resume(ev, "copy_stack", 10000, 65536, 1024)[0].value == pytest.approx(40.0)
+    assert cold.cold_resume(ev, "copy_stack", 10000, 65536, 1024)[0].value == pytest.approx(40.0)
     # nearest in contexts and bytes, not scaled: a cold switch is no multiple of the bytes
-    term, _ = model.cold_resume(ev, "copy_stack", 20000, 65536, 4096)
+    term, _ = cold.cold_resume(ev, "copy_stack", 20000, 65536, 4096)
     assert term.value == pytest.approx(40.0) and "from 10000 contexts and 1024 bytes" in term.basis
-    assert model.cold_resume(ev, "copy_stack", 10000, 65536, 0)[0].value == pytest.approx(10.0)
+    assert cold.cold_resume(ev, "copy_stack", 10000, 65536, 0)[0].value == pytest.approx(10.0)
     with pytest.raises(LookupError):
-        model.cold_resume(_ev({}), "copy_stack", 100, 65536, 64)
+        cold.cold_resume(_ev({}), "copy_stack", 100, 65536, 64)
 
 
 def test_a_stacks_cold_switch_is_read_beside_the_work_and_the_others_with_none():
@@ -151,28 +195,28 @@ def test_a_stacks_cold_switch_is_read_beside_the_work_and_the_others_with_none()
     for layout, work, add in (("asm", 0, 20.0), ("asm", 100, 50.0), ("copy_stack", 0, 10.0)):
         ev.frames[f"cold switch {layout} 1000 0 65536 {work}"] = {
             (2, 0): _loops(pd.Series([6.0] * 3)), (1000, 0): _loops(pd.Series([6.0 + add] * 3))}
-    assert model.cold_resume(ev, "asm", 1000, 65536, 0, 0.0)[0].value == pytest.approx(20.0)
-    term, _ = model.cold_resume(ev, "asm", 1000, 65536, 0, 100.0)
+    assert cold.cold_resume(ev, "asm", 1000, 65536, 0, 0.0)[0].value == pytest.approx(20.0)
+    term, _ = cold.cold_resume(ev, "asm", 1000, 65536, 0, 100.0)
     assert term.value == pytest.approx(50.0) and "with 100 ns of work between" in term.basis
     # 20 µs is read as 2 µs, whose nearest measured work is 100 ns
-    assert model.cold_work("asm", 20_000) == model.COLD_WORK_CAP_NS
-    assert model.cold_resume(ev, "asm", 1000, 65536, 0, 20_000.0)[0].value == pytest.approx(50.0)
-    assert model.cold_work("copy_stack", 100) == 0.0
-    term, _ = model.cold_resume(ev, "copy_stack", 1000, 65536, 0, 100.0)
+    assert cold.cold_work("asm", 20_000) == cold.COLD_WORK_CAP_NS
+    assert cold.cold_resume(ev, "asm", 1000, 65536, 0, 20_000.0)[0].value == pytest.approx(50.0)
+    assert cold.cold_work("copy_stack", 100) == 0.0
+    term, _ = cold.cold_resume(ev, "copy_stack", 1000, 65536, 0, 100.0)
     assert term.value == pytest.approx(10.0)
-    w = model.workload("100ns", 1, 1000, 0, stack_size="64KiB")
-    assert model.cold_need("asm", w, ev)[4] == 100.0
-    assert model.cold_need("asm", dataclasses.replace(w, busy_ns=0.0), ev)[4] == 0.0
+    w = inputs.workload("100ns", 1, 1000, 0, stack_size="64KiB")
+    assert cold.cold_need("asm", w, ev)[4] == 100.0
+    assert cold.cold_need("asm", dataclasses.replace(w, busy_ns=0.0), ev)[4] == 0.0
     # the rows a bundle carries keep the work, and read back as the same terms
-    there = _ev({evidence.COLD_SWITCHES: model.cold_rows(ev)})
-    assert set(model.cold_rows(ev).work_ns) == {0.0, 100.0}
-    assert model.cold_resume(there, "asm", 1000, 65536, 0, 100.0)[0].value == pytest.approx(50.0)
-    assert model.cold_resume(there, "asm", 1000, 65536, 0, 0.0)[0].value == pytest.approx(20.0)
+    there = _ev({evidence.COLD_SWITCHES: cold.cold_rows(ev)})
+    assert set(cold.cold_rows(ev).work_ns) == {0.0, 100.0}
+    assert cold.cold_resume(there, "asm", 1000, 65536, 0, 100.0)[0].value == pytest.approx(50.0)
+    assert cold.cold_resume(there, "asm", 1000, 65536, 0, 0.0)[0].value == pytest.approx(20.0)
     # nearest in contexts and bytes first, then in work: 10,000 contexts measured at 2 µs
     # do not stand for 1,000 at 2 µs when 1,000 were measured at 100 ns
     ev.frames["cold switch asm 10000 0 65536 2000"] = {
         (2, 0): _loops(pd.Series([6.0] * 3)), (10000, 0): _loops(pd.Series([206.0] * 3))}
-    term, note = model.cold_resume(ev, "asm", 1000, 65536, 0, 20_000.0)
+    term, note = cold.cold_resume(ev, "asm", 1000, 65536, 0, 20_000.0)
     assert term.value == pytest.approx(50.0) and "from 1000 contexts" in term.basis
     assert "held beyond" in note
 
@@ -184,7 +228,7 @@ def test_a_cold_switch_pairs_the_two_points_inside_each_process():
     slow = pd.Series([100.0, 100.0, 400.0, 400.0], index=[0, 0, 1, 1])
     ev.frames["cold switch asm 1000 0 65536 0"] = {(2, 0): _loops(slow),
                                                  (1000, 0): _loops(slow + 30.0)}
-    term, _ = model.cold_resume(ev, "asm", 1000, 65536)
+    term, _ = cold.cold_resume(ev, "asm", 1000, 65536)
     assert np.allclose(term.draws, 30.0) and "2 processes" in term.basis
 
 
@@ -204,33 +248,33 @@ def _grid(rng, points=90, sd=0.2):
 
 def test_request_residuals_come_from_the_nearest_shares_and_leave_a_point_out():
     g = _grid(np.random.default_rng(4))
-    r = model.request_residuals(g, 0.5)
-    assert len(r) == model.ERROR_NEIGHBOURS
+    r = model_error.request_residuals(g, 0.5)
+    assert len(r) == model_error.ERROR_NEIGHBOURS
     near = g.iloc[np.argsort(np.abs(np.log(g.advice_share) - math.log(0.5)))[:len(r)]]
     assert np.allclose(np.sort(r), np.sort(np.log(near.measured_ns / near.advice_model_ns)))
     # where switching weighs little the model was exact: its neighbours say so
-    assert np.allclose(model.request_residuals(g, 1e-4), 0.0)
+    assert np.allclose(model_error.request_residuals(g, 1e-4), 0.0)
     first = near.index[0]
     assert first not in g.drop(index=first).index
-    left = model.request_residuals(g, 0.5, leave_out=first)
+    left = model_error.request_residuals(g, 0.5, leave_out=first)
     assert len(left) == len(r) and not np.allclose(np.sort(left), np.sort(r))
-    assert len(model.request_residuals(None, 0.5)) == 0
+    assert len(model_error.request_residuals(None, 0.5)) == 0
     # the step-fed diagnosis's columns are its own: a grid of the advice has none of them
-    assert len(model.request_residuals(g, 0.5, of="step")) == 0
+    assert len(model_error.request_residuals(g, 0.5, of="step")) == 0
     step = g.rename(columns={"advice_model_ns": "model_ns", "advice_share": "model_share"})
-    assert np.allclose(model.request_residuals(step, 0.5, of="step"), r)
-    assert len(model.request_residuals(step, 0.5)) == 0
+    assert np.allclose(model_error.request_residuals(step, 0.5, of="step"), r)
+    assert len(model_error.request_residuals(step, 0.5)) == 0
 
 
 def test_the_advisors_interval_carries_the_calibration_grids_error():
     rng = np.random.default_rng(5)
     frames = _simulated(rng, proc_sd=0.0, rep_sd=1e-9)
-    w = model.workload("0ns", 1, 1024, 0, stack_size="64KiB")
+    w = inputs.workload("0ns", 1, 1024, 0, stack_size="64KiB")
     bare = model.predict_full("asm", w, _ev(frames))
     assert any("without the model's error" in n for n in bare["notes"])
-    frames[model.CALIBRATION] = _grid(rng, points=400, sd=0.3)
+    frames[model_error.CALIBRATION] = _grid(rng, points=400, sd=0.3)
     full = model.predict_full("asm", w, _ev(frames))
-    assert any(f"model's error at {model.ERROR_NEIGHBOURS} points" in n for n in full["notes"])
+    assert any(f"model's error at {model_error.ERROR_NEIGHBOURS} points" in n for n in full["notes"])
     b, f = bare["ns_per_request"], full["ns_per_request"]
     # the switch is the whole request here: exp(±1.96 * 0.3) around the same centre
     assert f["high"] / f["value"] == pytest.approx(math.exp(1.96 * 0.3), rel=0.25)
@@ -241,10 +285,10 @@ def test_the_advisors_interval_carries_the_calibration_grids_error():
 def test_the_interval_never_reaches_below_the_work_stated():
     rng = np.random.default_rng(6)
     frames = _simulated(rng, proc_sd=0.0, rep_sd=1e-9)
-    frames[model.CALIBRATION] = pd.DataFrame(
+    frames[model_error.CALIBRATION] = pd.DataFrame(
         {"design": "D", "advice_model_ns": 100.0, "advice_share": 10 ** rng.uniform(-4, 0, 400),
          "measured_ns": 100.0 * np.exp(rng.normal(0, 0.4, 400))})
-    w = model.workload("200ns", 2, 1024, 0, stack_size="64KiB")
+    w = inputs.workload("200ns", 2, 1024, 0, stack_size="64KiB")
     bare = model.predict_full("asm", w, _ev(frames), model_error=False)["ns_per_request"]
     full = model.predict_full("asm", w, _ev(frames))["ns_per_request"]
     # the grid's error alone would put the low end near exp(-1.96 * 0.4) = 0.46 of the centre
@@ -263,7 +307,7 @@ def test_the_interval_never_reaches_below_the_work_stated():
 ])
 def test_bad_workload_names_the_parameter(kwargs, name):
     with pytest.raises((ValueError, TypeError), match=rf"^{name}\b"):
-        model.workload(**kwargs)
+        inputs.workload(**kwargs)
 
 
 def test_unknown_design_is_refused():
@@ -323,7 +367,7 @@ def test_a_bundle_of_another_machine_is_used(tmp_path):
     (b / "machine.json").write_text(json.dumps({"machine": machine, "format": 3}))
     ev = evidence.from_bundle(b)
     assert not ev.local and ev.machine["machine_id"] == "elsewhere"
-    w = model.workload("30cycles", 1, 2, 0, stack_size="64KiB")
+    w = inputs.workload("30cycles", 1, 2, 0, stack_size="64KiB")
     value, low, high = model.predict("asm", w, ev)
     assert math.isfinite(value) and low <= value <= high
     # Cycles convert at the bundle machine's TSC rate, not this machine's.
@@ -380,10 +424,10 @@ def test_a_cold_switch_is_measured_now_on_a_stack_that_holds_the_frame():
     its switches among many contexts are measured on a stack large enough for it."""
     err = io.StringIO()
     ev = evidence.Evidence("empty", _machine(), {}, local=True, quick=True, status=err)
-    term, note = model.cold_resume(ev, "ucontext", 3000, 4096)
+    term, note = cold.cold_resume(ev, "ucontext", 3000, 4096)
     assert np.isfinite(term.draws).all() and (term.draws >= 0).all() and note == ""
     assert "measuring now ucontext's switches among 3000 contexts against 2 on " in err.getvalue()
-    assert model.cold_resume(ev, "ucontext", 3000, 4096)[0].value == term.value  # kept
+    assert cold.cold_resume(ev, "ucontext", 3000, 4096)[0].value == term.value  # kept
     assert err.getvalue().count("measuring now") == 1
 
 
@@ -397,22 +441,22 @@ def test_a_stack_holds_what_its_design_keeps_above_the_bytes_in_use():
     err = io.StringIO()
     ev = evidence.Evidence("empty", _machine(), {}, local=True, quick=True, status=err)
     for design in ["asm_fpu"] + [d for d in ("boost_fcontext", "boost_fiber") if d in PEERS]:
-        depth, note = model.stack_depth(ev, design, PAGE, 65536)
+        depth, note = memory.stack_depth(ev, design, PAGE, 65536)
         assert depth > PAGE and note == "", design
         assert f"how deep {design}'s 4096 bytes in use sit" in err.getvalue()
     elsewhere = _ev({})
-    assert model.stack_depth(elsewhere, "asm_fpu", 100, 65536)[0] == 100 + frame_bytes("asm_fpu")
-    assert model.stack_depth(ev, "asm_fpu", 0, 65536) == (frame_bytes("asm_fpu"), "")
+    assert memory.stack_depth(elsewhere, "asm_fpu", 100, 65536)[0] == 100 + frame_bytes("asm_fpu")
+    assert memory.stack_depth(ev, "asm_fpu", 0, 65536) == (frame_bytes("asm_fpu"), "")
 
 
 def test_missing_rows_are_measured_now_and_said(tmp_path):
     err = io.StringIO()
     ev = evidence.Evidence("empty", _machine(), {}, local=True, quick=True, status=err)
-    term = model.ladder(ev, "asm")
+    term = switch_terms.ladder(ev, "asm")
     assert np.isfinite(term.draws).all() and (term.draws >= 0).all()
     assert "measuring now asm's ping-pong" in err.getvalue()
     assert len(ev.rows("04_latency_ladder")) == 3  # the quick measurement's repeats, kept
-    model.ladder(ev, "asm")  # a second call reads what was measured
+    switch_terms.ladder(ev, "asm")  # a second call reads what was measured
     assert err.getvalue().count("measuring now") == 1
 
 
@@ -424,7 +468,7 @@ def test_the_advice_says_what_it_measured_now_one_line_per_reason():
     ev.announce("another ring", "no ring here")
     from labkit.lab.advising import present
 
-    w = model.workload("1us", 1, 64, 0)
+    w = inputs.workload("1us", 1, 64, 0)
     head = [line for line in present.Advice(w, [], ev, since=1).text().splitlines()
             if line.startswith("measured now")]
     assert head == ["measured now, as no ladder here: a ladder",
@@ -436,7 +480,7 @@ def test_advice_ranks_blocking_hazards_last_and_shows_html():
     ev = _ev(_simulated(np.random.default_rng(7), proc_sd=0.0))
     from labkit.lab.advising import hazards, present
 
-    w = model.workload("1us", 1, 100_000, 0, stack_size="64KiB")
+    w = inputs.workload("1us", 1, 100_000, 0, stack_size="64KiB")
     p = model.predict_full("asm", w, ev)
     p["hazards"] = hazards.of(ev, "asm", w, p)
     from labkit.core import procfs
@@ -459,7 +503,7 @@ def test_mappings_come_from_the_layout_when_memory_has_no_rows():
     frames = _simulated(np.random.default_rng(11), proc_sd=0.0)
     del frames["07b_coroutine_memory"]
     ev = _ev(frames)
-    w = model.workload("1us", 1, 1_000_000, 0, stack_size="64KiB")
+    w = inputs.workload("1us", 1, 1_000_000, 0, stack_size="64KiB")
     p = model.predict_full("asm", w, ev)
     assert math.isnan(p["memory"]["resident"])
     assert (p["memory"]["mappings"], p["memory"]["mappings_total"]) == (2, 2_000_000)
@@ -476,7 +520,7 @@ def test_a_bundles_limit_says_it_is_this_machines():
     from labkit.lab.advising import hazards, present
 
     bundle = _ev(_simulated(np.random.default_rng(11), proc_sd=0.0))
-    w = model.workload("1us", 1, 1_000_000, 0, stack_size="64KiB")
+    w = inputs.workload("1us", 1, 1_000_000, 0, stack_size="64KiB")
     p = model.predict_full("asm", w, bundle)
     # more mappings than any kernel allows, so the hazard is always there to read
     mem = dict(p["memory"], mappings_total=1 << 62)
@@ -497,7 +541,7 @@ def test_a_bundles_memory_and_cpus_are_its_own():
     from labkit.lab.advising import hazards
 
     bundle = _ev(_simulated(np.random.default_rng(11), proc_sd=0.0))
-    w = model.workload("1us", 1, 1000, 0, stack_size="64KiB", rate=1e6)
+    w = inputs.workload("1us", 1, 1000, 0, stack_size="64KiB", rate=1e6)
     small = replace(bundle, machine={"memory_bytes": 2**30, "cpu_count": 2})
     h = hazards.memory_wall(small, "asm", w, {"total": 1.5 * 2**30})
     assert h.sentence.endswith("more than the bundle's machine's 1.0 GiB.")
@@ -512,7 +556,7 @@ def test_the_fastest_says_how_many_designs_had_no_time():
     from labkit.lab.advising import present
 
     ev = _ev(_simulated(np.random.default_rng(12), proc_sd=0.0))
-    w = model.workload("1us", 1, 64, 0, stack_size="64KiB")
+    w = inputs.workload("1us", 1, 64, 0, stack_size="64KiB")
     timed = dict(model.predict_full("asm", w, ev), hazards=[])
     nan = {"value": math.nan, "low": math.nan, "high": math.nan}
     untimed = [dict(timed, design=d, ns_per_request=nan, hazards=[], notes=["no time: x"])
@@ -530,13 +574,13 @@ def test_a_stack_raised_for_the_experiment_is_said():
     on a larger stack."""
     frames = _simulated(np.random.default_rng(13), proc_sd=0.0)
     ev = _ev(frames)
-    w = model.workload("1us", 1, 64, "1KiB", stack_size="4KiB")
-    layout, n, u, size, work = model.cold_need("ucontext", w, ev)
+    w = inputs.workload("1us", 1, 64, "1KiB", stack_size="4KiB")
+    layout, n, u, size, work = cold.cold_need("ucontext", w, ev)
     assert work == 1000.0  # a stack's cold switch is read beside the work
     assert size > 4096
     notes = model.predict_full("ucontext", w, ev)["notes"]
     assert any(f"on {size // 1024} KiB stacks, not the 4 KiB given" in n for n in notes)
-    roomy = model.workload("1us", 1, 64, "1KiB", stack_size="64KiB")
+    roomy = inputs.workload("1us", 1, 64, "1KiB", stack_size="64KiB")
     assert not any("not the" in n for n in model.predict_full("ucontext", roomy, ev)["notes"])
 
 
@@ -544,14 +588,14 @@ def test_a_stack_near_its_size_is_a_hazard_only_when_the_size_was_given():
     from labkit.lab.advising import hazards
 
     ev = _ev(_simulated(np.random.default_rng(10), proc_sd=0.0))
-    tight = model.workload("1us", 1, 64, 3000, stack_size="4KiB")
+    tight = inputs.workload("1us", 1, 64, 3000, stack_size="4KiB")
     p = model.predict_full("asm", tight, ev)
     h = hazards.stack_near_size(ev, "asm", tight, p["memory"])
     assert h is not None and "4096-byte stack given" in h.sentence and not h.blocking
-    auto = model.workload("1us", 1, 64, 3000)
+    auto = inputs.workload("1us", 1, 64, 3000)
     mem = model.predict_full("asm", auto, ev)["memory"]
     assert hazards.stack_near_size(ev, "asm", auto, mem) is None
-    roomy = model.workload("1us", 1, 64, 1000, stack_size="64KiB")
+    roomy = inputs.workload("1us", 1, 64, 1000, stack_size="64KiB")
     mem = model.predict_full("asm", roomy, ev)["memory"]
     assert hazards.stack_near_size(ev, "asm", roomy, mem) is None
 
@@ -583,19 +627,19 @@ def test_the_cold_switches_measured_here_travel_as_rows_and_read_back_there():
     here.frames["cold switch cxx20_generator 1000 64 None 0"] = {
         (2, 64): _loops(pd.Series([2.0, 2.0], index=[0, 1])),
         (1000, 64): _loops(pd.Series([7.0, 7.0], index=[0, 1]))}
-    rows = model.cold_rows(here)
+    rows = cold.cold_rows(here)
     assert len(rows) == 10 and set(rows.stack_size) == {65536, 0}
     there = _ev({evidence.COLD_SWITCHES: rows})
-    term, _ = model.cold_resume(there, "asm", 1000, 65536)
+    term, _ = cold.cold_resume(there, "asm", 1000, 65536)
     assert np.allclose(term.draws, 30.0)
     assert "3 processes, from 1000 contexts and 0 bytes in use on 64 KiB stacks" in term.basis
-    term, _ = model.cold_resume(there, "cxx20_generator", 5000, None, 64)
+    term, _ = cold.cold_resume(there, "cxx20_generator", 5000, None, 64)
     assert np.allclose(term.draws, 5.0) and "on heap frames" in term.basis
     # rows from before the work was kept were measured with none
     old = _ev({evidence.COLD_SWITCHES: rows.drop(columns="work_ns")})
-    term, _ = model.cold_resume(old, "asm", 1000, 65536, 0, 500.0)
+    term, _ = cold.cold_resume(old, "asm", 1000, 65536, 0, 500.0)
     assert np.allclose(term.draws, 30.0) and "with no work between switches" in term.basis
-    assert model.cold_rows(_ev({})).empty
+    assert cold.cold_rows(_ev({})).empty
 
 
 def test_advice_from_a_bundle_reads_that_machines_cold_switches_and_grid(tmp_path):
@@ -626,7 +670,7 @@ def test_advice_from_a_bundle_reads_that_machines_cold_switches_and_grid(tmp_pat
     ev = evidence.from_bundle(after)
     assert not ev.local and not ev.rows("advisor_calibration").empty
     assert not ev.rows("04_latency_ladder_verdict_runs").empty
-    term, _ = model.cold_resume(ev, "asm_fpu", 10_000, 4096, 1024)
+    term, _ = cold.cold_resume(ev, "asm_fpu", 10_000, 4096, 1024)
     assert np.allclose(term.draws, 40.0)
     w = dict(work="100ns", alive=10_000, stack_in_use="1KiB", designs=["asm_fpu"])
     with_cold = labkit_advise(bundle=after, **w).records()[0]
@@ -682,8 +726,8 @@ def test_the_advice_adds_what_touching_the_bytes_costs_among_n_contexts():
     ev.frames["cold switch asm 1000 1024 65536 100"] = {
         (2, 1024): _loops(pd.Series([6.0] * 3)),
         (1000, 1024): _loops(pd.Series([26.0] * 3), steps=32.0)}
-    w = model.workload("100ns", 1, 1000, "1KiB", stack_size="64KiB")
-    touch, _ = model.touch_cost(ev, "asm", w)
+    w = inputs.workload("100ns", 1, 1000, "1KiB", stack_size="64KiB")
+    touch, _ = cold.touch_cost(ev, "asm", w)
     assert np.allclose(touch.draws, 30.0)
     p = model.predict_full("asm", w, ev, model_error=False)
     assert p["touch_ns"]["value"] == pytest.approx(30.0)
@@ -708,14 +752,14 @@ def test_a_recommended_stack_holds_the_bytes_in_use_and_the_switchs_calls(u):
     from labkit.core import entries, validate
     from labkit.experiments import workload
 
-    w = model.workload("0ns", 1, 2, u)
+    w = inputs.workload("0ns", 1, 2, u)
     ran = []
-    for design in model.designs():
-        if model.family(design) != "stack" or design not in workload.designs():
+    for design in taxonomy.names():
+        if taxonomy.of(design).family != "stack" or design not in workload.designs():
             continue
         if entries.system(design) != "labkit" and design not in PEERS:
             continue
-        size = model.stack_size(design, w)
+        size = taxonomy.stack_size(design, w)
         assert size >= u + entries.frame_bytes(design) + validate.ENTRY_HEADROOM, design
         df = workload.run_workload(design, work_ns=0, alive=2, stack_in_use=u,
                                    switches_per_request=1, requests=100, stack_size=size,

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from labkit.lab.advising import evidence, grid, model
+from labkit.lab.advising import cold, evidence, grid, inputs, model, model_error
 
 NEEDED = {"design", "work_ns", "alive", "stack_in_use", "predicted_ns", "predicted_low",
           "predicted_high", "measured_ns", "measured_low", "measured_high", "processes",
@@ -36,13 +36,13 @@ def test_the_quick_grid_read_with_every_cold_switch_at_no_work(quick_grid, quick
     assert np.isclose(other.model_ns, quick_grid.model_ns)[~moved].all()
     # both of the stack's readings were measured, before the points (at 64 contexts
     # either may floor at 0, so their values are not compared)
-    cold = model.cold_rows(quick_ev)
-    stated = {float(f"{min(x, model.COLD_WORK_CAP_NS):g}")  # as a cold switch's key keeps it
+    rows = cold.cold_rows(quick_ev)
+    stated = {float(f"{min(x, cold.COLD_WORK_CAP_NS):g}")  # as a cold switch's key keeps it
               for x in quick_grid[quick_grid.design == "asm_fpu"].warm_step_ns}
     # and beside the work the advice is given, the point's in one warm context
-    assert set(cold[cold.layout == "asm_fpu"].work_ns) == {0.0, model.COLD_WORK_CAP_NS,
+    assert set(rows[rows.layout == "asm_fpu"].work_ns) == {0.0, cold.COLD_WORK_CAP_NS,
                                                            *stated}
-    assert set(cold[cold.layout == "cxx20_generator"].work_ns) == {0.0}
+    assert set(rows[rows.layout == "cxx20_generator"].work_ns) == {0.0}
 
 
 def test_quick_grid_has_every_column_and_one_row_per_point_and_design(quick_grid, tmp_path):
@@ -85,9 +85,9 @@ def test_quick_grid_has_every_column_and_one_row_per_point_and_design(quick_grid
 def test_a_grid_just_run_gives_the_advisor_its_error(quick_grid):
     ev = evidence.Evidence("a copy", {}, dict(evidence.load(quick=True).frames), local=False)
     grid.calibrate(ev, quick_grid)
-    w = model.workload("0ns", 1, 64, 0, stack_size="64KiB")
+    w = inputs.workload("0ns", 1, 64, 0, stack_size="64KiB")
     p = model.predict_full("asm_fpu", w, ev)
-    n = min(model.ERROR_NEIGHBOURS, len(quick_grid))
+    n = min(model_error.ERROR_NEIGHBOURS, len(quick_grid))
     assert any(f"model's error at {n} points" in note for note in p["notes"]), p["notes"]
     bare = model.predict_full("asm_fpu", w, ev, model_error=False)["ns_per_request"]
     assert p["ns_per_request"]["high"] - p["ns_per_request"]["low"] > bare["high"] - bare["low"]
@@ -173,16 +173,16 @@ def _steady_and_not(rng, points=160, sd=0.3):
 
 def test_the_error_rule_takes_neighbours_as_steady_as_the_prediction():
     g = _steady_and_not(np.random.default_rng(21))
-    steady = model.own_spread(1 / 1.01, 1.01)
+    steady = model_error.own_spread(1 / 1.01, 1.01)
     assert steady == pytest.approx(math.log(1.01) / 1.96)
-    assert np.allclose(model.request_residuals(g, 0.5, steady, of="step"), 0.0)
-    unsteady = model.own_spread(1 / 1.4, 1.4)
-    assert np.std(model.request_residuals(g, 0.5, unsteady, of="step")) > 0.15
+    assert np.allclose(model_error.request_residuals(g, 0.5, steady, of="step"), 0.0)
+    unsteady = model_error.own_spread(1 / 1.4, 1.4)
+    assert np.std(model_error.request_residuals(g, 0.5, unsteady, of="step")) > 0.15
     # the original rule sees one share and takes the first points whatever their spread
-    by_share = model.request_residuals(g, 0.5, steady, rule="share", of="step")
-    assert len(by_share) == model.ERROR_NEIGHBOURS and np.std(by_share) > 0.1
+    by_share = model_error.request_residuals(g, 0.5, steady, rule="share", of="step")
+    assert len(by_share) == model_error.ERROR_NEIGHBOURS and np.std(by_share) > 0.1
     with pytest.raises(ValueError, match="rule"):
-        model.request_residuals(g, 0.5, steady, rule="nearest", of="step")
+        model_error.request_residuals(g, 0.5, steady, rule="nearest", of="step")
     f = grid.finish(g)
     half = (f.predicted_high - f.predicted_low) / 2 / f.predicted_ns
     half0 = (f.original_high - f.original_low) / 2 / f.original_ns
@@ -237,7 +237,7 @@ def test_the_advice_is_scored_on_its_own_columns():
 
 def test_each_n_and_u_has_its_cold_switches_measured_just_before_its_points(monkeypatch):
     calls = []
-    monkeypatch.setattr(model, "measure_cold",
+    monkeypatch.setattr(cold, "measure_cold",
                         lambda ev, needs: calls.append(("cold", {(n, u) for _, n, u, _, _ in needs},
                                                         needs)))
 
@@ -257,7 +257,7 @@ def test_each_n_and_u_has_its_cold_switches_measured_just_before_its_points(monk
     # a stack's cold switch beside each W's busy work (20 µs held at 2 µs) and beside the
     # work the advice is given (5 ns), the heap frame's with none
     assert sorted((layout, work) for layout, *_, work in calls[0][2]) == [
-        ("asm_fpu", 0.0), ("asm_fpu", 5.0), ("asm_fpu", model.COLD_WORK_CAP_NS),
+        ("asm_fpu", 0.0), ("asm_fpu", 5.0), ("asm_fpu", cold.COLD_WORK_CAP_NS),
         ("cxx20_generator", 0.0)]
     for i, c in enumerate(calls):
         if c[0] == "point":  # the last cold measured before it is its own N and u's
@@ -311,14 +311,14 @@ def _small_shares_and_a_zero(rng, points=40):
 def test_a_zero_share_is_not_the_neighbour_of_small_ones(monkeypatch):
     g = _small_shares_and_a_zero(np.random.default_rng(8))
     at = g.iloc[1]
-    spread = model.own_spread(at.model_low, at.model_high)
-    r = model.request_residuals(g, at.model_share, spread, leave_out=g.index[1], of="step")
-    assert len(r) == model.ERROR_NEIGHBOURS and np.abs(r).max() < 0.011
+    spread = model_error.own_spread(at.model_low, at.model_high)
+    r = model_error.request_residuals(g, at.model_share, spread, leave_out=g.index[1], of="step")
+    assert len(r) == model_error.ERROR_NEIGHBOURS and np.abs(r).max() < 0.011
     # the zero itself finds the small shares nearest it, not the larger ones
-    z = model.request_residuals(g, 0.0, 0.0, leave_out=g.index[0], of="step")
-    assert len(z) == model.ERROR_NEIGHBOURS and np.abs(z).max() < 0.011
+    z = model_error.request_residuals(g, 0.0, 0.0, leave_out=g.index[0], of="step")
+    assert len(z) == model_error.ERROR_NEIGHBOURS and np.abs(z).max() < 0.011
     # under a floor of 1e-4 the zero and the small shares sit on one spot, and the first
     # in the grid are taken
-    monkeypatch.setitem(model.ERROR_FLOORS, model.ERROR_RULE, 1e-4)
-    tied = model.request_residuals(g, at.model_share, spread, leave_out=g.index[1], of="step")
+    monkeypatch.setitem(model_error.ERROR_FLOORS, model_error.ERROR_RULE, 1e-4)
+    tied = model_error.request_residuals(g, at.model_share, spread, leave_out=g.index[1], of="step")
     assert tied.max() == pytest.approx(0.4)

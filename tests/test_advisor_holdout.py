@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from labkit.core import entries, validate
-from labkit.lab.advising import grid, holdout, model
+from labkit.lab.advising import grid, holdout, taxonomy
 
 
 def test_the_draw_is_fixed_and_spans_what_the_issue_asks():
@@ -22,7 +22,7 @@ def test_the_draw_is_fixed_and_spans_what_the_issue_asks():
     # every stack given holds the bytes in use, each grid design's frame and its calls
     for r in d.itertuples():
         for design in grid.DESIGNS:
-            if model.family(design) == "stack":
+            if taxonomy.of(design).family == "stack":
                 assert r.stack_size >= (r.stack_in_use + entries.frame_bytes(design)
                                         + validate.ENTRY_HEADROOM), (r, design)
     # off the grid: no workload sits at a grid point

@@ -4,7 +4,11 @@ memory, from this machine's measurements, with the hazards that apply and a rank
     import labkit
     labkit.advise(work="20us", suspensions=2, alive=10_000, stack_in_use="1KiB")
 
-Modules: advice (labkit.advise), evidence (where numbers come from), model (the
-prediction), hazards, present, grid (the calibration grid: predictions beside the workload
-experiment's measurements, docs/advisor_calibration.md).
+Modules: advice (labkit.advise); inputs (what a user states); taxonomy (one record per
+design); evidence (where numbers come from); the model's terms, switch_terms (the switch
+itself), cold (many contexts: the cold resumption and the touch of the bytes in use) and
+memory; model (the prediction that adds them); model_error (the calibration grid's error
+it carries); hazards; present; grid (the calibration grid: predictions beside the
+workload experiment's measurements, docs/advisor_calibration.md); holdout (the held-out
+workloads).
 """

@@ -11,16 +11,16 @@ def advise(work="0ns", suspensions=1, alive=None, stack_in_use=0, fp="none", *,
     "vector", an optional fixed `stack_size`, request `rate` per second. `designs` limits
     the designs judged (default: all); `bundle` reads another machine's bundle instead of
     this machine's data/. Returns an Advice (`.frame`, `.records()`, an HTML view)."""
-    from labkit.lab.advising import evidence, hazards, model, present
+    from labkit.lab.advising import cold, evidence, hazards, inputs, model, present, taxonomy
 
-    w = model.workload(work, suspensions, alive, stack_in_use, fp, stack_size, rate,
+    w = inputs.workload(work, suspensions, alive, stack_in_use, fp, stack_size, rate,
                        connections)
     if designs is None:
-        chosen = model.designs()
+        chosen = taxonomy.names()
     else:
         if isinstance(designs, str) or not hasattr(designs, "__iter__"):
             raise TypeError("designs must be a list of design names")
-        chosen = [model.check_design(d) for d in designs]
+        chosen = [taxonomy.check(d) for d in designs]
         if not chosen:
             raise ValueError("designs must name at least one design")
     if not isinstance(quick, bool):
@@ -28,7 +28,7 @@ def advise(work="0ns", suspensions=1, alive=None, stack_in_use=0, fp="none", *,
     ev = evidence.load(bundle, data_dir, quick=quick, status=status)
     since = len(ev.measured_now)
     if ev.local:  # what is missing, measured in one set of processes
-        model.measure_cold(ev, [n for d in chosen if (n := model.cold_need(d, w, ev))])
+        cold.measure_cold(ev, [n for d in chosen if (n := cold.cold_need(d, w, ev))])
     preds = []
     for d in chosen:
         p = model.predict_full(d, w, ev)

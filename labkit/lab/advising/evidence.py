@@ -8,13 +8,14 @@ the verdict engine reduces them), otherwise over the repeats of one process.
 """
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from labkit.lab.experiment import YOUR_WORKLOAD
 
-# The cold switches among many contexts that notebook 10's grid measured (model.cold_rows):
+# The cold switches among many contexts that notebook 10's grid measured (cold.cold_rows):
 # this machine's advice measures its own now, another machine's reads them from its bundle.
 COLD_SWITCHES = YOUR_WORKLOAD.part("cold_switches")
 # The data files the model reads, by the name of their data/ file.
@@ -182,3 +183,11 @@ def load(bundle=None, data_dir=None, *, quick: bool = False, status=None) -> Evi
         _CACHE[key] = (from_bundle(bundle, status=status) if bundle is not None
                        else from_data(data_dir, quick=quick, status=status))
     return _CACHE[key]
+
+
+def nearest_size(df, size: int) -> int:
+    """The stack_size of df's rows nearest `size` in log2."""
+    import numpy as np
+
+    sizes = np.sort(df.stack_size.unique())
+    return sizes[np.argmin(np.abs(np.log2(sizes) - math.log2(size)))]

@@ -8,15 +8,15 @@ after, the smaller taken): the step, what a coroutine's work between two switche
 when called without switching (W of busy loop and u bytes of its context touched, N
 contexts round robin), which is what a user profiles as "my work between switches". Its
 cache cost (N contexts x u bytes) is the user's, not the switch's. It is taken for each
-design with its own layout of contexts (model.layout_design). The model's cold switches
+design with its own layout of contexts (cold.layout_of). The model's cold switches
 among N contexts are measured on the spot too, just before the points of that N and u: a
-stack's beside each W's busy work (model.cold_work) and with none, the others with none.
+stack's beside each W's busy work (cold.cold_work) and with none, the others with none.
 
 The prediction's interval is a prediction interval for the measurement: the model's own
 (its terms' measurement noise only, kept as model_low and model_high) widened by the
 model's error where the switch weighs as much and the model's inputs were as steady,
 log(measured / model) at the grid's *other* points nearest in predicted share of switching
-and in the model's own spread (model.request_residuals, leave one point out). The interval
+and in the model's own spread (model_error.request_residuals, leave one point out). The interval
 under the original rule, nearest in share alone, is kept beside it (original_*)."""
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ import math
 import time
 
 from labkit.core.units import parse_time
+from labkit.lab.advising import cold, evidence, inputs, model, model_error, taxonomy
 
 # Three W spanning two orders of magnitude and more, three N up to 100,000 and three u up
 # to 4 KiB, over five designs of different kinds: enough points to see where the model
@@ -111,14 +112,12 @@ def point(designs, work: str, alive: int, in_use: int, *, processes: int = 3,
     warm_step's; measured here when not given) and the step-fed prediction. Rows of
     COLUMNS but those finish() adds."""
     from labkit.experiments import workload as wl
-    from labkit.lab.advising import evidence, model
-
     ev = ev or evidence.load()
     kw = _work(work)
     w_ns = work_in_ns(work)
     requests = wl.requests_for(w_ns, SUSPENSIONS)
     began = time.perf_counter()
-    reps = list(dict.fromkeys(model.layout_design(d) for d in designs))
+    reps = list(dict.fromkeys(cold.layout_of(d) for d in designs))
     warm = warm or {r: warm_step(r, kw, in_use, requests) for r in reps}
     # The step is timed in a worker before the grid's processes and in another after.
     before = {r: step_cost(r, kw, alive, in_use, requests) for r in reps}
@@ -130,7 +129,7 @@ def point(designs, work: str, alive: int, in_use: int, *, processes: int = 3,
     summ = wl.summary(runs).set_index("design")
     rows = []
     for d in designs:
-        rep = model.layout_design(d)
+        rep = cold.layout_of(d)
         m = summ.loc[d]
         meas_bytes = (m.rss_bytes_per_coroutine + m.page_table_bytes_per_coroutine) * alive
         step = step_estimate(before[rep], after[rep])
@@ -152,8 +151,6 @@ def prediction(design: str, step_ns: float, alive: int, in_use: int, ev=None, *,
     """The model's prediction for one grid point, without the model's error: the step as
     the work between switches, `busy_ns` (the point's W) as its busy part, the
     experiment's 64 KiB stacks for a design with stacks."""
-    from labkit.lab.advising import evidence, model
-
     ev = ev or evidence.load()
     w = _workload(design, alive, in_use, busy_ns, step_ns)
     p = model.predict_full(design, w, ev, model_error=False)
@@ -168,9 +165,7 @@ def prediction(design: str, step_ns: float, alive: int, in_use: int, ev=None, *,
 def advice_workload(design: str, warm_ns: float, alive: int, in_use: int):
     """What a user puts to labkit.advise at a grid point: the work in one warm context, N,
     u and the grid's stack size."""
-    from labkit.lab.advising import model
-
-    return model.workload(work=float(warm_ns), suspensions=SUSPENSIONS, alive=int(alive),
+    return inputs.workload(work=float(warm_ns), suspensions=SUSPENSIONS, alive=int(alive),
                           stack_in_use=int(in_use), stack_size=stack_size_for(design))
 
 
@@ -178,8 +173,6 @@ def advice(design: str, warm_ns: float, alive: int, in_use: int, ev=None) -> dic
     """labkit.advise's answer at a grid point without the model's error (finish() adds it
     from the grid's other points): given only the work a user states (warm_step), N, u
     and the stack size."""
-    from labkit.lab.advising import evidence, model
-
     ev = ev or evidence.load()
     p = model.predict_full(design, advice_workload(design, warm_ns, alive, in_use), ev,
                            model_error=False)
@@ -206,7 +199,7 @@ def cold_at_no_work(grid, ev):
     """The grid predicted again with every cold switch read as measured with no work
     between switches: what reading a stack's beside the point's busy work is worth, scored
     on the same measurements (docs/advisor_calibration.md). `ev` must hold the grid's cold
-    switches (its run's, or model._cold_from_rows); a local one measures those it lacks."""
+    switches (its run's, or cold._cold_from_rows); a local one measures those it lacks."""
     return repredict(grid.assign(work_ns=0.0), ev).assign(work_ns=grid.work_ns)
 
 
@@ -215,24 +208,20 @@ def _workload(design: str, alive: int, in_use: int, busy_ns: float, step_ns: flo
     switches, `busy_ns` its busy part, the grid's stack."""
     import dataclasses
 
-    from labkit.lab.advising import model
-
     return dataclasses.replace(
-        model.workload(work=float(step_ns), suspensions=SUSPENSIONS, alive=int(alive),
+        inputs.workload(work=float(step_ns), suspensions=SUSPENSIONS, alive=int(alive),
                        stack_in_use=int(in_use), stack_size=stack_size_for(design)),
         busy_ns=float(busy_ns))
 
 
 def cold_needs(designs, busy, alive, in_use, ev, warm=None) -> list[tuple]:
-    """The cold switches (model.cold_need) the step-fed predictions of `designs` read at
+    """The cold switches (cold.cold_need) the step-fed predictions of `designs` read at
     every busy work (ns) of `busy`, N of `alive` and u of `in_use`, on the grid's stacks,
     and the advice's at each warm work of `warm` ({layout: [ns, ...]}); once each."""
-    from labkit.lab.advising import model
-
-    step = (model.cold_need(d, _workload(d, n, u, b), ev)
+    step = (cold.cold_need(d, _workload(d, n, u, b), ev)
             for d in designs for b in busy for n in alive for u in in_use)
-    given = (model.cold_need(d, advice_workload(d, x, n, u), ev)
-             for d in designs for x in (warm or {}).get(model.layout_design(d), ())
+    given = (cold.cold_need(d, advice_workload(d, x, n, u), ev)
+             for d in designs for x in (warm or {}).get(cold.layout_of(d), ())
              for n in alive for u in in_use)
     return list(dict.fromkeys(need for need in (*step, *given) if need))
 
@@ -246,15 +235,13 @@ def run_grid(*, quick: bool = False, designs=None, work=None, alive=None, in_use
     import pandas as pd
 
     from labkit.experiments import workload as wl
-    from labkit.lab.advising import evidence, model
-
     if not isinstance(quick, bool):
         raise TypeError(f"quick must be True or False, not {type(quick).__name__}")
     pick = QUICK if quick else {"designs": DESIGNS, "work": WORK, "alive": ALIVE,
                                 "in_use": IN_USE}
     designs = tuple(designs or pick["designs"])
     for d in designs:
-        model.check_design(d)
+        taxonomy.check(d)
     axes = [tuple(work or pick["work"]), tuple(alive or pick["alive"]),
             tuple(in_use or pick["in_use"])]
     from labkit.lab.running import sweep
@@ -268,7 +255,7 @@ def run_grid(*, quick: bool = False, designs=None, work=None, alive=None, in_use
     sweep._report_progress("calibration grid", 0, len(seeds), started)  # the status line
     # The cold switches of one N and u are measured just before that N and u's points, not
     # all before the grid: the VM's state moves with the grid's own churn of memory.
-    reps = list(dict.fromkeys(model.layout_design(d) for d in designs))
+    reps = list(dict.fromkeys(cold.layout_of(d) for d in designs))
     warm = {}  # (layout, W, u): the work a user states, which N does not change
     for n, u in itertools.product(axes[1], axes[2]):
         for wk in axes[0]:
@@ -279,7 +266,7 @@ def run_grid(*, quick: bool = False, designs=None, work=None, alive=None, in_use
                                                                          SUSPENSIONS))
         if ev.local:
             stated = {r: [warm[r, wk, u] for wk in axes[0]] for r in reps}
-            model.measure_cold(ev, cold_needs(designs, busy, [n], [u], ev, stated))
+            cold.measure_cold(ev, cold_needs(designs, busy, [n], [u], ev, stated))
         for wk in axes[0]:
             i = seeds[wk, n, u]
             rows += point(designs, wk, n, u, processes=processes, samples=samples, ev=ev,
@@ -296,28 +283,24 @@ def run_grid(*, quick: bool = False, designs=None, work=None, alive=None, in_use
 def calibrate(ev, grid) -> None:
     """Let the evidence's predictions carry the model's error measured by `grid` (this
     machine's, just run) instead of the one data/ held."""
-    from labkit.lab.advising import model
-
-    ev.frames[model.CALIBRATION] = grid
+    ev.frames[model_error.CALIBRATION] = grid
 
 
 def _intervals(g, rule: str, seed: int, of: str = "step"):
     """(median, low, high) of each point's prediction under the error rule `rule`, of the
-    advice's model or the step-fed one (model.MODEL_COLUMNS)."""
+    advice's model or the step-fed one (model_error.MODEL_COLUMNS)."""
     import numpy as np
 
-    from labkit.lab.advising import evidence, model
-
-    ns, sh, lo_, hi_ = model.MODEL_COLUMNS[of]
+    ns, sh, lo_, hi_ = model_error.MODEL_COLUMNS[of]
     rng = np.random.default_rng(seed)
     z = rng.standard_normal(evidence.DRAWS)
     pred, low, high = (np.full(len(g), math.nan) for _ in range(3))
     for i, label in enumerate(g.index):
         r = g.iloc[i]
-        spread = model.own_spread(r[lo_], r[hi_])
-        res = model.request_residuals(g, r[sh], spread, leave_out=label, rule=rule, of=of)
+        spread = model_error.own_spread(r[lo_], r[hi_])
+        res = model_error.request_residuals(g, r[sh], spread, leave_out=label, rule=rule, of=of)
         # the model's own interval as a log-normal spread, then the model's error
-        t = model.with_error(r[ns] * np.exp(spread * z), res, rng)
+        t = model_error.with_error(r[ns] * np.exp(spread * z), res, rng)
         if of == "advice":  # as labkit.advise: no request takes less than its work stated
             t = np.maximum(t, r.warm_step_ns * SUSPENSIONS)
         pred[i], low[i], high[i] = np.percentile(
@@ -326,16 +309,14 @@ def _intervals(g, rule: str, seed: int, of: str = "step"):
 
 
 def finish(grid, seed: int = 0):
-    """Add the prediction interval (predicted_*, under model.ERROR_RULE), error and covered
+    """Add the prediction interval (predicted_*, under model_error.ERROR_RULE), error and covered
     to a grid of model predictions (model_*, model_share) and measurements (measured_*);
     and beside them the interval under the original rule (original_*: neighbours by share
     alone); and, where the grid holds the advice's model (advice_model_*), the advice's
     interval (advice_*) with its error and coverage, as labkit.advise gives it."""
-    from labkit.lab.advising import model
-
     g = grid.copy()
     g["predicted_ns"], g["predicted_low"], g["predicted_high"] = _intervals(
-        g, model.ERROR_RULE, seed)
+        g, model_error.ERROR_RULE, seed)
     g["original_ns"], g["original_low"], g["original_high"] = _intervals(g, "share", seed)
     g["error"] = g.predicted_ns / g.measured_ns - 1
     g["model_error"] = g.model_ns / g.measured_ns - 1
@@ -344,7 +325,7 @@ def finish(grid, seed: int = 0):
     g["memory_error"] = g.predicted_bytes / g.measured_bytes - 1
     if "advice_model_ns" in g:
         g["advice_ns"], g["advice_low"], g["advice_high"] = _intervals(
-            g, model.ERROR_RULE, seed, of="advice")
+            g, model_error.ERROR_RULE, seed, of="advice")
         g = advice_errors(g)
     return g[[c for c in COLUMNS if c in g] + [c for c in g if c not in COLUMNS]]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from labkit.lab.advising import model
+from labkit.lab.advising import taxonomy
 
 
 @dataclass(frozen=True)
@@ -36,12 +36,12 @@ def _words(r, side: str) -> str:
 
 
 def fp_leak(ev, design: str, w) -> Hazard | None:
-    if w.fp != "control" or model.keeps_fp_control(design):
+    d = taxonomy.of(design)
+    if w.fp != "control" or d.keeps_fp_control:
         return None
-    from labkit.core import entries
-
-    shown = design if (model.family(design) == "stack"
-                       and entries.system(design) == "labkit") else "libco_design"
+    # a design with no switch of the lab's own to check shares the thread's words, as the
+    # lab's kernel of libco's design does
+    shown = design if (d.family == "stack" and d.system == "labkit") else "libco_design"
     evidence = ""
     if ev.local:
         r = _fp_check(ev, shown)
@@ -55,18 +55,19 @@ def fp_leak(ev, design: str, w) -> Hazard | None:
 
 
 def copy_pointers(ev, design: str, w) -> Hazard | None:
-    if model.family(design) != "copy" and design != "greenlet_switch":
+    d = taxonomy.of(design)
+    if not d.copies:
         return None
     df = ev.rows("04_latency_ladder_copy_stack")
     evidence = ""
     # The sweep measures the lab's copy stack, not greenlet's: it is no evidence for greenlet.
-    if len(df) and "copied_bytes_per_switch" in df and design != "greenlet_switch":
+    if len(df) and "copied_bytes_per_switch" in df and d.family == "copy":
         i = (df.stack_in_use.fillna(0) - w.stack_in_use).abs().idxmin()
         row = df.loc[i]
         evidence = (f" (notebook 04's copy-stack sweep: {int(row.copied_bytes_per_switch)} "
                     f"bytes copied per switch with {int(row.stack_in_use)} in use)")
     what = ("a switch copies a coroutine's used stack out of the shared run stack"
-            if design != "greenlet_switch" else
+            if d.family == "copy" else
             "greenlet copies slices of the C stack to the heap when it switches")
     return Hazard(f"Pointers into a suspended coroutine's stack are invalid: {what}, so an "
                   f"address of a local handed to another coroutine points at someone "
@@ -100,36 +101,38 @@ def mapping_limit(ev, design: str, w, mem: dict) -> Hazard | None:
 
 
 def swapcontext_syscalls(ev, design: str, w) -> Hazard | None:
-    if design != "ucontext":
+    syscall = taxonomy.of(design).syscall
+    if syscall is None:
         return None
     lad = ev.rows("04_latency_ladder")
     evidence = ""
     if "entry" in lad:
-        u = lad[lad.entry == "ucontext"].ns_per_switch.median()
+        u = lad[lad.entry == design].ns_per_switch.median()
         s = lad[lad.entry == "syscall_getppid"].ns_per_switch.median()
         a = lad[lad.entry == "asm_fpu"].ns_per_switch.median()
         if all(map(math.isfinite, (u, s, a))):
             evidence = (f" (notebook 04's ladder: {u:.0f} ns a switch against {s:.0f} ns "
                         f"for a getppid system call and {a:.1f} ns for asm_fpu)")
-    return Hazard("swapcontext makes an rt_sigprocmask system call on every switch to save "
-                  f"and restore the signal mask{evidence}.", False)
+    return Hazard(f"{design} makes an {syscall} system call on every switch to save and "
+                  f"restore the signal mask{evidence}.", False)
 
 
 def stack_near_size(ev, design: str, w, mem: dict) -> Hazard | None:
-    from labkit.core import entries
+    from labkit.core import validate
 
+    d = taxonomy.of(design)
     size = mem["stack_size"]
     if size is None:
         return None
-    frame = entries.frame_bytes(design) if model.family(design) == "stack" else 0
+    frame = d.frame_bytes
     used = w.stack_in_use + frame
     room = size - used
     # A stack the advisor sized is the smallest that holds the stack in use by design: the
     # header says so once, instead of every stackful design saying it again.
-    if room >= model._page() or (w.stack_size is None and room >= 0):
+    if room >= validate.page_size() or (w.stack_size is None and room >= 0):
         return None
     after = ("the guard page turns an overflow into a crash (07b's guard check measured "
-             "the guard's cost)" if model.guarded(design)
+             "the guard's cost)" if d.guard_page
              else "Boost's fixedsize_stack has no guard page, so an overflow silently "
                   "overwrites the heap")
     if room < 0:
@@ -143,7 +146,7 @@ def stack_near_size(ev, design: str, w, mem: dict) -> Hazard | None:
 def threads_max(ev, design: str, w) -> Hazard | None:
     from labkit.core import procfs
 
-    if model.family(design) != "thread":
+    if taxonomy.of(design).family != "thread":
         return None
     value = procfs.read_text(procfs.PROC / "sys" / "kernel" / "threads-max")
     if not value or w.alive <= int(value):

@@ -20,6 +20,7 @@ import math
 import time
 
 from labkit.lab.experiment import YOUR_WORKLOAD
+from labkit.lab.advising import cold, evidence, grid, inputs, model, taxonomy
 
 DATA = YOUR_WORKLOAD.own("advisor_holdout")  # data/advisor_holdout.csv
 SEED = 48        # fixed before the set is measured, so the set cannot be chosen by its results
@@ -34,10 +35,8 @@ QUICK = {"count": 3, "designs": ("asm_fpu", "cxx20_generator")}
 
 def _smallest_stack(u: int, designs) -> int:
     from labkit.core import entries, validate
-    from labkit.lab.advising import model
-
     need = [validate.round_to_pages(u + entries.frame_bytes(d) + validate.ENTRY_HEADROOM)
-            for d in designs if model.family(d) == "stack"]
+            for d in designs if taxonomy.of(d).family == "stack"]
     return max(need or [validate.page_size()])
 
 
@@ -46,8 +45,6 @@ def draw(count: int = COUNT, seed: int = SEED, designs=None):
     row each, drawn as the module says."""
     import numpy as np
     import pandas as pd
-
-    from labkit.lab.advising import grid
 
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise ValueError(f"count must be a whole number of at least 1; got {count!r}")
@@ -69,9 +66,7 @@ def draw(count: int = COUNT, seed: int = SEED, designs=None):
 def _stack_for(design: str, given: int):
     """The stack a design runs on in the experiment: the user's for a stack of its own, the
     grid's shared stack for the copy stack, none for heap frames."""
-    from labkit.lab.advising import grid, model
-
-    return int(given) if model.family(design) == "stack" else grid.stack_size_for(design)
+    return int(given) if taxonomy.of(design).family == "stack" else grid.stack_size_for(design)
 
 
 def measure(row, designs, *, processes: int = 3, samples: int = 3, ev=None,
@@ -80,22 +75,20 @@ def measure(row, designs, *, processes: int = 3, samples: int = 3, ev=None,
     given the work timed in one warm context, N, u and the stack size. Rows as the grid's
     advice columns, beside the measurement."""
     from labkit.experiments import workload as wl
-    from labkit.lab.advising import evidence, grid, model
-
     ev = ev or evidence.load()
     kw = {"work_ns": float(row.work_ns)}
     n, u, given = int(row.alive), int(row.stack_in_use), int(row.stack_size)
     requests = wl.requests_for(float(row.work_ns), grid.SUSPENSIONS)
     began = time.perf_counter()
     sizes = {d: _stack_for(d, given) for d in designs}
-    warm = {d: grid.warm_step(model.layout_design(d), kw, u, requests) for d in designs}
+    warm = {d: grid.warm_step(cold.layout_of(d), kw, u, requests) for d in designs}
 
     def stated(d):
-        return model.workload(work=warm[d], suspensions=grid.SUSPENSIONS, alive=n,
+        return inputs.workload(work=warm[d], suspensions=grid.SUSPENSIONS, alive=n,
                               stack_in_use=u, stack_size=given)
 
     if ev.local:
-        model.measure_cold(ev, [c for d in designs if (c := model.cold_need(d, stated(d), ev))])
+        cold.measure_cold(ev, [c for d in designs if (c := cold.cold_need(d, stated(d), ev))])
     runs = wl.measure_point(list(designs), processes=processes, repeats=1, samples=samples,
                             seed=seed, stack_sizes=sizes, alive=n, stack_in_use=u,
                             switches_per_request=grid.SUSPENSIONS, requests=requests, **kw)
@@ -128,14 +121,13 @@ def run(*, quick: bool = False, designs=None, processes: int = 3, samples: int =
     advice's error and coverage per row (advice_error, advice_covered)."""
     import pandas as pd
 
-    from labkit.lab.advising import evidence, grid, model
     from labkit.lab.running import sweep
 
     if not isinstance(quick, bool):
         raise TypeError(f"quick must be True or False, not {type(quick).__name__}")
     designs = tuple(designs or (QUICK["designs"] if quick else grid.DESIGNS))
     for d in designs:
-        model.check_design(d)
+        taxonomy.check(d)
     work = draw(designs=grid.DESIGNS)  # the set is one whatever the designs measured
     if quick:
         work = work.head(QUICK["count"])
@@ -155,8 +147,6 @@ TARGETS = {"coverage": 0.85, "time_error": 0.15, "memory_error": 0.10, "half_wid
 
 def scores(g):
     """grid.scores of the advice, with the held-out set's own targets (TARGETS)."""
-    from labkit.lab.advising import grid
-
     t = grid.scores(g)
     t["targets_met"] = ((t.coverage >= TARGETS["coverage"])
                         & (t.median_time_error <= TARGETS["time_error"])

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from labkit.core import plots
-from labkit.lab.advising import evidence, grid as _grid, model
+from labkit.lab.advising import cold, evidence, grid as _grid, inputs, memory, model
 from labkit.lab.experiment import YOUR_WORKLOAD
 
 NOTEBOOK = YOUR_WORKLOAD.name
@@ -138,15 +138,15 @@ def curves(designs=_grid.DESIGNS, *, alive: int = 10_000, in_use: int = 0, fp: s
     `in_use` bytes and `fp`; `measure`=False uses only what was measured already. One row
     per (kind, design, x); the workload chosen (work_ns, alive) is in the `chosen` column.
     What the chosen workload reads is measured if missing, and a stack's cold switch at no
-    work and at the most it is measured beside too (model.COLD_WORK_CAP_NS); the other works
-    read it at the nearest of those (model._nearest), not one each."""
+    work and at the most it is measured beside too (cold.COLD_WORK_CAP_NS); the other works
+    read it at the nearest of those (cold._nearest), not one each."""
     ev = ev or evidence.load()
     if measure:
         if ev.local:
-            model.measure_cold(ev, _grid.cold_needs(
-                designs, (0.0, float(work_ns), model.COLD_WORK_CAP_NS), [alive], [in_use], ev))
+            cold.measure_cold(ev, _grid.cold_needs(
+                designs, (0.0, float(work_ns), cold.COLD_WORK_CAP_NS), [alive], [in_use], ev))
         for d in designs:
-            model.predict_full(d, model.workload(work=work_ns, alive=alive, stack_in_use=in_use,
+            model.predict_full(d, inputs.workload(work=work_ns, alive=alive, stack_in_use=in_use,
                                                  fp=fp, stack_size=_grid.stack_size_for(d)), ev)
     ev = _local_only(ev)
     limit = _max_map_count()
@@ -154,14 +154,14 @@ def curves(designs=_grid.DESIGNS, *, alive: int = 10_000, in_use: int = 0, fp: s
     for d in designs:
         size = _grid.stack_size_for(d)
         for wn in sorted({*WORKS, *([float(work_ns)] if work_ns > 0 else [])}):
-            w = model.workload(work=wn, alive=alive, stack_in_use=in_use, fp=fp, stack_size=size)
+            w = inputs.workload(work=wn, alive=alive, stack_in_use=in_use, fp=fp, stack_size=size)
             p = model.predict_full(d, w, ev)["switch_share"]
             rows.append({"kind": "share", "design": d, "x": wn, "value": p["value"],
                          "low": p["low"], "high": p["high"], "chosen": wn == work_ns})
         for n in sorted({*ALIVES, int(alive)}):
-            w = model.workload(work=work_ns, alive=n, stack_in_use=in_use, fp=fp, stack_size=size)
+            w = inputs.workload(work=work_ns, alive=n, stack_in_use=in_use, fp=fp, stack_size=size)
             try:
-                m = model.memory(ev, d, w)
+                m = memory.memory(ev, d, w)
             except LookupError:  # nothing measured for it: no line, said by its absence
                 m = {"total": math.nan, "mappings_total": 0}
             rows.append({"kind": "memory", "design": d, "x": n, "value": m["total"],
@@ -274,7 +274,7 @@ def controls(g=None, designs=_grid.DESIGNS, ev=None):
                                     value=10_000, description="N alive")
     in_use = widgets.SelectionSlider(options=[0, 256, 1024, 4096, 16384], value=1024,
                                      description="u (bytes)")
-    fp = widgets.Dropdown(options=list(model.FP_MODES), value="none", description="FP")
+    fp = widgets.Dropdown(options=list(inputs.FP_MODES), value="none", description="FP")
     out = widgets.Output()
 
     def redraw(*_):
