@@ -158,6 +158,20 @@ def test_each_design_has_one_record_derived_from_the_catalogue():
         taxonomy.of(3)
 
 
+def test_work_hides_a_fraction_of_a_switch_but_no_more_ns_than_notebook_08s_kernel_hid():
+    # 08's kernel: 10 ns a switch with no work, 6 ns beside 100 ns of work (0.4 hidden)
+    sw = pd.DataFrame({"entry": "asm_fpu", "batch": 1, "stack_size": 65536,
+                       "work_units": [0] * 5 + [100] * 5, "work_ns_per_task": [0.0] * 5 + [100.0] * 5,
+                       "ns_per_switch": [10.0] * 5 + [6.0] * 5})
+    ev = _ev({"08_switch_frequency": sw})
+    shorter, _ = switch_terms.overlap(ev, 100.0, 65536, np.full(evidence.DRAWS, 5.0))
+    longer, _ = switch_terms.overlap(ev, 100.0, 65536, np.full(evidence.DRAWS, 300.0))
+    assert shorter.value == pytest.approx(2.0)  # 0.4 of its own 5 ns
+    assert longer.value == pytest.approx(4.0)   # 0.4 of 08's 10 ns, not of 300
+    none, note = switch_terms.overlap(_ev({}), 100.0, 65536, np.full(evidence.DRAWS, 5.0))
+    assert none is None and "no switch-frequency data" in note
+
+
 def test_fp_control_cost_is_the_designs_own_where_notebook_06_measured_it():
     def rows(entry, differ, same):
         return pd.DataFrame({"entry": entry, "fp_control": ["differ"] * 5 + ["same"] * 5,

@@ -12,8 +12,9 @@ layout (touch_cost: the workload experiment's steps without switching among N co
 against 2, in the loops the cold switch is measured in). c_switch is
 
     the ladder's ping-pong cost of the design (notebook 04; threads: notebook 05's hand-off)
-    less the fraction of it that hides in the shadow of W (overlap: notebook 08's switch
-    cost with work between switches against without; not for threads)
+    less what of it hides in the shadow of W (overlap: the fraction of notebook 08's
+    switch hidden with work between switches against without, of the design's switch
+    but never more than 08's switch whole; not for threads)
   + the cold resumption of one of N contexts, once per suspension (of its two switches one
     resumes the coroutine, the other the warm scheduler), cold_resume: the switching loop
     of the design's layout (the workload experiment's, less its steps) among N contexts
@@ -68,9 +69,9 @@ def switch_cost(ev, design: str, w: Workload):
     size = taxonomy.stack_size(design, w)
     if fam in ("stack", "copy", "frame") and w.work_ns(ev) > 0:
         # Of the warm switch: a cache miss of many contexts is added below, unhidden.
-        hidden, note = overlap(ev, w.work_ns(ev), size)
+        hidden, note = overlap(ev, w.work_ns(ev), size, total)
         if hidden is not None:
-            total = total * (1 - hidden.draws)
+            total = total - hidden.draws
         notes.append(note)
     # Of a suspension's two switches one resumes the coroutine, cold when it is one of
     # many, and the other the scheduler, warm: one cold term per suspension.

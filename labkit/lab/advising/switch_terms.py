@@ -92,11 +92,13 @@ RING_KERNEL = "asm_fpu"  # the kernel notebook 01's ring runs
 OVERLAP_KERNEL = "asm_fpu"  # the kernel notebook 08's switch-frequency sweep runs
 
 
-def overlap(ev, work_ns: float, size: int | None):
-    """(Term, note): the fraction of a switch hidden in the shadow of `work_ns` of work
-    between suspensions (the out-of-order core runs the one beside the other): 1 less
-    notebook 08's ns per switch at that work over at no work (one task per switch,
-    interpolated in log work, the stack size nearest `size`), between 0 and 1."""
+def overlap(ev, work_ns: float, size: int | None, own):
+    """(Term, note): ns of a switch costing `own` (draws) hidden in the shadow of `work_ns`
+    of work between suspensions (the out-of-order core runs the one beside the other).
+    Notebook 08's kernel hides the fraction 1 - (its ns per switch at that work over at
+    no work; one task per switch, interpolated in log work, the stack size nearest
+    `size`) of its own switch; a design hides that fraction of its own switch, but never
+    more ns than the kernel hid of its own."""
     import numpy as np
 
     from labkit.core import validate
@@ -117,10 +119,13 @@ def overlap(ev, work_ns: float, size: int | None):
     i = int(np.clip(np.searchsorted(x, at), 1, len(x) - 1))
     f = float(np.clip((at - x[i - 1]) / (x[i] - x[i - 1]), 0.0, 1.0))
     near = (1 - f) * draws[levels.index[i - 1]] + f * draws[levels.index[i]]
-    # A fraction of 08's switch, applied to the design's own: a design whose switch is
-    # shorter than 08's kernel has less of it to hide, and only a measured whole hides whole.
+    # A design whose switch is shorter than 08's kernel's has less of it to hide. One whose
+    # switch is longer hides no more than 08's switch whole: the core's window of
+    # instructions in flight is bounded, and the system call of a switch such as
+    # swapcontext's is not overlapped at all.
     kept = np.divide(near, bare, out=np.ones_like(near), where=bare > 0)
-    return _ev.Term(np.clip(1 - kept, 0.0, 1.0), f"notebook 08, {len(df)} repeats"), ""
+    hidden = np.clip(1 - kept, 0.0, 1.0) * np.minimum(np.asarray(own, float), bare)
+    return _ev.Term(hidden, f"notebook 08, {len(df)} repeats"), ""
 
 
 def ring_extra(ev, n: int, size: int):
