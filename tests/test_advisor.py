@@ -296,7 +296,7 @@ def test_the_advisors_interval_carries_the_calibration_grids_error():
     assert (b["high"] - b["low"]) < 0.1 * (f["high"] - f["low"])
 
 
-def test_the_interval_never_reaches_below_the_work_stated():
+def test_the_grids_error_scales_the_whole_request_the_work_stated_included():
     rng = np.random.default_rng(6)
     frames = _simulated(rng, proc_sd=0.0, rep_sd=1e-9)
     frames[model_error.CALIBRATION] = pd.DataFrame(
@@ -305,9 +305,10 @@ def test_the_interval_never_reaches_below_the_work_stated():
     w = inputs.workload("200ns", 2, 1024, 0, stack_size="64KiB")
     bare = model.predict_full("asm", w, _ev(frames), model_error=False)["ns_per_request"]
     full = model.predict_full("asm", w, _ev(frames))["ns_per_request"]
-    # the grid's error alone would put the low end near exp(-1.96 * 0.4) = 0.46 of the centre
-    assert bare["low"] * math.exp(-1.96 * 0.4) < 400.0
-    assert full["low"] >= 400.0 and full["high"] > bare["high"]
+    # the grid's error puts the low end near exp(-1.96 * 0.4) = 0.46 of the centre: the work
+    # a user states is a measurement too, and is not taken as a floor
+    assert full["low"] == pytest.approx(bare["value"] * math.exp(-1.96 * 0.4), rel=0.15)
+    assert full["low"] < 400.0 < bare["low"] and full["high"] > bare["high"]
 
 
 @pytest.mark.parametrize("kwargs, name", [

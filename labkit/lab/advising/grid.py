@@ -301,8 +301,6 @@ def _intervals(g, rule: str, seed: int, of: str = "step"):
         res = model_error.request_residuals(g, r[sh], spread, leave_out=label, rule=rule, of=of)
         # the model's own interval as a log-normal spread, then the model's error
         t = model_error.with_error(r[ns] * np.exp(spread * z), res, rng)
-        if of == "advice":  # as labkit.advise: no request takes less than its work stated
-            t = np.maximum(t, r.warm_step_ns * SUSPENSIONS)
         pred[i], low[i], high[i] = np.percentile(
             t, [50, 100 * (1 - COVERAGE) / 2, 100 * (1 + COVERAGE) / 2])
     return pred, low, high
