@@ -52,11 +52,10 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
     "00_claims_ledger", quick=quick).values()
 
 # %%
-import matplotlib.pyplot as plt
 import pandas as pd
 
-import labkit
 from labkit.core import plots, results
+from labkit.lab.analysis import claims_ledger
 from labkit.lab.experiment import CLAIMS_LEDGER, LATENCY_LADDER
 from labkit.lab.judging import ledger
 
@@ -72,26 +71,11 @@ pd.DataFrame({"amended rules": ledger.counts(table),
 # ## The latency ladder and the verdicts at a glance
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(13, 5), gridspec_kw={"width_ratios": [2, 1]})
 try:
-    runs = results.load_csv(LATENCY_LADDER.data)
-    s = labkit.summarize(runs, by=["entry"]).sort_values("median")
-    axes[0].barh(s.entry, s["median"].clip(lower=0.05),
-                 xerr=[(s["median"] - s["q1"]).clip(lower=0), (s["q3"] - s["median"]).clip(lower=0)],
-                 capsize=2)
-    plots.log_axis(axes[0], "x")
-    axes[0].set_xlabel("ns per switch (median, IQR bars; notebook 04)")
-    axes[0].set_title("the latency ladder")
-except FileNotFoundError as exc:
-    axes[0].text(0.5, 0.5, f"no ladder yet:\n{exc}", ha="center", va="center", wrap=True,
-                 fontsize=8)
-    axes[0].set_axis_off()
-c = ledger.counts(table)
-axes[1].bar(range(len(c)), c.values, color=["#2a9d8f", "#e76f51", "#e9c46a", "#8d99ae", "#cccccc"])
-axes[1].set_xticks(range(len(c)), c.index, rotation=30, ha="right")
-axes[1].set_ylabel("claims")
-axes[1].set_title(f"verdicts ({len(table)} claims)")
-plots.finish(fig, "00_claims_ledger-summary")
+    ladder_runs = results.load_csv(LATENCY_LADDER.data)
+except FileNotFoundError:
+    ladder_runs = None
+plots.finish(claims_ledger.summary_figure(table, ladder_runs), "00_claims_ledger-summary")
 
 # %% [markdown]
 # ## Amendments

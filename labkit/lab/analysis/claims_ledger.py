@@ -1,0 +1,52 @@
+"""Notebook 00's analysis: the summary figure of the ledger (the latency ladder's medians
+and the count of claims under each verdict), one colour per verdict."""
+from __future__ import annotations
+
+import labkit
+from labkit.core import plots
+from labkit.lab.judging import ledger
+
+# One colour per verdict, in the ledger's order: decided outcomes in strong colours, the
+# undecided and the unmeasured in greys, so that no two verdicts look alike.
+VERDICT_COLOURS = dict(zip(ledger.LEDGER_VERDICTS,
+                           ("#2a9d8f", "#e76f51", "#e9c46a", "#8d99ae", "#d9d9d9", "#5c5c5c"),
+                           strict=True))
+
+
+def finding(table) -> str:
+    """The ledger in one sentence: how many claims each decided verdict holds."""
+    c = ledger.counts(table)
+    decided = c[["reproduced", "contradicted", "in-between"]]
+    return (f"Of {len(table)} claims, {decided['reproduced']} reproduced, "
+            f"{decided['contradicted']} contradicted and {decided['in-between']} in-between "
+            f"on this machine; {len(table) - decided.sum()} undecided or not measured")
+
+
+def summary_figure(table, ladder_runs=None):
+    """The ladder's medians with their quartiles as points on a log axis (a bar's length
+    means nothing there), beside the count of claims under each verdict."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5), gridspec_kw={"width_ratios": [2, 1]})
+    if ladder_runs is None or len(ladder_runs) == 0:
+        axes[0].text(0.5, 0.5, "no ladder yet (notebook 04 makes it)", ha="center",
+                     va="center", fontsize=8)
+        axes[0].set_axis_off()
+    else:
+        s = labkit.summarize(ladder_runs, by=["entry"]).sort_values("median")
+        y = range(len(s))
+        axes[0].errorbar(s["median"].clip(lower=0.05), y, xerr=plots.bars(s), fmt="o",
+                         capsize=2)
+        axes[0].set_yticks(y, s.entry)
+        plots.log_axis(axes[0], "x")
+        axes[0].set_xlabel("ns per switch (median, quartile bars; notebook 04)")
+        axes[0].set_title("the latency ladder")
+    c = ledger.counts(table)
+    axes[1].bar(range(len(c)), c.values, color=[VERDICT_COLOURS[v] for v in c.index])
+    for i, n in enumerate(c.values):
+        axes[1].text(i, n, str(int(n)), ha="center", va="bottom", fontsize=8)
+    axes[1].set_xticks(range(len(c)), c.index, rotation=30, ha="right")
+    axes[1].set_ylabel("claims")
+    axes[1].set_title(f"verdicts ({len(table)} claims)")
+    fig.suptitle(finding(table), fontsize=10)
+    return fig
