@@ -215,3 +215,19 @@ def test_strip_ansi_removes_every_escape_and_keeps_the_text():
     page.clean_outputs(cell)
     assert cell.outputs[0]["traceback"] == ["E: v"]
     assert cell.outputs[1]["data"]["text/markdown"] == "*kept*"
+
+
+def test_the_advisor_scores_read_as_words_and_percent():
+    import pandas as pd
+
+    from labkit.lab.advising import grid
+    from labkit.lab.report import choosing
+
+    g = pd.read_csv(results.data_dir() / "advisor_calibration.csv")
+    raw = grid.scores(g)
+    shown = choosing.score_table(raw)
+    assert not any("_" in c for c in shown.columns)
+    assert list(shown.columns[:3]) == ["design", "points", "coverage of the 95% interval"]
+    cov = shown.set_index("design").loc["all", "coverage of the 95% interval"]
+    assert cov == f"{100 * raw.set_index('design').loc['all', 'coverage']:.1f}%"
+    assert set(shown["all four targets met"]) <= {"yes", "no"}

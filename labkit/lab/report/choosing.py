@@ -25,6 +25,43 @@ def _png(fig) -> str:
             f"src='data:image/png;base64,{base64.b64encode(buf.getvalue()).decode()}'>")
 
 
+# The scores' columns as a reader names them, fractions shown in percent; the others stay
+# as they are (counts, the interval score, a yes or no).
+SCORE_LABELS = {
+    "design": ("design", None), "points": ("points", None),
+    "coverage": ("coverage of the 95% interval", "%"),
+    "median_time_error": ("median time error", "%"),
+    "median_memory_error": ("median memory error", "%"),
+    "median_half_width": ("median half-width", "%"),
+    "interval_score": ("interval score (log; lower is better)", None),
+    "model_coverage": ("coverage of the model's own interval", "%"),
+    "median_model_error": ("median error of the model alone", "%"),
+    "original_coverage": ("coverage, original rule", "%"),
+    "original_median_half_width": ("median half-width, original rule", "%"),
+    "original_interval_score": ("interval score, original rule", None),
+    "targets_met": ("all four targets met", None),
+}
+
+
+def score_table(scores):
+    """grid.scores' table for a reader: labelled columns, fractions in percent, the
+    targets met as yes or no, a score the grid cannot give as "not estimated"."""
+    import pandas as pd
+
+    out = {}
+    for col in scores.columns:
+        label, unit = SCORE_LABELS.get(col, (col.replace("_", " "), None))
+        v = scores[col]
+        if unit == "%":
+            v = v.map(lambda x: "not estimated" if pd.isna(x) else f"{100 * x:.1f}%")
+        elif v.dtype == bool:
+            v = v.map({True: "yes", False: "no"})
+        elif pd.api.types.is_float_dtype(v):
+            v = v.map(lambda x: "not estimated" if pd.isna(x) else f"{x:.3g}")
+        out[label] = v
+    return pd.DataFrame(out)
+
+
 def section_html() -> str:
     """The section's HTML; a paragraph saying what is missing when notebook 10 has not run."""
     from labkit.core import results
@@ -43,12 +80,13 @@ def section_html() -> str:
     info = g.iloc[0].to_dict() if "cpu_model" in g else None
     r = c.iloc[0]
     advice = "advice_ns" in g
-    scores = _grid.scores(g, on="advice" if advice else "predicted").round(3)
-    scores = scores.astype(object).where(scores.notna(), "not estimated")
+    scores = score_table(_grid.scores(g, on="advice" if advice else "predicted"))
     whose = ("<p>The advice against the grid (notebook 10): given only the work in one warm "
-             "context, N, u and the stack size, as a user gives them; coverage of its own "
-             "interval and of the cross-validated one, median errors and half-widths as "
-             "fractions.</p>" if advice else
+             "context, N, u and the stack size, as a user gives them. The targets: "
+             f"coverage at least {_grid.TARGETS['coverage']:.0%}, median time error at most "
+             f"{_grid.TARGETS['time_error']:.0%}, median memory error at most "
+             f"{_grid.TARGETS['memory_error']:.0%}, median half-width at most "
+             f"{_grid.TARGETS['half_width']:.0%}.</p>" if advice else
              "<p class='lk-note'>This grid predates the advice's columns: the scores below are "
              "the step-fed model's, a diagnosis, not the advice a user gets. Run notebook 10 "
              "again (make reproduce ONLY=10_your_workload).</p>")
