@@ -46,6 +46,7 @@ quick = False  # True: four points, two designs (what CI runs)
     "10_your_workload", quick=quick).values()
 
 # %%
+import io
 import os
 
 import labkit
@@ -57,7 +58,10 @@ from labkit.lab.judging import verdicts
 
 info = labkit.machine_info()
 meta = machine.row_metadata()
-ev = evidence.load(quick=quick)
+# What the advice measures on the spot goes to a log, not to the page: one line is
+# printed for all of it, below the grid.
+spot_log = io.StringIO()
+ev = evidence.load(quick=quick, status=spot_log)
 print(plots.machine_caption(info), f"\nload average (1 min): {os.getloadavg()[0]:.2f}")
 
 # %% [markdown]
@@ -86,6 +90,8 @@ g = grid.run_grid(quick=quick, processes=processes, samples=samples, ev=ev, prog
 results.save_csv(g.assign(**meta), yw.GRID)
 results.save_csv(cold.cold_rows(ev).assign(**meta), evidence.COLD_SWITCHES)
 grid.calibrate(ev, g)
+print(f"measured on the spot: {len(ev.measured_now)} terms this machine's data lacked "
+      "(their lines: spot_log.getvalue())")
 scores = grid.scores(g)
 scores.round(3).fillna("not predicted")  # a design whose memory the data cannot predict
 
