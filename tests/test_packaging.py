@@ -1,6 +1,7 @@
 """How labkit is packaged: the package list is found, not typed; pyproject.toml is the one
-list of requirements, which requirements.lock pins; a build without Python's headers says
-which package to install. Fast: nothing is built here (tests/test_wheel.py builds)."""
+list of requirements, which requirements.lock pins and requirements.txt repeats pinned; a
+build without Python's headers says which package to install. Fast: nothing is built here
+(tests/test_wheel.py builds)."""
 import importlib.util
 import re
 import tomllib
@@ -46,8 +47,15 @@ def test_setuptools_finds_every_package():
     assert set(dist.packages) == package_folders()
 
 
+def setup_extras() -> list[str]:
+    """The extras `make setup` installs (the Makefile's EXTRAS)."""
+    makefile = (REPO / "Makefile").read_text()
+    return re.search(r"^EXTRAS\s*:?=\s*(\S+)", makefile, re.M).group(1).split(",")
+
+
 def test_requirements_lock_pins_what_pyproject_declares():
-    assert sorted(p.name for p in REPO.glob("requirements*")) == ["requirements.lock"]
+    assert sorted(p.name for p in REPO.glob("requirements*")) == ["requirements.lock",
+                                                                   "requirements.txt"]
     pins = locked()
     for req in declared_requirements():
         name = canonicalize_name(req.name)
@@ -58,14 +66,34 @@ def test_requirements_lock_pins_what_pyproject_declares():
             f"requirements.lock pins {name}=={pins[name]}, outside pyproject.toml's {req}"
 
 
-def test_pyyaml_is_a_core_dependency():
+def test_requirements_txt_is_pyprojects_install_pinned_by_the_lock():
+    """requirements.txt: the dependencies and the extras `make setup` installs, each pinned
+    at the lock's version, and the lock as constraints for what they pull in."""
+    project = PYPROJECT["project"]
+    wanted = [Requirement(r) for r in project["dependencies"] +
+              sum((project["optional-dependencies"][e] for e in setup_extras()), [])]
+    pins = locked()
+    lines = [line.strip() for line in (REPO / "requirements.txt").read_text().splitlines()
+             if line.strip() and not line.startswith("#")]
+    assert "-c requirements.lock" in lines
+    listed = {}
+    for line in lines:
+        if not line.startswith("-"):
+            req = Requirement(line)
+            listed[canonicalize_name(req.name)] = str(req.specifier)
+    expected = {canonicalize_name(r.name): f"=={pins[canonicalize_name(r.name)]}"
+                for r in wanted}
+    assert listed == expected, "requirements.txt should list, after -c requirements.lock:\n" \
+        + "\n".join(f"{r.name}=={pins[canonicalize_name(r.name)]}" for r in wanted)
+
+
+def test_pyyaml_and_psutil_are_core_dependencies():
     names = {canonicalize_name(Requirement(r).name) for r in PYPROJECT["project"]["dependencies"]}
-    assert "pyyaml" in names
+    assert {"pyyaml", "psutil"} <= names
 
 
 def test_make_setup_installs_no_room_and_no_test_tools():
-    makefile = (REPO / "Makefile").read_text()
-    extras = re.search(r"^EXTRAS\s*:?=\s*(\S+)", makefile, re.M).group(1).split(",")
+    extras = setup_extras()
     optional = PYPROJECT["project"]["optional-dependencies"]
     assert set(extras) <= set(optional)
     installed = {canonicalize_name(Requirement(r).name)

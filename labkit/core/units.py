@@ -10,8 +10,8 @@ KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 _TIME = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(ns|us|µs|ms|s|cycles?)\s*")
 _TIME_NS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
 _SIZE = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*(B|K|KB|KiB|M|MB|MiB|G|GB|GiB)?\s*")
-_SIZE_BYTES = {None: 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KiB": 1 << 10, "M": 1 << 20,
-               "MB": 1 << 20, "MiB": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "GiB": 1 << 30}
+_SIZE_BYTES = {None: 1, "B": 1, "K": KiB, "KB": KiB, "KiB": KiB, "M": MiB, "MB": MiB,
+               "MiB": MiB, "G": GiB, "GB": GiB, "GiB": GiB}
 
 
 def _quantity(name: str, value, pattern, example: str, units: str) -> tuple[float, str | None]:

@@ -39,7 +39,7 @@ from labkit.lab.running.children import kill_children
 from labkit.lab.running.notebooks import notebook_sources
 from labkit.lab.running.notebook_run import (Outcome, earlier_outcome, ensure_kernel,
                                              notebook_parameters, run_notebook)
-from labkit.lab.running.status_line import StatusLine
+from labkit.lab.running.status_line import StatusLine, last_seconds
 from labkit.lab.running.sweep import PROGRESS_ENV, RESUME_ENV
 
 RESUME_FILE = "resume.json"   # in data/checkpoints/: what an interrupted run finished
@@ -135,7 +135,10 @@ def run(args, parser: argparse.ArgumentParser) -> int:
     if left:
         say(f"put back the last finished results of {', '.join(left)}: a run that stopped "
             "without a chance to put them back had left them half-written")
-    status = StatusLine(progress, len(sources), enabled=not args.no_progress).start()
+    # Read before this run rewrites the manifest: the last run's times give the run's ETA.
+    expected = last_seconds([s.stem for s in sources], ledger.read_manifest())
+    status = StatusLine(progress, len(sources), enabled=not args.no_progress,
+                        expected=expected).start()
     outcomes: list[Outcome] = []
     finished = list(finished_before)
     running = ""  # the notebook running, its outcome not yet dealt with

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from labkit.core import results
-
+from labkit.core.units import KiB, MiB
 from labkit.lab.experiment import COROUTINE_MEMORY, SWITCH_FREQUENCY
 from labkit.lab.judging import verdicts
 
@@ -133,15 +133,12 @@ def _kernel(df, kernel: str, col: str = "ns_per_switch", **eq):
     return sel[col].to_numpy()
 
 
-KB, MB = 1 << 10, 1 << 20
+STACKS = [(4 * KiB, "4 KB", 22), (16 * KiB, "16 KB", 24), (64 * KiB, "64 KB", 28),
+          (256 * KiB, "256 KB", 35), (1 * MiB, "1 MB", 45), (8 * MiB, "8 MB", 120)]
 
 
-STACKS = [(4 * KB, "4 KB", 22), (16 * KB, "16 KB", 24), (64 * KB, "64 KB", 28),
-          (256 * KB, "256 KB", 35), (1 * MB, "1 MB", 45), (8 * MB, "8 MB", 120)]
-
-
-STACK_CLAIMS = {16 * KB: "C000.2a", 64 * KB: "C000.2b", 256 * KB: "C000.2c",
-                1 * MB: "C000.2d", 8 * MB: "C000.2"}
+STACK_CLAIMS = {16 * KiB: "C000.2a", 64 * KiB: "C000.2b", 256 * KiB: "C000.2c",
+                1 * MiB: "C000.2d", 8 * MiB: "C000.2"}
 
 
 def _sym(d, asym: bool, n: int):
@@ -253,7 +250,7 @@ def _reuse_mem():
     """Resident MiB per million connections of the reuse strategy at its judged pool
     size, one per repeat (None when not measured)."""
     s = _reuse_at_judged_pool()
-    return None if s is None else (s.bytes_per_connection * 1e6 / (1 << 20)).to_numpy()
+    return None if s is None else (s.bytes_per_connection * 1e6 / MiB).to_numpy()
 
 
 def _reuse_ratio():
@@ -278,7 +275,7 @@ def _mem(d, variant, allocator):
     """Resident MiB for a million suspended coroutines: bytes per coroutine (RSS growth
     over the coroutines alive) x 1,000,000, so a quick run's smaller n reads the same."""
     s = _coro(d, variant, allocator)
-    return None if s is None else (s.bytes_per_object * 1e6 / (1 << 20)).to_numpy()
+    return None if s is None else (s.bytes_per_object * 1e6 / MiB).to_numpy()
 
 
 LADDER = [("virtual call", "virtual_call", "a few", 3, "C000.1"),

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from labkit.core.stats import net_text
+from labkit.core.units import KiB, MiB
 from labkit.lab import experiment
 from labkit.lab.experiment import (COROUTINE_MEMORY, ECHO_SERVERS, FP_STATE_AND_RETURN,
                                    FRAMES_AND_ALLOCATORS, KERNEL_SWITCHES, LATENCY_LADDER,
@@ -17,7 +18,7 @@ from labkit.lab.experiment import (COROUTINE_MEMORY, ECHO_SERVERS, FP_STATE_AND_
                                    SYMMETRIC_VS_ASYMMETRIC)
 from labkit.lab.judging import verdicts
 from labkit.lab.report.articles.anatomy import _anatomy
-from labkit.lab.report.articles.measured import (ECHO_ROWS, KB, LADDER, MB, S000, S001, S002, S003,
+from labkit.lab.report.articles.measured import (ECHO_ROWS, LADDER, S000, S001, S002, S003,
                                                  S004, STACK_CLAIMS, STACKS, STRATEGIES, _coro,
                                                  _csv, _echo, _g, _kernel, _mem, _pct, _q, _qps,
                                                  _ratio, _reuse_at_judged_pool, _reuse_mem, _share,
@@ -114,11 +115,11 @@ def _table(key: str, source: str, title: str, record, **figure):
 @_table("t01", S000, "Stack size against switch time (Boost fiber ping-pong)",
         STACK_SIZE, reference="4 KB")
 def _t01(t: ArticleTable, d) -> tuple[list, list[str], str]:
-    base = _stack(d, "boost_fiber", 4 * KB)
+    base = _stack(d, "boost_fiber", 4 * KiB)
     # The largest ring measured (4096 contexts in a full run): where stack size shows.
     rings = d[(d.entry == "asm_fpu") & (d.pattern == "ring")] if d is not None else None
     n_ring = int(rings.contexts.max()) if rings is not None and len(rings) else 4096
-    ring_base = _stack(d, "asm_fpu", 4 * KB, "ring", n_ring)
+    ring_base = _stack(d, "asm_fpu", 4 * KiB, "ring", n_ring)
     rows = []
     for size, label, ns in STACKS:
         a = _stack(d, "boost_fiber", size)
@@ -138,7 +139,7 @@ def _t01(t: ArticleTable, d) -> tuple[list, list[str], str]:
             "stack size shows: stack tops 8 MiB apart alias in the caches, and colouring "
             "them (offsetting each top) is the notebook's test of that.")
     if rings is not None and len(rings):
-        big = rings[(rings.contexts == n_ring) & (rings.stack_size == 8 * MB)]
+        big = rings[(rings.contexts == n_ring) & (rings.stack_size == 8 * MiB)]
         al, co = (big[big.colour_step.fillna(0) == 0].ns_per_switch.median(),
                   big[big.colour_step.fillna(0) > 0].ns_per_switch.median())
         if al == al and co == co:
@@ -255,7 +256,7 @@ def _t06(t: ArticleTable, d) -> tuple[list, list[str], str]:
     gain = _ratio(after.throughput_mtasks_s.to_numpy() if after is not None else None,
                   before.throughput_mtasks_s.to_numpy() if before is not None else None)
     pc = (lambda v: tuple(100 * x for x in v))
-    cost = _switch_cost(MB, 1)
+    cost = _switch_cost(MiB, 1)
     ind = cost.get("independent") if cost else None
     hidden = "; hidden by out-of-order overlap" if cost and cost["hidden"] else ""
     rows = [["before: 1 MB stacks, 1 task per switch, ~100 cycles of work", "~15%",
