@@ -14,7 +14,7 @@ import importlib as _importlib
 import sys as _sys
 from types import ModuleType as _ModuleType
 
-__version__ = "0.1.0"
+__version__: str  # the installed package's version (its metadata), read on first use
 
 # The public API and the module that defines each name. They load on first use: a worker
 # process imports this package before its job's module, and a fresh process must be cheap
@@ -51,6 +51,15 @@ _SUBPACKAGES = ("core", "lab", "experiments", "errors")
 
 
 def __getattr__(name: str):
+    if name == "__version__":
+        from importlib import metadata
+
+        try:
+            value = metadata.version(__name__)
+        except metadata.PackageNotFoundError:  # a source tree on sys.path, never installed
+            value = "unknown"
+        globals()[name] = value
+        return value
     if name in _API:
         value = getattr(_importlib.import_module(_API[name]), name)
         globals()[name] = value

@@ -1,4 +1,4 @@
-"""`python -m labkit ...`: the same as the `labkit` command (labkit/lab/cli.py)."""
+"""`python -m labkit ...`: the same as the `labkit` command (labkit/lab/cli/)."""
 import sys
 
 from labkit.lab.cli import main

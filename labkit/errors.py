@@ -66,3 +66,29 @@ class UserSwitchError(ValueError):
     def __init__(self, message: str, checks=None):
         super().__init__(message)
         self.checks = checks
+
+
+class ParameterError(ValueError):
+    """A bad value of one parameter: `param` names it as the function takes it, `message`
+    says what is wrong, reading on from the name ("must be at least 1; got 0"). `other`,
+    (a parameter, its value), is the setting of another parameter that accepts this value
+    after all. A caller that knows the parameters under other names (the command line's
+    options) says it in those without cutting the text."""
+
+    def __init__(self, param: str, message: str, *, other: tuple[str, object] | None = None):
+        allow = f"; pass {other[0]}={other[1]!r} to allow it" if other else ""
+        super().__init__(f"{param} {message}{allow}")
+        self.param, self.message, self.other = param, message, other
+
+
+class ParameterTypeError(ParameterError, TypeError):
+    """A ParameterError about a value of the wrong kind: a TypeError as well."""
+
+
+class BundleError(ParameterError):
+    """A bundle folder that cannot be read (missing, damaged, incomplete): `path` is the
+    folder, `reason` what is wrong with it."""
+
+    def __init__(self, path, reason: str):
+        super().__init__("path", f"{path}: {reason}")
+        self.path, self.reason = path, reason

@@ -16,6 +16,7 @@ import pytest
 
 import labkit
 from labkit.core import results
+from labkit.errors import ParameterError
 from labkit.lab import cli
 from labkit.lab.running import notebook_run, notebooks, params, reproduce
 
@@ -42,11 +43,22 @@ def test_every_option_has_help():
             assert action.help, f"{name}: option {action.option_strings or action.dest} has no help"
 
 
-def test_version(capsys):
+def test_version_is_the_package_s_and_its_commit(capsys):
+    """pyproject.toml's version, read from the installed package's metadata, and the git
+    commit of the checkout (tests/test_wheel.py: an installed wheel's is the one it was
+    built from)."""
+    import tomllib
+    from importlib import metadata
+
     with pytest.raises(SystemExit) as done:
         cli.main(["--version"])
     assert done.value.code == 0
-    assert capsys.readouterr().out.strip() == f"labkit {labkit.__version__}"
+    typed = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    assert labkit.__version__ == metadata.version("labkit") == typed
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=12", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+    out = capsys.readouterr().out
+    assert re.fullmatch(rf"labkit {re.escape(typed)} \(commit {head}(-dirty)?\)\n", out), out
 
 
 def test_measure_json_and_csv(capsys):
@@ -134,6 +146,115 @@ def test_usage_errors_exit_2(capsys):
         with pytest.raises(SystemExit) as done:
             cli.main(argv)
         assert done.value.code == 2, argv
+
+
+# ---- a bad value: exit status 2, one line naming the option ----
+
+@pytest.mark.parametrize("argv, said", [
+    (["measure", "asm", "--switches", "3"], "labkit measure: --switches must be an even "),
+    (["measure", "asm", "--repeats", "0"], "labkit measure: --repeats must be an integer from 1 "),
+    (["measure", "asm", "--stack-in-use", "1KiB"], "labkit measure: --stack-in-use must be "
+     "left unset"),
+    (["measure", "copy_stack", "--stack-size", "64"], "labkit measure: --stack-size must be "
+     "between "),
+    (["measure", "no_such_kernel"], "labkit measure: entry must be one of "),
+    (["advise", "--work", "20us", "--rate", "0"], "labkit advise: --rate must be more than 0"),
+    (["advise", "--work", "20us", "--connections", "0"], "labkit advise: --connections must "),
+    (["advise", "--work", "20us", "--design", "asm", "--design", "nope"], "labkit advise: "
+     "--design must be one of "),
+    (["publish", "/nonexistent.labkit", "--registry", "/nonexistent-registry"],
+     "labkit publish: refused /nonexistent.labkit: not a labkit bundle"),
+    (["registry", "claims", "--registry", "/nonexistent-registry"],
+     "labkit registry: --registry /nonexistent-registry: no registry there"),
+], ids=lambda v: " ".join(v[:2]) if isinstance(v, list) else None)
+def test_a_bad_value_exits_2_naming_its_option(argv, said, capsys):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(said) and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["reproduce", "--only", "01_stack_size", "--timeout", "0"],
+     "labkit reproduce: error: --timeout must be a positive number of seconds, got 0"),
+    (["reproduce", "--only", "01_stack_size", "-p", "repeats", "0"],
+     "labkit reproduce: error: -p repeats: must be an int in "),
+    (["stability", "--only", "00_claims_ledger"],
+     "labkit stability: error: --only must name at least one experiment notebook"),
+], ids=["reproduce-timeout", "reproduce-p", "stability-only"])
+def test_a_command_that_checks_first_refuses_as_argparse_does(argv, said, tmp_path, capsys):
+    """reproduce and stability check every value before anything runs and refuse a bad one
+    as argparse refuses an option (SystemExit 2), without the usage block."""
+    try:
+        with pytest.raises(SystemExit) as done:
+            cli.main(["--results", str(tmp_path), *argv])
+    finally:
+        results.set_home(None)
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(said) and err.count("\n") == 1 and "usage:" not in err, err
+    assert not (tmp_path / "reports").exists()
+
+
+def test_resume_with_nothing_to_resume_names_the_option(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(reproduce, "ensure_kernel", lambda: None)
+    monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path))  # restored after: reproduce sets it
+    try:
+        with pytest.raises(SystemExit) as done:
+            cli.main(["--results", str(tmp_path), "reproduce", "--quick", "--only",
+                      "01_stack_size", "--resume", "--no-progress"])
+    finally:
+        results.set_home(None)
+    assert done.value.code == 2
+    assert capsys.readouterr().err.startswith("labkit reproduce: error: --resume has nothing "
+                                              f"to resume in {tmp_path / 'reports' / 'quick'}")
+
+
+def test_merge_names_its_bundles_and_the_option_that_allows_other_commits(capsys):
+    from labkit.lab.cli.sharing import MERGE
+
+    exc = ParameterError("paths", "come from different labkit commits (a: 1, b: 2)",
+                         other=("same_commit", False))
+    assert str(exc) == ("paths come from different labkit commits (a: 1, b: 2); pass "
+                        "same_commit=False to allow it")
+    assert MERGE.says(exc) == ("bundles come from different labkit commits (a: 1, b: 2); "
+                               "pass --allow-other-commits")
+    assert cli.main(["merge", "/nonexistent-a.labkit", "/nonexistent-b.labkit"]) == 2
+    assert capsys.readouterr().err.startswith(
+        "labkit merge: bundles /nonexistent-a.labkit: not a labkit bundle: missing ")
+
+
+def test_a_parameter_error_is_a_value_error_naming_its_parameter():
+    from labkit.core import units, validate
+    from labkit.errors import BundleError, ParameterTypeError
+
+    with pytest.raises(ParameterError) as bad:
+        validate.integer_in("repeats", 0, 1, 10)
+    assert isinstance(bad.value, ValueError)
+    assert (bad.value.param, bad.value.message) == ("repeats", "must be an integer from 1 to "
+                                                               "10; got 0")
+    assert str(bad.value) == "repeats must be an integer from 1 to 10; got 0"
+    with pytest.raises(ParameterError, match="^work must not be negative") as bad:
+        units.parse_time("work", "-5us")
+    assert bad.value.param == "work"
+    wrong = ParameterTypeError("python", "'m:f': the factory returned int")
+    assert isinstance(wrong, TypeError) and isinstance(wrong, ParameterError)
+    damaged = BundleError("b.labkit", "its machine.json is damaged")
+    assert (damaged.param, damaged.path, damaged.reason) == ("path", "b.labkit",
+                                                             "its machine.json is damaged")
+    assert str(damaged) == "path b.labkit: its machine.json is damaged"
+
+
+def test_every_option_a_command_names_a_parameter_by_is_its_own():
+    """A command's {parameter: option} table names options (or positionals) it has, so a
+    ParameterError is never said in an option the command lacks."""
+    from labkit.lab.cli.main import COMMANDS
+
+    commands = _subparsers(cli.build_parser())
+    for command in COMMANDS:
+        parser = commands[command.name]
+        known = {s for a in parser._actions for s in [*a.option_strings, a.dest]}
+        for param, option in command.options.items():
+            assert option.split(" ")[0] in known, (command.name, param, option)
 
 
 @pytest.mark.parametrize("argv, option", [

@@ -1,6 +1,6 @@
 """The package's layers (docs/architecture.md): the folder a module is in is its layer
-(labkit/core, labkit/experiments, labkit/lab), and a module imports only from its own layer
-and the layers below it. Within the core, the base modules (errors, the argument checks,
+(labkit/core, labkit/experiments, labkit/lab, and above the lab its command line,
+labkit/lab/cli), and a module imports only from its own layer and the layers below it. Within the core, the base modules (errors, the argument checks,
 where results go, the build table, the struct layouts, the worker's entry point) import
 nothing above themselves either. Read from the source with ast, so a function-local import
 counts the same as one at the top. The native folders (csrc < cxx < servers) are layers too:
@@ -22,7 +22,9 @@ BASE = {"errors", "core.validate", "core.results", "core.native_build",
 # experiments and the lab may use it, the core may not.
 API = {"__init__"}
 TOP = {"__main__"}
-RANKS = {"base": 0, "core": 1, "api": 2, "experiments": 3, "lab": 4, "top": 5}
+# The command line (labkit/lab/cli) sits on the lab: nothing of the lab calls it back.
+CLI = "lab.cli"
+RANKS = {"base": 0, "core": 1, "api": 2, "experiments": 3, "lab": 4, "cli": 5, "top": 6}
 
 
 def _layer(name: str) -> str:
@@ -33,6 +35,8 @@ def _layer(name: str) -> str:
         return "api"
     if name in TOP:
         return "top"
+    if name == CLI or name.startswith(CLI + "."):
+        return "cli"
     head = name.split(".")[0]
     return head if head in ("core", "experiments", "lab") else "?"
 
@@ -98,6 +102,51 @@ def test_imports_go_down_or_across_never_up(name, path):
     up = sorted(m for m in _imports(path) - {name} if RANKS.get(_layer(m), -1) > rank)
     assert not up, (f"labkit.{name} ({_layer(name)}) imports from a higher layer: "
                     + ", ".join(f"{m} ({_layer(m)})" for m in up))
+
+
+# A developer's benchmark with a command line of its own (python -m ...), not labkit's.
+OWN_COMMAND_LINE = {"lab.registry.bench"}
+# What every command group of the command line may use of the package besides itself.
+CLI_SHARED = {f"{CLI}.command", f"{CLI}.options"}
+
+
+def _uses_argparse(path: Path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import) and any(a.name == "argparse" for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.module == "argparse":
+            return True
+    return False
+
+
+def test_only_the_command_line_parses_arguments():
+    """Options are parsed and refused in labkit/lab/cli alone: the modules below it take
+    values and raise ParameterError, which the command line says in its options."""
+    parsing = sorted(name for name, path in _modules() if path.suffix == ".py"
+                     and _layer(name) != "cli" and name not in OWN_COMMAND_LINE
+                     and _uses_argparse(path))
+    assert not parsing, f"argparse outside labkit/lab/cli: {parsing}"
+
+
+def test_the_cli_layer_holds_the_command_line_package():
+    names = {name for name, _ in _modules() if _layer(name) == "cli"}
+    assert {CLI, f"{CLI}.main", *CLI_SHARED} <= names
+    assert _layer("lab.running.reproduce") == "lab" and _layer("lab.client") == "lab"
+
+
+def test_each_command_group_stands_alone():
+    """A command group's module adds its own options and runs itself: of the command line
+    it uses only the Command record and the shared options, never another group; only the
+    dispatcher (main) knows them all."""
+    groups = {name: path for name, path in _modules()
+              if _layer(name) == "cli" and name not in {CLI, f"{CLI}.main", *CLI_SHARED}}
+    assert len(groups) >= 5, groups
+    crossing = {name: sorted(m for m in _imports(path) if _layer(m) == "cli") for name, path
+                in groups.items()}
+    crossing = {name: sorted(set(ms) - CLI_SHARED) for name, ms in crossing.items()}
+    assert not any(crossing.values()), crossing
+    main_imports = _imports(dict(_modules())[f"{CLI}.main"])
+    assert set(groups) <= main_imports, set(groups) - main_imports
 
 
 def _defined(path: Path) -> set[str]:

@@ -95,8 +95,11 @@ def test_wheel_holds_its_package_data(wheel):
 def test_installed_wheel_measures(installed):
     venv, work, env = installed
     labkit = venv / "bin" / "labkit"
+    # The version of its metadata (pyproject.toml's) and the commit recorded at build time.
+    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
     res = _run([str(labkit), "--version"], cwd=work, env=env, timeout=120)
-    assert res.stdout.startswith("labkit ")
+    assert res.stdout.startswith(f"labkit {version} (commit "), res.stdout
+    said = res.stdout.split("(commit ", 1)[1].rstrip(")\n")
     res = _run([str(labkit), "measure", "asm", "--json", "--switches", "10000",
                 "--repeats", "2"], cwd=work, env=env, timeout=600)
     rows = json.loads(res.stdout)
@@ -107,6 +110,7 @@ def test_installed_wheel_measures(installed):
                           capture_output=True, text=True).stdout.strip()
     if head:
         assert rows[0]["labkit_commit"].removesuffix("-dirty") == head
+        assert said.removesuffix("-dirty") == head
 
 
 def _errors(executed: Path) -> list[str]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from labkit import errors as _errors
 from labkit.core import systems as _systems
 from labkit.core import validate as _v
+from labkit.errors import ParameterError
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ def check_name(name) -> str:
         hint = (": a user's switch is added by labkit.add_switch(source), "
                 "labkit.add_switch(python='module:factory') or labkit.measure(source=...) in "
                 "this process" if name.startswith("user:") else "")
-        raise ValueError(f"entry must be one of {', '.join(names)}; got {name!r}{hint}")
+        raise ParameterError("entry", f"must be one of {', '.join(names)}; got {name!r}{hint}")
     ok, why = availability(name)
     if not ok:
         raise _errors.EntryUnavailableError(f"entry {name!r} is not available on this machine: {why}")
@@ -125,8 +126,8 @@ def check_stack_size(kernel_name: str, value) -> int | None:
         why = ("it has no stack of its own" if kind != "stackful"
                else f"a {system.what}'s stacks are made by its own library, not by labkit")
         if value is not None:
-            raise ValueError(
-                f"stack_size must be left unset (None) for the {kind} entry "
+            raise ParameterError(
+                "stack_size", f"must be left unset (None) for the {kind} entry "
                 f"{kernel_name!r}: {why}; got {value!r}"
             )
         return None
@@ -135,8 +136,8 @@ def check_stack_size(kernel_name: str, value) -> int | None:
     n = _v.integer("stack_size", value)
     lo, hi = min_stack_size(kernel_name), _v.physical_memory()
     if not lo <= n <= hi:
-        raise ValueError(
-            f"stack_size must be between {lo} bytes (one page at least, plus the "
+        raise ParameterError(
+            "stack_size", f"must be between {lo} bytes (one page at least, plus the "
             f"{kernel_name} frame and room for the entry function) and {hi} bytes "
             f"(this machine's memory); got {n}"
         )

@@ -8,7 +8,7 @@ from labkit.core import systems as _systems
 from labkit.core import validate as _v
 from labkit.core import worker as _worker
 from labkit.core.stats import floor_net
-from labkit.errors import SwitchCountError
+from labkit.errors import ParameterError, SwitchCountError
 
 
 def _default_timeout(switches: int, runs: int) -> float:
@@ -49,17 +49,17 @@ def measure(entry: str | None = None, *, source=None, python=None,
     if source is not None or python is not None:
         given, switch = ("source", source) if source is not None else ("python", python)
         if entry is not None:
-            raise ValueError(f"entry must be left unset (None) when {given} is given (the "
-                             f"{given} switch is the entry); got entry={entry!r}, "
-                             f"{given}={switch!r}")
+            raise ParameterError("entry", f"must be left unset (None) when {given} is given "
+                                 f"(the {given} switch is the entry); got entry={entry!r}, "
+                                 f"{given}={switch!r}")
         from labkit.core import user_switch
 
         # add_switch refuses source with python, and keeps_fp_control with python.
         entry = user_switch.add_switch(source, python=python,
                                        keeps_fp_control=keeps_fp_control, timeout=timeout)
     elif keeps_fp_control is not None:
-        raise ValueError("keeps_fp_control must be left unset (None) without source: it "
-                         "declares what a user's switch does with the FP control words")
+        raise ParameterError("keeps_fp_control", "must be left unset (None) without source: it "
+                             "declares what a user's switch does with the FP control words")
     elif entry is None:
         raise TypeError("measure needs an entry (a catalogue name), a source (a user's "
                         "switch: a .c, .cpp or .so file) or python (a user's Python switch: "
@@ -96,8 +96,9 @@ def _stack_in_use(kernel, size, value) -> int | None:
     on the run stack beside the frame and the entry's own headroom."""
     if kernel not in _entries.COPIES_STACK:
         if value is not None:
-            raise ValueError(f"stack_in_use must be left unset (None) for {kernel!r}: only "
-                             f"{', '.join(_entries.COPIES_STACK)} copies its stack; got {value!r}")
+            raise ParameterError("stack_in_use", f"must be left unset (None) for {kernel!r}: "
+                                 f"only {', '.join(_entries.COPIES_STACK)} copies its stack; "
+                                 f"got {value!r}")
         return None
     hi = size - _entries.frame_bytes(kernel) - _v.ENTRY_HEADROOM
     return _v.integer_in("stack_in_use", 0 if value is None else value, 0, hi,
@@ -179,13 +180,13 @@ def measure_ring(kernel: str, *, contexts: int, asymmetric: bool = False, laps: 
     kernel = _entries.check_name(kernel)
     system = _systems.of(kernel)
     if "ring" not in system.applies:
-        raise ValueError(f"kernel must be one of labkit's own kernels or a user switch for a "
-                         f"ring; {kernel!r} is a {system.what}")
+        raise ParameterError("kernel", f"must be one of labkit's own kernels or a user switch "
+                             f"for a ring; {kernel!r} is a {system.what}")
     if _entries.kernel_info(kernel).kind != "stackful":
-        raise ValueError(f"kernel must be stackful for a ring; {kernel!r} is stackless")
+        raise ParameterError("kernel", f"must be stackful for a ring; {kernel!r} is stackless")
     if kernel in _entries.COPIES_STACK:
-        raise ValueError(f"kernel must have a stack of its own per context for a ring; "
-                         f"{kernel!r} contexts share one run stack (use labkit.measure)")
+        raise ParameterError("kernel", f"must have a stack of its own per context for a ring; "
+                             f"{kernel!r} contexts share one run stack (use labkit.measure)")
     n = _v.integer_in("contexts", contexts, 1, MAX_CONTEXTS)
     asymmetric = _v.flag("asymmetric", asymmetric)
     laps = _v.integer_in("laps", laps, 1, _v.MAX_SWITCHES)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import re
 
+from labkit.errors import ParameterError
+
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
 _TIME = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(ns|us|µs|ms|s|cycles?)\s*")
@@ -20,11 +22,11 @@ def _quantity(name: str, value, pattern, example: str, units: str) -> tuple[floa
     if isinstance(value, bool):
         raise TypeError(f"{name} must be {example}, not a bool")
     if value.strip().startswith("-"):
-        raise ValueError(f"{name} must not be negative; got {value!r}")
+        raise ParameterError(name, f"must not be negative; got {value!r}")
     m = pattern.fullmatch(value)
     if not m:
-        raise ValueError(f"{name} must be a number with a unit of {units} (such as "
-                         f"{example}); got {value!r}")
+        raise ParameterError(name, f"must be a number with a unit of {units} (such as "
+                             f"{example}); got {value!r}")
     return float(m.group(1)), m.group(2)
 
 
@@ -42,7 +44,7 @@ def parse_time(name: str, value) -> tuple[float, str]:
         raise TypeError(f"{name} must be a time such as '20us' (str) or ns (a number), "
                         f"not {type(value).__name__}")
     if not math.isfinite(amount) or amount < 0:
-        raise ValueError(f"{name} must be a finite time of at least 0; got {value!r}")
+        raise ParameterError(name, f"must be a finite time of at least 0; got {value!r}")
     return amount, unit
 
 
@@ -57,11 +59,11 @@ def parse_size(name: str, value) -> int:
                                  "bytes, KiB, MiB or GiB")
         n = amount * _SIZE_BYTES[unit]
         if not float(n).is_integer():
-            raise ValueError(f"{name} must be a whole number of bytes; got {value!r}")
+            raise ParameterError(name, f"must be a whole number of bytes; got {value!r}")
         n = int(n)
     else:
         raise TypeError(f"{name} must be a size such as '1KiB' (str) or bytes (int), "
                         f"not {type(value).__name__}")
     if n < 0:
-        raise ValueError(f"{name} must not be negative; got {value!r}")
+        raise ParameterError(name, f"must not be negative; got {value!r}")
     return n

@@ -28,7 +28,7 @@ from labkit.core import pypeers as _pypeers
 from labkit.core import systems as _systems
 from labkit.core import validate as _v
 from labkit.core import worker as _worker
-from labkit.errors import UserSwitchError
+from labkit.errors import ParameterError, ParameterTypeError, UserSwitchError
 
 _IDENT = r"[A-Za-z_]\w*"
 _PATH = re.compile(rf"({_IDENT}(?:\.{_IDENT})*):({_IDENT}(?:\.{_IDENT})*)")
@@ -43,8 +43,8 @@ def import_path(python) -> str:
     __qualname__ name it where a fresh process can import it."""
     if isinstance(python, str):
         if not _PATH.fullmatch(python):
-            raise ValueError(f"python must be an import path 'package.module:factory' "
-                             f"(dotted names, one colon); got {python!r}")
+            raise ParameterError("python", f"must be an import path 'package.module:factory' "
+                                 f"(dotted names, one colon); got {python!r}")
         return python
     if not callable(python):
         raise TypeError(f"python must be an import path 'package.module:factory' (str) or "
@@ -61,9 +61,9 @@ def import_path(python) -> str:
     if here is not python:
         why = ("defined in __main__" if module == "__main__" else
                "not an attribute of its module")
-        raise ValueError(f"python must be importable in a worker process, which imports it "
-                         f"afresh: {python!r} is not reachable as {path!r} ({why}); put the "
-                         f"factory in a module and pass python='module:attr'")
+        raise ParameterError("python", f"must be importable in a worker process, which imports "
+                             f"it afresh: {python!r} is not reachable as {path!r} ({why}); put the "
+                             f"factory in a module and pass python='module:attr'")
     return path
 
 
@@ -83,10 +83,11 @@ def add(python, *, name: str | None = None, timeout: float | None = None) -> str
                        describe=f"the check of the user's Python switch {entry!r} ({path})")
     problem = got.get("problem")
     if problem == "import":
-        raise ValueError(f"python must be importable in a worker process: {path!r} is not "
-                         f"({got['message']}); the worker searched this process's sys.path")
+        raise ParameterError("python", f"must be importable in a worker process: {path!r} is "
+                             f"not ({got['message']}), searching this process's sys.path; put "
+                             "the module's folder on PYTHONPATH")
     if problem == "shape":
-        raise TypeError(f"python {path!r}: {got['message']}; {SHAPE}")
+        raise ParameterTypeError("python", f"{path!r}: {got['message']}; {SHAPE}")
     if problem:
         raise UserSwitchError(f"the user's Python switch {entry!r} ({path}) {got['message']}")
     source = got.get("file") or ""

@@ -1,11 +1,13 @@
-"""Argument checks for the public API: a clear ValueError/TypeError naming the parameter
-and the accepted range, before anything reaches C. Never a silent clamp. Checks that need
-to know the kernels (a name, a stack size) are in labkit.core.entries; this module imports
-nothing of labkit's."""
+"""Argument checks for the public API: a clear ParameterError (a ValueError) or TypeError
+naming the parameter and the accepted range, before anything reaches C. Never a silent
+clamp. Checks that need to know the kernels (a name, a stack size) are in
+labkit.core.entries; this module imports nothing of labkit's but its errors."""
 from __future__ import annotations
 
 import numbers
 import os
+
+from labkit.errors import ParameterError
 
 
 # Headroom above a kernel's saved frame for the context's own entry function.
@@ -39,7 +41,7 @@ def integer_in(name: str, value, lo: int, hi: int, unit: str = "") -> int:
     its unit (" bytes", " tasks per switch")."""
     n = integer(name, value)
     if not lo <= n <= hi:
-        raise ValueError(f"{name} must be an integer from {lo} to {hi}{unit}; got {n}")
+        raise ParameterError(name, f"must be an integer from {lo} to {hi}{unit}; got {n}")
     return n
 
 
@@ -49,7 +51,7 @@ def choice(name: str, value, options) -> str:
         raise TypeError(f"{name} must be a str, one of {', '.join(options)}; not "
                         f"{type(value).__name__} ({value!r})")
     if value not in options:
-        raise ValueError(f"{name} must be one of {', '.join(options)}; got {value!r}")
+        raise ParameterError(name, f"must be one of {', '.join(options)}; got {value!r}")
     return value
 
 
@@ -57,8 +59,8 @@ def switches(value) -> int:
     """An even number of switches: one round trip between two contexts is two."""
     n = integer("switches", value)
     if not 2 <= n <= MAX_SWITCHES or n % 2:
-        raise ValueError(
-            f"switches must be an even integer from 2 to {MAX_SWITCHES} "
+        raise ParameterError(
+            "switches", f"must be an even integer from 2 to {MAX_SWITCHES} "
             f"(one round trip = 2 switches); got {n}"
         )
     return n
@@ -85,9 +87,9 @@ def cpu(value, *, name: str = "cpu", auto=_NO_AUTO) -> int | None:
     n = integer(name, value)
     allowed = sorted(os.sched_getaffinity(0))
     if n not in allowed:
-        raise ValueError(f"{name} must be one of this process's CPUs {allowed}"
-                         f"{', ' + repr('auto') if auto is not _NO_AUTO else ''}, or None; "
-                         f"got {n}")
+        raise ParameterError(name, f"must be one of this process's CPUs {allowed}"
+                             f"{', ' + repr('auto') if auto is not _NO_AUTO else ''}, or None; "
+                             f"got {n}")
     return n
 
 
@@ -96,7 +98,7 @@ def seconds(name: str, value, hi: float) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__} ({value!r})")
     if not 0 < value <= hi:
-        raise ValueError(f"{name} must be > 0 and at most {hi:g} seconds; got {value}")
+        raise ParameterError(name, f"must be > 0 and at most {hi:g} seconds; got {value}")
     return float(value)
 
 
@@ -117,6 +119,6 @@ def timeout(value) -> float | None:
     # A deadline past a week is no deadline (and past time_t's range, not even a number):
     # None is how to say "wait for ever".
     if not 0 < value <= MAX_TIMEOUT:
-        raise ValueError(f"timeout must be > 0 and at most {MAX_TIMEOUT} seconds (a week), "
-                         f"or None to wait without one; got {value}")
+        raise ParameterError("timeout", f"must be > 0 and at most {MAX_TIMEOUT} seconds (a week), "
+                             f"or None to wait without one; got {value}")
     return float(value)

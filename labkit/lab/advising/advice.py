@@ -1,6 +1,8 @@
 """labkit.advise: a workload in, the ranked advice out."""
 from __future__ import annotations
 
+from labkit.errors import ParameterError
+
 
 def advise(work="0ns", suspensions=1, alive=None, stack_in_use=0, fp="none", *,
            stack_size=None, rate=None, connections=None, designs=None, bundle=None,
@@ -22,7 +24,7 @@ def advise(work="0ns", suspensions=1, alive=None, stack_in_use=0, fp="none", *,
             raise TypeError("designs must be a list of design names")
         chosen = [taxonomy.check(d) for d in designs]
         if not chosen:
-            raise ValueError("designs must name at least one design")
+            raise ParameterError("designs", "must name at least one design")
     if not isinstance(quick, bool):
         raise TypeError(f"quick must be True or False, not {type(quick).__name__}")
     ev = evidence.load(bundle, data_dir, quick=quick, status=status)

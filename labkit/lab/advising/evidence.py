@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from labkit.errors import ParameterError
 from labkit.lab.experiment import YOUR_WORKLOAD
 
 # The cold switches among many contexts that notebook 10's grid measured (cold.cold_rows):
@@ -87,8 +88,8 @@ class Evidence:
         ghz = self.machine.get("tsc_ghz")
         if ghz:
             return float(ghz)
-        raise ValueError("work in cycles needs the TSC rate, which neither the data rows nor "
-                         "the machine's metadata give; give work in ns, us or ms")
+        raise ParameterError("work", "in cycles needs the TSC rate, which neither the data rows "
+                             "nor the machine's metadata give; give work in ns, us or ms")
 
 
 def draws(values, rng, processes=None) -> Term:

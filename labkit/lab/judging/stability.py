@@ -18,6 +18,8 @@ import os
 import time
 from pathlib import Path
 
+from labkit.errors import ParameterError
+
 OPPOSITE = {("reproduced", "contradicted"), ("contradicted", "reproduced")}
 
 
@@ -106,21 +108,22 @@ def run(runs: int = 3, *, quick: bool = False, only: list[str] | None = None,
     from labkit.lab.running import notebook_run, notebooks
 
     if not isinstance(runs, int) or isinstance(runs, bool) or not 1 <= runs <= 50:
-        raise ValueError(f"runs must be an int in [1, 50]; got {runs!r}")
+        raise ParameterError("runs", f"must be an int in [1, 50]; got {runs!r}")
     sources = [s for s in notebooks.notebook_sources(only) if s.stem != notebooks.LEDGER]
     if not sources:
-        raise ValueError("only must name at least one experiment notebook (not the ledger)")
+        raise ParameterError("only",
+                             "must name at least one experiment notebook (not the ledger)")
     out = Path(out).resolve() if out is not None else results.home() / "reports" / (
         "stability-quick" if quick else "stability")
     if with_committed and quick:
-        raise ValueError("with_committed compares full runs with the committed full run; "
-                         "it cannot be used with quick")
+        raise ParameterError("with_committed", "compares full runs with the committed full "
+                             "run; it cannot be used with quick")
     tables, seconds = [], []
     if with_committed:
         try:
             committed = results.load_csv(notebooks.LEDGER)
         except FileNotFoundError as exc:
-            raise ValueError(f"with_committed needs a full run's ledger: {exc}") from None
+            raise ParameterError("with_committed", f"needs a full run's ledger: {exc}") from None
         tables.append(committed)
     for k in range(1, runs + 1):
         folder = out / f"run-{k}"

@@ -14,6 +14,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from labkit.errors import BundleError
 from labkit.lab.registry import store as stores
 from labkit.lab.sharing import bundle as bundles
 from labkit.lab.sharing.recompute import AGREES, recompute
@@ -29,12 +30,13 @@ HOST_FIELDS = ("hostname",)
 
 
 class Refused(ValueError):
-    """A bundle the registry will not take; str() is the one line to show."""
+    """A bundle the registry will not take; str() is the one line to show, `duplicate` says
+    whether the registry holds it already."""
 
-    def __init__(self, path, reason: str):
+    def __init__(self, path, reason: str, *, duplicate: bool = False):
         reason = " ".join(str(reason).split())  # one line, whatever the reason quoted
         super().__init__(f"refused {path}: {reason}")
-        self.reason = reason
+        self.reason, self.duplicate = reason, duplicate
 
 
 # Where a labkit commit declares the bundle format it writes (FORMAT = n), newest first.
@@ -123,8 +125,8 @@ def prepare(path, *, include_host: bool = False, store=None) -> tuple[str, dict,
     path = Path(path)
     try:
         b = bundles.read_bundle(path)
-    except ValueError as exc:
-        raise Refused(path, str(exc).removeprefix(f"path {path}: ")) from exc
+    except BundleError as exc:
+        raise Refused(path, exc.reason) from exc
     meta, machine = b["meta"], b["machine"]
     fmt = meta.get("format")
     if fmt not in bundles.READS:
@@ -147,7 +149,7 @@ def prepare(path, *, include_host: bool = False, store=None) -> tuple[str, dict,
              "machine": str(machine["machine_id"]), "bundle": digest[:16]}
     rel = "/".join(f"{k}={v}" for k, v in parts.items())
     if store is not None and store.has(rel):
-        raise Refused(path, _duplicate(rel))
+        raise Refused(path, _duplicate(rel), duplicate=True)
     checks = recompute(b)
     wrong = [(c, why) for c, (why, _) in checks.items() if why.startswith("disagrees")]
     if wrong:
@@ -201,7 +203,7 @@ def publish(path, registry, *, include_host: bool = False) -> dict:
     try:
         store.put(rel, files)
     except stores.DuplicateBundle:  # published by another client meanwhile
-        raise Refused(path, _duplicate(rel)) from None
+        raise Refused(path, _duplicate(rel), duplicate=True) from None
     return summary
 
 

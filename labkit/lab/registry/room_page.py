@@ -18,7 +18,7 @@ def publish_one(folder, registry) -> str:
     try:
         return "stored as " + publish.publish(folder, registry)["stored_as"]
     except publish.Refused as exc:
-        return "already in the registry" if "a duplicate" in exc.reason else str(exc)
+        return "already in the registry" if exc.duplicate else str(exc)
 
 
 def room_rows(registry, machine_ids, *, quick: bool = False):

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from labkit.core import results
+from labkit.errors import ParameterError
 
 NOTEBOOKS = results.notebooks_dir()
 LEDGER = "00_claims_ledger"  # runs last (it reads everyone's verdicts), shown first
@@ -21,8 +22,8 @@ def notebook_sources(only: list[str] | None = None) -> list[Path]:
     if only:
         unknown = set(only) - {p.stem for p in found}
         if unknown:
-            raise ValueError(f"only must name notebooks in {NOTEBOOKS}: unknown {sorted(unknown)}; "
-                             f"known: {[p.stem for p in found]}")
+            raise ParameterError("only", f"must name notebooks in {NOTEBOOKS}: unknown "
+                                 f"{sorted(unknown)}; known: {[p.stem for p in found]}")
         found = [p for p in found if p.stem in only]
     return found
 

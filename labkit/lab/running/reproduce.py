@@ -1,4 +1,4 @@
-"""`labkit reproduce` (its options: labkit/lab/cli.py): execute every notebook (or some),
+"""`labkit reproduce` (its options: labkit/lab/cli/running.py): execute every notebook (or some),
 then build one HTML report.
 
     labkit reproduce [--quick] [--only 01_stack_size ...] [-f params.yaml] [-p NAME VALUE]
@@ -19,7 +19,6 @@ summary as JSON (`summary`) and everything else goes to stderr.
 """
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import logging
@@ -34,6 +33,7 @@ from pathlib import Path
 
 from labkit.core import results
 from labkit.core.results import atomic_path
+from labkit.errors import ParameterError
 from labkit.lab.running import keep, params
 from labkit.lab.running.children import kill_children
 from labkit.lab.running.notebooks import notebook_sources
@@ -71,17 +71,17 @@ def _resume_path() -> Path:
     return results.data_dir() / "checkpoints" / RESUME_FILE
 
 
-def run(args, parser: argparse.ArgumentParser) -> int:
-    """Run the notebooks the parsed arguments ask for; returns the exit status."""
-    try:
-        sources = notebook_sources(args.only)
-    except ValueError as exc:  # a usage error: one line naming --only, and exit status 2
-        bad_parameter(parser, f"--{exc}" if str(exc).startswith("only ") else exc)
+def run(args) -> int:
+    """Run the notebooks `args` asks for (the command's values by its options' names:
+    quick, only, parameter, parameters_file, resume, no_progress, timeout, json); returns
+    the exit status. Every value is checked before anything runs: a bad one is a
+    ValueError (a ParameterError naming it where it is one value's)."""
+    sources = notebook_sources(args.only)
     given = dict(args.parameter)  # -p NAME VALUE as typed: a resumed run reads them again
-    from_file = _read_file(parser, args.parameters_file)
-    parameters = _checked(parser, sources, given, from_file, args.parameters_file)
+    from_file = _read_file(args.parameters_file)
+    parameters = _checked(sources, given, from_file, args.parameters_file)
     if args.timeout <= 0:
-        parser.error(f"--timeout must be a positive number of seconds, got {args.timeout}")
+        raise ParameterError("timeout", f"must be a positive number of seconds, got {args.timeout}")
 
     out = reports_dir(args.quick)
     results_dir = out if args.quick else results.home()
@@ -95,8 +95,8 @@ def run(args, parser: argparse.ArgumentParser) -> int:
     only = args.only
     if args.resume:
         if not resume_path.exists():
-            parser.error(f"--resume: nothing to resume in {results_dir} (no interrupted "
-                         f"{'quick' if args.quick else 'full'} run)")
+            raise ParameterError("resume", f"has nothing to resume in {results_dir} (no "
+                                 f"interrupted {'quick' if args.quick else 'full'} run)")
         state = json.loads(resume_path.read_text())
         finished_before = state.get("finished", [])
         if not only and state.get("only"):  # the interrupted run's own selection
@@ -104,7 +104,7 @@ def run(args, parser: argparse.ArgumentParser) -> int:
             sources = notebook_sources(only)
         given = {**state.get("parameters", {}), **given}
         from_file = {**state.get("file_parameters", {}), **from_file}
-        parameters = _checked(parser, sources, given, from_file,
+        parameters = _checked(sources, given, from_file,
                               args.parameters_file or "(the interrupted run's)")
         sources = [s for s in sources if s.stem not in finished_before]
         os.environ[RESUME_ENV] = "1"
@@ -287,28 +287,19 @@ def summary(outcomes: list[Outcome], table, *, quick: bool, results_dir, report,
     }
 
 
-def _read_file(parser, path: str | None) -> dict:
-    """The parameters file's NAME: VALUE mapping ({} without one); a file that cannot be
-    read is a usage error (status 2)."""
-    if path is None:
-        return {}
-    try:
-        return params.read_file(path)
-    except ValueError as exc:
-        bad_parameter(parser, exc)
+def _read_file(path: str | None) -> dict:
+    """The parameters file's NAME: VALUE mapping ({} without one); ValueError for a file
+    that cannot be read."""
+    return {} if path is None else params.read_file(path)
 
 
-def _checked(parser, sources: list[Path], given: dict[str, str], from_file: dict,
+def _checked(sources: list[Path], given: dict[str, str], from_file: dict,
              file: str | None) -> dict:
     """The parameters file's values and the -p values (which beat them), each checked
-    against every notebook of this run that has it; a bad one is a usage error (status 2)
-    before anything runs."""
+    against every notebook of this run that has it; ValueError for a bad one."""
     others = {s.stem: notebook_parameters(s) for s in sources if s.stem not in params.tables()}
-    try:
-        return params.parse([s.stem for s in sources], list(given.items()), others,
-                            file_values=from_file, file=file)
-    except ValueError as exc:
-        bad_parameter(parser, exc)
+    return params.parse([s.stem for s in sources], list(given.items()), others,
+                        file_values=from_file, file=file)
 
 
 def _interrupt(signum, frame):
@@ -341,12 +332,6 @@ def _put_back(notebook: str) -> str:
 
 def _files(n: int) -> str:
     return f"{n} file{'' if n == 1 else 's'}"
-
-
-def bad_parameter(parser, exc) -> None:
-    """A bad parameter or parameters file: one line naming it, and exit status 2 (the
-    usage block would only bury it)."""
-    parser.exit(2, f"{parser.prog}: error: {exc}\n")
 
 
 def _save_resume(path: Path, finished: list[str], given: dict[str, str], from_file: dict,

@@ -32,6 +32,7 @@ import shutil
 from pathlib import Path
 
 from labkit.core import envcheck, results
+from labkit.errors import BundleError
 from labkit.lab import experiment
 from labkit.lab.judging import ledger
 from labkit.lab.running import notebooks
@@ -364,15 +365,15 @@ def read_bundle(path: str | Path) -> dict:
     missing = [n for n in ("machine.json", "measurements.parquet", "verdicts.parquet")
                if not (path / n).exists()]
     if missing:
-        raise ValueError(f"path {path} is not a labkit bundle: missing {', '.join(missing)} "
-                         "(make one with `labkit bundle -o NAME`)")
+        raise BundleError(path, f"not a labkit bundle: missing {', '.join(missing)} (make one "
+                          "with `labkit bundle -o NAME`)")
     meta = _parse(path, "machine.json", lambda f: json.loads(f.read_text()))
     machine = meta.get("machine") if isinstance(meta, dict) else None
     lacking = [k for k in ("machine_id", "cpu_model", "arch")
                if not isinstance(machine, dict) or k not in machine]
     if lacking:
-        raise ValueError(f"path {path}: the bundle's machine.json has no machine."
-                         f"{', machine.'.join(lacking)}; {REMAKE}")
+        raise BundleError(path, f"the bundle's machine.json has no machine."
+                          f"{', machine.'.join(lacking)}; {REMAKE}")
     fmt = meta.get("format")
     runs = _since(path, fmt, RECOMPUTABLE_FROM, "verdict_runs.parquet")
     parts = _since(path, fmt, PARTS_FROM, "parts.parquet")
@@ -391,14 +392,14 @@ def _since(path: Path, fmt, first: int, name: str):
     if not isinstance(fmt, int) or fmt < first:
         return None
     if not (path / name).exists():
-        raise ValueError(f"path {path}: a bundle of format {fmt} must hold {name}; {REMAKE}")
+        raise BundleError(path, f"a bundle of format {fmt} must hold {name}; {REMAKE}")
     return results.current_columns(_parse(path, name, pd.read_parquet))
 
 
 def _parse(path: Path, name: str, read):
-    """read(path / name), or a ValueError naming the bundle and the file that is damaged."""
+    """read(path / name), or a BundleError naming the bundle and the file that is damaged."""
     try:
         return read(path / name)
     except Exception as exc:  # the JSON, Arrow, Thrift and snappy readers each raise their own
-        raise ValueError(f"path {path}: the bundle's {name} is damaged ({type(exc).__name__}: "
-                         f"{exc}); {REMAKE}") from exc
+        raise BundleError(path, f"the bundle's {name} is damaged ({type(exc).__name__}: "
+                          f"{exc}); {REMAKE}") from exc

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 
+from labkit.errors import ParameterError
 from labkit.lab.sharing import recompute
 from labkit.lab.sharing.bundle import READS, read_bundle
 
@@ -46,34 +47,38 @@ def merge(paths, *, same_commit: bool = True) -> dict:
     paths = list(paths)
     bundles = [read_bundle(p) for p in paths]
     if len(bundles) < 2:
-        raise ValueError(f"paths: give at least two bundles to compare; got {len(bundles)}")
+        raise ParameterError("paths", f"must name at least two bundles to compare; got "
+                             f"{len(bundles)}")
     for p, b in zip(paths, bundles):
         if b["meta"].get("format") not in READS:
-            raise ValueError(f"paths: {p} is a bundle of format {b['meta'].get('format')}, "
-                             f"this labkit reads formats {', '.join(map(str, READS))}: remake "
-                             "it with `labkit bundle` from this labkit")
+            raise ParameterError("paths", f"hold {p}, a bundle of format "
+                                 f"{b['meta'].get('format')}, this labkit reads formats "
+                                 f"{', '.join(map(str, READS))}: remake it with "
+                                 "`labkit bundle` from this labkit")
     modes = {("quick" if b["meta"].get("quick") else "full") for b in bundles}
     if len(modes) > 1:
-        raise ValueError("paths mix quick and full runs: " + ", ".join(
+        raise ParameterError("paths", "mix quick and full runs: " + ", ".join(
             f"{p} ({'quick' if b['meta'].get('quick') else 'full'})"
             for p, b in zip(paths, bundles)) + "; compare runs of the same mode")
     commits = {_commit(b["machine"]) for b in bundles}
     if same_commit and len(commits) > 1:
-        raise ValueError("paths come from different labkit commits (" + ", ".join(
+        raise ParameterError("paths", "come from different labkit commits (" + ", ".join(
             f"{p}: {_commit(b['machine'])}" for p, b in zip(paths, bundles)) + "): the "
-            "experiments may differ; remake the bundles from one commit, or pass "
-            "same_commit=False (--allow-other-commits) to compare anyway")
+            "experiments may differ; remake the bundles from one commit",
+            other=("same_commit", False))
     labels = [label(b["machine"]) for b in bundles]
     if len(set(labels)) != len(labels):
-        raise ValueError("two bundles come from the same machine: " + ", ".join(labels))
+        raise ParameterError("paths", "hold two bundles of the same machine: "
+                             + ", ".join(labels))
     checks = {}
     for p, lab, b in zip(paths, labels, bundles):
         checks[lab] = {c: why for c, (why, _) in recompute.checks(p, b).items()}
         wrong = [(c, why) for c, why in checks[lab].items() if why.startswith("disagrees")]
         if wrong:
-            raise ValueError(f"paths: {p}: forged or stale verdicts, not shown beside others: "
-                             f"{wrong[0][0]} {wrong[0][1]}"
-                             + (f" (and {len(wrong) - 1} more claims)" if len(wrong) > 1 else ""))
+            raise ParameterError("paths", f"hold {p}, with forged or stale verdicts, not "
+                                 f"shown beside others: {wrong[0][0]} {wrong[0][1]}"
+                                 + (f" (and {len(wrong) - 1} more claims)"
+                                    if len(wrong) > 1 else ""))
     v = None
     for lab, b in zip(labels, bundles):
         part = b["verdicts"].set_index("claim_id")[["verdict", "measured_value"]]

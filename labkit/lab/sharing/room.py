@@ -1,5 +1,5 @@
 """The room: one comparison across many machines, on Dask distributed with mutual TLS.
-Its command line (`labkit room serve|join|run`) is built in labkit/lab/cli.py.
+Its command line (`labkit room serve|join|run`) is built in labkit/lab/cli/room.py.
 
 The teacher (or a fleet's owner) serves a room: a Dask scheduler that accepts only peers
 with a certificate of the room's own CA. Each participant joins with one Dask worker

@@ -4,7 +4,7 @@ worker's thread does not use, with its results in a private folder, ending with 
     python -m labkit room suite --into DIR --bundle OUT [--cpus 0,2] [--quick]
         [--only NAME ...] [-p NAME VALUE ...] [--name NAME] [--machine-id ID]
 
-(the options are built in labkit/lab/cli.py; `run_suite` is what they call).
+(the options are built in labkit/lab/cli/room.py; `run_suite` is what they call).
 
 It runs the notebooks with labkit.lab.running.notebook_run, as reproduce does, but never touches the
 participant's data/, figures/ or reports/ (every result goes under --into), and takes

@@ -1,0 +1,29 @@
+"""Options several commands share: on/off flags, --json/--csv, sizes with units."""
+from __future__ import annotations
+
+import argparse
+
+
+def flag(p, option: str, help: str) -> None:
+    """An on/off option: off unless given."""
+    p.add_argument(option, action="store_true", help=help)
+
+
+def add_format(p: argparse.ArgumentParser, what: str) -> None:
+    """--json or --csv (not both): how to print `what`."""
+    fmt = p.add_mutually_exclusive_group()
+    flag(fmt, "--json", f"print {what} as JSON records")
+    flag(fmt, "--csv", f"print {what} as CSV")
+
+
+def size(option: str):
+    """An argparse type: bytes of a size with or without a unit, as `labkit advise` reads."""
+    def parse(text: str) -> int:
+        from labkit.core import units
+        from labkit.errors import ParameterError
+
+        try:
+            return units.parse_size(option, text)
+        except ParameterError as exc:  # argparse names the option itself
+            raise argparse.ArgumentTypeError(exc.message) from exc
+    return parse
