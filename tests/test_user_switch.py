@@ -4,12 +4,15 @@ the alignment, stack and FP-control checks can fail too; a crash or a hang ends 
 only; a source that does not compile is answered with the compiler's file:line; bad
 arguments name the parameter."""
 import platform
+import re
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 import labkit
+from labkit.core import native_build
 from labkit.experiments import callgrind
 
 from conftest import EXAMPLES
@@ -187,3 +190,39 @@ def test_callgrind_counts_a_user_switch():
     # Both push and pop the same six registers; mine ends in ret, asm in pop + jmp.
     assert mine["net"] > 0 and mine["loop"] > mine["base"]
     assert mine["net"] == pytest.approx(asm["net"], abs=2)
+
+
+def asm_fpu_as_a_user_switch(tmp_path) -> Path:
+    """A user's source whose lk_user_swap is asm_fpu's switch, its instructions read from the
+    lab's switch file, and whose lk_user_make lays out asm_fpu's first frame."""
+    csrc = native_build.PACKAGE / "csrc"
+    header = (csrc / "switch_x86_64_sysv.h").read_text()
+    body = re.search(r'LK_FUNCTION\("lk_swap_asm_fpu"\)\n(.*?)LK_END\("lk_swap_asm_fpu"\)',
+                     header, re.S).group(1)
+    path = tmp_path / "fpu_twin.c"
+    path.write_text(f"""#include "{csrc / 'labkit_core.h'}"
+#include "{csrc / 'switch_x86_64_sysv.h'}"
+
+__asm__(".text\\n" LK_FUNCTION("lk_user_swap")
+{body}    LK_END("lk_user_swap"));
+
+void *lk_user_make(void *stack_base, size_t stack_size, void (*fn)(void *), void *arg) {{
+    return lk_arch_make(LK_ASM_FPU, (char *)stack_base + stack_size, fn, arg);
+}}
+""")
+    return path
+
+
+def test_a_user_switch_is_timed_by_the_loop_the_kernels_are(tmp_path):
+    # asm_fpu's instructions brought from outside: the same count, to the instruction, in
+    # the switch loop and in the empty loop (pingpong_loops.h serves both libraries).
+    if shutil.which("valgrind") is None:
+        pytest.skip("valgrind is not installed: apt-get install valgrind")
+    entry = labkit.add_switch(asm_fpu_as_a_user_switch(tmp_path), keeps_fp_control=True)
+    mine = callgrind.instructions_per_switch(entry)
+    fpu = callgrind.instructions_per_switch("asm_fpu")
+    assert mine["net"] > 0
+    assert {k: mine[k] for k in ("loop", "base", "net")} == \
+        {k: fpu[k] for k in ("loop", "base", "net")}
+    df = labkit.measure(entry, switches=2_000, repeats=1)
+    assert (df.counted_switches == 2_000).all()

@@ -39,9 +39,9 @@ KERNEL_SOURCES = [*STACK_SOURCES, "csrc/copy_stack.c", "csrc/kernels.c"]
 CORE_SOURCES = [*KERNEL_SOURCES, "csrc/harness.c", "csrc/ring.c", "csrc/xstate.c"]
 # The correctness checks (registers, FP control state, the stack guard) the tests run.
 CHECK_SOURCES = ["csrc/checks.c"]
-CORE_HEADERS = ["csrc/labkit_core.h", "csrc/lk_layout.h", "csrc/lk_timer.h", "csrc/ring_loops.h",
-                "csrc/switch_platform.h", "csrc/switch_x86_64_sysv.h", "csrc/switch_aarch64_aapcs.h",
-                "csrc/xstate.h"]
+CORE_HEADERS = ["csrc/labkit_core.h", "csrc/lk_layout.h", "csrc/lk_timer.h",
+                "csrc/pingpong_loops.h", "csrc/ring_loops.h", "csrc/switch_platform.h",
+                "csrc/switch_x86_64_sysv.h", "csrc/switch_aarch64_aapcs.h", "csrc/xstate.h"]
 # The Cython extension labkit.core._core wraps the core, its checks, the kernel-switch
 # probes and perf_event_open (labkit.core.counters); it reads the C++ peers' table from
 # cxx/peers.h (a header alone: no C++ is compiled into it).

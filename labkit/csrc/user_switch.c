@@ -10,10 +10,10 @@
  * resumed, calls fn(arg), which never returns; lk_user_swap saves the running context into
  * *save and resumes `to` (libco's coctx_swap and libaco's acosw have this shape).
  *
- * Here: the ping-pong (harness.c's loops over lk_user_swap, with the same counters and the
- * same empty loop), the ring (ring.c's), and the checks checks.c does not already make for
- * any switch: the stack pointer's alignment when fn starts, and the stacks a switch must
- * leave alone. The register and FP-control checks are checks.c's own (lk_regtest_ext,
+ * Here: the ping-pong (pingpong_loops.h's, harness.c's) and the ring (ring_loops.h's,
+ * ring.c's), both over lk_user_swap, and the checks checks.c does not already make for any
+ * switch: the stack pointer's alignment when fn starts, and the stacks a switch must leave
+ * alone. The register and FP-control checks are checks.c's own (lk_regtest_ext,
  * lk_fptest_ext). It answers the C core's entry points lk_pingpong_fp, lk_ring, lk_set_only
  * and lk_cflags, so the callgrind driver (cxx/count_main.c) and labkit.core.native treat it
  * as they treat a build of the core. */
@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "lk_timer.h"
+#include "pingpong_loops.h"
 #include "ring_loops.h"
 #include "switch_platform.h"
 
@@ -84,46 +85,12 @@ static void *make_on(lk_stack *s, void (*fn)(void *), void *arg) {
 
 /* ---------------------------------------------------------------- the ping-pong */
 
-/* harness.c's ping-pong over lk_user_swap: each side bumps its own counter once a switch. */
-typedef struct {
-    void *main_ctx, *co_ctx;
-    volatile uint64_t main_count, co_count;
-} pingpong;
+/* pingpong_loops.h's ping-pong (harness.c's) over lk_user_swap. */
+LK_PINGPONG(user, lk_user_swap, 0)
 
-static void co_user(void *arg) {
-    pingpong *p = arg;
-    for (;;) {
-        p->co_count++;
-        lk_user_swap(&p->co_ctx, p->main_ctx);
-    }
-}
-LK_TIMED_LOOP static void loop_user(pingpong *p, uint64_t rounds) {
-    for (uint64_t i = 0; i < rounds; i++) {
-        lk_user_swap(&p->main_ctx, p->co_ctx);
-        p->main_count++;
-    }
-}
-/* The loop without the switch: the same counters, the same loop control. */
-LK_TIMED_LOOP static void loop_base(pingpong *p, uint64_t rounds) {
-    for (uint64_t i = 0; i < rounds; i++) {
-        p->co_count++;
-        p->main_count++;
-    }
-}
-
-static int only_loops = 0;  /* 1: the switch loops alone; 2: the empty loops alone (callgrind) */
-void lk_set_only(int which) { only_loops = which; }
-
-#define PINGPONG_COUNT(p) ((p)->main_count + (p)->co_count)
-LK_TIMED_FN(timed_pp, pingpong, PINGPONG_COUNT)
-
-static void timed(void (*f)(pingpong *, uint64_t), pingpong *p, uint64_t rounds, uint64_t *ns,
-                  uint64_t *ticks, uint64_t *faults, uint64_t *counted) {
-    if ((only_loops == 1 && f == loop_base) || (only_loops == 2 && f != loop_base)) {
-        *ns = *ticks = *faults = *counted = 0;
-        return;
-    }
-    timed_pp(f, p, rounds, ns, ticks, faults, counted);
+static void *make_pingpong(int kernel, pingpong *p, lk_stack *s, void (*co)(void *)) {
+    (void)kernel;
+    return make_on(s, co, p);
 }
 
 int lk_pingpong_fp(int kernel, size_t stack_size, int prefault, uint64_t rounds, int warmup,
@@ -132,43 +99,9 @@ int lk_pingpong_fp(int kernel, size_t stack_size, int prefault, uint64_t rounds,
         snprintf(err, errlen, "a user's library holds one switch, number 0; got %d", kernel);
         return -1;
     }
-    static pingpong p;  /* static: its address is stable and off the stacks being measured */
-    memset(&p, 0, sizeof p);
-    uint32_t fp_saved[2];
-    lk_fpctl_read(fp_saved);
-    if (fpctl_mode) lk_fpctl_reset();  /* the other context starts from these, if it keeps them */
-    lk_stack s;
-    int rc = lk_stack_alloc(&s, stack_size, 0, prefault);
-    if (rc != 0) {
-        snprintf(err, errlen, "mmap of a %zu-byte stack failed: %s", stack_size, strerror(-rc));
-        lk_fpctl_write(fp_saved);
-        return -1;
-    }
-    p.co_ctx = make_on(&s, co_user, &p);
-    if (!p.co_ctx) {
-        snprintf(err, errlen, "lk_user_make returned NULL for a %zu-byte stack", s.usable);
-        lk_stack_free(&s);
-        lk_fpctl_write(fp_saved);
-        return -1;
-    }
-    if (fpctl_mode == 2) lk_fpctl_divide();
-    uint64_t ns, ticks, faults, counted;
-    for (int w = 0; w < warmup; w++) {
-        timed(loop_base, &p, rounds, &ns, &ticks, &faults, &counted);
-        timed(loop_user, &p, rounds, &ns, &ticks, &faults, &counted);
-    }
-    for (int r = 0; r < repeats; r++) {
-        lk_sample *o = &out[r];
-        memset(o, 0, sizeof *o);
-        timed(loop_base, &p, rounds, &o->base_ns, &o->base_ticks, &faults, &counted);
-        timed(loop_user, &p, rounds, &o->loop_ns, &o->loop_ticks, &o->minor_faults, &o->counted);
-        o->switches = 2 * rounds;
-        o->xinuse = lk_xinuse();
-    }
-    /* The other context stays suspended for good; its stack simply goes away. */
-    lk_stack_free(&s);
-    lk_fpctl_write(fp_saved);
-    return 0;
+    const pingpong_code code = {loop_user, co_user, make_pingpong, 0, "lk_user_make"};
+    return pingpong_run(&code, kernel, stack_size, prefault, rounds, warmup, repeats,
+                        fpctl_mode, out, err, errlen);
 }
 
 /* ---------------------------------------------------------------- the ring */
