@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from labkit.core import validate
 from labkit.core.units import parse_size, parse_time
+from labkit.errors import ParameterError
 
 FP_MODES = ("none", "control", "vector")
 
@@ -51,12 +52,13 @@ def workload(work="0ns", suspensions=1, alive=None, stack_in_use=0, fp="none",
     if isinstance(suspensions, bool) or not isinstance(suspensions, (int, float)):
         raise TypeError(f"suspensions must be a number, not {type(suspensions).__name__}")
     if not math.isfinite(suspensions) or suspensions <= 0:
-        raise ValueError(f"suspensions must be more than 0 per request; got {suspensions:g}")
+        raise ParameterError("suspensions",
+                             f"must be more than 0 per request; got {suspensions:g}")
     if connections is not None:
         if isinstance(connections, bool) or not isinstance(connections, int):
             raise TypeError(f"connections must be an int, not {type(connections).__name__}")
         if connections < 1:
-            raise ValueError(f"connections must be at least 1; got {connections}")
+            raise ParameterError("connections", f"must be at least 1; got {connections}")
         if alive is None:
             alive = connections
     if alive is None:
@@ -64,24 +66,24 @@ def workload(work="0ns", suspensions=1, alive=None, stack_in_use=0, fp="none",
     if isinstance(alive, bool) or not isinstance(alive, int):
         raise TypeError(f"alive must be an int (coroutines alive), not {type(alive).__name__}")
     if alive < 1:
-        raise ValueError(f"alive must be at least 1 coroutine; got {alive}")
+        raise ParameterError("alive", f"must be at least 1 coroutine; got {alive}")
     u = parse_size("stack_in_use", stack_in_use)
     if fp not in FP_MODES:
-        raise ValueError(f"fp must be one of {', '.join(FP_MODES)}; got {fp!r}")
+        raise ParameterError("fp", f"must be one of {', '.join(FP_MODES)}; got {fp!r}")
     size = None
     if stack_size is not None:
         size = parse_size("stack_size", stack_size)
         if size < validate.page_size():
-            raise ValueError(f"stack_size must be at least one page ({validate.page_size()} bytes); "
-                             f"got {size}")
+            raise ParameterError("stack_size", f"must be at least one page "
+                                 f"({validate.page_size()} bytes); got {size}")
         if u > size:
-            raise ValueError(f"stack_in_use ({u} bytes) is larger than stack_size "
-                             f"({size} bytes)")
+            raise ParameterError("stack_in_use", f"({u} bytes) is larger than stack_size "
+                                 f"({size} bytes)")
     if rate is not None:
         if isinstance(rate, bool) or not isinstance(rate, (int, float)):
             raise TypeError(f"rate must be requests per second (a number), not "
                             f"{type(rate).__name__}")
         if not math.isfinite(rate) or rate <= 0:
-            raise ValueError(f"rate must be more than 0 requests per second; got {rate!r}")
+            raise ParameterError("rate", f"must be more than 0 requests per second; got {rate!r}")
     return Workload(amount, unit, float(suspensions), alive, u, fp, size,
                     None if rate is None else float(rate))

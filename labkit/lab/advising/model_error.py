@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from labkit.errors import ParameterError
+
 ERROR_NEIGHBOURS = 20  # calibration points whose errors a prediction carries
 CALIBRATION = "advisor_calibration"  # evidence's name for the calibration grid's rows
 
@@ -48,9 +50,9 @@ def request_residuals(grid, share: float, spread: float | None = None, leave_out
     import numpy as np
 
     if rule not in ERROR_RULES:
-        raise ValueError(f"rule must be one of {', '.join(ERROR_RULES)}; got {rule!r}")
+        raise ParameterError("rule", f"must be one of {', '.join(ERROR_RULES)}; got {rule!r}")
     if of not in MODEL_COLUMNS:
-        raise ValueError(f"of must be one of {', '.join(MODEL_COLUMNS)}; got {of!r}")
+        raise ParameterError("of", f"must be one of {', '.join(MODEL_COLUMNS)}; got {of!r}")
     ns, sh, low, high = MODEL_COLUMNS[of]
     if grid is None or len(grid) == 0 or not {ns, sh, "measured_ns"} <= set(grid.columns):
         return np.array([])

@@ -8,6 +8,8 @@ import functools
 import os
 from dataclasses import dataclass
 
+from labkit.errors import ParameterError
+
 THREAD_PREFIX = "thread_"
 # The switch a user's C switch is laid out as: it runs on the stacks labkit makes, as
 # labkit's kernels do.
@@ -92,7 +94,7 @@ def check(design) -> str:
         raise TypeError(f"design must be a str, not {type(design).__name__}")
     known = names()
     if design not in known:
-        raise ValueError(f"design must be one of {', '.join(known)}; got {design!r}")
+        raise ParameterError("design", f"must be one of {', '.join(known)}; got {design!r}")
     return design
 
 

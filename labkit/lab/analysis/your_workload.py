@@ -55,12 +55,16 @@ def calibration_figure(g, info=None, on: str = "advice", name: str = "calibratio
     for i, (d, x) in enumerate(g.groupby("design", sort=False)):
         colour = f"C{i}"
         for wk, y in x.groupby("work", sort=False):
-            ax.errorbar(y.measured_ns, y[ns],
-                        xerr=[y.measured_ns - y.measured_low, y.measured_high - y.measured_ns],
+            y = {c: y[c].to_numpy(float) for c in ("measured_ns", "measured_low",
+                                                   "measured_high", ns, low, high, own_low,
+                                                   own_high)}  # arrays: a group may be one row
+            ax.errorbar(y["measured_ns"], y[ns],
+                        xerr=[y["measured_ns"] - y["measured_low"],
+                              y["measured_high"] - y["measured_ns"]],
                         yerr=[y[ns] - y[low], y[high] - y[ns]],
                         fmt=_marker(wk), color=colour, ms=4, elinewidth=0.6, capsize=0,
                         alpha=0.8, label=d if wk == x.work.iloc[0] else None)
-            ax.vlines(y.measured_ns, y[own_low], y[own_high], color=colour, lw=2.5)
+            ax.vlines(y["measured_ns"], y[own_low], y[own_high], color=colour, lw=2.5)
     lo = min(g.measured_low.min(), g[low].min()) / 1.5
     hi = max(g.measured_high.max(), g[high].max()) * 1.5
     xs = np.array([lo, hi])
