@@ -235,6 +235,7 @@ def run_grid(*, quick: bool = False, designs=None, work=None, alive=None, in_use
     import pandas as pd
 
     from labkit.experiments import workload as wl
+
     if not isinstance(quick, bool):
         raise TypeError(f"quick must be True or False, not {type(quick).__name__}")
     pick = QUICK if quick else {"designs": DESIGNS, "work": WORK, "alive": ALIVE,
@@ -347,18 +348,19 @@ def interval_score(low, high, measured, coverage: float = COVERAGE):
     return (hi - lo) + 2 / a * np.maximum(lo - y, 0) + 2 / a * np.maximum(y - hi, 0)
 
 
-def scores(grid, on: str = "advice"):
+def scores(grid, on: str = "advice", targets: dict = TARGETS):
     """Per design and overall: points, coverage, median |error| of time and memory, median
     half-width (a fraction of the prediction), the model's own coverage and error, and
-    whether each target of docs/advisor_calibration.md is met. `on`: "advice", what
-    labkit.advise answers (the headline), or "predicted", the step-fed diagnosis."""
+    whether each of `targets` (the grid's, docs/advisor_calibration.md) is met. `on`:
+    "advice", what labkit.advise answers (the headline), or "predicted", the step-fed
+    diagnosis."""
     import numpy as np
     import pandas as pd
 
     if on not in SCORED:
         raise ValueError(f"on must be one of {', '.join(SCORED)}; got {on!r}")
     if on == "advice":
-        return _scores_of_advice(grid)
+        return _scores_of_advice(grid, targets)
     need = {"design", "predicted_ns", "predicted_low", "predicted_high", "measured_ns",
             "predicted_bytes", "measured_bytes"}
     if missing := need - set(grid.columns):
@@ -395,14 +397,14 @@ def scores(grid, on: str = "advice"):
     rows = [{"design": d, **one(x)} for d, x in g.groupby("design", sort=False)]
     rows.append({"design": "all", **one(g)})
     t = pd.DataFrame(rows)
-    t["targets_met"] = ((t.coverage >= TARGETS["coverage"])
-                        & (t.median_time_error <= TARGETS["time_error"])
-                        & (t.median_memory_error <= TARGETS["memory_error"])
-                        & (t.median_half_width <= TARGETS["half_width"]))
+    t["targets_met"] = ((t.coverage >= targets["coverage"])
+                        & (t.median_time_error <= targets["time_error"])
+                        & (t.median_memory_error <= targets["memory_error"])
+                        & (t.median_half_width <= targets["half_width"]))
     return t
 
 
-def _scores_of_advice(grid):
+def _scores_of_advice(grid, targets):
     """scores() of the advice's columns, read as the step-fed ones are."""
     need = {"design", "advice_ns", "advice_low", "advice_high", "advice_model_ns",
             "advice_model_low", "advice_model_high", "advice_bytes", "measured_ns",
@@ -413,4 +415,4 @@ def _scores_of_advice(grid):
                "advice_high": "predicted_high", "advice_model_ns": "model_ns",
                "advice_model_low": "model_low", "advice_model_high": "model_high",
                "advice_bytes": "predicted_bytes"}
-    return scores(grid[list(need)].rename(columns=as_step), on="predicted")
+    return scores(grid[list(need)].rename(columns=as_step), on="predicted", targets=targets)
