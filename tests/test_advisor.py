@@ -782,3 +782,12 @@ def test_a_recommended_stack_holds_the_bytes_in_use_and_the_switchs_calls(u):
         assert bool(df.guard_pages.iloc[0]) and (df.stack_size == size).all(), design
         ran.append(design)
     assert "asm_fpu" in ran and "ucontext" in ran
+
+
+def test_percent_label_gives_plain_numbers_never_powers_of_ten():
+    from labkit.core.plots import percent_label
+
+    assert [percent_label(x) for x in (0.9996, 0.123, 0.0123, 0.00012, 0.0)] == \
+        ["100", "12", "1.2", "0.012", "0"]
+    assert percent_label(float("nan")) == "n/a"
+    assert "e+" not in percent_label(9.99) and "e-" not in percent_label(1e-7)

@@ -59,6 +59,17 @@ def ns_label(v) -> str:
     return f"{v:.3g} ns"
 
 
+def percent_label(fraction) -> str:
+    """0.9996 -> '100', 0.123 -> '12', 0.0123 -> '1.2', 0.00012 -> '0.012' (the percent,
+    two figures but never in powers of ten, without the sign), NaN -> 'n/a'."""
+    if fraction is None or not math.isfinite(fraction):
+        return "n/a"
+    v = 100 * fraction
+    if v == 0 or abs(v) >= 10:
+        return f"{v:.0f}"
+    return f"{v:.{1 - math.floor(math.log10(abs(v)))}f}".rstrip("0").rstrip(".")
+
+
 def bytes_label(n) -> str:
     """4096 -> '4 KiB', 8388608 -> '8 MiB', 1088 -> '1.06 KiB' (three figures where the
     unit does not divide), None or NaN -> 'n/a'."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import math
 
-from labkit.core.plots import bytes_label, ns_label as _ns
+from labkit.core.plots import bytes_label, ns_label as _ns, percent_label as _pc
 from labkit.lab.advising import evidence
 
 # What the work a user states means, said by the advice and by `labkit advise --help`.
@@ -49,21 +49,21 @@ def _reason(p, best, untimed: int = 0) -> str:
         among = (f", of the designs with a time ({untimed} "
                  f"{'has' if untimed == 1 else 'have'} none)" if untimed else "")
         return (f"Fastest without a blocking hazard{among}: {_ns(t['value'])} per request, "
-                f"{100 * share['value']:.2g}% of it switching.")
+                f"{_pc(share['value'])}% of it switching.")
     b = best["ns_per_request"]
     more = t["value"] / b["value"] - 1
     if more < SAME_TIME:
         return (f"As fast as {best['design']} to within {100 * SAME_TIME:g}% per request "
-                f"({100 * share['value']:.2g}% switching): choose by memory and hazards.")
+                f"({_pc(share['value'])}% switching): choose by memory and hazards.")
     apart = t["low"] > b["high"]
     one = [x["design"] for x in (best, p) if evidence.ONE_PROCESS in x.get("basis", "")]
-    return (f"{100 * more:.2g}% slower than {best['design']} per request "
+    return (f"{_pc(more)}% slower than {best['design']} per request "
             + ("(the intervals are apart" + (f", though {' and '.join(one)} "
                                              f"{'stand' if len(one) > 1 else 'stands'} on "
                                              "repeats of one process, not fresh processes)"
                                              if one else ")")
                if apart else "(the intervals overlap: as good a choice by time)")
-            + f", {100 * share['value']:.2g}% switching.")
+            + f", {_pc(share['value'])}% switching.")
 
 
 class Advice:
@@ -160,7 +160,7 @@ class Advice:
                 str(p["rank"]), p["design"],
                 f"{_ns(t['value'])} [{_ns(t['low'])}, {_ns(t['high'])}]",
                 "n/a" if not math.isfinite(s["value"]) else
-                f"{100 * s['value']:.2g}% [{100 * s['low']:.2g}, {100 * s['high']:.2g}]",
+                f"{_pc(s['value'])}% [{_pc(s['low'])}, {_pc(s['high'])}]",
                 bytes_label(m["per_coroutine"]), bytes_label(m["total"]), str(m["mappings_total"]),
                 bytes_label(m["stack_size"]) if m["stack_size"] else "-", p["basis"]])
         widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
@@ -185,8 +185,8 @@ class Advice:
             hz = "".join(f"<li{red if h.blocking else ''}>{e(h.sentence)}</li>"
                          for h in p["hazards"])
             share = ("n/a" if not math.isfinite(s["value"]) else
-                     f"{100 * s['value']:.2g}% <small>[{100 * s['low']:.2g}, "
-                     f"{100 * s['high']:.2g}]</small>")
+                     f"{_pc(s['value'])}% <small>[{_pc(s['low'])}, "
+                     f"{_pc(s['high'])}]</small>")
             body.append(
                 f"<tr><td>{p['rank']}</td><td><b>{e(p['design'])}</b></td>"
                 f"<td>{_ns(t['value'])} <small>[{_ns(t['low'])}, {_ns(t['high'])}]</small></td>"
