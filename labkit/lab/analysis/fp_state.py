@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import labkit
 from labkit.core import plots
+from labkit.core.systems import colour
 
 # What a switch saves, least first, and Boost's jump_fcontext beside them.
 LADDER = ["asm", "asm_ret", "asm_fpu", "asm_fxsave", "asm_xsave", "boost_fcontext"]
@@ -57,18 +58,19 @@ def ladder_figure(same, summary, ladder):
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
     order = same.loc[ladder].sort_values("median")
-    axes[0].barh(order.index, order["median"],
-                 xerr=[order["median"] - order["q1"], order["q3"] - order["median"]], capsize=3)
+    for i, (entry, r) in enumerate(order.iterrows()):
+        plots.dots(axes[0], [i], [r["median"]], [r["q1"]], [r["q3"]], horizontal=True,
+                   color=colour(entry))
+    axes[0].set_yticks(range(len(order)), order.index)
     plots.log_axis(axes[0], "x")
     axes[0].set_xlabel("ns per switch (median, IQR bars)")
     axes[0].set_title("what saving more costs (same control words)")
     fpu_like = [k for k in FPU_LIKE if k in ladder]
     width = 0.4
-    for i, mode in enumerate(["same", "differ"]):
+    for i, (mode, marker) in enumerate([("same", "o"), ("differ", "s")]):
         g = summary[summary.fp_control == mode].set_index("entry").loc[fpu_like]
-        axes[1].bar([j + i * width for j in range(len(fpu_like))], g["median"], width,
-                    yerr=[g["median"] - g["q1"], g["q3"] - g["median"]], capsize=3,
-                    label=f"control words {mode}")
+        plots.dots(axes[1], [j + i * width for j in range(len(fpu_like))], g["median"],
+                   g["q1"], g["q3"], color="k", marker=marker, label=f"control words {mode}")
     axes[1].set_xticks([j + width / 2 for j in range(len(fpu_like))], fpu_like)
     plots.log_axis(axes[1], "y")
     axes[1].set_ylabel("ns per switch (median, IQR bars)")

@@ -6,6 +6,7 @@ import math
 
 import labkit
 from labkit.core import plots
+from labkit.core.systems import colour
 
 # Boost's fiber and raw fcontext, labkit's kernel that saves what jump_fcontext saves, and
 # a C++20 generator: the switch alone, and the switch under an abstraction.
@@ -86,7 +87,8 @@ def figure(ts, counts, builds, kernels):
     shown = _builds_in(counts, builds)
     for i, k in enumerate(kernels):
         c = counts[counts.entry == k].set_index("build").loc[shown]
-        axes[1].bar([j + i * width for j in range(len(shown))], c.net, width, label=k)
+        plots.dots(axes[1], [j + i * width for j in range(len(shown))], c.net,
+                   color=colour(k), label=k)
     axes[1].set_xticks([j + 0.4 - width / 2 for j in range(len(shown))],
                        [f"-{b}" for b in shown], rotation=30)
     plots.log_axis(axes[1], "y")

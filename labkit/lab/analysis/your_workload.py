@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from labkit.core import plots
+from labkit.core.systems import colour as design_colour
 from labkit.lab.advising import cold, evidence, grid as _grid, inputs, memory, model
 from labkit.lab.experiment import YOUR_WORKLOAD
 
@@ -53,7 +54,7 @@ def calibration_figure(g, info=None, on: str = "advice", name: str = "calibratio
     ns, low, high, own_low, own_high = PREDICTIONS[on]
     fig, ax = plt.subplots(figsize=(7.5, 6))
     for i, (d, x) in enumerate(g.groupby("design", sort=False)):
-        colour = f"C{i}"
+        colour = design_colour(d)
         for wk, y in x.groupby("work", sort=False):
             y = {c: y[c].to_numpy(float) for c in ("measured_ns", "measured_low",
                                                    "measured_high", ns, low, high, own_low,
@@ -189,8 +190,8 @@ def share_figure(c, g=None, info=None, save: bool = True):
     s = c[c.kind == "share"]
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for i, (d, x) in enumerate(s.groupby("design", sort=False)):
-        ax.plot(x.x, 100 * x.value, color=f"C{i}", label=d)
-        ax.fill_between(x.x, 100 * x.low, 100 * x.high, color=f"C{i}", alpha=0.25)
+        ax.plot(x.x, 100 * x.value, color=design_colour(d), label=d)
+        ax.fill_between(x.x, 100 * x.low, 100 * x.high, color=design_colour(d), alpha=0.25)
         if g is not None and len(g):
             n = min(g.alive.unique(), key=lambda a: abs(math.log(a / c.alive.iloc[0])))
             u = min(g.stack_in_use.unique(), key=lambda b: abs(b - c.stack_in_use.iloc[0]))
@@ -202,7 +203,7 @@ def share_figure(c, g=None, info=None, save: bool = True):
                 at = m.warm_step_ns if "warm_step_ns" in m else m.step_ns
                 ax.errorbar(at, 100 * sh, yerr=[100 * (sh - lo).clip(lower=0),
                                                        100 * (hi - sh).clip(lower=0)],
-                            fmt="o", color=f"C{i}", mfc="none", capsize=2)
+                            fmt="o", color=design_colour(d), mfc="none", capsize=2)
     chosen = s[s.chosen].x
     if len(chosen):
         ax.axvline(chosen.iloc[0], color="k", ls=":", lw=0.8)
@@ -228,13 +229,13 @@ def memory_figure(c, g=None, info=None, save: bool = True):
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for i, (d, x) in enumerate(m.groupby("design", sort=False)):
         ok = x[~x.past_limit.astype(bool)]
-        ax.plot(ok.x, ok.value, color=f"C{i}", label=d)
+        ax.plot(ok.x, ok.value, color=design_colour(d), label=d)
         if len(ok) < len(x):
-            ax.plot(ok.x.iloc[-1:], ok.value.iloc[-1:], "x", color=f"C{i}", ms=9)
+            ax.plot(ok.x.iloc[-1:], ok.value.iloc[-1:], "x", color=design_colour(d), ms=9)
         if g is not None and len(g):
             u = min(g.stack_in_use.unique(), key=lambda b: abs(b - c.stack_in_use.iloc[0]))
             gm = g[(g.design == d) & (g.stack_in_use == u)].groupby("alive").measured_bytes.median()
-            ax.plot(gm.index, gm.values, "o", color=f"C{i}", mfc="none")
+            ax.plot(gm.index, gm.values, "o", color=design_colour(d), mfc="none")
     chosen = m[m.chosen].x
     if len(chosen):
         ax.axvline(chosen.iloc[0], color="k", ls=":", lw=0.8)

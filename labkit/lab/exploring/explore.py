@@ -610,15 +610,20 @@ def render_history(summary, last: int = 12) -> bytes:
     """The last points measured, median ns per switch with quartile bars; newest in orange."""
     from matplotlib.figure import Figure
 
-    from labkit.core.plots import log_axis
+    from labkit.core.plots import dots, log_axis
 
     fig = Figure(figsize=(6.4, 0.5 + 0.32 * min(last, len(summary))))
     ax = fig.add_subplot()
     s = summary.tail(last).reset_index(drop=True)
     y = range(len(s))
     colours = ["#1f77b4"] * (len(s) - 1) + ["#ff7f0e"]
-    ax.barh(list(y), s["median"].to_numpy(float), color=colours, xerr=_quartile_err(s),
-            capsize=3)
+    if _spans_decades(s):
+        for i, c in zip(y, colours):
+            dots(ax, [i], s["median"].iloc[i:i + 1], s["q1"].iloc[i:i + 1],
+                       s["q3"].iloc[i:i + 1], horizontal=True, color=c)
+    else:
+        ax.barh(list(y), s["median"].to_numpy(float), color=colours,
+                xerr=_quartile_err(s), capsize=3)
     ax.set_yticks(list(y), s["point"], fontsize=8)
     ax.invert_yaxis()
     if _spans_decades(s):
@@ -633,7 +638,7 @@ def render_sweep(summary, axis: str) -> bytes:
     """A sweep: median ns per switch with quartile bars against the swept value."""
     from matplotlib.figure import Figure
 
-    from labkit.core.plots import log_axis
+    from labkit.core.plots import dots, log_axis
 
     fig = Figure(figsize=(6.4, 3.6))
     ax = fig.add_subplot()
@@ -648,7 +653,10 @@ def render_sweep(summary, axis: str) -> bytes:
                               for v in ticks], rotation=45)
     else:
         labels = [str(v) for v in s[axis]]
-        ax.bar(range(len(s)), s["median"].to_numpy(float), yerr=err, capsize=3)
+        if _spans_decades(s):
+            dots(ax, range(len(s)), s["median"], s["q1"], s["q3"])
+        else:
+            ax.bar(range(len(s)), s["median"].to_numpy(float), yerr=err, capsize=3)
         ax.set_xticks(range(len(s)), labels, rotation=45, ha="right", fontsize=8)
     if _spans_decades(s):
         log_axis(ax, "y")
