@@ -75,7 +75,8 @@ pingpong = analysis.label_stacks(sweep(
 
 # %%
 pp = analysis.pingpong_summary(pingpong)
-plots.finish(analysis.pingpong_figure(pp, sizes), "01_stack_size-pingpong")
+plots.finish(analysis.pingpong_figure(pp, sizes, analysis.pingpong_finding(pingpong, kernels)),
+             "01_stack_size-pingpong")
 pp
 
 # %% [markdown]
@@ -102,7 +103,8 @@ ring = sweep(
     desc="ring", checkpoint=exp.part("ring"),
 )
 rs = analysis.ring_summary(ring)
-plots.finish(analysis.ring_figure(rs), "01_stack_size-ring")
+plots.finish(analysis.ring_figure(rs, analysis.ring_finding(ring, ring_counts)),
+             "01_stack_size-ring")
 rs
 
 # %% [markdown]

@@ -107,7 +107,8 @@ checks.pivot(index="work_cycles", columns="setup",
 checks.pivot(index="work_cycles", columns="setup", values=["preempted_runs", "page_faults"])
 
 # %%
-sf.share_figure(share, judge_work=judge_work, coroutines=coroutines);
+sf.share_figure(share, judge_work=judge_work, coroutines=coroutines,
+               independent=sf.summaries(indep)[0]);
 
 # %% [markdown]
 # How to read it. The stack size should not matter here: a switch touches only the top

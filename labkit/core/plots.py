@@ -33,9 +33,11 @@ def errorbars(ax, summary, *, x: str, hue: str | None = None, y: str = "median",
     groups = summary.groupby(hue, sort=False) if hue else [(None, summary)]
     for key, g in groups:
         g = g.sort_values(x)
-        ax.errorbar(g[x], g[y], yerr=bars(g, y, lo, hi), marker="o", capsize=3,
-                    label=label_fmt.format(key) if hue else None,
-                    **({"color": colour(key)} if hue and "color" not in kw else {}), **kw)
+        opts = {"marker": "o", "capsize": 3, **kw}
+        if hue and "color" not in kw:
+            opts["color"] = colour(key)
+        ax.errorbar(g[x], g[y], yerr=bars(g, y, lo, hi),
+                    label=label_fmt.format(key) if hue else None, **opts)
     if hue:
         ax.legend(fontsize="small")
     ax.grid(True, which="both", alpha=0.3)
@@ -118,7 +120,8 @@ def look_faults(fig) -> list[str]:
                 if scale == "log"]
         if logs and any(isinstance(c, BarContainer) for c in ax.containers):
             faults.append(f"{where}: bars on a log {' and '.join(logs)} axis")
-        for line in ax.get_lines():
+        # axhline and axvline are drawn partly in the axes' own 0-1 coordinates
+        for line in (ln for ln in ax.get_lines() if ln.get_transform() == ax.transData):
             for a in logs:
                 v = np.asarray(line.get_xdata() if a == "x" else line.get_ydata(), float)
                 if np.any(np.isfinite(v) & (v <= 0)):

@@ -491,7 +491,7 @@ def worker_py_pingpong(peer: str, stack_size: int, rounds: int, warmup: int,
 ENTRY_COLOURS = {
     "asm": "#d62728", "asm_ret": "#ff9896", "asm_fpu": "#ff7f0e", "asm_fxsave": "#ffbb78",
     "asm_xsave": "#8c564b", "ucontext": "#e377c2", "stackless": "#bcbd22",
-    "libco_design": "#c49c94", "copy_stack": "#f7b6d2",
+    "libco_design": "#c49c94", "copy_stack": "#637939",
     "direct_call": "#7f7f7f", "indirect_call": "#c7c7c7", "virtual_call": "#525252",
     "syscall_getppid": "#000000", "cxx20_generator": "#2ca02c", "cxx20_symmetric": "#98df8a",
     "boost_fcontext": "#1f77b4", "boost_fiber": "#aec7e8", "boost_fibers_yield": "#17becf",
@@ -500,7 +500,7 @@ ENTRY_COLOURS = {
 }
 # Colours for anything else a figure groups by (a user's switch, a stack size, an OS
 # hand-off), none of them an entry's, picked by the name's hash so a name keeps its colour.
-OTHER_COLOURS = ("#637939", "#8c6d31", "#843c39", "#5254a3", "#6b6ecf", "#b5cf6b",
+OTHER_COLOURS = ("#f7b6d2", "#8c6d31", "#843c39", "#5254a3", "#6b6ecf", "#b5cf6b",
                  "#e7ba52", "#d6616b", "#ce6dbd", "#9c9ede", "#3182bd", "#31a354")
 
 

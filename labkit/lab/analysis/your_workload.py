@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import copy
 import math
+import re
+import textwrap
 
 import numpy as np
 import pandas as pd
@@ -43,8 +45,25 @@ WHOSE = {"advice": "the advice (given the work in one warm context)",
          "predicted": "the step-fed model (a diagnosis: given the step among the N)"}
 
 
+def _work_words(work: str) -> str:
+    spaced = re.sub(r"(\d)([a-zµ])", r"\1 \2", work)
+    return "no work between switches" if work == _grid.WORK[0] else f"{spaced} of work"
+
+
+def calibration_finding(g, on: str = "advice", targets=None) -> str:
+    """What the calibration figure shows, from its rows: the share of measurements inside
+    the 95% interval and the median half-width, each against its target."""
+    t = targets or _grid.TARGETS
+    a = _grid.scores(g, on=on, targets=t).set_index("design").loc["all"]
+    return (f"The 95% interval held {plots.percent_label(a.coverage)}% of "
+            f"{int(a.points)} measurements (target {plots.percent_label(t['coverage'])}%), "
+            f"median half-width {plots.percent_label(a.median_half_width)}% (target "
+            f"{plots.percent_label(t['half_width'])}%), median error "
+            f"{plots.percent_label(a.median_time_error)}%.")
+
+
 def calibration_figure(g, info=None, on: str = "advice", name: str = "calibration",
-                       title: str | None = None):
+                       title: str | None = None, targets=None):
     """Predicted against measured ns per request, log axes: the measurement's 95%
     interval over fresh processes (horizontal), the prediction interval (thin, vertical:
     with the model's cross-validated error) and the model's own interval (thick: its terms'
@@ -80,10 +99,13 @@ def calibration_figure(g, info=None, on: str = "advice", name: str = "calibratio
     ax.set_xlabel("measured ns per request (95% interval over fresh processes)")
     ax.set_ylabel("predicted ns per request (thin: prediction interval; thick: the "
                   "model's terms alone)")
-    marks = ", ".join(f"{m} W={w}" for w, m in MARKERS.items())
-    ax.set_title(title or f"{WHOSE[on]} against the workload experiment:\nmarkers {marks}; "
-                 f"dotted ±{band:.0%}", fontsize=9)
-    ax.legend(fontsize="small", loc="upper left")
+    ax.set_title((title or f"{WHOSE[on]} against the workload experiment") + "\n"
+                 + textwrap.fill(calibration_finding(g, on, targets), 90)
+                 + f" Dotted: ±{band:.0%}.", fontsize=9)
+    handles, _ = ax.get_legend_handles_labels()
+    handles += [plt.Line2D([], [], color="k", marker=m, ls="", mfc="none",
+                           label=_work_words(w)) for w, m in MARKERS.items() if w in set(g.work)]
+    ax.legend(handles=handles, fontsize="small", loc="upper left")
     ax.grid(True, which="both", alpha=0.3)
     return plots.finish(fig, f"{NOTEBOOK}-{name}", caption=plots.machine_caption(info))
 
