@@ -108,7 +108,7 @@ checks.pivot(index="work_cycles", columns="setup", values=["preempted_runs", "pa
 
 # %%
 sf.share_figure(share, judge_work=judge_work, coroutines=coroutines,
-               independent=sf.summaries(indep)[0]);
+               independent=sf.share_of(indep));
 
 # %% [markdown]
 # How to read it. The stack size should not matter here: a switch touches only the top

@@ -82,10 +82,15 @@ def tasks(work_cycles, *, seconds: float, coroutines: int, tsc_ghz: float) -> di
                                    tsc_ghz=tsc_ghz) for w in work_cycles}
 
 
+def share_of(runs):
+    """The share of time switching per set-up and W, median and quartiles."""
+    return stats.summarize(runs, by=BY, value="share_switching")
+
+
 def summaries(runs):
     """(share of time switching, throughput) per set-up and W, median and quartiles, and
     pyperf's noise warnings on ns per task per point."""
-    share = stats.summarize(runs, by=BY, value="share_switching")
+    share = share_of(runs)
     speed = stats.summarize(runs, by=BY, value="throughput_mtasks_s")
     warnings = stats.noise_warnings(stats.summarize(runs, by=["point"], value="ns_per_task"))
     return share, speed, warnings
@@ -157,7 +162,7 @@ def share_finding(share, independent, *, judge_work: int) -> str:
 def share_figure(share, *, judge_work: int, coroutines: int, independent=None):
     """The share of time switching against W (W = 0 kept), the author's two shares marked,
     and the author's starting set-up with independent work (`independent`: its share
-    summary, summaries(indep)[0]) beside it; this run's finding as the title
+    summary, share_of(indep)) beside it; this run's finding as the title
     (figures/08_switch_frequency-share)."""
     import matplotlib.pyplot as plt
 
