@@ -136,3 +136,11 @@ def test_latency_ladder_finding_names_its_ends_and_landmarks():
     assert said == ("On this machine one switch costs from 0.5 ns (direct_call) to 1.5 us "
                     "(asyncio_task); asm_fpu 4 ns, syscall_getppid 120 ns.")
     assert latency_ladder.ladder_finding(ns.iloc[:0]) == "No rung was measured here."
+
+
+def test_symmetric_finding_reads_the_largest_ring():
+    pt = pd.DataFrame({"entry": ["asm_fpu"] * 4, "pattern": ["ring", "scheduler"] * 2,
+                       "contexts": [2, 2, 64, 64], "median": [4.0, 8.0, 5.0, 2.5]})
+    assert symmetric.finding(pt) == ("With 64 contexts, a transfer through a scheduler "
+                                     "costs what a direct ring transfer costs times 0.50x "
+                                     "for asm_fpu.")
