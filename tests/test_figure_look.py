@@ -78,3 +78,9 @@ def test_lines_across_the_axes_are_not_data_a_log_axis_drops():
     ax.set_yscale("log")
     assert plots.look_faults(fig) == []
     plt.close(fig)
+
+
+def test_fold_prints_its_lines_outside_a_kernel_and_nothing_when_empty(capsys):
+    plots.fold(["first warning", "second warning"], plots.NOISY)
+    plots.fold([], plots.NOISY)
+    assert capsys.readouterr().out == "first warning\nsecond warning\n"

@@ -158,16 +158,41 @@ def finish(fig, name: str, caption: str | None = None):
 _SHOWN_DPI = 100   # the inline backend's resolution, kept for the figure's shown size
 
 
-def show_saved(fig, png) -> bool:
-    """In a Jupyter kernel, show the PNG already saved for `fig` and close the figure, so
-    that the inline backend does not draw it once more (a second full render of every
-    figure on each run). Outside a kernel, do nothing. True when shown."""
+def _in_kernel() -> bool:
     try:
         from IPython import get_ipython
     except ImportError:
         return False
     shell = get_ipython()
-    if shell is None or not hasattr(shell, "kernel"):
+    return shell is not None and hasattr(shell, "kernel")
+
+
+# What labkit.noise_warnings' lines are, as fold() names them.
+NOISY = "noise warnings (a point whose standard deviation is 10% of its mean or more)"
+
+
+def fold(lines, what: str) -> None:
+    """Show `lines` out of the reader's way: in a Jupyter kernel folded under one line
+    naming how many there are and `what` they are (HTML <details>), elsewhere printed."""
+    lines = list(lines)
+    if not lines:
+        return
+    if not _in_kernel():
+        print("\n".join(lines))
+        return
+    import html
+
+    from IPython.display import HTML, display
+
+    display(HTML(f"<details><summary>{len(lines)} {html.escape(what)} (click to read)"
+                 f"</summary><pre>{html.escape(chr(10).join(lines))}</pre></details>"))
+
+
+def show_saved(fig, png) -> bool:
+    """In a Jupyter kernel, show the PNG already saved for `fig` and close the figure, so
+    that the inline backend does not draw it once more (a second full render of every
+    figure on each run). Outside a kernel, do nothing. True when shown."""
+    if not _in_kernel():
         return False
     import matplotlib.pyplot as plt
     from IPython.display import Image, display

@@ -27,8 +27,7 @@ def label_fp_control(runs):
 def summary(runs):
     """Median and quartiles per kernel and fp_control (noise warnings printed)."""
     s = labkit.summarize(runs, by=["entry", "fp_control"])
-    for w in labkit.noise_warnings(s):
-        print(w)
+    plots.fold(labkit.noise_warnings(s), plots.NOISY)
     return s
 
 

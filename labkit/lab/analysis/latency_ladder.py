@@ -44,8 +44,7 @@ def summaries(runs, catalogue):
     """(ns, ticks): per kernel, cheapest first, with its system; noise warnings printed."""
     ns = labkit.summarize(runs, by="entry").sort_values("median", ignore_index=True)
     ns["system"] = ns.entry.map(dict(zip(catalogue.entry, catalogue.system)))
-    for w in labkit.noise_warnings(ns):
-        print(w)
+    plots.fold(labkit.noise_warnings(ns), plots.NOISY)
     ticks = labkit.summarize(runs, by="entry", value="ticks_per_switch").set_index("entry")
     return ns, ticks.loc[ns.entry].reset_index().assign(system=ns.system)
 

@@ -23,8 +23,7 @@ def kernels_here():
 def summary(timed, builds):
     """Median and quartiles per kernel and build (noise warnings printed), in build order."""
     ts = labkit.summarize(timed, by=["entry", "build"])
-    for w in labkit.noise_warnings(ts):
-        print(w)
+    plots.fold(labkit.noise_warnings(ts), plots.NOISY)
     return ts.assign(x=ts.build.map({b: i for i, b in enumerate(builds)}))
 
 

@@ -36,8 +36,7 @@ def pingpong_points(kernels, sizes):
 
 
 def _warned(summary):
-    for w in labkit.noise_warnings(summary):
-        print(w)
+    plots.fold(labkit.noise_warnings(summary), plots.NOISY)
     return summary
 
 

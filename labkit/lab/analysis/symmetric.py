@@ -18,8 +18,7 @@ def summaries(shapes):
     ring size; the noise warnings of the first are printed."""
     by = ["entry", "pattern", "contexts"]
     per_transfer = labkit.summarize(shapes, by=by)
-    for w in labkit.noise_warnings(per_transfer):
-        print(w)
+    plots.fold(labkit.noise_warnings(per_transfer), plots.NOISY)
     return per_transfer, labkit.summarize(shapes, by=by, value="ns_per_resumption")
 
 
