@@ -337,7 +337,7 @@ def test_jupyterlab_settings_open_on_the_start_page_with_the_lab_kernel():
 
 
 def test_every_exercise_has_a_solution_and_states_its_tolerance_before_measuring():
-    assert len(EXERCISES) >= 5
+    assert len(EXERCISES) >= 7
     assert {p.name for p in SOLUTIONS} == {p.name for p in EXERCISES} - {"00_ready.ipynb"}
     for ex in EXERCISES:
         cells = _cells(ex)
@@ -349,7 +349,7 @@ def test_every_exercise_has_a_solution_and_states_its_tolerance_before_measuring
         checks = [i for i, s in enumerate(sources) if "workshop.check_" in s]
         measures = [i for i, s in enumerate(sources)
                     if cells[i]["cell_type"] == "code" and re.search(
-                        r"workshop\.(ratio|stack_ring|thread_vs_coroutine)\(", s)]
+                        r"workshop\.(ratio|stack_ring|thread_vs_coroutine|work_for_share|advisor_first)\(", s)]
         tolerance = [i for i, s in enumerate(sources) if "Tolerance, fixed before measuring" in s]
         assert tolerance and measures and checks, ex.name
         # Predict, then measure, then check; the tolerance is stated before the measuring.

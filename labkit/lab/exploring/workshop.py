@@ -219,6 +219,75 @@ def supported_explanation(m: Measured) -> tuple[str, bool]:
     return "C", straddles(ring) or straddles(pingpong) or straddles(coloured)
 
 
+# The share of the time below which switching stops mattering, in exercise 6.
+SHARE = 0.05
+
+
+def work_for_share(*, quick: bool = False, share: float = SHARE, probe_cycles: int = 100,
+                   stack_size: int = 64 << 10) -> Measured:
+    """The work per task, in cycle-counter ticks, at which switching is `share` of the
+    time: notebook 08's scheduler (asm_fpu, 64 coroutines, one task per resumption,
+    independent work, so no switch hides behind it) measured at `probe_cycles`; its
+    switching time per task s gives W = s (1 - share) / share. The notes give the share
+    measured again at that W."""
+    import pandas as pd
+
+    from labkit.core import stats
+    from labkit.core.machine import machine_info
+    from labkit.experiments import frequency
+
+    if not 0 < share < 1:
+        raise ValueError(f"share must be between 0 and 1; got {share!r}")
+    repeats = 5 if quick else 15
+    ghz = machine_info()["tsc_ghz"]
+    probe = frequency.measure(probe_cycles, stack_size=stack_size, repeats=repeats,
+                              work="independent")
+    s = stats.net(probe.total_ns, probe.work_only_ns, per=float(probe.tasks.iloc[0]))
+    scale = (1 - share) / share * ghz  # ns of switching per task -> ticks of work
+    value, low, high = (s[k] * scale for k in ("median", "low", "high"))
+    m = Measured(f"ticks of work per task for {share:.0%} switching", value, low, high)
+    m.frame = probe
+    m.ratios = {"switching ns per task": (s["median"], s["low"], s["high"])}
+    if value >= 1:
+        at = frequency.measure(round(value), stack_size=stack_size, repeats=repeats,
+                               work="independent")
+        got = stats.share(at.total_ns, at.work_only_ns)
+        m.notes.append(f"measured again at {round(value)} ticks: switching takes "
+                       f"{stats.net_text(got, '%', scale=100)} of the time")
+        m.frame = pd.concat([probe, at], ignore_index=True)
+    m.notes.append(f"switching per task at {probe_cycles} ticks: "
+                   f"{stats.net_text(s)}; the cycle counter runs at {ghz:.2f} GHz")
+    return m
+
+
+# The designs exercise 7 chooses among: one of each kind the advisor knows.
+ADVISOR_DESIGNS = ("asm_fpu", "ucontext", "copy_stack", "thread_futex")
+
+
+def advisor_first(work="20us", suspensions=2, connections=10_000, *, stack_in_use="1KiB",
+                  fp="none", designs=ADVISOR_DESIGNS, quick: bool = False):
+    """The advisor's first design for a workload, among `designs`, and whether the data
+    cannot decide it (the second design's interval reaches the first's). Returns
+    (design, uncertain, advice)."""
+    import io
+    import math
+
+    import labkit
+
+    # The advisor's progress lines go to a buffer: the exercise shows its table instead.
+    advice = labkit.advise(work, suspensions, stack_in_use=stack_in_use, fp=fp,
+                           connections=connections, designs=list(designs), quick=quick,
+                           status=io.StringIO())
+    ranked = sorted(advice.predictions, key=lambda p: p["rank"])
+    first = ranked[0]
+    uncertain = False
+    if len(ranked) > 1 and not any(h.blocking for h in ranked[1]["hazards"]):
+        a, b = first["ns_per_request"], ranked[1]["ns_per_request"]
+        if math.isfinite(a["high"]) and math.isfinite(b["low"]):
+            uncertain = b["low"] <= a["high"]
+    return first["design"], uncertain, advice
+
+
 # ---- checking ----
 
 def _as_number(prediction):
@@ -262,20 +331,22 @@ def check_ratio(prediction, measured: Measured, *, factor: float) -> Check:
 
 
 def check_choice(choice, supported: str, *, uncertain: bool = False,
-                 options: dict | None = None) -> Check:
-    """Does the learner's choice (a letter) match the one the measurement supports?"""
+                 options: dict | None = None, undecided: str | None = None) -> Check:
+    """Does the learner's choice (a letter, or a name of `options`) match the one the
+    measurement supports? `undecided` says why the data cannot decide, when uncertain."""
     options = EXPLANATIONS if options is None else options
+    undecided = undecided or f"a spread straddles the bound {BOUND}"
     if choice is None:
         return Check(None, f"No choice yet: set it to one of {', '.join(options)} and run "
                            "the cell, then this one.")
-    c = str(choice).strip().upper()
+    c = str(choice).strip()
+    c = c.upper() if c.upper() in options else c
     if c not in options:
         return Check(None, f"The choice must be one of {', '.join(options)}; got {choice!r}")
     why = f"the measurements here support {supported}: {options[supported]}"
     if uncertain:
-        return Check(None, f"You chose {c}; {why}, but a spread straddles the bound "
-                           f"{BOUND}: run the measurement again (more repeats, a quieter "
-                           "machine) before deciding.")
+        return Check(None, f"You chose {c}; {why}, but {undecided}: run the measurement "
+                           "again (more repeats, a quieter machine) before deciding.")
     if c == supported:
         return Check(True, f"You chose {c}, and {why}.")
     return Check(False, f"You chose {c}, but {why}. Which number in the table rules out "
