@@ -37,6 +37,8 @@ _API = {
     "remove_switch": "labkit.core.user_switch",
     # which design for a workload (the lab layer: it reads data/ and the claims' intervals)
     "advise": "labkit.lab.advising.advice",
+    # this machine's reference card (caches, TLB, page size, latencies measured now)
+    "card": "labkit.lab.exploring.card",
     # errors
     "KernelCrashError": "labkit.errors", "EntryUnavailableError": "labkit.errors",
     "MeasurementTimeout": "labkit.errors", "SwitchCountError": "labkit.errors",

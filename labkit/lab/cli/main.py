@@ -9,6 +9,7 @@ import signal
 import sys
 
 from labkit.lab.cli.advising import ADVISE, HOLDOUT
+from labkit.lab.cli.card import CARD
 from labkit.lab.cli.command import Command
 from labkit.lab.cli.jupyter import LAB
 from labkit.lab.cli.measuring import CATALOGUE, CHECK, MEASURE
@@ -20,7 +21,8 @@ from labkit.lab.cli.sharing import BUNDLE, MERGE
 
 # The commands, in the order `labkit --help` lists them.
 COMMANDS: tuple[Command, ...] = (REPRODUCE, MEASURE, CATALOGUE, CHECK, STABILITY, BUNDLE,
-                                 MERGE, PUBLISH, REGISTRY, REPORT, LAB, ADVISE, HOLDOUT, ROOM)
+                                 MERGE, PUBLISH, REGISTRY, REPORT, LAB, ADVISE, HOLDOUT, ROOM,
+                                 CARD)
 USAGE_ERRORS = (ValueError, TypeError, FileNotFoundError, FileExistsError, NotADirectoryError)
 
 
