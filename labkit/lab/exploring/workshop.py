@@ -245,6 +245,9 @@ def work_for_share(*, quick: bool = False, share: float = SHARE, probe_cycles: i
     s = stats.net(probe.total_ns, probe.work_only_ns, per=float(probe.tasks.iloc[0]))
     scale = (1 - share) / share * ghz  # ns of switching per task -> ticks of work
     value, low, high = (s[k] * scale for k in ("median", "low", "high"))
+    rows = [{"work per task (ticks)": probe_cycles, "switching per task (ns)":
+             stats.net_text(s), "share switching": stats.net_text(
+                 stats.share(probe.total_ns, probe.work_only_ns), "%", scale=100)}]
     m = Measured(f"ticks of work per task for {share:.0%} switching", value, low, high)
     m.frame = probe
     m.ratios = {"switching ns per task": (s["median"], s["low"], s["high"])}
@@ -252,16 +255,25 @@ def work_for_share(*, quick: bool = False, share: float = SHARE, probe_cycles: i
         at = frequency.measure(round(value), stack_size=stack_size, repeats=repeats,
                                work="independent")
         got = stats.share(at.total_ns, at.work_only_ns)
-        m.notes.append(f"measured again at {round(value)} ticks: switching takes "
-                       f"{stats.net_text(got, '%', scale=100)} of the time")
+        rows.append({"work per task (ticks)": round(value), "switching per task (ns)":
+                     stats.net_text(stats.net(at.total_ns, at.work_only_ns,
+                                              per=float(at.tasks.iloc[0]))),
+                     "share switching": stats.net_text(got, "%", scale=100)})
         m.frame = pd.concat([probe, at], ignore_index=True)
-    m.notes.append(f"switching per task at {probe_cycles} ticks: "
-                   f"{stats.net_text(s)}; the cycle counter runs at {ghz:.2f} GHz")
+    m.details = pd.DataFrame(rows)
+    m.notes.append(f"W = {(1 - share) / share:.3g} x the switching per task at {probe_cycles} "
+                   f"ticks, in ticks of the cycle counter ({ghz:.2f} GHz)"
+                   + ("; the second row measures the share at that W" if len(rows) > 1 else ""))
     return m
 
 
 # The designs exercise 7 chooses among: one of each kind the advisor knows.
-ADVISOR_DESIGNS = ("asm_fpu", "ucontext", "copy_stack", "thread_futex")
+ADVISOR_DESIGNS = {
+    "asm_fpu": "labkit's switch, one stack per coroutine",
+    "ucontext": "glibc's swapcontext, a system call on every switch",
+    "copy_stack": "one shared run stack, the used part copied out and back",
+    "thread_futex": "one OS thread per connection, a futex hand-off",
+}
 
 
 def advisor_first(work="20us", suspensions=2, connections=10_000, *, stack_in_use="1KiB",
@@ -284,7 +296,7 @@ def advisor_first(work="20us", suspensions=2, connections=10_000, *, stack_in_us
     if len(ranked) > 1 and not any(h.blocking for h in ranked[1]["hazards"]):
         a, b = first["ns_per_request"], ranked[1]["ns_per_request"]
         if math.isfinite(a["high"]) and math.isfinite(b["low"]):
-            uncertain = b["low"] <= a["high"]
+            uncertain = bool(b["low"] <= a["high"])
     return first["design"], uncertain, advice
 
 
@@ -345,8 +357,9 @@ def check_choice(choice, supported: str, *, uncertain: bool = False,
         return Check(None, f"The choice must be one of {', '.join(options)}; got {choice!r}")
     why = f"the measurements here support {supported}: {options[supported]}"
     if uncertain:
-        return Check(None, f"You chose {c}; {why}, but {undecided}: run the measurement "
-                           "again (more repeats, a quieter machine) before deciding.")
+        return Check(None, f"You chose {c}; {why}, but the data cannot decide: {undecided}. "
+                           "Run the measurement again (more repeats, a quieter machine) "
+                           "before deciding.")
     if c == supported:
         return Check(True, f"You chose {c}, and {why}.")
     return Check(False, f"You chose {c}, but {why}. Which number in the table rules out "
