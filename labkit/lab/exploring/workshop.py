@@ -366,6 +366,20 @@ def check_choice(choice, supported: str, *, uncertain: bool = False,
                         f"{c}?")
 
 
+# ---- the room ----
+
+def to_room(room_file, name, exercise: str, prediction, measured, check=None) -> str:
+    """Send a prediction with its measurement and check to the teacher's room
+    (labkit.lab.exploring.room_predictions); without a room file, say how to."""
+    from labkit.lab.exploring import room_predictions
+
+    if room_file is None:
+        return ("Not sent to a room: set room_file (the file the teacher handed out) and "
+                "my_name in the parameters cell to share your prediction.")
+    rec = room_predictions.send(room_file, exercise, name, prediction, measured, check)
+    return f"Sent to the room as {rec['name']}: exercise {rec['exercise']}."
+
+
 # ---- is this laptop ready? ----
 
 def ready():

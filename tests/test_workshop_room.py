@@ -1,0 +1,55 @@
+"""The workshop's predictions through a room served on loopback: two learners send an
+exercise's prediction with its measurement, the teacher collects them as one table."""
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("distributed")
+pytest.importorskip("cryptography")
+
+from labkit.errors import ParameterError  # noqa: E402
+from labkit.experiments.room_noise import wait_for_text  # noqa: E402
+from labkit.lab.exploring import room_predictions, workshop  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def room_file(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("room")
+    path = tmp / "room.json"
+    with open(tmp / "serve.log", "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "labkit", "room", "serve", "--room",
+                                 str(path), "--port", "0"], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_for_text(tmp / "serve.log", "each participant runs", 60, proc=proc)
+        yield path
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+def test_predictions_sent_with_their_measurements_come_back_as_one_table(room_file):
+    m = workshop.Measured("ticks of work per task for 5% switching", 300.0, 250.0, 350.0)
+    ann = workshop.check_ratio(700, m, factor=2)
+    room_predictions.send(room_file, "06", "ann", 700, m, ann)
+    room_predictions.send(room_file, "06", "ben", 5000, m, workshop.check_ratio(5000, m, factor=2))
+    room_predictions.send(room_file, "07", "ann", "asm_fpu", "copy_stack")
+    room_predictions.send(room_file, "06", "ann", 600, m, ann)   # a second send replaces
+    table = room_predictions.collect(room_file)
+    assert list(table.columns) == room_predictions.COLUMNS
+    assert list(zip(table.exercise, table.name)) == [("06", "ann"), ("06", "ben"), ("07", "ann")]
+    six = room_predictions.collect(room_file, "06").set_index("name")
+    assert six.loc["ann", "prediction"] == 600 and six.loc["ann", "match"]
+    assert not six.loc["ben", "match"]
+    assert (six.measured == 300.0).all() and (six.low == 250.0).all()
+    seven = room_predictions.collect(room_file, "07").iloc[0]
+    assert seven.prediction == "asm_fpu" and seven.measured == "copy_stack"
+
+
+def test_without_a_room_nothing_is_sent_and_bad_input_names_its_parameter():
+    m = workshop.Measured("a / b", 2.0, 1.5, 2.5)
+    assert room_predictions.send(None, "01", "ann", 3, m)["measured"] == 2.0
+    for args, param in [(("", "ann"), "exercise"), (("01", None), "name")]:
+        with pytest.raises(ParameterError) as err:
+            room_predictions.send(None, *args, 3, m)
+        assert err.value.param == param
