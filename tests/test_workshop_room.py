@@ -53,3 +53,18 @@ def test_without_a_room_nothing_is_sent_and_bad_input_names_its_parameter():
         with pytest.raises(ParameterError) as err:
             room_predictions.send(None, *args, 3, m)
         assert err.value.param == param
+
+
+@pytest.mark.notebook
+def test_an_exercise_run_with_the_room_file_sends_its_prediction(room_file, tmp_path):
+    from labkit.lab.running import notebook_run, notebooks
+
+    solution = notebooks.NOTEBOOKS / "workshop" / "solutions" / "06_switch_frequency.ipynb"
+    out = notebook_run.run_notebook(solution, quick=True, out_dir=tmp_path / "executed",
+                                    results_dir=tmp_path, timeout=600,
+                                    parameters={"room_file": str(room_file),
+                                                "my_name": "teacher"})
+    assert out.ok, out.error
+    row = room_predictions.collect(room_file, "06").set_index("name").loc["teacher"]
+    assert row.prediction == 700 and row.what.startswith("ticks of work")
+    assert row.low <= row.measured <= row.high
