@@ -15,6 +15,8 @@ import html
 import math
 from dataclasses import dataclass, field
 
+from labkit.errors import ParameterError
+
 
 @dataclass
 class Measured:
@@ -95,16 +97,58 @@ def _summary(df, by):
               "noisy"]]
 
 
-def ratio(a: str, b: str, *, quick: bool = False, **kwargs) -> Measured:
-    """Measure kernels a and b here (interleaved) and return median(a) / median(b)."""
+def recorded(bundle, kernels, *, fp_control: str = "as-is", stack_size: int = 64 << 10):
+    """The ping-pong rows of `kernels` in another machine's bundle (`labkit bundle`), taken
+    from the one notebook and build that ran them all under the same conditions: a laptop
+    that cannot run the kernels works on a recorded machine's numbers instead."""
+    import pandas as pd
+
+    from labkit.lab.sharing.bundle import read_bundle
+
+    df = read_bundle(bundle)["measurements"]
+    df = df[df.entry.isin(kernels)]
+    # A small bundle may lack a condition's column; then it did not vary there.
+    for column, value in (("pattern", "pingpong"), ("stack_size", stack_size),
+                          ("fp_control", fp_control)):
+        if column in df:
+            df = df[df[column] == value]
+    keys = [k for k in ("notebook", "build") if k in df]
+    best, rows = None, 0
+    for key, g in df.groupby(keys):
+        counts = g.entry.value_counts()
+        if set(kernels) <= set(counts.index) and counts.min() > rows:
+            best, rows = key, counts.min()
+    if best is None:
+        raise ParameterError("bundle", f"{bundle} holds no ping-pong of {', '.join(kernels)} "
+                             f"together (fp_control {fp_control!r}, stack {stack_size} bytes)")
+    chosen = (df[keys] == pd.Series(dict(zip(keys, best)))).all(axis=1)
+    return df[chosen].assign(round=0)
+
+
+def _recorded_note(bundle) -> str:
+    from labkit.lab.sharing.bundle import read_bundle
+
+    m = read_bundle(bundle)["machine"]
+    return (f"recorded, not measured here: {m.get('cpu_model')} ({m.get('arch')}), "
+            f"from the bundle {bundle}")
+
+
+def ratio(a: str, b: str, *, quick: bool = False, bundle=None, **kwargs) -> Measured:
+    """Measure kernels a and b here (interleaved) and return median(a) / median(b); with a
+    `bundle`, read them from that machine's recorded measurements instead."""
     from labkit.lab.judging import verdicts
 
-    df = measure_kernels([a, b], quick=quick, **kwargs)
+    if bundle is None:
+        df = measure_kernels([a, b], quick=quick, **kwargs)
+    else:
+        df = recorded(bundle, [a, b], **kwargs)
     r, lo, hi = verdicts.ratio_with_spread(df[df.entry == a].ns_per_switch,
                                            df[df.entry == b].ns_per_switch)
     s = _summary(df, "entry").rename(columns={"median": "median ns"})
     m = Measured(f"{a} / {b}", r, lo, hi, s)
     m.frame = df
+    if bundle is not None:
+        m.notes.append(_recorded_note(bundle))
     if s.noisy.any():
         m.notes.append("noisy: the standard deviation is 10% of the mean or more; close "
                        "other programs, plug the laptop in, and run the cell again")
@@ -277,10 +321,10 @@ ADVISOR_DESIGNS = {
 
 
 def advisor_first(work="20us", suspensions=2, connections=10_000, *, stack_in_use="1KiB",
-                  fp="none", designs=ADVISOR_DESIGNS, quick: bool = False):
+                  fp="none", designs=ADVISOR_DESIGNS, quick: bool = False, bundle=None):
     """The advisor's first design for a workload, among `designs`, and whether the data
-    cannot decide it (the second design's interval reaches the first's). Returns
-    (design, uncertain, advice)."""
+    cannot decide it (the second design's interval reaches the first's). With a `bundle`
+    the advice reads that machine's measurements. Returns (design, uncertain, advice)."""
     import io
     import math
 
@@ -289,7 +333,7 @@ def advisor_first(work="20us", suspensions=2, connections=10_000, *, stack_in_us
     # The advisor's progress lines go to a buffer: the exercise shows its table instead.
     advice = labkit.advise(work, suspensions, stack_in_use=stack_in_use, fp=fp,
                            connections=connections, designs=list(designs), quick=quick,
-                           status=io.StringIO())
+                           bundle=bundle, status=io.StringIO())
     ranked = sorted(advice.predictions, key=lambda p: p["rank"])
     first = ranked[0]
     uncertain = False
