@@ -30,6 +30,7 @@ class Measured:
     notes: list = field(default_factory=list)
     frame: object = None  # every row measured, one per repeat
     ratios: dict = field(default_factory=dict)  # named (ratio, low, high), where several
+    where: str = "measured here"  # or "recorded on" another machine, from a bundle
 
     def __str__(self):
         return f"{self.what} = {self.value:.3g} (spread {self.low:.3g} .. {self.high:.3g})"
@@ -38,7 +39,8 @@ class Measured:
         table = "" if self.details is None else self.details.to_html(
             index=False, float_format=lambda v: f"{v:.3g}", border=0)
         notes = "".join(f"<p><i>{html.escape(n)}</i></p>" for n in self.notes)
-        return (f"<p>measured here: <b>{html.escape(self.what)} = {self.value:.3g}</b> "
+        return (f"<p>{html.escape(self.where)}: "
+                f"<b>{html.escape(self.what)} = {self.value:.3g}</b> "
                 f"(spread {self.low:.3g} &ndash; {self.high:.3g})</p>{notes}{table}")
 
 
@@ -148,8 +150,12 @@ def ratio(a: str, b: str, *, quick: bool = False, bundle=None, **kwargs) -> Meas
     m = Measured(f"{a} / {b}", r, lo, hi, s)
     m.frame = df
     if bundle is not None:
+        m.where = "recorded on another machine"
         m.notes.append(_recorded_note(bundle))
-    if s.noisy.any():
+        if s.noisy.any():
+            m.notes.append("noisy: on that machine the standard deviation was 10% of the "
+                           "mean or more")
+    elif s.noisy.any():
         m.notes.append("noisy: the standard deviation is 10% of the mean or more; close "
                        "other programs, plug the laptop in, and run the cell again")
     return m
