@@ -152,7 +152,7 @@ judge_kernel = analysis.judged(kernels)[0]
 # %%
 from functools import partial
 
-from labkit.lab.judging import designs
+from labkit.lab.judging import designs, view
 
 judged, why = {}, None
 if judge_kernel == "boost_fiber":
@@ -162,8 +162,9 @@ if judge_kernel == "boost_fiber":
 else:
     why = f"Boost.Context missing here ({missing.why_not.iloc[0]})"
 results.save_parts(exp.data, {"pingpong": pingpong, "ring": ring})
-designs.verdict_table(exp, judged, notes={"C000.2": analysis.ring_note(rings, ring_counts)},
-                      why=why)
+table = designs.verdict_table(exp, judged, notes={"C000.2": analysis.ring_note(rings, ring_counts)},
+                              why=why)
+view.show(table)
 
 # %% [markdown]
 # <a id="01_stack_size-article-table"></a>

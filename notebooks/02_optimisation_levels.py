@@ -108,7 +108,7 @@ ratios.round(2)
 # %%
 from functools import partial
 
-from labkit.lab.judging import designs
+from labkit.lab.judging import designs, view
 
 judged, why = {}, None
 if "boost_fiber" in kernels:
@@ -118,8 +118,9 @@ if "boost_fiber" in kernels:
 else:
     why = "Boost.Context is missing here: " + available.loc["boost_fiber", "why_not"]
 results.save_csv(analysis.saved(timed, counts), exp.data)
-designs.verdict_table(exp, judged, notes={"C000.3": analysis.instructions_note(ratios)},
-                      why=why)
+table = designs.verdict_table(exp, judged, notes={"C000.3": analysis.instructions_note(ratios)},
+                              why=why)
+view.show(table)
 
 # %% [markdown]
 # <a id="02_optimisation_levels-article-table"></a>

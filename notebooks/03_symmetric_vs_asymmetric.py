@@ -97,7 +97,7 @@ ratios.pivot(index="contexts", columns="entry", values="asym / sym").round(2)
 # %%
 from functools import partial
 
-from labkit.lab.judging import designs
+from labkit.lab.judging import designs, view
 
 
 def ring_entry(contexts, asymmetric):
@@ -113,7 +113,8 @@ verdict_runs, judged = designs.run(exp, {
     S.RING_1024: ring_entry(1024, False), S.SCHEDULER_2: ring_entry(2, True),
     S.RING_2: ring_entry(2, False)}, quick=quick)
 results.save_csv(shapes, exp.data)
-designs.verdict_table(exp, judged, notes={"C000.4": analysis.ucontext_note(shapes)})
+table = designs.verdict_table(exp, judged, notes={"C000.4": analysis.ucontext_note(shapes)})
+view.show(table)
 
 # %% [markdown]
 # <a id="03_symmetric_vs_asymmetric-article-table"></a>

@@ -201,7 +201,7 @@ raw_net.round(2)
 # %%
 from functools import partial
 
-from labkit.lab.judging import designs
+from labkit.lab.judging import designs, view
 
 verdict_runs, judged = designs.run(exp, {
     k: partial(labkit.measure, k, switches=switches // 4, cpu=cpu)
@@ -209,7 +209,8 @@ verdict_runs, judged = designs.run(exp, {
 
 # %%
 results.save_csv(runs, exp.data)
-designs.verdict_table(exp, judged)
+table = designs.verdict_table(exp, judged)
+view.show(table)
 
 # %% [markdown]
 # <a id="04_latency_ladder-article-table"></a>

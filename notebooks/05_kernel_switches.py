@@ -196,13 +196,15 @@ analysis.spreads(handoffs, yields, pair)
 # (`data/claims_amendments.csv`), and the original rule's verdict stays beside it.
 
 # %%
-from labkit.lab.judging import designs
+from labkit.lab.judging import designs, view
 
 entries = analysis.verdict_entries(cpu=cpu, pair=pair, switches=switches,
                                    coroutine_switches=coroutine_switches, units=yield_units)
 verdict_runs, judged = designs.run(exp, entries, quick=quick)
 results.save_csv(analysis.saved(handoffs, yields), exp.data)
-designs.verdict_table(exp, judged, notes={"C003.2": analysis.million_note(verdict_runs, cpu)})
+table = designs.verdict_table(
+    exp, judged, notes={"C003.2": analysis.million_note(verdict_runs, cpu)})
+view.show(table)
 
 # %% [markdown]
 # <a id="05_kernel_switches-article-table"></a>

@@ -144,14 +144,15 @@ xs_summary.round(1) if not why_no_xstate else None
 # %%
 from functools import partial
 
-from labkit.lab.judging import designs
+from labkit.lab.judging import designs, view
 
 verdict_runs, judged = designs.run(exp, {
     k: partial(labkit.measure, k, switches=switches // 2, cpu=cpu, fp_control="same")
     for k in exp.sides if k in ladder}, quick=quick)
 results.save_csv(analysis.saved(runs, counts), exp.data)
-designs.verdict_table(exp, judged, why={
-    "C000.6": why or catalogue.loc["boost_fcontext", "why_not"] or "not counted"})
+table = designs.verdict_table(exp, judged, why={
+            "C000.6": why or catalogue.loc["boost_fcontext", "why_not"] or "not counted"})
+view.show(table)
 
 # %% [markdown]
 # <a id="06_fp_state_and_return-article-table"></a>

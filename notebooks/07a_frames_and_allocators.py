@@ -66,7 +66,7 @@ from labkit.experiments import frames
 from labkit.lab.analysis import article_part
 from labkit.lab.analysis import frames_allocators as fa
 from labkit.lab.experiment import FRAMES_AND_ALLOCATORS as exp
-from labkit.lab.judging import designs
+from labkit.lab.judging import designs, view
 
 missing = native.peers_missing_reason()
 if missing:
@@ -183,7 +183,7 @@ table = designs.verdict_table(exp, judged, notes={
 
 # %%
 display(Markdown(fa.closing_note(sizes, alloc, al, ratios, cycles_df)))
-table
+view.show(table)
 
 # %% [markdown]
 # <a id="07a_frames_and_allocators-article-table"></a>

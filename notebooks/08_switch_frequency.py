@@ -52,7 +52,7 @@ from labkit.core import results
 from labkit.experiments import frequency
 from labkit.lab.analysis import switch_frequency as sf
 from labkit.lab.experiment import SWITCH_FREQUENCY as exp
-from labkit.lab.judging import designs
+from labkit.lab.judging import designs, view
 from labkit.lab.report import articles
 
 info = labkit.machine_info()
@@ -207,7 +207,8 @@ author
 verdict_runs, judged = designs.run(exp, sf.verdict_entries(
     judge_work, tasks=tasks, coroutines=coroutines, cpu=cpu), quick=quick)
 results.save_csv(runs, exp.data)
-designs.verdict_table(exp, judged, notes={"C000.7": f"; {coroutines} asm_fpu coroutines"})
+table = designs.verdict_table(exp, judged, notes={"C000.7": f"; {coroutines} asm_fpu coroutines"})
+view.show(table)
 
 # %% [markdown]
 # <a id="08_switch_frequency-article-table"></a>

@@ -80,7 +80,7 @@ from labkit.core import plots
 from labkit.experiments import echo, echo_hostile
 from labkit.lab.analysis import echo_servers as es
 from labkit.lab.experiment import ECHO_SERVERS as exp
-from labkit.lab.judging import designs
+from labkit.lab.judging import designs, view
 from labkit.lab.report import articles
 
 where, names = echo.placement()[2], echo.available()
@@ -237,8 +237,9 @@ es.closing_table(ms)
 
 # %%
 es.save(main=main, connections=conn_runs, reads=c15, robust=robust)
-designs.verdict_table(exp, echo_rows, notes=notes, chunk=c15_judge_chunk,
-                      why=lambda claim: es.why_not(claim, c15, c15_judge_chunk))
+table = designs.verdict_table(exp, echo_rows, notes=notes, chunk=c15_judge_chunk,
+                              why=lambda claim: es.why_not(claim, c15, c15_judge_chunk))
+view.show(table)
 
 # %% [markdown]
 # <a id="09_echo_servers-article-table"></a>
