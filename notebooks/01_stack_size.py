@@ -46,9 +46,10 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 # %%
 import labkit
 from labkit.core import plots, results
-from labkit.lab.analysis import stack_size as analysis
+from labkit.lab.analysis import findings, stack_size as analysis
 from labkit.lab.experiment import STACK_SIZE as exp
 from labkit.lab.running.sweep import grid, sweep
+findings.placeholder(exp.name)
 
 print(plots.machine_caption())
 labkit.catalogue()[["entry", "kind", "saves", "available", "why_not"]]
@@ -152,7 +153,7 @@ judge_kernel = analysis.judged(kernels)[0]
 # %%
 from functools import partial
 
-from labkit.lab.judging import designs, view
+from labkit.lab.judging import designs
 
 judged, why = {}, None
 if judge_kernel == "boost_fiber":
@@ -164,7 +165,9 @@ else:
 results.save_parts(exp.data, {"pingpong": pingpong, "ring": ring})
 table = designs.verdict_table(exp, judged, notes={"C000.2": analysis.ring_note(rings, ring_counts)},
                               why=why)
-view.show(table)
+findings.and_verdicts(exp.name, table, [
+    analysis.pingpong_finding(pingpong, kernels),
+    analysis.ring_finding(ring, ring_counts)])
 
 # %% [markdown]
 # <a id="01_stack_size-article-table"></a>

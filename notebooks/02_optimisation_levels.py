@@ -43,9 +43,10 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 # %%
 import labkit
 from labkit.core import plots, results
-from labkit.lab.analysis import optimisation_levels as analysis
+from labkit.lab.analysis import findings, optimisation_levels as analysis
 from labkit.lab.experiment import OPTIMISATION_LEVELS as exp
 from labkit.lab.running.sweep import grid, sweep
+findings.placeholder(exp.name)
 
 print(plots.machine_caption())
 builds = labkit.builds()
@@ -108,7 +109,7 @@ ratios.round(2)
 # %%
 from functools import partial
 
-from labkit.lab.judging import designs, view
+from labkit.lab.judging import designs
 
 judged, why = {}, None
 if "boost_fiber" in kernels:
@@ -120,7 +121,7 @@ else:
 results.save_csv(analysis.saved(timed, counts), exp.data)
 table = designs.verdict_table(exp, judged, notes={"C000.3": analysis.instructions_note(ratios)},
                               why=why)
-view.show(table)
+findings.and_verdicts(exp.name, table)
 
 # %% [markdown]
 # <a id="02_optimisation_levels-article-table"></a>

@@ -46,9 +46,10 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 # %%
 import labkit
 from labkit.core import plots, results
-from labkit.lab.analysis import symmetric as analysis
+from labkit.lab.analysis import findings, symmetric as analysis
 from labkit.lab.experiment import SYMMETRIC_VS_ASYMMETRIC as exp
 from labkit.lab.running.sweep import grid, sweep
+findings.placeholder(exp.name)
 
 print(plots.machine_caption())
 
@@ -97,7 +98,7 @@ ratios.pivot(index="contexts", columns="entry", values="asym / sym").round(2)
 # %%
 from functools import partial
 
-from labkit.lab.judging import designs, view
+from labkit.lab.judging import designs
 
 
 def ring_entry(contexts, asymmetric):
@@ -114,7 +115,7 @@ verdict_runs, judged = designs.run(exp, {
     S.RING_2: ring_entry(2, False)}, quick=quick)
 results.save_csv(shapes, exp.data)
 table = designs.verdict_table(exp, judged, notes={"C000.4": analysis.ucontext_note(shapes)})
-view.show(table)
+findings.and_verdicts(exp.name, table, [analysis.finding(per_transfer)])
 
 # %% [markdown]
 # <a id="03_symmetric_vs_asymmetric-article-table"></a>

@@ -52,9 +52,10 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 # %%
 import labkit
 from labkit.core import plots, results
-from labkit.lab.analysis import latency_ladder as analysis
+from labkit.lab.analysis import findings, latency_ladder as analysis
 from labkit.lab.experiment import LATENCY_LADDER as exp
 from labkit.lab.running.sweep import grid, sweep
+findings.placeholder(exp.name)
 
 info = labkit.machine_info()
 print(plots.machine_caption(info))
@@ -201,7 +202,7 @@ raw_net.round(2)
 # %%
 from functools import partial
 
-from labkit.lab.judging import designs, view
+from labkit.lab.judging import designs
 
 verdict_runs, judged = designs.run(exp, {
     k: partial(labkit.measure, k, switches=switches // 4, cpu=cpu)
@@ -210,7 +211,7 @@ verdict_runs, judged = designs.run(exp, {
 # %%
 results.save_csv(runs, exp.data)
 table = designs.verdict_table(exp, judged)
-view.show(table)
+findings.and_verdicts(exp.name, table, [analysis.ladder_finding(ns)])
 
 # %% [markdown]
 # <a id="04_latency_ladder-article-table"></a>

@@ -70,9 +70,10 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 # %%
 import labkit
 from labkit.core import plots, results
-from labkit.lab.analysis import kernel_switches as analysis
+from labkit.lab.analysis import findings, kernel_switches as analysis
 from labkit.lab.experiment import KERNEL_SWITCHES as exp
 from labkit.lab.running.sweep import grid, sweep
+findings.placeholder(exp.name)
 
 placements, pair = analysis.placements(cpu, cross_cpus)
 print(plots.machine_caption())
@@ -196,7 +197,7 @@ analysis.spreads(handoffs, yields, pair)
 # (`data/claims_amendments.csv`), and the original rule's verdict stays beside it.
 
 # %%
-from labkit.lab.judging import designs, view
+from labkit.lab.judging import designs
 
 entries = analysis.verdict_entries(cpu=cpu, pair=pair, switches=switches,
                                    coroutine_switches=coroutine_switches, units=yield_units)
@@ -204,7 +205,7 @@ verdict_runs, judged = designs.run(exp, entries, quick=quick)
 results.save_csv(analysis.saved(handoffs, yields), exp.data)
 table = designs.verdict_table(
     exp, judged, notes={"C003.2": analysis.million_note(verdict_runs, cpu)})
-view.show(table)
+findings.and_verdicts(exp.name, table)
 
 # %% [markdown]
 # <a id="05_kernel_switches-article-table"></a>

@@ -52,9 +52,10 @@ cpu, switches, repeats, xstate_pairs, xstate_repeats = params.resolve(
 # %%
 import labkit
 from labkit.core import plots, results
-from labkit.lab.analysis import fp_state as analysis
+from labkit.lab.analysis import findings, fp_state as analysis
 from labkit.lab.experiment import FP_STATE_AND_RETURN as exp
 from labkit.lab.running.sweep import grid, sweep
+findings.placeholder(exp.name)
 
 print(plots.machine_caption())
 ladder, catalogue = analysis.ladder_here()
@@ -144,7 +145,7 @@ xs_summary.round(1) if not why_no_xstate else None
 # %%
 from functools import partial
 
-from labkit.lab.judging import designs, view
+from labkit.lab.judging import designs
 
 verdict_runs, judged = designs.run(exp, {
     k: partial(labkit.measure, k, switches=switches // 2, cpu=cpu, fp_control="same")
@@ -152,7 +153,7 @@ verdict_runs, judged = designs.run(exp, {
 results.save_csv(analysis.saved(runs, counts), exp.data)
 table = designs.verdict_table(exp, judged, why={
             "C000.6": why or catalogue.loc["boost_fcontext", "why_not"] or "not counted"})
-view.show(table)
+findings.and_verdicts(exp.name, table)
 
 # %% [markdown]
 # <a id="06_fp_state_and_return-article-table"></a>

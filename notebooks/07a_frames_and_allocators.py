@@ -64,9 +64,10 @@ import labkit
 from labkit.core import native, plots, results
 from labkit.experiments import frames
 from labkit.lab.analysis import article_part
-from labkit.lab.analysis import frames_allocators as fa
+from labkit.lab.analysis import findings, frames_allocators as fa
 from labkit.lab.experiment import FRAMES_AND_ALLOCATORS as exp
-from labkit.lab.judging import designs, view
+from labkit.lab.judging import designs
+findings.placeholder(exp.name)
 
 missing = native.peers_missing_reason()
 if missing:
@@ -183,7 +184,7 @@ table = designs.verdict_table(exp, judged, notes={
 
 # %%
 display(Markdown(fa.closing_note(sizes, alloc, al, ratios, cycles_df)))
-view.show(table)
+findings.and_verdicts(exp.name, table)
 
 # %% [markdown]
 # <a id="07a_frames_and_allocators-article-table"></a>

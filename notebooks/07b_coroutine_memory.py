@@ -61,9 +61,10 @@ import labkit
 from labkit.core import native, plots, results
 from labkit.experiments import frames
 from labkit.lab.analysis import article_part
-from labkit.lab.analysis import coroutine_memory as cm
+from labkit.lab.analysis import findings, coroutine_memory as cm
 from labkit.lab.experiment import COROUTINE_MEMORY as exp
-from labkit.lab.judging import designs, view
+from labkit.lab.judging import designs
+findings.placeholder(exp.name)
 
 missing = native.peers_missing_reason()
 if missing:
@@ -239,7 +240,7 @@ table = designs.verdict_table(exp, notes={"C004.1": f"; the pooled-reuse row's "
 
 # %%
 display(Markdown(cm.closing_note(cs, rs, stacks, info["page_size"])))
-view.show(table)
+findings.and_verdicts(exp.name, table)
 
 # %% [markdown]
 # <a id="07b_coroutine_memory-article-table"></a>

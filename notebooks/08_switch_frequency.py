@@ -50,10 +50,11 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 import labkit
 from labkit.core import results
 from labkit.experiments import frequency
-from labkit.lab.analysis import switch_frequency as sf
+from labkit.lab.analysis import findings, switch_frequency as sf
 from labkit.lab.experiment import SWITCH_FREQUENCY as exp
-from labkit.lab.judging import designs, view
+from labkit.lab.judging import designs
 from labkit.lab.report import articles
+findings.placeholder(exp.name)
 
 info = labkit.machine_info()
 print(sf.setting(info))
@@ -208,7 +209,8 @@ verdict_runs, judged = designs.run(exp, sf.verdict_entries(
     judge_work, tasks=tasks, coroutines=coroutines, cpu=cpu), quick=quick)
 results.save_csv(runs, exp.data)
 table = designs.verdict_table(exp, judged, notes={"C000.7": f"; {coroutines} asm_fpu coroutines"})
-view.show(table)
+findings.and_verdicts(exp.name, table, [
+    sf.share_finding(share, sf.share_of(indep), judge_work=judge_work)])
 
 # %% [markdown]
 # <a id="08_switch_frequency-article-table"></a>

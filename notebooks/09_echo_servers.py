@@ -78,10 +78,11 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 # %%
 from labkit.core import plots
 from labkit.experiments import echo, echo_hostile
-from labkit.lab.analysis import echo_servers as es
+from labkit.lab.analysis import findings, echo_servers as es
 from labkit.lab.experiment import ECHO_SERVERS as exp
-from labkit.lab.judging import designs, view
+from labkit.lab.judging import designs
 from labkit.lab.report import articles
+findings.placeholder(exp.name)
 
 where, names = echo.placement()[2], echo.available()
 print(plots.machine_caption(), where, sep="\n")
@@ -239,7 +240,7 @@ es.closing_table(ms)
 es.save(main=main, connections=conn_runs, reads=c15, robust=robust)
 table = designs.verdict_table(exp, echo_rows, notes=notes, chunk=c15_judge_chunk,
                               why=lambda claim: es.why_not(claim, c15, c15_judge_chunk))
-view.show(table)
+findings.and_verdicts(exp.name, table)
 
 # %% [markdown]
 # <a id="09_echo_servers-article-table"></a>
