@@ -175,9 +175,9 @@ fa.cycle_table(cycles_df)
 #   note.
 # - **C004.3**, at `-O2`: the frame of `array_alive` minus the frame of `suspend` (the
 #   same body without the array).
-# - **C004.4**, at `-O2`: x is 1 if the empty coroutine's frame holds at least the promise
-#   and two pointers. And each variant with live locals or parameters must be bigger than
-#   `suspend` by at least their size.
+# - **C004.4**, at `-O2`: x is 1 when two things hold. The empty coroutine's frame holds
+#   at least the promise and two pointers. And each variant with live locals or
+#   parameters is bigger than `suspend` by at least their size.
 
 # %%
 _, judged = designs.run(exp, {
