@@ -141,7 +141,7 @@ sf.share_figure(share, judge_work=judge_work, coroutines=coroutines);
 #
 # The left panel gives tasks per microsecond (millions per second). The right panel gives
 # each set-up's throughput over the author's starting point, at the same W. The starting
-# point is 1 MB stacks, with one task per switch. The bars show the widest spread the
+# point is 1 MB stacks, with one task per switch. Its spread is the widest that the
 # quartiles allow.
 
 # %%
