@@ -129,6 +129,13 @@ def test_a_long_sentence_fails_the_median():
     assert statistics.median(sentence_lengths(long)) > MOST
 
 
+def test_a_link_to_a_missing_heading_is_caught():
+    text = ("# %% [markdown]\n# An [ABBA](../docs/glossary.md#abba) pass, a "
+            "[look](../docs/glossary.md#no-such-word) and [a page](../README.md#abba).\n")
+    assert glossary_links(text) == ["abba", "no-such-word"]
+    assert "abba" in glossary_anchors() and "no-such-word" not in glossary_anchors()
+
+
 def test_slug_matches_githubs():
     assert slug("ABBA") == "abba"
     assert slug("Share of time switching") == "share-of-time-switching"
