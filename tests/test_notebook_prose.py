@@ -9,8 +9,8 @@ notebooks/compare_machines.py:
 - a code span (`` `labkit.core.sequential` ``) counts as one word, a link as its text;
 - a list item is a sentence unit of its own (its marker, `-`, `*` or `1.`, is dropped),
   and so is each paragraph: a blank line or a new item ends the sentence before it;
-- inside a unit, a sentence ends at `.`, `!` or `?` followed by a space (the dots of
-  "e.g." and "i.e." do not end one);
+- inside a unit, a sentence ends at `.`, `!` or `?`, perhaps followed by a closing
+  bracket or quote, and then a space (the dots of "e.g." and "i.e." do not end one);
 - a word is a run of non-space characters holding a letter or a digit.
 
 Glossary links are Markdown links whose target is `.../docs/glossary.md#anchor`; each
@@ -31,6 +31,7 @@ MOST = 20
 _CELL = re.compile(r"^# %%(.*)$", re.M)
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _ABBREVIATIONS = ("e.g.", "i.e.", "cf.", "vs.", "etc.")
+_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][)\"'”]))\s+")
 _LINK = re.compile(r"\[([^\]]*)\]\(([^)]*)\)")
 
 
@@ -82,7 +83,7 @@ def sentences(unit: str) -> list[str]:
     text = re.sub(r"<[^>]+>", " ", text)
     for abbreviation in _ABBREVIATIONS:
         text = text.replace(abbreviation, abbreviation.replace(".", ""))
-    return [s for s in re.split(r"(?<=[.!?])\s+", text) if words(s)]
+    return [s for s in _END.split(text) if words(s)]
 
 
 def words(sentence: str) -> int:
@@ -119,9 +120,10 @@ def glossary_links(text: str) -> list[str]:
 def test_the_counting_rule():
     text = ("# %% [markdown]\n# # A heading that is long and is not counted at all here\n#\n"
             "# One two three, e.g. four. `labkit.core.sequential` is one word!\n"
+            "# (A bracket ends.) Then this.\n"
             "# - an item of four\n# - another item\n#\n# | a | table | row |\n\n"
             "# %%\nx = 'code is not prose. At all.'\n")
-    assert sentence_lengths(text) == [5, 4, 4, 2]
+    assert sentence_lengths(text) == [5, 4, 3, 2, 4, 2]
 
 
 def test_a_long_sentence_fails_the_median():
