@@ -201,12 +201,12 @@ raw_net.round(2)
 # %% [markdown]
 # ## Verdicts
 #
-# The kernels the two rules name are measured again for the
+# The entries the two rules name are measured again for the
 # [verdicts](../docs/glossary.md#verdict). They run in a [verdict
 # design](../docs/glossary.md#verdict-design). Each [fresh
-# process](../docs/glossary.md#fresh-process) runs every kernel four times (quick mode:
+# process](../docs/glossary.md#fresh-process) runs every entry four times (quick mode:
 # twice). It runs them in [ABBA](../docs/glossary.md#abba) order, leading with a random
-# kernel. It gives one [median](../docs/glossary.md#median) per kernel. The
+# entry. It gives one [median](../docs/glossary.md#median) per entry. The
 # [intervals](../docs/glossary.md#interval) are taken over processes, at the
 # [looks](../docs/glossary.md#look) of its schedule. The verdict design stops at the first
 # look where no interval [straddles](../docs/glossary.md#straddle) a bound. That is the

@@ -39,9 +39,9 @@
 # 1. **Frame sizes.** C++20 coroutines (g++ `-std=c++20`) whose promise type records the
 #    size the compiler passes to its `operator new`. They are built at every optimisation
 #    level the lab builds (`-O0` ... `-O2 -march=native`).
-# 2. **Allocation cost.** Allocate+free pairs of frame-sized blocks, from four allocators:
-#    the global heap (glibc `malloc`), a free-list pool, a thread-local pool, and a
-#    lock-free pool like that of `001`. There are two patterns. In one, a single block is
+# 2. **Allocation cost.** Allocate+free pairs of frame-sized blocks are timed. They come
+#    from four allocators: the global heap (glibc `malloc`), a free-list pool, a
+#    thread-local pool, and a lock-free pool like that of `001`. There are two patterns. In one, a single block is
 #    allocated and freed again and again. In the other, many blocks stay live, and a
 #    random one is freed and replaced each time.
 # 3. **A leak check.** A million create/destroy cycles go through each pool. The check

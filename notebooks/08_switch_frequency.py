@@ -172,9 +172,10 @@ sf.throughput_figure(runs, speed, judge_work=judge_work);
 # nothing overlapped. It uses what the switches cost per task at W = 0 (c₀): c₀ / (work +
 # c₀).
 #
-# How much is hidden is fragile. On a shared 2-CPU VM, runs made while another benchmark
-# ran on the other CPU found a much larger share at W = 100 than quiet runs. It came close
-# to that no-overlap estimate. Yet the work-only time per task stayed the same. So read
+# How much is hidden is fragile. Take a shared 2-CPU VM, with another benchmark running on
+# the other CPU. Runs made then found a much larger share at W = 100 than quiet runs. It
+# came close to that no-overlap estimate. Yet the work-only time per task stayed the
+# same. So read
 # the share with the load averages printed at the top. Read it also with the second table:
 # the median share of each pass over the sweep.
 
