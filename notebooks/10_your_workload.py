@@ -155,8 +155,8 @@ for kw in (dict(work="20us", suspensions=2, alive=10_000, stack_in_use="1KiB"),
 # %% [markdown]
 # ## Your workload
 #
-# The first figure shows the share of time switching against the work between switches.
-# The second shows memory against N, up to the mapping limit. Both come from the
+# One plot shows the share of time switching against the work between switches. The
+# other shows memory against N, up to the mapping limit. Both come from the
 # measurements; the grid's own are open circles. The controls redraw both without
 # measuring again. (They work in JupyterLab; a headless run shows the figures for the
 # parameters.)
