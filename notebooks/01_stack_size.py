@@ -206,3 +206,13 @@ findings.and_verdicts(exp.name, table, [
 from labkit.lab.report import articles
 
 articles.section(exp)
+
+# %% [markdown]
+# ## Try next
+#
+# Change one parameter: pass `ring_counts` to `params.resolve` in the parameters cell,
+# set to [2, 64, 4096, 16384]. Then run the notebook again.
+#
+# Predict first: does a ring of 16,384 contexts with 8 MiB stacks cost more per switch
+# than one of 4,096? Page-table pages and TLB reach decide.
+# Write the number down before you run it.

@@ -152,3 +152,13 @@ findings.and_verdicts(exp.name, table)
 from labkit.lab.report import articles
 
 articles.section(exp)
+
+# %% [markdown]
+# ## Try next
+#
+# Change one parameter: pass `switches` to `params.resolve` in the parameters cell,
+# set to a tenth of its value. Then run the notebook again.
+#
+# Predict first: does a shorter run change the -O0 against -O2 ratio, or only its
+# interval?
+# Write the number down before you run it.

@@ -148,3 +148,13 @@ findings.and_verdicts(exp.name, table, [analysis.finding(per_transfer)])
 from labkit.lab.report import articles
 
 articles.section(exp)
+
+# %% [markdown]
+# ## Try next
+#
+# Change one parameter: pass `counts` to `params.resolve` in the parameters cell,
+# set to [2, 16, 256]. Then run the notebook again.
+#
+# Predict first: at which ring size does a transfer through a scheduler stop costing
+# more than a direct one?
+# Write the number down before you run it.

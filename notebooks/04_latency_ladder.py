@@ -258,3 +258,13 @@ findings.and_verdicts(exp.name, table, [analysis.ladder_finding(ns)])
 from labkit.lab.report import articles
 
 articles.section(exp)
+
+# %% [markdown]
+# ## Try next
+#
+# Change one parameter: pass `copy_in_use` to `params.resolve` in the parameters cell,
+# set to [256, 32768]. Then run the notebook again.
+#
+# Predict first: how many times dearer is a copy-stack switch with 32 KiB in use than
+# with 256 bytes?
+# Write the number down before you run it.

@@ -254,3 +254,13 @@ findings.and_verdicts(exp.name, table)
 from labkit.lab.report import articles
 
 articles.section(exp)
+
+# %% [markdown]
+# ## Try next
+#
+# Change one parameter: pass `yield_every` to `params.resolve` in the parameters cell,
+# set to [0, 1, 10000]. Then run the notebook again.
+#
+# Predict first: if a thread yields only once in 10,000 units of work, how much of its
+# time goes to switching?
+# Write the number down before you run it.

@@ -194,3 +194,13 @@ from labkit.lab.report import articles
 
 articles.save_anatomy();
 articles.section(exp)
+
+# %% [markdown]
+# ## Try next
+#
+# Change one parameter: pass `switches` to `params.resolve` in the parameters cell,
+# set to ten times its value. Then run the notebook again.
+#
+# Predict first: does the gap between fxsave and xsave grow with a longer run, or only
+# its interval shrink?
+# Write the number down before you run it.

@@ -214,3 +214,12 @@ findings.and_verdicts(exp.name, table)
 # %%
 row_claims, judged = article_part.judge(exp, table)
 article_part.show(fa.article_table(alloc, judged), row_claims)
+
+# %% [markdown]
+# ## Try next
+#
+# Change one parameter: pass `build` to `params.resolve` in the parameters cell,
+# set to "O0". Then run the notebook again.
+#
+# Predict first: do the coroutine frames grow at -O0, and by how much?
+# Write the number down before you run it.

@@ -282,3 +282,13 @@ findings.and_verdicts(exp.name, table)
 # %%
 row_claims, judged = article_part.judge(exp, table)
 article_part.show(cm.article_table(coros, reuse, judged), row_claims)
+
+# %% [markdown]
+# ## Try next
+#
+# Change one parameter: pass `stack_sizes` to `params.resolve` in the parameters cell,
+# set to [4096, 2097152]. Then run the notebook again.
+#
+# Predict first: how much resident memory does a suspended context with a 2 MiB stack
+# hold, against one with 4 KiB?
+# Write the number down before you run it.

@@ -256,3 +256,13 @@ findings.and_verdicts(exp.name, table, [
 
 # %%
 articles.section(exp)
+
+# %% [markdown]
+# ## Try next
+#
+# Change one parameter: pass `coroutines` to `params.resolve` in the parameters cell,
+# set to ten times its value. Then run the notebook again.
+#
+# Predict first: with ten times the coroutines, at what work does switching fall below
+# 5% of the time?
+# Write the number down before you run it.

@@ -287,3 +287,13 @@ findings.and_verdicts(exp.name, table)
 
 # %%
 articles.section(exp)
+
+# %% [markdown]
+# ## Try next
+#
+# Change one parameter: pass `connections` to `params.resolve` in the parameters cell,
+# set to a tenth of its value. Then run the notebook again.
+#
+# Predict first: which server gains most in requests per second when fewer connections
+# compete?
+# Write the number down before you run it.

@@ -178,3 +178,13 @@ yw.controls(g, ev=ev)
 
 # %%
 results.save_csv(verdicts.table([]), exp.verdicts)
+
+# %% [markdown]
+# ## Try next
+#
+# Change one parameter: pass `show_alive` to `params.resolve` in the parameters cell,
+# set to your own service's number of live requests. Then run the notebook again.
+#
+# Predict first: which design will the advisor rank first for it, and how far behind is
+# the second?
+# Write the number down before you run it.
