@@ -158,7 +158,8 @@ def finish(fig, name: str, caption: str | None = None):
 _SHOWN_DPI = 100   # the inline backend's resolution, kept for the figure's shown size
 
 
-def _in_kernel() -> bool:
+def in_kernel() -> bool:
+    """True inside a Jupyter kernel (where display() shows HTML and images)."""
     try:
         from IPython import get_ipython
     except ImportError:
@@ -177,7 +178,7 @@ def fold(lines, what: str) -> None:
     lines = list(lines)
     if not lines:
         return
-    if not _in_kernel():
+    if not in_kernel():
         print("\n".join(lines))
         return
     import html
@@ -192,7 +193,7 @@ def show_saved(fig, png) -> bool:
     """In a Jupyter kernel, show the PNG already saved for `fig` and close the figure, so
     that the inline backend does not draw it once more (a second full render of every
     figure on each run). Outside a kernel, do nothing. True when shown."""
-    if not _in_kernel():
+    if not in_kernel():
         return False
     import matplotlib.pyplot as plt
     from IPython.display import Image, display
