@@ -73,7 +73,7 @@ def measure_cold(ev, needs) -> None:
     one set serves them all."""
     import pandas as pd
 
-    from labkit.experiments import design as _design
+    from labkit.experiments import verdict_design
     from labkit.experiments import workload
 
     todo = {}
@@ -104,7 +104,7 @@ def measure_cold(ev, needs) -> None:
     import zlib
 
     seed = zlib.crc32(" ".join(sorted(entries)).encode())
-    runs = pd.concat([_design.run_process(entries, i, repeats=1, seed=seed)
+    runs = pd.concat([verdict_design.run_process(entries, i, repeats=1, seed=seed)
                       for i in range(2 if ev.quick else SPOT_PROCESSES)], ignore_index=True)
 
     def at(side):

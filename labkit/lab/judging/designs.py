@@ -10,7 +10,7 @@ import random
 import time
 
 from labkit.core import results
-from labkit.experiments import design
+from labkit.experiments import verdict_design
 from labkit.lab import experiment
 from labkit.lab.judging import rules, verdicts
 from labkit.lab.running import sweep
@@ -61,7 +61,7 @@ def run(notebook, entries: dict, *, quick: bool, seed: int = 0):
     record = experiment.of(notebook)
     schedule = record.schedule(quick=quick)
     progress, finished = _hooks(record, entries, schedule["looks"][-1])
-    runs, rows, _ = design.measure_for_verdicts(
+    runs, rows, _ = verdict_design.measure_for_verdicts(
         entries, rules_for(record), schedule=schedule, seed=seed,
         progress=progress, finished=finished)
     results.save_csv(runs, record.verdict_runs)
@@ -80,7 +80,7 @@ def run_rounds(notebook, measure, labels, *, quick: bool, seed: int = 0):
     progress, finished = _hooks(record, labels, schedule["looks"][-1])
 
     def one_round(i, still):
-        order = design.process_order(labels if still is None else still, repeats=1,
+        order = verdict_design.process_order(labels if still is None else still, repeats=1,
                                      rng=random.Random(seed * 100_003 + i))
         if i % 2:
             order = order[::-1]
@@ -88,7 +88,7 @@ def run_rounds(notebook, measure, labels, *, quick: bool, seed: int = 0):
                           for pos, lab in enumerate(order)], ignore_index=True)
 
     judged = rules_for(record)
-    runs, rows, _ = design.sequential(one_round, judged, schedule=schedule,
+    runs, rows, _ = verdict_design.sequential(one_round, judged, schedule=schedule,
                                       progress=progress, finished=finished)
     results.save_csv(runs, record.verdict_runs)
     return runs, _headline(rows)

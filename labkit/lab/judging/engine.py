@@ -2,7 +2,7 @@
 confidence interval over processes at each look (labkit.core.sequential), and the
 claim's written rule applied at the first look that decides.
 
-A design (labkit.experiments.design) saves its runs with a `worker` column (the process)
+A design (labkit.experiments.verdict_design) saves its runs with a `worker` column (the process)
 and a `looks` column (its schedule). Repeats inside one process are not independent of
 each other, so each process is reduced to one number per comparison (log_ratios: the
 median of its passes' log ratios) or per entry (per_process: the median of its repeats),
@@ -15,7 +15,7 @@ import contextvars
 import math
 
 from labkit.core import sequential
-from labkit.experiments import design
+from labkit.experiments import verdict_design
 
 from labkit.lab.judging import claims, verdicts
 
@@ -38,8 +38,8 @@ def looks_of(runs) -> tuple[int, ...]:
 
 def per_process(runs, col: str = "ns_per_switch"):
     """A frame with one row per process (`worker`) and one column per side: the median
-    of that process's repeats of that side, in process order (design.per_process)."""
-    return design.per_process(runs, col)
+    of that process's repeats of that side, in process order (verdict_design.per_process)."""
+    return verdict_design.per_process(runs, col)
 
 
 def log_ratios(runs, num: str, den: str, col: str = "ns_per_switch"):
@@ -54,7 +54,7 @@ def log_ratios(runs, num: str, den: str, col: str = "ns_per_switch"):
     pair gives NaN."""
     import numpy as np
 
-    design.check_runs(runs)
+    verdict_design.check_runs(runs)
     workers = np.sort(runs.worker.unique())
     sub = runs[runs.side.isin([num, den])]
     if "order" in sub:

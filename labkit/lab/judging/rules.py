@@ -100,7 +100,7 @@ def _positive_indicator(value, low, high):
     return x, min(lo, x), max(hi, x)
 
 
-# ---- 01..06: designs over fresh processes (labkit.experiments.design) ----
+# ---- 01..06: designs over fresh processes (labkit.experiments.verdict_design) ----
 
 def c000_1(runs):
     """C000.1: 1 if virtual_call < boost_fiber < syscall_getppid and the fiber is nearer
