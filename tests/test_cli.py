@@ -319,13 +319,13 @@ def test_room_is_built_here_and_reaches_the_room(monkeypatch, capsys):
         cli.main(["room", "join", "--port", "8786"])
     assert done.value.code == 2
     seen = []
-    fake = types.ModuleType("labkit.lab.sharing.room")
+    fake = types.ModuleType("labkit.lab.room.room")
     fake.join = lambda room, **kw: seen.append((room, kw))
-    monkeypatch.setitem(sys.modules, "labkit.lab.sharing.room", fake)
+    monkeypatch.setitem(sys.modules, "labkit.lab.room.room", fake)
     assert cli.main(["room", "join", "r.json", "--name", "ann", "--machine-id", "abc123"]) == 0
     assert seen == [("r.json", {"name": "ann", "machine_id": "abc123", "allow_root": False,
                                 "quiet": True})]
-    monkeypatch.setitem(sys.modules, "labkit.lab.sharing.room", None)  # not installed
+    monkeypatch.setitem(sys.modules, "labkit.lab.room.room", None)  # not installed
     assert cli.main(["room", "serve"]) == 2
     assert "labkit room" in capsys.readouterr().err
 

@@ -1,5 +1,5 @@
 """`labkit room serve|join|run|noise`: one comparison across many machines on a Dask
-scheduler with mutual TLS (labkit.lab.sharing.room). The room's modules need the `room`
+scheduler with mutual TLS (labkit.lab.room.room). The room's modules need the `room`
 extra and load only when a room command runs."""
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                    "(CSV: learner,claim_id,predicted), judged on the room page")
     n = sub.add_parser("noise", help="what an idle joined worker costs a measurement",
                        description="Measure asm_fpu and thread_futex beside an idle joined "
-                       "worker, running and stopped (labkit.experiments.room_noise).")
+                       "worker, running and stopped (labkit.lab.room.noise).")
     n.add_argument("--blocks", type=int, default=10, help="ABBA pairs of blocks (default 10)")
     n.add_argument("--repeats", type=int, default=5, help="repeats per block (default 5)")
     n.add_argument("--cpu", type=int, default=0, help="the CPU measured on (default 0)")
@@ -58,7 +58,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                                        "repeat to <out>-raw.csv)")
     u = sub.add_parser("suite", description="What a room's task runs in a subprocess: the "
                        "notebooks into a private folder, then one bundle "
-                       "(labkit.lab.sharing.room_suite).")
+                       "(labkit.lab.room.suite).")
     u.add_argument("--into", required=True, type=Path, help="the private results folder")
     u.add_argument("--bundle", required=True, type=Path, help="the bundle to write")
     u.add_argument("--cpus", type=_cpu_list, help="run on these CPUs only, e.g. 0,2")
@@ -72,7 +72,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _cpu_list(text: str) -> set[int]:
-    from labkit.lab.sharing.room_suite import parse_cpus
+    from labkit.lab.room.suite import parse_cpus
 
     try:
         return parse_cpus(text)
@@ -85,9 +85,9 @@ def _room(args) -> int:
     cryptography), imported only here."""
     import importlib
 
-    name = ("labkit.experiments.room_noise" if args.room_command == "noise" else
-            "labkit.lab.sharing.room_suite" if args.room_command == "suite" else
-            "labkit.lab.sharing.room")
+    name = ("labkit.lab.room.noise" if args.room_command == "noise" else
+            "labkit.lab.room.suite" if args.room_command == "suite" else
+            "labkit.lab.room.room")
     try:
         module = importlib.import_module(name)
     except ModuleNotFoundError as exc:
@@ -155,5 +155,5 @@ def _room_command(module, args) -> int:
 
 ROOM = Command("room", "one comparison across many machines (needs the room extra)",
                "The room: a Dask scheduler with mutual TLS that runs labkit's suite on every "
-               "joined machine and merges their bundles (labkit.lab.sharing.room).",
+               "joined machine and merges their bundles (labkit.lab.room.room).",
                _arguments, _room)

@@ -23,7 +23,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from labkit.lab.sharing.room_tls import make_credentials, read_room, security, write_room
+from labkit.lab.room.tls import make_credentials, read_room, security, write_room
 
 RESOURCE = "labkit-machine"
 TOPIC = "labkit-room"
@@ -34,7 +34,7 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$")
 # An idle joined worker should wake as rarely as Dask allows: no statistical profiler
 # (every 10 ms by default), slow event-loop health checks (20 ms by default) and a slow
 # memory monitor; heartbeats stay (the scheduler sets their pace). Measured by
-# `labkit room noise` (labkit.experiments.room_noise).
+# `labkit room noise` (labkit.lab.room.noise).
 QUIET_WORKER = {
     "distributed.worker.profile.enabled": False,
     "distributed.admin.tick.interval": "1s",
@@ -216,7 +216,7 @@ def _suite_task(run_id: str, quick: bool, only, params) -> bytes:
     """Run the suite in a subprocess, return the bundle as bytes of a .tar.gz."""
     from distributed import get_worker
 
-    from labkit.lab.sharing.room_suite import PROGRESS
+    from labkit.lab.room.suite import PROGRESS
 
     w = get_worker()
     name, mid = split_worker_name(w.name)
@@ -269,7 +269,7 @@ class RoomRun:
     registry: str | None = None       # where the bundles are published, if anywhere
     predictions: Path | None = None   # the learners' predictions, copied at the run's start
     published: dict = field(default_factory=dict)  # machine_id -> what publishing said
-    page: Path | None = None          # the room page (labkit.lab.registry.room_page)
+    page: Path | None = None          # the room page (labkit.lab.room.page)
 
 
 def _save_bundle(data: bytes, out: Path, stem: str) -> Path:
@@ -325,7 +325,7 @@ def _merge(run: RoomRun, *, allow_other_commits: bool = False) -> None:
 
 def _to_registry(run: RoomRun, *, quick: bool = False) -> None:
     """Publish the bundles not yet published and rebuild the room page."""
-    from labkit.lab.registry import room_page
+    from labkit.lab.room import page as room_page
 
     if not run.registry:
         return

@@ -3,7 +3,7 @@ machine's state, then the verdicts by machine and the ladder figure as bundles a
 from __future__ import annotations
 
 from labkit.lab.analysis.compare_machines import ladder_figure
-from labkit.lab.sharing import room
+from labkit.lab.room import room
 
 
 def _views(r: room.RoomRun) -> list:
