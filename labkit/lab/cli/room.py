@@ -4,11 +4,15 @@ extra and load only when a room command runs."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+import time
 from pathlib import Path
 
+from labkit.core.results import atomic_path
 from labkit.lab.cli.command import Command
 from labkit.lab.cli.options import flag
+# The room's modules load when a command runs: parsing loads only the parsers.
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,8 +87,6 @@ def _cpu_list(text: str) -> set[int]:
 def _room(args) -> int:
     """`labkit room ...`: the room's functions need the `room` extra (Dask distributed,
     cryptography), imported only here."""
-    import importlib
-
     name = ("labkit.lab.room.noise" if args.room_command == "noise" else
             "labkit.lab.room.suite" if args.room_command == "suite" else
             "labkit.lab.room.room")
@@ -113,8 +115,6 @@ def _room_command(module, args) -> int:
         module.join(args.room, name=args.name, machine_id=args.machine_id,
                     allow_root=args.allow_root, quiet=not args.loud)
     elif args.room_command == "run":
-        import time
-
         def table(r):
             print(time.strftime("%H:%M:%S"), "\n" + r.table.to_string(index=False), flush=True)
 
@@ -139,8 +139,6 @@ def _room_command(module, args) -> int:
                             quiet=not args.loud)
         print(summ.T.to_string(header=False))
         if args.out:
-            from labkit.core.results import atomic_path
-
             out = Path(args.out)
             with atomic_path(out) as tmp:
                 summ.to_csv(tmp, index=False)
