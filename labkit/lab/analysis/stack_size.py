@@ -2,12 +2,14 @@
 the two figures, and the numbers the notebook reads out of its ping-pong and ring sweeps."""
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
+import pandas as pd
+
 import labkit
 from labkit.core import plots
-
-from labkit.lab.experiment import STACK_SIZE
-
 from labkit.core.units import KiB, MiB
+from labkit.lab.experiment import STACK_SIZE
+from labkit.lab.running.sweep import grid
 _S = STACK_SIZE.sides
 # The verdict design's sides (STACK_SIZE.sides) and the stack each measures, bytes.
 VERDICT_SIZES = {_S.KIB_4: 4 * KiB, _S.KIB_16: 16 * KiB, _S.KIB_64: 64 * KiB,
@@ -27,8 +29,6 @@ def kernels_here():
 def pingpong_points(kernels, sizes):
     """Every (kernel, stack_size, prefault) of the ping-pong: Boost's stacks are its own,
     so it has one point per size, not a prefaulted and an untouched one."""
-    from labkit.lab.running.sweep import grid
-
     return [p for p in grid(entry=kernels, stack_size=sizes, prefault=[True, False])
             if not (p["entry"] == "boost_fiber" and not p["prefault"])]
 
@@ -53,8 +53,6 @@ def pingpong_summary(pingpong):
 
 def pingpong_figure(pp, sizes):
     """Two panels: prefaulted stacks (with Boost's) and untouched ones, ns against size."""
-    import matplotlib.pyplot as plt
-
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     panels = [("prefaulted stacks (Boost: malloc'd)", ["prefaulted", BOOST_STACKS]),
               ("untouched stacks", ["untouched"])]
@@ -84,8 +82,6 @@ def ring_summary(ring):
 
 def ring_figure(rs):
     """Two panels, aligned and coloured stack tops: ns against the ring's size, per stack."""
-    import matplotlib.pyplot as plt
-
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     for ax, step in zip(axes, [0, 64]):
         plots.errorbars(ax, rs[rs.colour_step == step], x="contexts", hue="stack")
@@ -119,8 +115,6 @@ def ring_sizes_read(ring_counts):
 
 def rings(ring, ring_sizes, ring_counts):
     """One row per stack size: aligned and coloured medians at the two ring sizes read."""
-    import pandas as pd
-
     rows = []
     for s in ring_sizes:
         row = {"stack": plots.bytes_label(s)}

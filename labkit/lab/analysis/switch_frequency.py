@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import os
 import re
+from functools import partial
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import LogLocator
 
 from labkit.core import plots, stats
 from labkit.experiments import frequency
@@ -33,8 +36,6 @@ def verdict_entries(judge_work: int, *, tasks: dict, coroutines: int, cpu) -> di
     """The verdict design's sides (SWITCH_FREQUENCY.sides: the author's two set-ups, each
     with dependent and independent work), each one call of frequency.measure at the
     claim's W."""
-    from functools import partial
-
     s = SWITCH_FREQUENCY.sides
     sides = {s.BEFORE_DEPENDENT: (BEFORE, "dependent"), s.BEFORE_INDEPENDENT: (BEFORE, "independent"),
              s.AFTER_DEPENDENT: (AFTER, "dependent"), s.AFTER_INDEPENDENT: (AFTER, "independent")}
@@ -125,8 +126,6 @@ def _draw(ax, summary):
 
 
 def _decades(ax):
-    from matplotlib.ticker import LogLocator
-
     plots.log_axis(ax, "x")
     ax.xaxis.set_major_locator(LogLocator(base=10))
     ax.set_xlabel("W: work per task (TSC ticks)")
@@ -135,8 +134,6 @@ def _decades(ax):
 def share_figure(share, *, judge_work: int, coroutines: int):
     """The share of time switching against W, the author's two shares marked
     (figures/08_switch_frequency-share)."""
-    import matplotlib.pyplot as plt
-
     c = claimed()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     pct = _positive_w(share).assign(**{k: _positive_w(share)[k] * 100
@@ -170,8 +167,6 @@ def gains(runs):
 def throughput_figure(runs, speed, *, judge_work: int):
     """Throughput against W, and the gain over BEFORE with the author's gain and the
     bounds of C000.7's rule on it as they stand (figures/08_switch_frequency-throughput)."""
-    import matplotlib.pyplot as plt
-
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
     _draw(axes[0], _positive_w(speed))
     plots.log_axis(axes[0], "y")
