@@ -13,7 +13,15 @@ from __future__ import annotations
 
 import html
 import math
+import os
+import sys
 from dataclasses import dataclass, field
+
+import pandas as pd
+
+import labkit
+from labkit.core.plots import bytes_label
+from labkit.lab.judging import verdicts
 
 
 @dataclass
@@ -74,10 +82,6 @@ def measure_kernels(kernels, *, quick: bool = False, switches: int | None = None
                     repeats: int | None = None, rounds: int | None = None, **kwargs):
     """labkit.measure for each kernel, interleaved over `rounds` rounds (a slow drift of
     the machine then hits every kernel alike); one row per repeat."""
-    import pandas as pd
-
-    import labkit
-
     switches, repeats, rounds = _sizes(quick, switches, repeats, rounds)
     frames = []
     for r in range(rounds):
@@ -88,8 +92,6 @@ def measure_kernels(kernels, *, quick: bool = False, switches: int | None = None
 
 
 def _summary(df, by):
-    import labkit
-
     s = labkit.summarize(df, by=by)
     return s[[*([by] if isinstance(by, str) else by), "median", "q1", "q3", "repeats",
               "noisy"]]
@@ -97,8 +99,6 @@ def _summary(df, by):
 
 def ratio(a: str, b: str, *, quick: bool = False, **kwargs) -> Measured:
     """Measure kernels a and b here (interleaved) and return median(a) / median(b)."""
-    from labkit.lab.judging import verdicts
-
     df = measure_kernels([a, b], quick=quick, **kwargs)
     r, lo, hi = verdicts.ratio_with_spread(df[df.entry == a].ns_per_switch,
                                            df[df.entry == b].ns_per_switch)
@@ -115,11 +115,6 @@ def thread_vs_coroutine(*, quick: bool = False, kernel: str = "asm_fpu",
                         mode: str = "thread_futex", cpu: int = 0) -> Measured:
     """One hand-off between two OS threads on one CPU (a real context switch, through
     the scheduler) over one coroutine switch with `kernel`, both pinned to `cpu`."""
-    import pandas as pd
-
-    import labkit
-    from labkit.lab.judging import verdicts
-
     switches, repeats, rounds = _sizes(quick, None, None, None)
     frames = []
     for r in range(rounds):
@@ -157,12 +152,6 @@ def stack_ring(*, quick: bool = False, contexts: int = 4096, kernel: str = "asm_
     small and big stacks, tops aligned and coloured (64-byte steps), and the two-context
     ping-pong with the same two stack sizes. The Measured value is the ring's slowdown
     (big / small, tops aligned); `ratios` holds the three ratios the rule uses."""
-    import pandas as pd
-
-    import labkit
-    from labkit.core.plots import bytes_label
-    from labkit.lab.judging import verdicts
-
     switches = 100_000 if quick else 400_000
     repeats = 3 if quick else 7
     laps = max(1, switches // (contexts + 1))
@@ -288,11 +277,6 @@ def ready():
     """The set-up checks a learner runs first: the lab's kernel, the extension, the
     optimisation-level builds, the peers, and one short measurement. A table with a
     status and what to do for each line."""
-    import os
-    import sys
-
-    import pandas as pd
-
     rows = []
 
     def add(what, ok, detail, fix="", *, optional=False):
