@@ -13,31 +13,48 @@
 # %% [markdown]
 # # 00 · The claims ledger
 #
-# Every measurable claim of the five source articles (`data/claims.csv`; the articles
-# `000_dc0f0e0d023658f3.txt` ... `004_dfc61b1060864bf1.txt` are summarised in
-# `docs/sources.md`), with the verdict the lab reached on this machine. Each verdict
-# comes from the experiment notebook named beside it, by the rule written in
-# `data/claims.csv` before anything was measured:
+# This notebook lists every measurable [claim](../docs/glossary.md#claim) of the five
+# source [articles](../docs/glossary.md#article). The claims and their rules are in
+# `data/claims.csv`. The articles are summarised in `docs/sources.md`:
 #
-# - `reproduced` / `contradicted`: the interval lies wholly inside that rule's region;
-# - `in-between`: decided, the interval lies wholly between the two regions: the effect
-#   is weaker or stronger than claimed, and the note says which and by how much;
-# - `inconclusive`: at the stopping rule's cap the interval still straddles a bound;
-#   `straddle` names it and `lean` says which way the interval leans;
-# - `not-measured`: a system it needs is missing here (the note says what to install), or
-#   no notebook has produced a verdict for it in the last run. Never a pass;
-# - `not-applicable-here`: needs hardware this machine lacks.
+# - the Boost.Context article, `000_dc0f0e0d023658f3.txt`;
+# - the coroutine-server article, `001_22488c889cf00991.txt`;
+# - the OS context-switch article, `002_8f5c488cea1f882d.txt`;
+# - the ucontext article, `003_58dac7765c62683c.txt`;
+# - the coroutine-memory article, `004_dfc61b1060864bf1.txt`.
 #
-# Timings are judged over fresh processes (`processes`: how many the interval stands on)
-# with repeated confidence intervals at the looks of `labkit.core.sequential`: a decided
-# verdict is wrong with probability at most 5% per claim, so the expected number of
-# wrong decided verdicts is at most 5% of the claims (the report's summary gives it for
-# this ledger's count). Exact counts have no interval. `measured_quantity` says what
-# the rule's `x` is; `measured_value` is x with the interval the verdict stands on.
+# Each claim stands beside the [verdict](../docs/glossary.md#verdict) the lab reached on
+# this machine. The verdict comes from the experiment notebook named beside it. That
+# notebook applies the claim's [rule](../docs/glossary.md#rule), written in
+# `data/claims.csv` before anything was measured. The verdicts are:
 #
-# Where a rule was misread when first written, the amendment is recorded beside it in
-# `data/claims_amendments.csv` (date, reason, misreading) and the original rule is never
-# edited: `verdict` is under the amended rule, `original_verdict` under the first one.
+# - `reproduced` / `contradicted`: the [interval](../docs/glossary.md#interval) lies
+#   wholly inside that rule's region.
+# - `in-between`: decided. The interval lies wholly between the two regions. The effect is
+#   weaker or stronger than claimed, and the note says which and by how much.
+# - `inconclusive`: at the [stopping rule](../docs/glossary.md#stopping-rule)'s last look,
+#   the interval still [straddles](../docs/glossary.md#straddle) a bound. The `straddle`
+#   column names the bound. The [`lean`](../docs/glossary.md#lean) column says which way
+#   the interval leans.
+# - `not-measured`: a system the claim needs is missing here (the note says what to
+#   install). Or no notebook produced a verdict for it in the last run. It is never a
+#   pass.
+# - `not-applicable-here`: the claim needs hardware this machine lacks.
+#
+# Timings are judged over [fresh processes](../docs/glossary.md#fresh-process). The
+# `processes` column says how many the interval stands on. The intervals are repeated
+# confidence intervals, taken at the [looks](../docs/glossary.md#look) of
+# `labkit.core.sequential`. A decided verdict is wrong with probability at most 5% per
+# claim. So the expected number of wrong decided verdicts is at most 5% of the claims. The
+# report's summary gives that number for this ledger's count. Exact counts have no
+# interval. `measured_quantity` says what the rule's `x` is. `measured_value` is x, with
+# the interval the verdict stands on.
+#
+# Some rules were misread when first written. Each
+# [amendment](../docs/glossary.md#amendment) is recorded beside its rule in
+# `data/claims_amendments.csv`, with the date, the reason and the misreading. The original
+# rule is never edited. `verdict` is the verdict under the amended rule, and
+# `original_verdict` under the first one.
 #
 # `make reproduce` runs this notebook last, so it sees every experiment's fresh results.
 
@@ -80,8 +97,8 @@ plots.finish(claims_ledger.summary_figure(table, ladder_runs), "00_claims_ledger
 # %% [markdown]
 # ## Amendments
 #
-# Each amended claim: the verdict under the rule as first written and under the amended
-# one, and why the rule was amended.
+# Each amended claim has two verdicts: one under the rule as first written, one under the
+# amended rule. The last column says why the rule was amended.
 
 # %%
 amended = table[table.amendment != ""]
@@ -99,12 +116,15 @@ table[["claim_id", "source", "claim", "claimed_value", "measured_quantity", "mea
 # %% [markdown]
 # ## Where the variance lies
 #
-# Kalibera and Jones's two levels for every verdict design of this run: the variance of
-# the log of each entry's value between processes and within one, what one more process
-# and one more repeat cost here, and the repeats per process that would give the
-# narrowest interval for the time; "repeats per process" is what each design ran, in ABBA
-# passes. A comparison's statistic pairs the two sides' repeats of the same pass, so a
-# slow mode that comes and goes inside a process falls on both.
+# Kalibera and Jones split the variance into two levels: between processes and within one.
+# This table gives both for every [verdict design](../docs/glossary.md#verdict-design) of
+# this run. It is the variance of the log of each entry's value. The table also says what
+# one more process and one more [repeat](../docs/glossary.md#repeat) cost here. And it
+# gives the repeats per process that would make the interval for the time narrowest.
+# "Repeats per process" is what each verdict design ran, counted in
+# [ABBA](../docs/glossary.md#abba) passes. A comparison pairs the two
+# [sides](../docs/glossary.md#side)' repeats of the same pass. So a slow mode that comes
+# and goes inside a process falls on both sides.
 
 # %%
 from labkit.lab.judging import designs
@@ -114,15 +134,21 @@ designs.variance_table()
 # %% [markdown]
 # ## Is the engine to be trusted? Its calibration
 #
-# A simulator draws measurements with a known true ratio, as a shared VM gives them:
-# each process gives each side its own lognormal effect, a quarter of the processes run
-# in a slow mode at twice the time, and repeats have heavy tails. The engine judges C000.2's
-# rule (`x >= 1.5` reproduces, `x < 1.1` contradicts) under the stopping rule of a full
-# run, the truth placed inside each region, on each bound and in the gap. A decided
-# verdict is wrong when the truth is not in its region; the stated error rate is 5%
-# (`labkit.lab.judging.calibration`; `tests/test_calibration.py` asserts it). Beside it, the
-# design it replaced: 3 processes, the repeats pooled into one bootstrap interval, one
-# extension after a straddle.
+# This section is the [engine](../docs/glossary.md#engine)'s
+# [calibration](../docs/glossary.md#calibration). A simulator draws measurements with a
+# known true ratio, the way a shared VM gives them. Each process gives each side its own
+# lognormal effect. A quarter of the processes run in a slow mode, at twice the time.
+# Repeats have heavy tails.
+#
+# The engine judges C000.2's rule on them (`x >= 1.5` reproduces, `x < 1.1` contradicts).
+# It uses the stopping rule of a full run. The true value is placed inside each region, on
+# each [bound](../docs/glossary.md#bound) and in the gap. A decided verdict is wrong when
+# the truth is not in its region. The stated [error rate](../docs/glossary.md#error-rate)
+# is 5% (`labkit.lab.judging.calibration`; `tests/test_calibration.py` asserts it).
+#
+# Beside it stands the verdict design it replaced. That design used 3 processes and pooled
+# the repeats into one [bootstrap interval](../docs/glossary.md#bootstrap-interval). It
+# extended the run once after a straddle.
 
 # %%
 from labkit.lab.judging import calibration
@@ -138,10 +164,10 @@ calibrated.round(3)
 # %% [markdown]
 # ## Do the verdicts hold from run to run?
 #
-# The committed full run beside full reruns of the same code on the same machine
-# (`labkit stability --runs 2 --with-committed`, which saves
-# `data/stability.csv`). A claim whose true value lies near one of its rule's bounds can
-# be decided in one run and inconclusive in the next; two runs reaching opposite verdicts
+# Here the committed full run stands beside full reruns of the same code on the same
+# machine. The reruns come from `labkit stability --runs 2 --with-committed`, which saves
+# `data/stability.csv`. A claim whose true value lies near a bound of its rule can be
+# decided in one run and inconclusive in the next. Two runs reaching opposite verdicts
 # would mean the engine is wrong. Below: the claims that did not keep one verdict.
 
 # %%

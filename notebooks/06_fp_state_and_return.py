@@ -13,31 +13,41 @@
 # %% [markdown]
 # # 06 · Floating-point state, and how a switch returns
 #
-# **Claims tested** (ids from `data/claims.csv`, the articles in `docs/sources.md`):
+# **Claims tested.** The ids are from `data/claims.csv`, and the articles are in
+# `docs/sources.md`.
 #
-# - **C002.3** (source `002_8f5c488cea1f882d.txt`): a coroutine framework that saved the
-#   floating-point registers on every switch, which the ABI does not require, spent about
-#   90 ns per switch; without that, about 30 ns.
-# - **C000.6** (source `000_dc0f0e0d023658f3.txt`): `jump_fcontext` on x86-64 System V
-#   saves and restores RBX, RBP, R12-R15, RSP and RIP, about 20 instructions, and its
-#   final indirect jump may be mispredicted.
+# - **C002.3** (the OS context-switch article, `002_8f5c488cea1f882d.txt`): a coroutine
+#   framework saved the floating-point registers on every
+#   [switch](../docs/glossary.md#switch). The ABI does not require that. It spent about 90
+#   ns per switch; without the saving, about 30 ns.
+# - **C000.6** (the Boost.Context article, `000_dc0f0e0d023658f3.txt`): `jump_fcontext` on
+#   x86-64 System V saves and restores RBX, RBP, R12-R15, RSP and RIP. That is about 20
+#   instructions. Its final indirect jump may be mispredicted.
 #
-# labkit's kernels form a ladder of what a switch saves, all with the same frame and the
-# same loop around them: `asm` (callee-saved registers only), `asm_fpu` (+ MXCSR and the x87
-# control word, as `jump_fcontext`), `asm_fxsave` (+ the whole x87/SSE state, 512 bytes),
-# `asm_xsave` (+ every state component the OS enables: AVX, AVX-512...). Boost's real
-# `jump_fcontext` runs beside them. Then two effects a careful engineer would check:
+# labkit's [kernels](../docs/glossary.md#kernel) form a ladder of what a switch saves. All
+# have the same frame and the same loop around them:
 #
-# 1. **The control words' values.** Arithmetic sets MXCSR's sticky exception flags, so a
+# - `asm`: the [callee-saved registers](../docs/glossary.md#callee-saved-registers) only;
+# - `asm_fpu`: + MXCSR and the x87 control word, as `jump_fcontext` does (the [control
+#   words](../docs/glossary.md#control-words));
+# - `asm_fxsave`: + the whole x87/SSE state, 512 bytes;
+# - `asm_xsave`: + every state component the OS enables: AVX, AVX-512...
+#
+# Boost's real `jump_fcontext` runs beside them. Then come two effects a careful engineer
+# would check:
+#
+# 1. **The control words' values.** Arithmetic sets MXCSR's sticky exception flags. So a
 #    context that divided holds a different MXCSR from a fresh one. Does loading a
-#    *different* value cost more than reloading the same one? Measured with labkit's
-#    kernels and with Boost's `jump_fcontext` (both contexts at the defaults, or main
-#    dirtied by one inexact division after the other context was made).
-# 2. **The last instruction.** `asm` pops the return address and jumps to it; `asm_ret`
-#    ends in `ret`, whose target the return-stack predictor guesses wrongly (it predicts
-#    the caller of the switch, but we land in the other context).
+#    *different* value cost more than reloading the same one? This is measured with
+#    labkit's kernels and with Boost's `jump_fcontext`. Either both contexts hold the
+#    defaults, or main is dirtied by one inexact division after the other context was
+#    made.
+# 2. **The last instruction.** `asm` pops the return address and jumps to it. `asm_ret`
+#    ends in `ret`, whose target the return-stack predictor guesses wrongly. It predicts
+#    the caller of the switch, but we land in the other context.
 #
-# Verdict rules were written in `data/claims.csv` before measuring.
+# The [rules](../docs/glossary.md#rule) were written in `data/claims.csv` before
+# measuring.
 
 # %% tags=["parameters"]
 # Each parameter's full and quick value, what it allows and what it means:
@@ -52,9 +62,10 @@ cpu, switches, repeats, xstate_pairs, xstate_repeats = params.resolve(
 # %%
 import labkit
 from labkit.core import plots, results
-from labkit.lab.analysis import fp_state as analysis
+from labkit.lab.analysis import findings, fp_state as analysis
 from labkit.lab.experiment import FP_STATE_AND_RETURN as exp
 from labkit.lab.running.sweep import grid, sweep
+findings.placeholder(exp.name)
 
 print(plots.machine_caption())
 ladder, catalogue = analysis.ladder_here()
@@ -63,8 +74,9 @@ catalogue.loc[analysis.LADDER, ["saves", "returns_by", "frame_bytes", "available
 # %% [markdown]
 # ## What saving more costs
 #
-# All kernels in one run, on one CPU, interleaved by the sweep. `fp_control="same"`: both
-# contexts hold the default control words, so only the *saving* differs.
+# All kernels run in one run, on one CPU, interleaved by the sweep. With
+# `fp_control="same"`, both contexts hold the default control words. So only the *saving*
+# differs.
 
 # %%
 # Boost's jump_fcontext can run with its two contexts' control words set apart too.
@@ -96,15 +108,18 @@ analysis.effects(runs, ladder).round(3)
 # %% [markdown]
 # ## The FP and vector state, by component
 #
-# `asm_xsave` saves everything XCR0 enables; what that costs depends on which components
+# `asm_xsave` saves everything XCR0 enables. What that costs depends on which components
 # those are. Here one save and one `xrstor` of a 64-byte-aligned area are timed for each
-# component set XCR0 enables, one step wider at a time (x87+SSE, +AVX, +AVX-512, +AMX
-# tiles, then all of XCR0), with `xsave`, `xsaveopt` and `xsavec`, and with the registers
-# *dirty* (every register of the set written before each save) or *clean* (the vector
-# components in their initial state, which `xsaveopt` and `xsavec` may skip: the init
-# optimisation). The net is per pair, over the same loop with empty calls in place of the
-# save and restore; the area's bytes come from CPUID leaf 0xD. `xinuse` is XINUSE read
-# right after the loop: the components that were out of their initial state.
+# component set XCR0 enables. Each set is one step wider: x87+SSE, +AVX, +AVX-512, +AMX
+# tiles, then all of XCR0. Each is timed with `xsave`, `xsaveopt` and `xsavec`.
+#
+# The registers are either *dirty* or *clean*. Dirty: every register of the set is written
+# before each save. Clean: the vector components are in their initial state, which
+# `xsaveopt` and `xsavec` may skip (the init optimisation).
+#
+# The net is per pair, over the same loop with empty calls in place of the save and
+# restore. The area's bytes come from CPUID leaf 0xD. `xinuse` is XINUSE, read right after
+# the loop: the components that were out of their initial state.
 
 # %%
 from labkit.experiments import xstate
@@ -125,21 +140,27 @@ xs_summary.round(1) if not why_no_xstate else None
 # %% [markdown]
 # ## Verdicts
 #
-# C002.3 by the ratio `asm_fxsave / asm_fpu` (saving the FP registers against saving only
-# the control words); C000.6 by Boost's `jump_fcontext` instructions per switch, net of
-# the empty loop (which leaves the call, the PLT jump and the loop's own counter updates
-# in it).
+# C002.3 is judged by the ratio `asm_fxsave / asm_fpu`: saving the FP registers against
+# saving only the control words. C000.6 is judged by Boost's `jump_fcontext` instructions
+# per switch, net of the [empty loop](../docs/glossary.md#empty-loop). That leaves the
+# call, the PLT jump and the loop's own counter updates in it.
 
 # %% [markdown]
-# `asm_fxsave`, `asm_fpu` and `asm_xsave` are measured again for the verdict, with the
-# same control words in both contexts, over fresh worker processes: each process runs
-# every kernel four times (quick mode: twice) in ABBA order, leading with a random one, and gives one ratio. The
-# interval is taken over processes, at the looks of its schedule; the design
-# stops at the first look where no interval straddles a bound (`labkit.core.sequential`,
-# written before measuring). C000.6 is an instruction count, exact: it has no interval.
-# A verdict run has half the sweep's switches: the interval is over processes, and a
-# shorter run halves what a process costs for little loss of precision (notebook 00's
-# table of variance components).
+# `asm_fxsave`, `asm_fpu` and `asm_xsave` are measured again for the
+# [verdict](../docs/glossary.md#verdict), with the same control words in both contexts.
+# They run in a [verdict design](../docs/glossary.md#verdict-design). Each [fresh
+# process](../docs/glossary.md#fresh-process) runs every kernel four times (quick mode:
+# twice). It runs them in [ABBA](../docs/glossary.md#abba) order, leading with a random
+# kernel. It gives one ratio. The [interval](../docs/glossary.md#interval) is taken over
+# processes, at the [looks](../docs/glossary.md#look) of its schedule. The verdict design
+# stops at the first look where no interval [straddles](../docs/glossary.md#straddle) a
+# bound. That is the [stopping rule](../docs/glossary.md#stopping-rule)
+# (`labkit.core.sequential`), written before measuring. C000.6 is an instruction count,
+# exact: it has no interval.
+#
+# A verdict run has half the sweep's switches. The interval is over processes, so a
+# shorter run halves what a process costs. It loses little precision (see notebook 00's
+# table of [variance components](../docs/glossary.md#variance-components)).
 
 # %%
 from functools import partial
@@ -150,18 +171,22 @@ verdict_runs, judged = designs.run(exp, {
     k: partial(labkit.measure, k, switches=switches // 2, cpu=cpu, fp_control="same")
     for k in exp.sides if k in ladder}, quick=quick)
 results.save_csv(analysis.saved(runs, counts), exp.data)
-designs.verdict_table(exp, judged, why={
-    "C000.6": why or catalogue.loc["boost_fcontext", "why_not"] or "not counted"})
+table = designs.verdict_table(exp, judged, why={
+            "C000.6": why or catalogue.loc["boost_fcontext", "why_not"] or "not counted"})
+findings.and_verdicts(exp.name, table)
 
 # %% [markdown]
 # <a id="06_fp_state_and_return-article-table"></a>
 # ## The article's table beside ours
 #
-# Here: jump_fcontext's anatomy in `000_dc0f0e0d023658f3.txt`: stores and loads counted
-# in its disassembly, instructions from callgrind. The article's own rows and columns,
-# its number beside the median measured here with its spread, the relative column it
-# uses, and the claim that judges each row (`labkit.lab.report.articles`, built from the data this
-# notebook just saved). The row claims without a verdict above are judged here by their
+# Here is the anatomy of `jump_fcontext` in the Boost.Context article
+# (`000_dc0f0e0d023658f3.txt`). Stores and loads are counted in its disassembly, and
+# instructions come from [callgrind](../docs/glossary.md#callgrind). Each number of the
+# article sits beside the [median](../docs/glossary.md#median) measured here, with its
+# [spread](../docs/glossary.md#spread). The table keeps the article's own rows and
+# columns, and the relative column it uses. It also names the claim that judges each row.
+# `labkit.lab.report.articles` builds it from the data this notebook just saved. The [row
+# claims](../docs/glossary.md#row-claim) without a verdict above are judged here, by their
 # rules in `data/claims.csv`.
 
 # %%
@@ -169,3 +194,13 @@ from labkit.lab.report import articles
 
 articles.save_anatomy();
 articles.section(exp)
+
+# %% [markdown]
+# ## Try next
+#
+# Change one parameter: pass `switches` to `params.resolve` in the parameters cell,
+# set to ten times its value. Then run the notebook again.
+#
+# Predict first: does the gap between fxsave and xsave grow with a longer run, or only
+# its interval shrink?
+# Write the number down before you run it.

@@ -13,29 +13,43 @@
 # %% [markdown]
 # # 10 · Your workload: which design, what it costs, and is the advisor right?
 #
-# `labkit.advise` (and `labkit advise` on the command line) takes a workload (the work
-# between switches W, the suspensions per request, the coroutines alive N, the stack in use
-# at a switch u, the FP state in use) and predicts for every design its time per request
-# with an interval, its share of time switching and its memory, from the other notebooks'
-# measurements on this machine (`labkit.lab.advising`).
+# `labkit.advise` is the [advisor](../docs/glossary.md#advisor) (`labkit advise` on the
+# command line). It takes a workload, described by five things:
 #
-# The work W is what a user can measure: what the work between two suspensions costs in
-# one warm context, with its u bytes touched in one stack (a profiler of a one-request
-# loop shows it). Everything the N contexts and the design add is the advisor's to
-# predict.
+# - W, the [work between switches](../docs/glossary.md#work-between-switches);
+# - the [suspensions](../docs/glossary.md#suspension) per request;
+# - N, the coroutines alive;
+# - u, the stack in use at a switch;
+# - the [FP state](../docs/glossary.md#fp-state) in use.
 #
-# This notebook checks the advice against measurement. The **calibration grid** runs the
-# described workload for real (`labkit.experiments.workload`: N coroutines under a
-# round-robin scheduler, each doing W of busy work and touching u bytes of its stack per
-# step) at every point of W x N x u, for five designs, over fresh processes in ABBA order
-# (A B B A: the designs' order reversed halfway, so a drift in the machine hits each
-# alike). Beside each measurement stands the advice `labkit.advise` gives for that point,
-# told only what a user could tell it: the work timed in one warm context, N, u and the
-# stack size. The advisor never sees the grid's measurements.
+# For every [design](../docs/glossary.md#design), it predicts three things. The time per
+# request comes with an [interval](../docs/glossary.md#interval). Then come its [share of
+# time switching](../docs/glossary.md#share-of-time-switching) and its memory. The
+# predictions come from the other notebooks' measurements on this machine
+# (`labkit.lab.advising`).
 #
-# The grid's targets (`grid.TARGETS`), on the advice: the measurement inside the advice's
-# interval at ≥ 90% of points; median |advice / measurement - 1| ≤ 10% for time and ≤ 5%
-# for memory; a median half-width of at most 20% of the advice.
+# The work W is what a user can measure. It is what the work between two suspensions costs
+# in one warm context, with its u bytes touched in one stack. A profiler of a one-request
+# loop shows it. Everything the N contexts and the design add is the advisor's to predict.
+#
+# This notebook checks the [advice](../docs/glossary.md#advice) against measurement. The
+# [calibration grid](../docs/glossary.md#calibration-grid) runs the described workload for
+# real, at every point of W x N x u, for five designs. (`labkit.experiments.workload` runs
+# N coroutines under a round-robin scheduler. Each does W of busy work and touches u bytes
+# of its stack per step.) It runs over [fresh
+# processes](../docs/glossary.md#fresh-process), in [ABBA](../docs/glossary.md#abba)
+# order: A B B A. The designs' order is reversed halfway, so a drift in the machine hits
+# each alike.
+#
+# Beside each measurement stands the advice `labkit.advise` gives for that point. The
+# advisor is told only what a user could tell it: the work timed in one warm context, N, u
+# and the stack size. The advisor never sees the grid's measurements.
+#
+# The grid's targets (`grid.TARGETS`), on the advice:
+#
+# - the measurement lies inside the advice's interval at ≥ 90% of points;
+# - median |advice / measurement - 1| ≤ 10% for time, and ≤ 5% for memory;
+# - the median half-width is at most 20% of the advice.
 
 # %% tags=["parameters"]
 # Each parameter's full and quick value: params.describe("10_your_workload").
@@ -67,23 +81,25 @@ print(plots.machine_caption(info), f"\nload average (1 min): {os.getloadavg()[0]
 # %% [markdown]
 # ## The grid
 #
-# Each point: the work a user would state, timed on the spot in one warm context (two
-# workers, the smaller taken); then every design in `processes` fresh processes, `samples`
-# timed samples each. Each row holds:
+# At each point, the work a user would state is timed on the spot, in one warm context
+# (two [workers](../docs/glossary.md#worker), the smaller taken). Then every design runs
+# in `processes` fresh processes, `samples` timed samples each. Each row holds:
 #
-# - the advice (`advice_*`): its own interval (the noise of the measurements it stands
-#   on) widened by its error at the 20 *other* grid points nearest in share of switching
-#   and in that noise;
+# - the advice (`advice_*`). Its interval starts from the noise of the measurements it
+#   stands on. It is widened by the advice's error at the 20 *other* grid points nearest
+#   in share of switching and in that noise.
 # - the measurement, with its 95% interval over processes;
-# - the memory (resident + page tables) of N coroutines;
-# - a diagnosis kept beside the advice (`predicted_*`, `model_*`): the same model fed the
-#   *step*, the work timed among the N contexts in the design's own layout. It shows how
-#   much of the advice's error is the cost of the N contexts' bytes, which the advice
-#   predicts and the step already holds.
+# - the memory ([resident](../docs/glossary.md#resident-memory) + page tables) of N
+#   coroutines;
+# - a diagnosis kept beside the advice (`predicted_*`, `model_*`). It is the same model,
+#   fed the *step*: the work timed among the N contexts, in the design's own layout. It
+#   shows how much of the advice's error is the cost of the N contexts' bytes. The advice
+#   predicts that cost, and the step already holds it.
 #
-# The cold switches the grid measured are kept in
-# `data/10_your_workload_cold_switches.csv`: a bundle carries them, so that
-# `labkit advise --bundle` on another machine predicts this one's many-context designs.
+# The [cold switches](../docs/glossary.md#cold-switch) the grid measured are kept in
+# `data/10_your_workload_cold_switches.csv`. A [bundle](../docs/glossary.md#bundle)
+# carries them. So `labkit advise --bundle` on another machine predicts this one's
+# many-context designs.
 
 # %%
 g = grid.run_grid(quick=quick, processes=processes, samples=samples, ev=ev, progress=print)
@@ -109,20 +125,24 @@ yw.error_figure(g, info);
 
 # %% [markdown]
 # How to read it. `coverage` is the share of points whose measurement lies inside the
-# advice's interval and `median_half_width` its width as a fraction of the advice;
-# `model_coverage` is the same for the model's own interval, which knows nothing of the
-# model's error and holds few measurements. `interval_score` weighs width and misses
-# together (lower is better). `labkit advise` gives the same interval: it reads this
-# machine's `data/advisor_calibration.csv` for the advice's error. Where the points miss,
-# and why, is in `docs/advisor_calibration.md`; workloads off the grid are checked by
-# `labkit holdout` (`data/advisor_holdout.csv`).
+# advice's interval. `median_half_width` is that interval's width, as a fraction of the
+# advice. `model_coverage` is the same for the model's own interval. That interval knows
+# nothing of the model's error, and holds few measurements. `interval_score` weighs width
+# and misses together (lower is better).
+#
+# `labkit advise` gives the same interval. It reads this machine's
+# `data/advisor_calibration.csv` for the advice's error. Where the points miss, and why,
+# is in `docs/advisor_calibration.md`. Workloads off the grid are checked by `labkit
+# holdout` (`data/advisor_holdout.csv`): the [held-out
+# workloads](../docs/glossary.md#held-out-workloads).
 
 # %% [markdown]
 # ## Three workloads
 #
-# An I/O-bound server (20 µs of work, 2 suspensions per request, 10k connections); 000's
-# case study (about 100 cycles per yield, 64 workers, 1 MiB against 64 KiB stacks); one
-# million idle connections.
+# - An I/O-bound server: 20 µs of work, 2 suspensions per request, 10k connections.
+# - The case study of the Boost.Context article (`000_dc0f0e0d023658f3.txt`): about 100
+#   cycles per yield, 64 coroutines, 1 MiB against 64 KiB stacks.
+# - One million idle connections.
 
 # %%
 chosen = list(grid.QUICK["designs"]) if quick else None
@@ -135,10 +155,11 @@ for kw in (dict(work="20us", suspensions=2, alive=10_000, stack_in_use="1KiB"),
 # %% [markdown]
 # ## Your workload
 #
-# The share of time switching against the work between switches, and memory against N up
-# to the mapping limit, from the measurements (the grid's own as open circles). The
-# controls redraw both without measuring again (in JupyterLab; a headless run shows the
-# figures for the parameters).
+# One plot shows the share of time switching against the work between switches. The
+# other shows memory against N, up to the mapping limit. Both come from the
+# measurements; the grid's own are open circles. The controls redraw both without
+# measuring again. (They work in JupyterLab; a headless run shows the figures for the
+# parameters.)
 
 # %%
 curves = yw.curves(alive=show_alive, in_use=show_in_use, ev=ev)
@@ -152,7 +173,18 @@ yw.memory_figure(curves, g, info);
 yw.controls(g, ev=ev)
 
 # %% [markdown]
-# This notebook judges no claim of the articles; its verdict table is empty.
+# This notebook judges no claim of the articles, so its
+# [verdict](../docs/glossary.md#verdict) table is empty.
 
 # %%
 results.save_csv(verdicts.table([]), exp.verdicts)
+
+# %% [markdown]
+# ## Try next
+#
+# Change one parameter: pass `show_alive` to `params.resolve` in the parameters cell,
+# set to your own service's number of live requests. Then run the notebook again.
+#
+# Predict first: which design will the advisor rank first for it, and how far behind is
+# the second?
+# Write the number down before you run it.

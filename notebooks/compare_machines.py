@@ -13,16 +13,19 @@
 # %% [markdown]
 # # Comparing machines
 #
-# Each machine packs its results with `python -m labkit bundle -o <name>` after a
-# `make reproduce`; collect the `<name>.labkit` folders in one place and list them below
-# (or run `python -m labkit merge a.labkit b.labkit ...` in a terminal). Verdicts sit side
-# by side per claim; the ladder compares each machine's kernels in ratios to its own `asm`,
-# since absolute nanoseconds only mean something beside their machine.
+# Each machine packs its results with `python -m labkit bundle -o <name>`, after a `make
+# reproduce`. That makes a [bundle](../docs/glossary.md#bundle). Collect the
+# `<name>.labkit` folders in one place and list them below. (Or run `python -m labkit
+# merge a.labkit b.labkit ...` in a terminal.) The [verdicts](../docs/glossary.md#verdict)
+# sit side by side, per claim. The ladder compares each machine's
+# [kernels](../docs/glossary.md#kernel) in ratios to its own `asm`. Absolute nanoseconds
+# only mean something beside their machine.
 #
-# **In a room** (see `docs/workshop.md`): set `room_file` to the room file of
-# `labkit room serve`. The suite then runs on every joined machine; the table below shows
-# each machine's state live (queued, running notebook k of n, done, failed, left) and the
-# comparison fills in as bundles arrive. Offline, list bundle folders in `bundles`.
+# **In a [room](../docs/glossary.md#room)** (see `docs/workshop.md`): set `room_file` to
+# the room file of `labkit room serve`. The suite then runs on every joined machine. The
+# table below shows each machine's state live: queued, running notebook k of n, done,
+# failed, or left. The comparison fills in as bundles arrive. Offline, list bundle folders
+# in `bundles`.
 
 # %% tags=["parameters"]
 bundles = []      # paths of .labkit bundle folders, two or more
@@ -54,9 +57,9 @@ merge.checked(cmp)  # each machine: how many of its verdicts were recomputed her
 # %% [markdown]
 # ## Verdicts, claim by claim
 #
-# Each bundle's verdicts were recomputed from its own verdict runs before they are shown
-# here; a bundle whose stated verdicts disagree is refused. `cmp["checks"]` says, claim by
-# claim, how each was checked (a bundle before format 4 carries no runs).
+# Each bundle's verdicts are recomputed from its own verdict runs before they are shown
+# here. A bundle whose stated verdicts disagree is refused. `cmp["checks"]` says, claim by
+# claim, how each was checked. (A bundle before format 4 carries no runs.)
 
 # %%
 cmp["verdicts"]

@@ -322,3 +322,26 @@ def test_a_zero_share_is_not_the_neighbour_of_small_ones(monkeypatch):
     monkeypatch.setitem(model_error.ERROR_FLOORS, model_error.ERROR_RULE, 1e-4)
     tied = model_error.request_residuals(g, at.model_share, spread, leave_out=g.index[1], of="step")
     assert tied.max() == pytest.approx(0.4)
+
+
+def test_the_calibration_figure_states_its_finding_from_the_scores():
+    import pandas as pd
+
+    from labkit.core.plots import percent_label
+    from labkit.lab.advising import grid
+    from labkit.lab.analysis import your_workload as yw
+
+    g = pd.DataFrame({"design": ["asm_fpu"] * 4, "measured_ns": [10.0, 20, 30, 40],
+                      "measured_low": [9.0, 18, 27, 36], "measured_high": [11.0, 22, 33, 44],
+                      "advice_ns": [10.0, 21, 36, 40], "advice_low": [9.0, 20.5, 33, 35],
+                      "advice_high": [11.0, 23, 39, 45], "advice_error": [0, .05, .2, 0],
+                      "advice_covered": [True, False, False, True],
+                      "advice_memory_error": [0.0] * 4, "advice_bytes": [1.0] * 4,
+                      "measured_bytes": [1.0] * 4, "advice_model_ns": [10.0, 21, 36, 40],
+                      "advice_model_low": [9.5, 20, 35, 38],
+                      "advice_model_high": [10.5, 22, 37, 42]})
+    said = yw.calibration_finding(g)
+    a = grid.scores(g, on="advice").set_index("design").loc["all"]
+    assert f"held {percent_label(a.coverage)}% of 4 measurements (target 90%)" in said
+    assert a.coverage == 0.5
+    assert f"median half-width {percent_label(a.median_half_width)}%" in said

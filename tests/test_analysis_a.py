@@ -106,3 +106,41 @@ def test_fp_state_effects_from_the_committed_runs():
     effects = fp_state.effects(runs, list(runs.entry.unique()))
     assert effects.effect.iloc[0].startswith("saving the x87/SSE state")
     assert (effects.dropna().ratio > 0).all()
+
+
+def test_stack_size_findings_say_what_the_numbers_say():
+    KiB, MiB = 1 << 10, 1 << 20
+
+    def rows(entry, stacks, times):
+        return pd.DataFrame([{"entry": entry, "stacks": stacks, "stack_size": s,
+                              "ns_per_switch": t} for s, t in times.items()])
+
+    flat = rows("asm_fpu", "prefaulted", {4 * KiB: 4.0, 8 * MiB: 4.1})
+    said = stack_size.pingpong_finding(flat, ["asm_fpu"])
+    assert "does not change asm_fpu's switch" in said and "1.02x" in said
+    assert "the article saw 5.45x" in said  # C000.2's claimed ratio, read from claims.csv
+    rising = rows("boost_fiber", stack_size.BOOST_STACKS, {4 * KiB: 22.0, 8 * MiB: 44.0})
+    said = stack_size.pingpong_finding(rising, ["boost_fiber", "asm_fpu"])
+    assert "raises boost_fiber's switch" in said and "2.00x" in said
+    ring = pd.DataFrame([{"contexts": n, "colour_step": 64, "stack_size": s,
+                          "ns_per_switch": t} for n, s, t in
+                         [(4096, 4 * KiB, 10.0), (4096, 8 * MiB, 30.0), (64, 8 * MiB, 5.0)]])
+    said = stack_size.ring_finding(ring, [64, 4096])
+    assert said.startswith("Among 4,096 contexts, 8 MiB stacks cost 3x what 4 KiB")
+
+
+def test_latency_ladder_finding_names_its_ends_and_landmarks():
+    ns = pd.DataFrame({"entry": ["direct_call", "asm_fpu", "syscall_getppid", "asyncio_task"],
+                       "median": [0.5, 4.0, 120.0, 1500.0]})
+    said = latency_ladder.ladder_finding(ns)
+    assert said == ("On this machine one switch costs from 0.5 ns (direct_call) to 1.5 us "
+                    "(asyncio_task); asm_fpu 4 ns, syscall_getppid 120 ns.")
+    assert latency_ladder.ladder_finding(ns.iloc[:0]) == "No rung was measured here."
+
+
+def test_symmetric_finding_reads_the_largest_ring():
+    pt = pd.DataFrame({"entry": ["asm_fpu"] * 4, "pattern": ["ring", "scheduler"] * 2,
+                       "contexts": [2, 2, 64, 64], "median": [4.0, 8.0, 5.0, 2.5]})
+    assert symmetric.finding(pt) == ("With 64 contexts, a transfer through a scheduler "
+                                     "costs what a direct ring transfer costs times 0.50x "
+                                     "for asm_fpu.")

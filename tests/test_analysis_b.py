@@ -67,3 +67,19 @@ def test_article_rows_say_what_was_judged():
     assert article_part.span(1.234, 1.0, 2.0, " ns") == "1.23 [1, 2] ns"
     assert article_part.span(5.0, 1.0, float("inf")) == "5"
     assert article_part.span(float("nan")) == "not measured"
+
+
+def test_switch_frequency_share_finding_puts_both_works_beside_the_author():
+    import pandas as pd
+
+    from labkit.experiments import frequency
+    from labkit.lab.analysis import switch_frequency as sf
+
+    label = frequency.setup_label(*sf.BEFORE)
+    dep = pd.DataFrame({"setup": [label, label], "work_cycles": [0, 100],
+                        "median": [0.7, 0.04]})
+    ind = pd.DataFrame({"setup": [label], "work_cycles": [100], "median": [0.13]})
+    said = sf.share_finding(dep, ind, judge_work=100)
+    assert "takes 4% of the time beside dependent work and 13% beside independent" in said
+    assert said.endswith(f"the author measured {100 * sf.claimed()['share_before']:.0f}%.")
+    assert "beside independent" not in sf.share_finding(dep, None, judge_work=100)

@@ -46,6 +46,15 @@ def test_notebook_runs_in_quick_mode(source, tmp_path):
     assert injected and "quick = True" in injected[0].source
     # The kernel's sockets lived in a private folder, not beside the notebook.
     assert not list(source.parent.glob("kernel-ipc*"))
+    # The place held at the top for what this run shows was filled from the run.
+    if "findings.placeholder" in source.read_text():
+        from labkit.lab.analysis import findings
+
+        shown = [str(o.get("data", {}).get("text/html", "")) for c in nb.cells
+                 for o in c.get("outputs", [])]
+        top = [h for h in shown if "What this run shows" in h]
+        assert top and findings.PENDING not in top[0], top
+        assert "Verdicts: " in top[0]
 
 
 def test_ledger_lists_every_claim_once_and_never_passes_by_default(tmp_path):

@@ -26,16 +26,38 @@ def bars(frame, y: str = "median", lo: str = "q1", hi: str = "q3", scale: float 
 
 def errorbars(ax, summary, *, x: str, hue: str | None = None, y: str = "median",
               lo: str = "q1", hi: str = "q3", label_fmt: str = "{}", **kw):
-    """Draw medians with [lo, hi] error bars (quartiles by default), one line per hue."""
+    """Draw medians with [lo, hi] error bars (quartiles by default), one line per hue, each
+    in its name's colour (systems.colour) unless `color` is given."""
+    from labkit.core.systems import colour
+
     groups = summary.groupby(hue, sort=False) if hue else [(None, summary)]
     for key, g in groups:
         g = g.sort_values(x)
-        ax.errorbar(g[x], g[y], yerr=bars(g, y, lo, hi), marker="o", capsize=3,
-                    label=label_fmt.format(key) if hue else None, **kw)
+        opts = {"marker": "o", "capsize": 3, **kw}
+        if hue and "color" not in kw:
+            opts["color"] = colour(key)
+        ax.errorbar(g[x], g[y], yerr=bars(g, y, lo, hi),
+                    label=label_fmt.format(key) if hue else None, **opts)
     if hue:
         ax.legend(fontsize="small")
     ax.grid(True, which="both", alpha=0.3)
     return ax
+
+
+def dots(ax, pos, values, low=None, high=None, *, horizontal: bool = False, color=None,
+         label=None, marker: str = "o"):
+    """Values as points with [low, high] bars at positions `pos`: what a log axis can show,
+    where a bar's length means nothing."""
+    import numpy as np
+
+    v = np.asarray(values, float)
+    err = None
+    if low is not None and high is not None:
+        err = [np.clip(v - np.asarray(low, float), 0, None),
+               np.clip(np.asarray(high, float) - v, 0, None)]
+    xy = (v, pos) if horizontal else (pos, v)
+    return ax.errorbar(*xy, **({"xerr": err} if horizontal else {"yerr": err}), fmt=marker,
+                       ls="none", capsize=3, color=color, label=label)
 
 
 def log_axis(ax, which: str = "y", base: int = 10):
@@ -81,10 +103,49 @@ def bytes_label(n) -> str:
     return f"{n:.0f} B"
 
 
+def look_faults(fig) -> list[str]:
+    """What in `fig` breaks the lab's one look: bars on a log axis (a bar's length means
+    nothing there), values a log axis cannot draw (zeros and negatives vanish), and an
+    entry drawn in a colour not its own (systems.colour)."""
+    import numpy as np
+    from matplotlib.colors import to_hex
+    from matplotlib.container import BarContainer, ErrorbarContainer
+
+    from labkit.core.systems import ENTRY_COLOURS
+
+    faults = []
+    for n, ax in enumerate(fig.axes):
+        where = f"axes {n} ({ax.get_title() or 'untitled'})"
+        logs = [a for a, scale in (("x", ax.get_xscale()), ("y", ax.get_yscale()))
+                if scale == "log"]
+        if logs and any(isinstance(c, BarContainer) for c in ax.containers):
+            faults.append(f"{where}: bars on a log {' and '.join(logs)} axis")
+        # axhline and axvline are drawn partly in the axes' own 0-1 coordinates
+        for line in (ln for ln in ax.get_lines() if ln.get_transform() == ax.transData):
+            for a in logs:
+                v = np.asarray(line.get_xdata() if a == "x" else line.get_ydata(), float)
+                if np.any(np.isfinite(v) & (v <= 0)):
+                    faults.append(f"{where}: {line.get_label()!r} has values <= 0 that the "
+                                  f"log {a} axis does not draw")
+        drawn = [(c.get_label(), c.lines[0]) for c in ax.containers
+                 if isinstance(c, ErrorbarContainer)] + [(ln.get_label(), ln)
+                                                         for ln in ax.get_lines()]
+        for label, line in drawn:
+            if label in ENTRY_COLOURS and line is not None and \
+                    to_hex(line.get_color()) != ENTRY_COLOURS[label]:
+                faults.append(f"{where}: {label} drawn in {to_hex(line.get_color())}, not "
+                              f"its colour {ENTRY_COLOURS[label]}")
+    return faults
+
+
 def finish(fig, name: str, caption: str | None = None):
-    """Add the machine caption under the figure, save it as figures/<name>.png/.svg and,
-    in a notebook, show the saved PNG."""
+    """Check the figure's look (look_faults), add the machine caption under it, save it as
+    figures/<name>.png/.svg and, in a notebook, show the saved PNG."""
     from labkit.core import results
+
+    faults = look_faults(fig)
+    if faults:
+        raise ValueError(f"figure {name} breaks the lab's look: " + "; ".join(faults))
 
     fig.text(0.01, -0.02, caption or machine_caption(), fontsize=7, ha="left", va="top",
              wrap=True)
@@ -97,16 +158,42 @@ def finish(fig, name: str, caption: str | None = None):
 _SHOWN_DPI = 100   # the inline backend's resolution, kept for the figure's shown size
 
 
-def show_saved(fig, png) -> bool:
-    """In a Jupyter kernel, show the PNG already saved for `fig` and close the figure, so
-    that the inline backend does not draw it once more (a second full render of every
-    figure on each run). Outside a kernel, do nothing. True when shown."""
+def in_kernel() -> bool:
+    """True inside a Jupyter kernel (where display() shows HTML and images)."""
     try:
         from IPython import get_ipython
     except ImportError:
         return False
     shell = get_ipython()
-    if shell is None or not hasattr(shell, "kernel"):
+    return shell is not None and hasattr(shell, "kernel")
+
+
+# What labkit.noise_warnings' lines are, as fold() names them.
+NOISY = "noise warnings (a point whose standard deviation is 10% of its mean or more)"
+
+
+def fold(lines, what: str) -> None:
+    """Show `lines` out of the reader's way: in a Jupyter kernel folded under one line
+    naming how many there are and `what` they are (HTML <details>), elsewhere printed."""
+    lines = list(lines)
+    if not lines:
+        return
+    if not in_kernel():
+        print("\n".join(lines))
+        return
+    import html
+
+    from IPython.display import HTML, display
+
+    display(HTML(f"<details><summary>{len(lines)} {html.escape(what)} (click to read)"
+                 f"</summary><pre>{html.escape(chr(10).join(lines))}</pre></details>"))
+
+
+def show_saved(fig, png) -> bool:
+    """In a Jupyter kernel, show the PNG already saved for `fig` and close the figure, so
+    that the inline backend does not draw it once more (a second full render of every
+    figure on each run). Outside a kernel, do nothing. True when shown."""
+    if not in_kernel():
         return False
     import matplotlib.pyplot as plt
     from IPython.display import Image, display

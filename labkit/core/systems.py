@@ -17,6 +17,7 @@ checked in this process."""
 from __future__ import annotations
 
 import functools
+import zlib
 import platform
 import re
 from dataclasses import dataclass, field
@@ -483,3 +484,30 @@ def worker_py_pingpong(peer: str, stack_size: int, rounds: int, warmup: int,
                        repeats: int) -> dict:
     """A Python peer's ping-pong (stack_size is unused: CPython keeps its own)."""
     return _counters.counted(lambda: _pypeers().pingpong(peer, rounds, warmup, repeats))
+
+
+# One colour per entry, the same in every figure: labkit's kernels warm, the C++ peers'
+# calls grey, their coroutines green and fibres blue, the Python peers purple.
+ENTRY_COLOURS = {
+    "asm": "#d62728", "asm_ret": "#ff9896", "asm_fpu": "#ff7f0e", "asm_fxsave": "#ffbb78",
+    "asm_xsave": "#8c564b", "ucontext": "#e377c2", "stackless": "#bcbd22",
+    "libco_design": "#c49c94", "copy_stack": "#637939",
+    "direct_call": "#7f7f7f", "indirect_call": "#c7c7c7", "virtual_call": "#525252",
+    "syscall_getppid": "#000000", "cxx20_generator": "#2ca02c", "cxx20_symmetric": "#98df8a",
+    "boost_fcontext": "#1f77b4", "boost_fiber": "#aec7e8", "boost_fibers_yield": "#17becf",
+    "boost_coroutine2": "#393b79",
+    "greenlet_switch": "#9467bd", "generator_send": "#c5b0d5", "asyncio_task": "#7b4173",
+}
+# Colours for anything else a figure groups by (a user's switch, a stack size, an OS
+# hand-off), none of them an entry's, picked by the name's hash so a name keeps its colour.
+OTHER_COLOURS = ("#f7b6d2", "#8c6d31", "#843c39", "#5254a3", "#6b6ecf", "#b5cf6b",
+                 "#e7ba52", "#d6616b", "#ce6dbd", "#9c9ede", "#3182bd", "#31a354")
+
+
+def colour(name) -> str:
+    """The colour every figure draws `name` in: the entry's own, or one of OTHER_COLOURS
+    that stays the name's from figure to figure and run to run."""
+    key = str(name)
+    if key in ENTRY_COLOURS:
+        return ENTRY_COLOURS[key]
+    return OTHER_COLOURS[zlib.crc32(key.encode()) % len(OTHER_COLOURS)]

@@ -159,6 +159,6 @@ def figure(g, info=None):
     paths = yw.calibration_figure(
         g.assign(work=[f"{w:g} ns" for w in g.work_ns]), info or machine.machine_info(),
         name="holdout", title="The advice against the workload experiment on the held-out "
-        "workloads (labkit holdout)")
+        "workloads (labkit holdout)", targets=TARGETS)
     plt.close("all")
     return paths[0]

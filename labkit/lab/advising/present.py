@@ -57,7 +57,9 @@ def _reason(p, best, untimed: int = 0) -> str:
                 f"({_pc(share['value'])}% switching): choose by memory and hazards.")
     apart = t["low"] > b["high"]
     one = [x["design"] for x in (best, p) if evidence.ONE_PROCESS in x.get("basis", "")]
-    return (f"{_pc(more)}% slower than {best['design']} per request "
+    slower = (f"{_pc(more)}% slower than" if more < 1 else
+              f"{t['value'] / b['value']:.3g} times as slow as")
+    return (f"{slower} {best['design']} per request "
             + ("(the intervals are apart" + (f", though {' and '.join(one)} "
                                              f"{'stand' if len(one) > 1 else 'stands'} on "
                                              "repeats of one process, not fresh processes)"

@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from labkit.core import plots, procfs, stats
+from labkit.core.units import MiB
 from labkit.experiments import frames
 from labkit.lab.analysis import article_part
 from labkit.lab.experiment import COROUTINE_MEMORY
@@ -26,7 +27,6 @@ NOTEBOOK = COROUTINE_MEMORY.name
 # The lab's sweep for the experiments' sweeps (labkit.experiments.frames), checkpointed
 # under this notebook's name.
 sweep = for_notebook(NOTEBOOK)
-from labkit.core.units import KiB, MiB
 # The article's memory for a million coroutines, MB, by strategy (004's table).
 CLAIMED_MB = {s[0]: s[4] for s in articles.STRATEGIES}
 DEFAULT, REUSE = articles.STRATEGIES[0][0], "coroutine-pool reuse"
@@ -171,7 +171,8 @@ def memory_figure(cs, stacks):
     cxx = cs.assign(label=cs.variant + " / " + cs.allocator)
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.6), gridspec_kw={"width_ratios": [1.1, 1]})
     ax = axes[0]
-    ax.bar(range(len(cxx)), cxx.bytes_per_coroutine, color="tab:blue", label="measured")
+    plots.dots(ax, range(len(cxx)), cxx.bytes_per_coroutine, color="tab:blue",
+               label="measured")
     ax.scatter(range(len(cxx)), cxx.frame_bytes, marker="_", s=400, color="k", zorder=3,
                label="frame bytes (operator new)")
     for i, v in enumerate(cxx.bytes_per_coroutine):

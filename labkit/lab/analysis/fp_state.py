@@ -7,6 +7,7 @@ import pandas as pd
 
 import labkit
 from labkit.core import plots
+from labkit.core.systems import colour
 from labkit.experiments import callgrind, xstate
 from labkit.lab.judging import verdicts
 
@@ -31,8 +32,7 @@ def label_fp_control(runs):
 def summary(runs):
     """Median and quartiles per kernel and fp_control (noise warnings printed)."""
     s = labkit.summarize(runs, by=["entry", "fp_control"])
-    for w in labkit.noise_warnings(s):
-        print(w)
+    plots.fold(labkit.noise_warnings(s), plots.NOISY)
     return s
 
 
@@ -56,18 +56,19 @@ def ladder_figure(same, summary, ladder):
     """What saving more costs (left) and same against different MXCSR (right)."""
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
     order = same.loc[ladder].sort_values("median")
-    axes[0].barh(order.index, order["median"],
-                 xerr=[order["median"] - order["q1"], order["q3"] - order["median"]], capsize=3)
+    for i, (entry, r) in enumerate(order.iterrows()):
+        plots.dots(axes[0], [i], [r["median"]], [r["q1"]], [r["q3"]], horizontal=True,
+                   color=colour(entry))
+    axes[0].set_yticks(range(len(order)), order.index)
     plots.log_axis(axes[0], "x")
     axes[0].set_xlabel("ns per switch (median, IQR bars)")
     axes[0].set_title("what saving more costs (same control words)")
     fpu_like = [k for k in FPU_LIKE if k in ladder]
     width = 0.4
-    for i, mode in enumerate(["same", "differ"]):
+    for i, (mode, marker) in enumerate([("same", "o"), ("differ", "s")]):
         g = summary[summary.fp_control == mode].set_index("entry").loc[fpu_like]
-        axes[1].bar([j + i * width for j in range(len(fpu_like))], g["median"], width,
-                    yerr=[g["median"] - g["q1"], g["q3"] - g["median"]], capsize=3,
-                    label=f"control words {mode}")
+        plots.dots(axes[1], [j + i * width for j in range(len(fpu_like))], g["median"],
+                   g["q1"], g["q3"], color="k", marker=marker, label=f"control words {mode}")
     axes[1].set_xticks([j + width / 2 for j in range(len(fpu_like))], fpu_like)
     plots.log_axis(axes[1], "y")
     axes[1].set_ylabel("ns per switch (median, IQR bars)")

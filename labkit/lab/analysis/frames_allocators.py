@@ -79,7 +79,8 @@ def sizes_figure(sizes):
     y = np.arange(len(b))
     h = 0.8 / len(shown)
     for i, c in enumerate(shown):
-        ax.barh(y + i * h, b[c], h, label=f"g++ -{c}")
+        plots.dots(ax, y + i * h, b[c], horizontal=True, marker="os"[i % 2],
+                   color=("tab:orange", "tab:blue")[i % 2], label=f"g++ -{c}")
         for yy, v in zip(y + i * h, b[c]):
             ax.text(v * 1.08, yy, f"{v:,}", va="center", fontsize=7)
     ax.set_yticks(y + h * (len(shown) - 1) / 2, b.index)

@@ -37,8 +37,7 @@ def summary(handoffs):
     """Median and quartiles per task and placement (noise warnings printed)."""
     hs = labkit.summarize(handoffs.assign(what=handoffs.placement.map(WHAT)),
                           by=["task", "placement", "what"])
-    for w in labkit.noise_warnings(hs.assign(task=hs.task + " " + hs.placement)):
-        print(w)
+    plots.fold(labkit.noise_warnings(hs.assign(task=hs.task + " " + hs.placement)), plots.NOISY)
     return hs
 
 
@@ -94,8 +93,7 @@ def yield_summary(yields):
     for col in ("switches_per_unit", "ns_per_unit"):
         ys[col] = ys.every.map(yields.groupby("every")[col].median())
     ys = ys.merge(stats.group_quartiles(yields, ["every"], ["switches_per_unit"]), on="every")
-    for w in labkit.noise_warnings(ys):
-        print(w)
+    plots.fold(labkit.noise_warnings(ys), plots.NOISY)
     return ys[["every", "repeats", "median", "q1", "q3", "ns_per_unit", "switches_per_unit",
                "switches_per_unit_q1", "switches_per_unit_q3", "cv", "noisy"]]
 

@@ -50,8 +50,7 @@ def summaries(runs, catalogue):
     """(ns, ticks): per kernel, cheapest first, with its system; noise warnings printed."""
     ns = labkit.summarize(runs, by="entry").sort_values("median", ignore_index=True)
     ns["system"] = ns.entry.map(dict(zip(catalogue.entry, catalogue.system)))
-    for w in labkit.noise_warnings(ns):
-        print(w)
+    plots.fold(labkit.noise_warnings(ns), plots.NOISY)
     ticks = labkit.summarize(runs, by="entry", value="ticks_per_switch").set_index("entry")
     return ns, ticks.loc[ns.entry].reset_index().assign(system=ns.system)
 
@@ -75,6 +74,20 @@ def _rungs(ax, summary, unit, floor):
     ax.set_xlabel(f"{unit} per switch (median, IQR bars, log scale)")
 
 
+def ladder_finding(ns) -> str:
+    """What the ladder shows, from its medians: the cheapest and dearest rung, and where
+    labkit's switch and a system call sit between them."""
+    if ns.empty:
+        return "No rung was measured here."
+    at = ns.set_index("entry")["median"]
+    low, high = ns.iloc[0], ns.iloc[-1]
+    said = (f"On this machine one switch costs from {plots.ns_label(max(low['median'], 0))} "
+            f"({low.entry}) to {plots.ns_label(high['median'])} ({high.entry})")
+    marks = [f"{e} {plots.ns_label(at[e])}" for e in ("asm_fpu", "syscall_getppid")
+             if e in at and e not in (low.entry, high.entry)]
+    return said + (f"; {', '.join(marks)}." if marks else ".")
+
+
 def ladder_figure(ns, ticks, tsc_ghz: float, cpu: int):
     """Every rung, cheapest at the top, in ns (left) and TSC ticks (right); colour is the
     kind, the marker the system; the verdicts' rungs are named in bold. A net cost at or
@@ -92,7 +105,8 @@ def ladder_figure(ns, ticks, tsc_ghz: float, cpu: int):
     handles += [Line2D([], [], color="k", marker=m, ls="", mfc="none", label=s)
                 for s, m in MARKER.items()]
     left.legend(handles=handles, loc="lower left", fontsize="small", title="kind / system")
-    fig.suptitle(f"One switch, cheapest to dearest, all pinned to CPU {cpu}")
+    fig.suptitle(f"One switch, cheapest to dearest, all pinned to CPU {cpu}\n"
+                 + ladder_finding(ns), fontsize=10)
     return fig
 
 

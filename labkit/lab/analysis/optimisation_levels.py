@@ -9,6 +9,7 @@ import pandas as pd
 
 import labkit
 from labkit.core import plots
+from labkit.core.systems import colour
 from labkit.experiments import callgrind
 from labkit.lab.judging import verdicts
 
@@ -27,8 +28,7 @@ def kernels_here():
 def summary(timed, builds):
     """Median and quartiles per kernel and build (noise warnings printed), in build order."""
     ts = labkit.summarize(timed, by=["entry", "build"])
-    for w in labkit.noise_warnings(ts):
-        print(w)
+    plots.fold(labkit.noise_warnings(ts), plots.NOISY)
     return ts.assign(x=ts.build.map({b: i for i, b in enumerate(builds)}))
 
 
@@ -83,7 +83,8 @@ def figure(ts, counts, builds, kernels):
     shown = _builds_in(counts, builds)
     for i, k in enumerate(kernels):
         c = counts[counts.entry == k].set_index("build").loc[shown]
-        axes[1].bar([j + i * width for j in range(len(shown))], c.net, width, label=k)
+        plots.dots(axes[1], [j + i * width for j in range(len(shown))], c.net,
+                   color=colour(k), label=k)
     axes[1].set_xticks([j + 0.4 - width / 2 for j in range(len(shown))],
                        [f"-{b}" for b in shown], rotation=30)
     plots.log_axis(axes[1], "y")

@@ -2,6 +2,8 @@
 the two figures, and the numbers the notebook reads out of its ping-pong and ring sweeps."""
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib.pyplot as plt
 import pandas as pd
 
@@ -9,6 +11,7 @@ import labkit
 from labkit.core import plots
 from labkit.core.units import KiB, MiB
 from labkit.lab.experiment import STACK_SIZE
+from labkit.lab.judging.claims import claim
 from labkit.lab.running.sweep import grid
 _S = STACK_SIZE.sides
 # The verdict design's sides (STACK_SIZE.sides) and the stack each measures, bytes.
@@ -34,8 +37,7 @@ def pingpong_points(kernels, sizes):
 
 
 def _warned(summary):
-    for w in labkit.noise_warnings(summary):
-        print(w)
+    plots.fold(labkit.noise_warnings(summary), plots.NOISY)
     return summary
 
 
@@ -51,9 +53,47 @@ def pingpong_summary(pingpong):
     return pp[["entry", "stack_size", "stacks", "median", "q1", "q3", "median_ticks", "noisy"]]
 
 
-def pingpong_figure(pp, sizes):
-    """Two panels: prefaulted stacks (with Boost's) and untouched ones, ns against size."""
+def pingpong_finding(pingpong, kernels) -> str:
+    """What the ping-pong sweep shows, one sentence from its numbers and the claim's:
+    the judged kernel's time from the smallest stack to the largest, against the article's
+    ratio (C000.2)."""
+    kernel, stacks = judged(kernels)
+    sel = pingpong[(pingpong.entry == kernel) & (pingpong.stacks == stacks)]
+    by = sel.groupby("stack_size").ns_per_switch.median()
+    if by.empty:
+        return f"{kernel} has no ping-pong rows in this run."
+    small, big = by.index.min(), by.index.max()
+    ratio = by[big] / by[small]
+    said = ("does not change" if abs(ratio - 1) < 0.1 else
+            "raises" if ratio > 1 else "lowers")
+    c = claim("C000.2")
+    return (f"On this machine the stack size {said} {kernel}'s switch: {by[small]:.3g} ns at "
+            f"{plots.bytes_label(small)}, {by[big]:.3g} ns at {plots.bytes_label(big)} "
+            f"({ratio:.2f}x); the article saw {float(c['claimed_value']):.3g}x.")
+
+
+def ring_finding(ring, ring_counts) -> str:
+    """What the ring sweep shows at its largest ring, one sentence from its numbers:
+    the largest stacks against the smallest, tops coloured."""
+    n = max(ring_counts)
+    sel = ring[(ring.contexts == n) & (ring.colour_step == 64)]
+    by = sel.groupby("stack_size").ns_per_switch.median()
+    if by.empty:
+        return f"No ring of {n} contexts in this run."
+    small, big = by.index.min(), by.index.max()
+    ratio = by[big] / by[small]
+    said = ("no more than" if ratio < 1.1 else f"{ratio:.2g}x what")
+    return (f"Among {n:,} contexts, {plots.bytes_label(big)} stacks cost {said} "
+            f"{plots.bytes_label(small)} ones do ({by[big]:.3g} against {by[small]:.3g} ns "
+            "per switch, tops coloured).")
+
+
+def pingpong_figure(pp, sizes, finding: str | None = None):
+    """Two panels: prefaulted stacks (with Boost's) and untouched ones, ns against size;
+    `finding` (pingpong_finding) as its title."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    if finding:
+        fig.suptitle(textwrap.fill(finding, 110), fontsize=10)
     panels = [("prefaulted stacks (Boost: malloc'd)", ["prefaulted", BOOST_STACKS]),
               ("untouched stacks", ["untouched"])]
     for ax, (title, kinds) in zip(axes, panels):
@@ -80,9 +120,12 @@ def ring_summary(ring):
     return rs[["stack", "contexts", "colour_step", "median", "q1", "q3", "noisy"]]
 
 
-def ring_figure(rs):
-    """Two panels, aligned and coloured stack tops: ns against the ring's size, per stack."""
+def ring_figure(rs, finding: str | None = None):
+    """Two panels, aligned and coloured stack tops: ns against the ring's size, per stack;
+    `finding` (ring_finding) as its title."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    if finding:
+        fig.suptitle(textwrap.fill(finding, 110), fontsize=10)
     for ax, step in zip(axes, [0, 64]):
         plots.errorbars(ax, rs[rs.colour_step == step], x="contexts", hue="stack")
         plots.log_axis(ax, "x", base=2)

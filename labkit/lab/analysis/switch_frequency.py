@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import os
 import re
+import textwrap
 from functools import partial
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.ticker import LogLocator
+from matplotlib.ticker import FuncFormatter, SymmetricalLogLocator
 
 from labkit.core import plots, stats
+from labkit.core.units import KiB, MiB
 from labkit.experiments import frequency
 from labkit.lab.experiment import SWITCH_FREQUENCY
 from labkit.lab.judging import claims, verdicts
@@ -27,7 +29,6 @@ NOTEBOOK = SWITCH_FREQUENCY.name
 # The lab's sweep for the experiment's sweeps (labkit.experiments.frequency), checkpointed
 # under this notebook's name.
 sweep = for_notebook(NOTEBOOK)
-from labkit.core.units import KiB, MiB
 STACKS, BATCHES = frequency.SWEEP_STACKS, frequency.SWEEP_BATCHES
 BEFORE, AFTER = (1 * MiB, 1), (64 * KiB, 32)   # the author's two set-ups (C000.7)
 
@@ -82,10 +83,15 @@ def tasks(work_cycles, *, seconds: float, coroutines: int, tsc_ghz: float) -> di
                                    tsc_ghz=tsc_ghz) for w in work_cycles}
 
 
+def share_of(runs):
+    """The share of time switching per set-up and W, median and quartiles."""
+    return stats.summarize(runs, by=BY, value="share_switching")
+
+
 def summaries(runs):
     """(share of time switching, throughput) per set-up and W, median and quartiles, and
     pyperf's noise warnings on ns per task per point."""
-    share = stats.summarize(runs, by=BY, value="share_switching")
+    share = share_of(runs)
     speed = stats.summarize(runs, by=BY, value="throughput_mtasks_s")
     warnings = stats.noise_warnings(stats.summarize(runs, by=["point"], value="ns_per_task"))
     return share, speed, warnings
@@ -108,11 +114,6 @@ def checks(runs):
     ).reset_index()
 
 
-def _positive_w(summary):
-    """W = 0 has no place on a log axis: it is in the tables instead."""
-    return summary[summary.work_cycles > 0]
-
-
 def _draw(ax, summary):
     """One line per set-up: colour for the batch, solid/filled for 1 MiB, dashed/open for
     64 KiB. The 64 KiB points are drawn 6% to the right so that equal results stay
@@ -125,29 +126,64 @@ def _draw(ax, summary):
                         markerfacecolor=None if big else "none")
 
 
-def _decades(ax):
-    plots.log_axis(ax, "x")
-    ax.xaxis.set_major_locator(LogLocator(base=10))
-    ax.set_xlabel("W: work per task (TSC ticks)")
+def _decades(ax, smallest: float):
+    """W on a log scale that keeps W = 0: linear below the smallest positive W."""
+    ax.set_xscale("symlog", linthresh=smallest, linscale=0.5)
+    ax.xaxis.set_major_locator(SymmetricalLogLocator(base=10, linthresh=smallest))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xlim(left=0)
+    ax.set_xlabel("W: work per task (TSC ticks; 0 at the left edge)")
 
 
-def share_figure(share, *, judge_work: int, coroutines: int):
-    """The share of time switching against W, the author's two shares marked
+def share_finding(share, independent, *, judge_work: int) -> str:
+    """What the share figure shows at the claim's W, one sentence from this run's medians:
+    the author's starting set-up with dependent and with independent work, against the
+    author's share (C000.7)."""
+    label = frequency.setup_label(*BEFORE)
+
+    def at(frame):
+        if frame is None or frame.empty:
+            return None
+        m = frame[(frame.setup == label) & (frame.work_cycles == judge_work)]["median"]
+        return float(m.iloc[0]) if len(m) else None
+
+    dep, ind, author = at(share), at(independent), claimed()["share_before"]
+    if dep is None:
+        return f"No run of {label} at W = {judge_work} ticks here."
+    said = (f"At W = {judge_work} ticks, {label}: switching takes "
+            f"{plots.percent_label(dep)}% of the time beside dependent work")
+    if ind is not None:
+        said += (f" and {plots.percent_label(ind)}% beside independent work, which leaves "
+                 "it nowhere to hide")
+    return said + f"; the author measured {plots.percent_label(author)}%."
+
+
+def share_figure(share, *, judge_work: int, coroutines: int, independent=None):
+    """The share of time switching against W (W = 0 kept), the author's two shares marked,
+    and the author's starting set-up with independent work (`independent`: its share
+    summary, share_of(indep)) beside it; this run's finding as the title
     (figures/08_switch_frequency-share)."""
     c = claimed()
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    pct = _positive_w(share).assign(**{k: _positive_w(share)[k] * 100
-                                       for k in ("median", "q1", "q3")})
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    pct = share.assign(**{k: share[k] * 100 for k in ("median", "q1", "q3")})
     _draw(ax, pct)
+    if independent is not None and not independent.empty:
+        ind = independent[independent.setup == frequency.setup_label(*BEFORE)]
+        ind = ind.assign(**{k: ind[k] * 100 for k in ("median", "q1", "q3")})
+        plots.errorbars(ax, ind.assign(setup=ind.setup + ", independent work"),
+                        x="work_cycles", hue="setup", color="C2", marker="D", linestyle="none")
     ax.plot([judge_work], [100 * c["share_before"]], "k*", markersize=11,
             label=f"author: 1 MB, 1 task/yield ({100 * c['share_before']:.0f}%)")
     ax.plot([judge_work], [100 * c["share_after"]], "kP", markersize=9,
             label=f"author: 64 KB, 32 tasks/yield, local queues (< {100 * c['share_after']:.0f}%)")
     ax.legend(fontsize="small")
-    _decades(ax)
+    positive = share.work_cycles[share.work_cycles > 0]
+    _decades(ax, float(positive.min()) if len(positive) else 1.0)
     ax.set_ylim(0, max(20, pct.q3.max() + 5))
     ax.set_ylabel("share of time switching, % (median, IQR bars)")
-    ax.set_title(f"{coroutines} coroutines, asm_fpu: time switching vs work between switches")
+    ax.set_title(f"{coroutines} coroutines, asm_fpu: time switching vs work between switches\n"
+                 + textwrap.fill(share_finding(share, independent, judge_work=judge_work), 100),
+                 fontsize=9)
     return plots.finish(fig, f"{NOTEBOOK}-share")
 
 
@@ -168,11 +204,11 @@ def throughput_figure(runs, speed, *, judge_work: int):
     """Throughput against W, and the gain over BEFORE with the author's gain and the
     bounds of C000.7's rule on it as they stand (figures/08_switch_frequency-throughput)."""
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-    _draw(axes[0], _positive_w(speed))
+    _draw(axes[0], speed)
     plots.log_axis(axes[0], "y")
     axes[0].set_ylabel("throughput, million tasks/s (median, IQR bars)")
     axes[0].set_title("throughput")
-    _draw(axes[1], _positive_w(gains(runs)))
+    _draw(axes[1], gains(runs))
     gain = claimed()["gain"]
     axes[1].plot([judge_work], [gain], "k*", markersize=11,
                  label=f"author: {100 * (gain - 1):+.0f}%")
@@ -183,8 +219,9 @@ def throughput_figure(runs, speed, *, judge_work: int):
     axes[1].legend(fontsize="small")
     axes[1].set_ylabel(f"throughput / throughput of {frequency.setup_label(*BEFORE)}")
     axes[1].set_title("gain over 1 MiB stacks, one task per switch")
+    positive = speed.work_cycles[speed.work_cycles > 0]
     for ax in axes:
-        _decades(ax)
+        _decades(ax, float(positive.min()) if len(positive) else 1.0)
     return plots.finish(fig, f"{NOTEBOOK}-throughput")
 
 

@@ -22,14 +22,30 @@ def summaries(shapes):
     ring size; the noise warnings of the first are printed."""
     by = ["entry", "pattern", "contexts"]
     per_transfer = labkit.summarize(shapes, by=by)
-    for w in labkit.noise_warnings(per_transfer):
-        print(w)
+    plots.fold(labkit.noise_warnings(per_transfer), plots.NOISY)
     return per_transfer, labkit.summarize(shapes, by=by, value="ns_per_resumption")
 
 
+def finding(per_transfer) -> str:
+    """What the figure shows at the largest ring, from its medians: the scheduler's time
+    per transfer over the ring's, per kernel."""
+    if per_transfer.empty:
+        return "No ring was measured here."
+    n = int(per_transfer.contexts.max())
+    at = per_transfer[per_transfer.contexts == n].set_index(["entry", "pattern"])["median"]
+    parts = [f"{at[(k, 'scheduler')] / at[(k, 'ring')]:.2f}x for {k}"
+             for k in KERNELS if (k, "scheduler") in at and (k, "ring") in at]
+    if not parts:
+        return f"No kernel ran both shapes with {n:,} contexts."
+    return (f"With {n:,} contexts, a transfer through a scheduler costs what a direct ring "
+            "transfer costs times " + " and ".join(parts) + ".")
+
+
 def figure(per_transfer, per_resume):
-    """Four panels: per transfer (top) and per resumption (bottom), one column per kernel."""
+    """Four panels: per transfer (top) and per resumption (bottom), one column per kernel;
+    the finding (finding) as its title."""
     fig, axes = plt.subplots(2, 2, figsize=(12, 8), sharex=True)
+    fig.suptitle(finding(per_transfer), fontsize=10)
     for row, (summary, what) in enumerate([(per_transfer, "ns per transfer of control"),
                                            (per_resume, "ns per useful resumption")]):
         for col, kernel in enumerate(KERNELS):

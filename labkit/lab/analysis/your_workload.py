@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import copy
 import math
+import re
+import textwrap
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -19,6 +21,7 @@ from IPython.display import display
 from matplotlib.ticker import FuncFormatter
 
 from labkit.core import plots, procfs
+from labkit.core.systems import colour as design_colour
 from labkit.lab.advising import cold, evidence, inputs, memory, model
 from labkit.lab.advising import grid as _grid
 from labkit.lab.experiment import YOUR_WORKLOAD
@@ -47,8 +50,25 @@ WHOSE = {"advice": "the advice (given the work in one warm context)",
          "predicted": "the step-fed model (a diagnosis: given the step among the N)"}
 
 
+def _work_words(work: str) -> str:
+    spaced = re.sub(r"(\d)([a-zµ])", r"\1 \2", work)
+    return "no work between switches" if work == _grid.WORK[0] else f"{spaced} of work"
+
+
+def calibration_finding(g, on: str = "advice", targets=None) -> str:
+    """What the calibration figure shows, from its rows: the share of measurements inside
+    the 95% interval and the median half-width, each against its target."""
+    t = targets or _grid.TARGETS
+    a = _grid.scores(g, on=on, targets=t).set_index("design").loc["all"]
+    return (f"The 95% interval held {plots.percent_label(a.coverage)}% of "
+            f"{int(a.points)} measurements (target {plots.percent_label(t['coverage'])}%), "
+            f"median half-width {plots.percent_label(a.median_half_width)}% (target "
+            f"{plots.percent_label(t['half_width'])}%), median error "
+            f"{plots.percent_label(a.median_time_error)}%.")
+
+
 def calibration_figure(g, info=None, on: str = "advice", name: str = "calibration",
-                       title: str | None = None):
+                       title: str | None = None, targets=None):
     """Predicted against measured ns per request, log axes: the measurement's 95%
     interval over fresh processes (horizontal), the prediction interval (thin, vertical:
     with the model's cross-validated error) and the model's own interval (thick: its terms'
@@ -56,7 +76,7 @@ def calibration_figure(g, info=None, on: str = "advice", name: str = "calibratio
     ns, low, high, own_low, own_high = PREDICTIONS[on]
     fig, ax = plt.subplots(figsize=(7.5, 6))
     for i, (d, x) in enumerate(g.groupby("design", sort=False)):
-        colour = f"C{i}"
+        colour = design_colour(d)
         for wk, y in x.groupby("work", sort=False):
             y = {c: y[c].to_numpy(float) for c in ("measured_ns", "measured_low",
                                                    "measured_high", ns, low, high, own_low,
@@ -82,10 +102,13 @@ def calibration_figure(g, info=None, on: str = "advice", name: str = "calibratio
     ax.set_xlabel("measured ns per request (95% interval over fresh processes)")
     ax.set_ylabel("predicted ns per request (thin: prediction interval; thick: the "
                   "model's terms alone)")
-    marks = ", ".join(f"{m} W={w}" for w, m in MARKERS.items())
-    ax.set_title(title or f"{WHOSE[on]} against the workload experiment:\nmarkers {marks}; "
-                 f"dotted ±{band:.0%}", fontsize=9)
-    ax.legend(fontsize="small", loc="upper left")
+    ax.set_title((title or f"{WHOSE[on]} against the workload experiment") + "\n"
+                 + textwrap.fill(calibration_finding(g, on, targets), 90)
+                 + f" Dotted: ±{band:.0%}.", fontsize=9)
+    handles, _ = ax.get_legend_handles_labels()
+    handles += [plt.Line2D([], [], color="k", marker=m, ls="", mfc="none",
+                           label=_work_words(w)) for w, m in MARKERS.items() if w in set(g.work)]
+    ax.legend(handles=handles, fontsize="small", loc="upper left")
     ax.grid(True, which="both", alpha=0.3)
     return plots.finish(fig, f"{NOTEBOOK}-{name}", caption=plots.machine_caption(info))
 
@@ -185,8 +208,8 @@ def share_figure(c, g=None, info=None, save: bool = True):
     s = c[c.kind == "share"]
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for i, (d, x) in enumerate(s.groupby("design", sort=False)):
-        ax.plot(x.x, 100 * x.value, color=f"C{i}", label=d)
-        ax.fill_between(x.x, 100 * x.low, 100 * x.high, color=f"C{i}", alpha=0.25)
+        ax.plot(x.x, 100 * x.value, color=design_colour(d), label=d)
+        ax.fill_between(x.x, 100 * x.low, 100 * x.high, color=design_colour(d), alpha=0.25)
         if g is not None and len(g):
             n = min(g.alive.unique(), key=lambda a: abs(math.log(a / c.alive.iloc[0])))
             u = min(g.stack_in_use.unique(), key=lambda b: abs(b - c.stack_in_use.iloc[0]))
@@ -198,7 +221,7 @@ def share_figure(c, g=None, info=None, save: bool = True):
                 at = m.warm_step_ns if "warm_step_ns" in m else m.step_ns
                 ax.errorbar(at, 100 * sh, yerr=[100 * (sh - lo).clip(lower=0),
                                                        100 * (hi - sh).clip(lower=0)],
-                            fmt="o", color=f"C{i}", mfc="none", capsize=2)
+                            fmt="o", color=design_colour(d), mfc="none", capsize=2)
     chosen = s[s.chosen].x
     if len(chosen):
         ax.axvline(chosen.iloc[0], color="k", ls=":", lw=0.8)
@@ -222,13 +245,13 @@ def memory_figure(c, g=None, info=None, save: bool = True):
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for i, (d, x) in enumerate(m.groupby("design", sort=False)):
         ok = x[~x.past_limit.astype(bool)]
-        ax.plot(ok.x, ok.value, color=f"C{i}", label=d)
+        ax.plot(ok.x, ok.value, color=design_colour(d), label=d)
         if len(ok) < len(x):
-            ax.plot(ok.x.iloc[-1:], ok.value.iloc[-1:], "x", color=f"C{i}", ms=9)
+            ax.plot(ok.x.iloc[-1:], ok.value.iloc[-1:], "x", color=design_colour(d), ms=9)
         if g is not None and len(g):
             u = min(g.stack_in_use.unique(), key=lambda b: abs(b - c.stack_in_use.iloc[0]))
             gm = g[(g.design == d) & (g.stack_in_use == u)].groupby("alive").measured_bytes.median()
-            ax.plot(gm.index, gm.values, "o", color=f"C{i}", mfc="none")
+            ax.plot(gm.index, gm.values, "o", color=design_colour(d), mfc="none")
     chosen = m[m.chosen].x
     if len(chosen):
         ax.axvline(chosen.iloc[0], color="k", ls=":", lw=0.8)

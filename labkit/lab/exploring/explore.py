@@ -31,11 +31,12 @@ from matplotlib.figure import Figure
 import labkit
 from labkit.core import results
 from labkit.core.entries import COPIES_STACK
-from labkit.core.plots import bytes_label, log_axis, machine_caption
+from labkit.core.plots import bytes_label, dots, log_axis, machine_caption
 from labkit.core.results import atomic_path
 from labkit.core.systems import SYSTEMS
 from labkit.core.units import KiB, MiB
 # ipywidgets (the lab extra) is imported where used: it may be absent.
+
 STACK_SIZES = (4 * KiB, 16 * KiB, 64 * KiB, 256 * KiB, 1 * MiB, 8 * MiB, 64 * MiB)
 CONTEXTS = (2, 4, 16, 64, 256, 1024, 4096)
 COLOUR_STEPS = (0, 64)
@@ -595,8 +596,13 @@ def render_history(summary, last: int = 12) -> bytes:
     s = summary.tail(last).reset_index(drop=True)
     y = range(len(s))
     colours = ["#1f77b4"] * (len(s) - 1) + ["#ff7f0e"]
-    ax.barh(list(y), s["median"].to_numpy(float), color=colours, xerr=_quartile_err(s),
-            capsize=3)
+    if _spans_decades(s):
+        for i, c in zip(y, colours):
+            dots(ax, [i], s["median"].iloc[i:i + 1], s["q1"].iloc[i:i + 1],
+                       s["q3"].iloc[i:i + 1], horizontal=True, color=c)
+    else:
+        ax.barh(list(y), s["median"].to_numpy(float), color=colours,
+                xerr=_quartile_err(s), capsize=3)
     ax.set_yticks(list(y), s["point"], fontsize=8)
     ax.invert_yaxis()
     if _spans_decades(s):
@@ -622,7 +628,10 @@ def render_sweep(summary, axis: str) -> bytes:
                               for v in ticks], rotation=45)
     else:
         labels = [str(v) for v in s[axis]]
-        ax.bar(range(len(s)), s["median"].to_numpy(float), yerr=err, capsize=3)
+        if _spans_decades(s):
+            dots(ax, range(len(s)), s["median"], s["q1"], s["q3"])
+        else:
+            ax.bar(range(len(s)), s["median"].to_numpy(float), yerr=err, capsize=3)
         ax.set_xticks(range(len(s)), labels, rotation=45, ha="right", fontsize=8)
     if _spans_decades(s):
         log_axis(ax, "y")

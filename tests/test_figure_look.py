@@ -1,0 +1,86 @@
+"""The lab's one look, checked on matplotlib's artists: plots.look_faults, which every
+figure the notebooks save passes through (plots.finish refuses a figure it faults)."""
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from labkit.core import plots, systems  # noqa: E402
+
+
+def _fig():
+    fig, ax = plt.subplots()
+    return fig, ax
+
+
+def test_a_clean_figure_has_no_faults():
+    fig, ax = _fig()
+    plots.errorbars(ax, __import__("pandas").DataFrame(
+        {"entry": ["asm_fpu", "asm_fpu", "boost_fcontext", "boost_fcontext"],
+         "x": [1, 2, 1, 2], "median": [3.0, 4.0, 5.0, 6.0], "q1": [2.5, 3.5, 4.5, 5.5],
+         "q3": [3.5, 4.5, 5.5, 6.5]}), x="x", hue="entry")
+    plots.log_axis(ax, "y")
+    assert plots.look_faults(fig) == []
+    plt.close(fig)
+
+
+def test_bars_on_a_log_axis_are_a_fault_and_dots_are_not():
+    fig, ax = _fig()
+    ax.bar([0, 1], [10, 1000])
+    ax.set_yscale("log")
+    assert any("bars on a log y axis" in f for f in plots.look_faults(fig))
+    fig2, ax2 = _fig()
+    plots.dots(ax2, [0, 1], [10, 1000], [9, 900], [11, 1100])
+    ax2.set_yscale("log")
+    assert plots.look_faults(fig2) == []
+    plt.close("all")
+
+
+def test_a_zero_a_log_axis_would_drop_is_a_fault():
+    fig, ax = _fig()
+    ax.plot([0, 10, 100], [1, 2, 3], label="share")
+    ax.set_xscale("log")
+    assert any("'share' has values <= 0" in f for f in plots.look_faults(fig))
+    plt.close(fig)
+
+
+def test_an_entry_in_another_colour_is_a_fault_and_finish_refuses_it(tmp_path, monkeypatch):
+    fig, ax = _fig()
+    ax.plot([1, 2], [1, 2], color="#00ff00", label="asm_fpu")
+    faults = plots.look_faults(fig)
+    assert faults and systems.ENTRY_COLOURS["asm_fpu"] in faults[0]
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="asm_fpu"):
+        plots.finish(fig, "bad")
+    assert not list(tmp_path.rglob("bad.png"))
+    plt.close(fig)
+
+
+def test_every_entry_has_its_own_colour_and_other_names_keep_theirs():
+    import labkit
+
+    entries = labkit.catalogue().entry.tolist()
+    assert set(entries) <= set(systems.ENTRY_COLOURS)
+    assert len(set(systems.ENTRY_COLOURS.values())) == len(systems.ENTRY_COLOURS)
+    assert not set(systems.OTHER_COLOURS) & set(systems.ENTRY_COLOURS.values())
+    assert systems.colour("thread_futex") == systems.colour("thread_futex")
+    assert systems.colour("asm_fpu") == systems.ENTRY_COLOURS["asm_fpu"]
+
+
+def test_lines_across_the_axes_are_not_data_a_log_axis_drops():
+    fig, ax = _fig()
+    ax.plot([1, 10], [1, 10])
+    ax.axhline(5, label="a level")
+    ax.axvline(3, label="a position")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    assert plots.look_faults(fig) == []
+    plt.close(fig)
+
+
+def test_fold_prints_its_lines_outside_a_kernel_and_nothing_when_empty(capsys):
+    plots.fold(["first warning", "second warning"], plots.NOISY)
+    plots.fold([], plots.NOISY)
+    assert capsys.readouterr().out == "first warning\nsecond warning\n"
