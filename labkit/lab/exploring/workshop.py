@@ -288,8 +288,6 @@ def ready():
     add("Python of the lab's environment", venv == ".venv", sys.executable,
         "Kernel > Change Kernel... > 'labkit (Python 3)' (made by `make setup`)")
     try:
-        import labkit
-
         add("labkit imports, extension built", True, labkit.__version__)
     except Exception as exc:  # the whole point is to say what is wrong
         add("labkit imports, extension built", False, f"{type(exc).__name__}: {exc}",
