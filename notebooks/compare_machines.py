@@ -36,9 +36,9 @@ quick = False     # with room_file: the suite's quick mode
 
 # %%
 if room_file:
-    from labkit.lab.exploring import room_view
+    from labkit.lab.room import view
 
-    done = room_view.watch(room_file, quick=quick, only=room_only or None, out=room_out)
+    done = view.watch(room_file, quick=quick, only=room_only or None, out=room_out)
     bundles = sorted(str(p) for p in done.bundles.values())
     done.table
 

@@ -19,6 +19,7 @@ from labkit.core import results
 from labkit.errors import ParameterError
 from labkit.lab import cli
 from labkit.lab.running import notebook_run, notebooks, params, reproduce
+from labkit.lab.sharing.bundle import READS
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -312,6 +313,24 @@ def test_a_measurement_failure_is_one_line_and_exit_1(monkeypatch, capsys):
         assert type(error).__name__ in capsys.readouterr().err
 
 
+def test_help_loads_no_module_of_the_lab():
+    """`labkit --help` adds no command's options (main adds the running command's alone), so
+    it loads none of the lab's modules, nor pandas or scipy; `labkit merge --help` still
+    names the bundle formats merge reads."""
+    code = ("import sys\nfrom labkit.lab.cli.main import main\ntry:\n    main(['--help'])\n"
+            "except SystemExit:\n    pass\nprint(' '.join(sys.modules), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert "COMMAND" in done.stdout
+    loaded = set(done.stderr.split())
+    lab = {m for m in loaded if m.startswith("labkit.lab.") and not m.startswith("labkit.lab.cli")}
+    heavy = lab | (loaded & {"pandas", "scipy"})
+    assert not heavy, sorted(heavy)
+    merge = subprocess.run([sys.executable, "-m", "labkit", "merge", "--help"],
+                           capture_output=True, text=True, check=True).stdout
+    assert " or ".join(map(str, READS)) in " ".join(merge.split())
+
+
 def test_room_is_built_here_and_reaches_the_room(monkeypatch, capsys):
     """`labkit room ...` is parsed by cli.py (a bad option is a usage error before the
     room's modules load) and calls the room's plain functions."""
@@ -319,13 +338,13 @@ def test_room_is_built_here_and_reaches_the_room(monkeypatch, capsys):
         cli.main(["room", "join", "--port", "8786"])
     assert done.value.code == 2
     seen = []
-    fake = types.ModuleType("labkit.lab.sharing.room")
+    fake = types.ModuleType("labkit.lab.room.room")
     fake.join = lambda room, **kw: seen.append((room, kw))
-    monkeypatch.setitem(sys.modules, "labkit.lab.sharing.room", fake)
+    monkeypatch.setitem(sys.modules, "labkit.lab.room.room", fake)
     assert cli.main(["room", "join", "r.json", "--name", "ann", "--machine-id", "abc123"]) == 0
     assert seen == [("r.json", {"name": "ann", "machine_id": "abc123", "allow_root": False,
                                 "quiet": True})]
-    monkeypatch.setitem(sys.modules, "labkit.lab.sharing.room", None)  # not installed
+    monkeypatch.setitem(sys.modules, "labkit.lab.room.room", None)  # not installed
     assert cli.main(["room", "serve"]) == 2
     assert "labkit room" in capsys.readouterr().err
 

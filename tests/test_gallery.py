@@ -229,7 +229,7 @@ def _expected(predicted, verdict, measured):
 
 def test_the_room_publishes_its_bundles_and_counts_predictions(built, tmp_path):
     pytest.importorskip("cryptography")
-    from labkit.lab.sharing import room
+    from labkit.lab.room import room
 
     preds = tmp_path / "predictions.csv"
     preds.write_text("learner,claim_id,predicted\nalice,C000.3a,reproduced\n"

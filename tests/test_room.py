@@ -17,12 +17,12 @@ import pytest
 pytest.importorskip("distributed")
 pytest.importorskip("cryptography")
 
-from labkit.experiments import room_noise  # noqa: E402
-from labkit.experiments.room_noise import wait_for_text  # noqa: E402
 from labkit.lab import cli  # noqa: E402
 from labkit.lab.analysis.compare_machines import ladder_figure  # noqa: E402
-from labkit.lab.sharing import bundle, room  # noqa: E402
-from labkit.lab.sharing.room_tls import make_credentials, read_room, security, write_room  # noqa: E402
+from labkit.lab.room import noise, room  # noqa: E402
+from labkit.lab.room.noise import wait_for_text  # noqa: E402
+from labkit.lab.room.tls import make_credentials, read_room, security, write_room  # noqa: E402
+from labkit.lab.sharing import bundle  # noqa: E402
 
 FAST = ["03_symmetric_vs_asymmetric"]  # the quickest notebook in quick mode (about 10 s)
 MACHINES = {"alice": "aaaaaa000001", "bob": "bbbbbb000002"}
@@ -139,7 +139,7 @@ def test_the_room_publishes_to_a_registry_and_judges_predictions(the_room, tmp_p
     page = res.page.read_text()
     assert "C000.4" in page and "2 learners wrote 2 predictions" in page
     # the same bundles again store nothing new
-    from labkit.lab.registry import room_page
+    from labkit.lab.room import page as room_page
 
     for folder in res.bundles.values():
         assert room_page.publish_one(folder, reg) == "already in the registry"
@@ -247,9 +247,9 @@ def test_bad_input_names_the_parameter(tmp_path):
     with pytest.raises(ValueError, match="port"):
         room.serve(tmp_path / "r.json", port=70000)
     with pytest.raises(ValueError, match="blocks"):
-        room_noise.noise(blocks=0)
+        noise.noise(blocks=0)
     with pytest.raises(TypeError, match="quiet"):
-        room_noise.noise(quiet="yes")
+        noise.noise(quiet="yes")
     assert cli.main(["room", "run", str(tmp_path / "missing.json")]) == 2
     with pytest.raises(TypeError, match="params"):
         room.run(tmp_path / "x.json", params=["cpu"])

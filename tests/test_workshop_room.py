@@ -9,8 +9,9 @@ pytest.importorskip("distributed")
 pytest.importorskip("cryptography")
 
 from labkit.errors import ParameterError  # noqa: E402
-from labkit.experiments.room_noise import wait_for_text  # noqa: E402
-from labkit.lab.exploring import room_predictions, workshop  # noqa: E402
+from labkit.lab.room.noise import wait_for_text  # noqa: E402
+from labkit.lab.exploring import workshop  # noqa: E402
+from labkit.lab.room import predictions as room_predictions  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import numpy as np
 
 import labkit
 from labkit.core import sequential
-from labkit.experiments import design
+from labkit.experiments import verdict_design
 
 PROCESSES = 16
 HERE = Path(__file__).resolve().parent
@@ -20,7 +20,7 @@ HERE = Path(__file__).resolve().parent
 mine = labkit.add_switch(HERE / "my_switch.c", keeps_fp_control=False)
 entries = {e: (lambda e: lambda repeats: labkit.measure(e, switches=1_000_000, repeats=repeats))(e)
            for e in (mine, "boost_fcontext", "asm", "asm_ret")}
-runs = [design.run_process(entries, i, repeats=4, seed=32) for i in range(PROCESSES)]
+runs = [verdict_design.run_process(entries, i, repeats=4, seed=32) for i in range(PROCESSES)]
 per = {e: [np.median(r[r.side == e].ns_per_switch) for r in runs] for e in entries}
 assert all((r.counted_switches == r.switches).all() for r in runs)
 info = labkit.machine_info()

@@ -171,7 +171,7 @@ def shared_worker() -> Worker:
 @contextlib.contextmanager
 def shared_as(w: Worker):
     """Within the block, the public API's jobs go to `w` instead of the shared worker (a
-    fresh process for labkit.experiments.design); the shared worker is put back afterwards."""
+    fresh process for labkit.experiments.verdict_design); the shared worker is put back afterwards."""
     global _shared
     with _shared_lock:
         before, _shared = _shared, w

@@ -7,7 +7,7 @@ falls on both conditions alike. Each pair gives one ratio of medians, with/witho
 ratios' geometric mean and its bootstrap interval say what the idle process costs, and its
 own context switches and CPU time while it runs say how idle it is.
 
-Who starts the idle process is the caller's business (labkit.experiments.room_noise starts a
+Who starts the idle process is the caller's business (labkit.lab.room.noise starts a
 room's scheduler and a joined worker): `start()` is a context manager that yields its pid and
 ends it on exit.
 """

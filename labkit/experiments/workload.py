@@ -28,7 +28,7 @@ monotonic clock, u a bytearray the coroutine keeps, its frame's own state, with 
 of each of its lines written per step).
 
 measure_point runs one grid point over fresh processes, the designs interleaved ABBA in
-each (labkit.experiments.design.run_process); per_process and summary reduce the runs the
+each (labkit.experiments.verdict_design.run_process); per_process and summary reduce the runs the
 way labkit.lab.judging.engine does (one median per process and design, a repeated
 confidence interval over processes)."""
 from __future__ import annotations
@@ -44,7 +44,7 @@ from labkit.core import sequential as _sequential
 from labkit.core import validate as _v
 from labkit.core import worker as _worker
 from labkit.core.stats import floor_net
-from labkit.experiments import design as _design_mod
+from labkit.experiments import verdict_design
 from labkit.errors import SwitchCountError
 
 # labkit's kernels a workload runs: all but the ones that save the whole FP state (there
@@ -524,7 +524,7 @@ def requests_for(work_ns: float, switches_per_request: int, *, seconds: float = 
 def measure_point(designs_, *, processes: int = 3, repeats: int = 2, samples: int = 5,
                   seed: int = 0, stack_sizes=None, **workload):
     """One grid point over `processes` fresh worker processes, each running every design of
-    `designs_` `repeats` times in ABBA order (labkit.experiments.design.run_process; each
+    `designs_` `repeats` times in ABBA order (labkit.experiments.verdict_design.run_process; each
     call makes the workload, takes `samples` timed samples of it and undoes it: making N
     coroutines costs far more than a sample, and the median of several sets a preempted
     sample aside). `workload`: run_workload's keywords (requests, alive, ...), the same for
@@ -548,14 +548,14 @@ def measure_point(designs_, *, processes: int = 3, repeats: int = 2, samples: in
                for d in names}
     import pandas as pd
 
-    return pd.concat([_design_mod.run_process(entries, i, repeats=repeats, seed=seed)
+    return pd.concat([verdict_design.run_process(entries, i, repeats=repeats, seed=seed)
                       for i in range(n)], ignore_index=True)
 
 
 def per_process(runs, col: str = "ns_per_request"):
     """One row per process, one column per design: the median of its calls (what
-    labkit.experiments.design.per_process, as the verdict engine takes it)."""
-    return _design_mod.per_process(runs, col)
+    labkit.experiments.verdict_design.per_process, as the verdict engine takes it)."""
+    return verdict_design.per_process(runs, col)
 
 
 def summary(runs):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from labkit.errors import ParameterError
+from labkit.lab.advising import cold, evidence, hazards, inputs, model, present, taxonomy
 
 
 def advise(work="0ns", suspensions=1, alive=None, stack_in_use=0, fp="none", *,
@@ -13,8 +14,6 @@ def advise(work="0ns", suspensions=1, alive=None, stack_in_use=0, fp="none", *,
     "vector", an optional fixed `stack_size`, request `rate` per second. `designs` limits
     the designs judged (default: all); `bundle` reads another machine's bundle instead of
     this machine's data/. Returns an Advice (`.frame`, `.records()`, an HTML view)."""
-    from labkit.lab.advising import cold, evidence, hazards, inputs, model, present, taxonomy
-
     w = inputs.workload(work, suspensions, alive, stack_in_use, fp, stack_size, rate,
                        connections)
     if designs is None:

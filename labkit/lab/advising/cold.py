@@ -4,8 +4,14 @@ at N contexts against 2 (on the spot, over fresh processes, or another machine's
 from __future__ import annotations
 
 import math
+import zlib
 
+import numpy as np
+import pandas as pd
+
+from labkit.core import entries, validate
 from labkit.core.plots import bytes_label, ns_label
+from labkit.experiments import verdict_design, workload
 from labkit.lab.advising import taxonomy
 from labkit.lab.advising import evidence as _ev
 from labkit.lab.advising.inputs import Workload
@@ -71,11 +77,6 @@ def measure_cold(ev, needs) -> None:
     drawn for it, and lays the contexts out anew: on a shared VM that layout alone moves a
     cold switch by several times. A new process costs more than most of these points, so
     one set serves them all."""
-    import pandas as pd
-
-    from labkit.experiments import design as _design
-    from labkit.experiments import workload
-
     todo = {}
     for need in needs:
         key = _cold_key(*need)
@@ -101,10 +102,9 @@ def measure_cold(ev, needs) -> None:
         for c in (2, n):
             entries.setdefault(_cold_key(layout, c, u, size, work),
                                run(layout, c, u, size, work))
-    import zlib
 
     seed = zlib.crc32(" ".join(sorted(entries)).encode())
-    runs = pd.concat([_design.run_process(entries, i, repeats=1, seed=seed)
+    runs = pd.concat([verdict_design.run_process(entries, i, repeats=1, seed=seed)
                       for i in range(2 if ev.quick else SPOT_PROCESSES)], ignore_index=True)
 
     def at(side):
@@ -126,8 +126,6 @@ def cold_rows(ev):
     process (`worker`) and the loop's two times (COLD_LOOP). Notebook 10 keeps its grid's
     (evidence.COLD_SWITCHES), so that a bundle carries them to another machine's
     `labkit advise --bundle`."""
-    import pandas as pd
-
     rows = []
     for key, got in ev.frames.items():
         if not key.startswith(COLD_PREFIX):
@@ -190,8 +188,6 @@ def _steps(loops):
 def _difference(ev, key: str, got: dict, far, near, basis: str, of=_switching) -> _ev.Term:
     """What `of` (_switching or _steps) of a loop of got[far] costs less that of one of
     got[near], each process's medians paired, resampled over processes and floored at 0."""
-    import numpy as np
-
     def beyond(loops):
         return of(loops).groupby(level=0).median()
 
@@ -212,8 +208,6 @@ COLD_CONTEXTS = 100_000
 def holding(layout: str, u: int, size):
     """`size`, raised to a stack that holds u bytes in use above `layout`'s frame, as the
     workload experiment needs (None, for heap frames, stays None)."""
-    from labkit.core import entries, validate
-
     if size is None:
         return None
     return max(size, validate.round_to_pages(u + entries.frame_bytes(layout)
@@ -269,8 +263,6 @@ def cold_resume(ev, design: str, n: int, size: int | None, u: int = 0, busy: flo
     cold context costs the design: a stack's saved frame and return address, a copy
     stack's saved bytes, a heap frame's resume point, the page walks to them, and the lines
     the bytes in use evicted."""
-    import numpy as np
-
     if n <= 2:
         return _ev.Term(np.zeros(_ev.DRAWS), "two contexts"), ""
     work = cold_work(design, busy)
@@ -289,8 +281,6 @@ def touch_cost(ev, design: str, w: Workload):
     among N contexts against 2, from the loops the cold switch is measured in. Zero for a
     step measured among the N (Workload.step) and for designs the lab lays out no
     contexts of."""
-    import numpy as np
-
     need = cold_need(design, w, ev)
     if w.step or need is None:
         return _ev.Term(np.zeros(_ev.DRAWS), "none"), ""

@@ -10,11 +10,18 @@ from __future__ import annotations
 
 import math
 import sys
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
+from labkit.core import results
+from labkit.core.machine import machine_info
 from labkit.errors import ParameterError
 from labkit.lab.experiment import YOUR_WORKLOAD
+from labkit.lab.sharing import bundle, merge
 
 # The cold switches among many contexts that notebook 10's grid measured (cold.cold_rows):
 # this machine's advice measures its own now, another machine's reads them from its bundle.
@@ -39,8 +46,6 @@ class Term:
 
     @property
     def value(self) -> float:
-        import numpy as np
-
         return float(np.median(self.draws))
 
 
@@ -58,8 +63,6 @@ class Evidence:
     lacks: str = ""  # what the source is too old to hold, said where it is missed
 
     def rows(self, name: str):
-        import pandas as pd
-
         return self.frames.get(name, pd.DataFrame())
 
     def announce(self, what: str, why: str) -> None:
@@ -68,15 +71,9 @@ class Evidence:
         print(line, file=self.status or sys.stderr, flush=True)
 
     def add(self, name: str, df) -> None:
-        import pandas as pd
-
         self.frames[name] = pd.concat([self.rows(name), df], ignore_index=True)
 
     def rng(self, salt: str):
-        import zlib
-
-        import numpy as np
-
         return np.random.default_rng([self.seed, zlib.crc32(salt.encode())])
 
     def ticks_per_ns(self) -> float:
@@ -96,8 +93,6 @@ def draws(values, rng, processes=None) -> Term:
     """Resampled estimates of a measured quantity. With `processes` (the process of each value):
     each process's median, then the bootstrap mean over processes; without: the bootstrap
     median of the repeats."""
-    import numpy as np
-
     v = np.asarray(values, float)
     ok = np.isfinite(v)
     if processes is not None:
@@ -119,9 +114,6 @@ def draws(values, rng, processes=None) -> Term:
 
 def from_data(data_dir=None, *, quick: bool = False, status=None) -> Evidence:
     """This machine's rows of data/ (rows whose machine_id is another's are left out)."""
-    from labkit.core import results
-    from labkit.core.machine import machine_info
-
     info = machine_info()
     here = str(info["machine_id"])
     d = Path(data_dir) if data_dir is not None else results.data_dir()
@@ -151,8 +143,6 @@ def from_bundle(path, *, status=None) -> Evidence:
     their verdict runs and their parts, each under its data/ name. Its
     measurements are that machine's, so nothing missing is measured here; a row whose
     machine_id is not the bundle's machine is left out."""
-    from labkit.lab.sharing import bundle, merge
-
     b = bundle.read_bundle(path)
     there = str(b["machine"]["machine_id"])
     frames = {}
@@ -188,7 +178,5 @@ def load(bundle=None, data_dir=None, *, quick: bool = False, status=None) -> Evi
 
 def nearest_size(df, size: int) -> int:
     """The stack_size of df's rows nearest `size` in log2."""
-    import numpy as np
-
     sizes = np.sort(df.stack_size.unique())
     return sizes[np.argmin(np.abs(np.log2(sizes) - math.log2(size)))]

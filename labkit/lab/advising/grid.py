@@ -20,11 +20,19 @@ and in the model's own spread (model_error.request_residuals, leave one point ou
 under the original rule, nearest in share alone, is kept beside it (original_*)."""
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import math
 import time
 
+import numpy as np
+import pandas as pd
+
+from labkit.core.machine import machine_info
 from labkit.core.units import parse_time
+from labkit.experiments import workload as wl
 from labkit.lab.advising import cold, evidence, inputs, model, model_error, taxonomy
+from labkit.lab.running import sweep
 
 # Three W spanning two orders of magnitude and more, three N up to 100,000 and three u up
 # to 4 KiB, over five designs of different kinds: enough points to see where the model
@@ -67,24 +75,18 @@ def _workload_ns(kw: dict, ghz: float) -> float:
 
 def work_in_ns(work: str) -> float:
     """ns of a grid W ("100cycles" at this machine's TSC rate): the busy part of its step."""
-    from labkit.core.machine import machine_info
-
     return _workload_ns(_work(work), machine_info()["tsc_ghz"])
 
 
 def stack_size_for(design: str) -> int | None:
     """The stack the grid gives a design: STACK_SIZE where the workload experiment runs it
     on a stack (copy_stack's shared one too), None for heap frames."""
-    from labkit.experiments import workload as wl
-
     return STACK_SIZE if wl._stackful(design) else None
 
 
 def step_cost(design: str, kw: dict, alive: int, in_use: int, requests: int) -> float:
     """ns of one step without switching: the median of the work-only loop of one call of
     the workload experiment for `design`, in a worker of its own."""
-    from labkit.experiments import workload as wl
-
     df = wl.run_workload(design, alive=alive, stack_in_use=in_use,
                          switches_per_request=SUSPENSIONS, requests=requests,
                          stack_size=stack_size_for(design),
@@ -111,7 +113,6 @@ def point(designs, work: str, alive: int, in_use: int, *, processes: int = 3,
     ABBA), each design's advice given the work in one warm context (`warm`: ns by layout,
     warm_step's; measured here when not given) and the step-fed prediction. Rows of
     COLUMNS but those finish() adds."""
-    from labkit.experiments import workload as wl
     ev = ev or evidence.load()
     kw = _work(work)
     w_ns = work_in_ns(work)
@@ -185,8 +186,6 @@ def advice(design: str, warm_ns: float, alive: int, in_use: int, ev=None) -> dic
 def repredict(grid, ev=None):
     """The grid's measurements with the advisor's predictions made again (the model or its
     evidence changed; nothing is measured but what the advisor measures now)."""
-    import pandas as pd
-
     new = pd.DataFrame([{**prediction(r.design, r.step_ns, r.alive, r.stack_in_use, ev,
                                       busy_ns=r.work_ns),
                          **(advice(r.design, r.warm_step_ns, r.alive, r.stack_in_use, ev)
@@ -206,8 +205,6 @@ def cold_at_no_work(grid, ev):
 def _workload(design: str, alive: int, in_use: int, busy_ns: float, step_ns: float = 0.0):
     """The model's workload at a grid point for `design`: the step as the work between
     switches, `busy_ns` its busy part, the grid's stack."""
-    import dataclasses
-
     return dataclasses.replace(
         inputs.workload(work=float(step_ns), suspensions=SUSPENSIONS, alive=int(alive),
                        stack_in_use=int(in_use), stack_size=stack_size_for(design)),
@@ -230,12 +227,6 @@ def run_grid(*, quick: bool = False, designs=None, work=None, alive=None, in_use
              processes: int = 3, samples: int = 3, ev=None, progress=None):
     """Every point of the grid (quick: QUICK's few points), measured and predicted, as a
     frame of COLUMNS. `progress`: a callable given one line per point."""
-    import itertools
-
-    import pandas as pd
-
-    from labkit.experiments import workload as wl
-
     if not isinstance(quick, bool):
         raise TypeError(f"quick must be True or False, not {type(quick).__name__}")
     pick = QUICK if quick else {"designs": DESIGNS, "work": WORK, "alive": ALIVE,
@@ -245,7 +236,6 @@ def run_grid(*, quick: bool = False, designs=None, work=None, alive=None, in_use
         taxonomy.check(d)
     axes = [tuple(work or pick["work"]), tuple(alive or pick["alive"]),
             tuple(in_use or pick["in_use"])]
-    from labkit.lab.running import sweep
 
     ev = ev or evidence.load()
     seeds = {p: i for i, p in enumerate(itertools.product(*axes))}
@@ -290,8 +280,6 @@ def calibrate(ev, grid) -> None:
 def _intervals(g, rule: str, seed: int, of: str = "step"):
     """(median, low, high) of each point's prediction under the error rule `rule`, of the
     advice's model or the step-fed one (model_error.MODEL_COLUMNS)."""
-    import numpy as np
-
     ns, sh, lo_, hi_ = model_error.MODEL_COLUMNS[of]
     rng = np.random.default_rng(seed)
     z = rng.standard_normal(evidence.DRAWS)
@@ -341,8 +329,6 @@ def interval_score(low, high, measured, coverage: float = COVERAGE):
     """Gneiting and Raftery's interval score on the log scale (JASA 2007, eq. 43): the
     interval's width plus 2 / alpha times how far the measurement falls outside it.
     Lower is better; it rewards a narrow interval only where the measurement stays in."""
-    import numpy as np
-
     a = 1 - coverage
     lo, hi, y = (np.log(np.asarray(x, float)) for x in (low, high, measured))
     return (hi - lo) + 2 / a * np.maximum(lo - y, 0) + 2 / a * np.maximum(y - hi, 0)
@@ -354,9 +340,6 @@ def scores(grid, on: str = "advice", targets: dict = TARGETS):
     whether each of `targets` (the grid's, docs/advisor_calibration.md) is met. `on`:
     "advice", what labkit.advise answers (the headline), or "predicted", the step-fed
     diagnosis."""
-    import numpy as np
-    import pandas as pd
-
     if on not in SCORED:
         raise ValueError(f"on must be one of {', '.join(SCORED)}; got {on!r}")
     if on == "advice":

@@ -6,8 +6,11 @@ and the ranking puts such designs last.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
+import labkit
+from labkit.core import procfs, validate
 from labkit.lab.advising import taxonomy
 
 
@@ -21,8 +24,6 @@ def _fp_check(ev, design: str):
     """labkit.check_fp_control of a labkit kernel, run once per evidence (a worker, <1 s)."""
     key = f"fp check {design}"
     if key not in ev.frames:
-        import labkit
-
         ev.announce(f"the FP-control check of {design}", "the hazard it names needs the "
                     "lab's own evidence, which data/ does not record")
         ev.frames[key] = labkit.check_fp_control(design)
@@ -84,8 +85,6 @@ def _whose(ev, setting: str) -> str:
 
 
 def mapping_limit(ev, design: str, w, mem: dict) -> Hazard | None:
-    from labkit.core import procfs
-
     if not mem["mappings"]:
         return None
     limit = procfs.max_map_count()
@@ -118,8 +117,6 @@ def swapcontext_syscalls(ev, design: str, w) -> Hazard | None:
 
 
 def stack_near_size(ev, design: str, w, mem: dict) -> Hazard | None:
-    from labkit.core import validate
-
     d = taxonomy.of(design)
     size = mem["stack_size"]
     if size is None:
@@ -144,8 +141,6 @@ def stack_near_size(ev, design: str, w, mem: dict) -> Hazard | None:
 
 
 def threads_max(ev, design: str, w) -> Hazard | None:
-    from labkit.core import procfs
-
     if taxonomy.of(design).family != "thread":
         return None
     value = procfs.read_text(procfs.PROC / "sys" / "kernel" / "threads-max")
@@ -169,8 +164,6 @@ def _machines(ev, key: str, here):
 
 
 def memory_wall(ev, design: str, w, mem: dict) -> Hazard | None:
-    from labkit.core import validate
-
     total = mem["total"]
     phys, whose = _machines(ev, "memory_bytes", validate.physical_memory())
     if not math.isfinite(total) or total <= phys:
@@ -180,8 +173,6 @@ def memory_wall(ev, design: str, w, mem: dict) -> Hazard | None:
 
 
 def cpu_load(ev, design: str, w, pred: dict) -> Hazard | None:
-    import os
-
     load = pred.get("cpu_load")
     cpus, whose = _machines(ev, "cpu_count", os.cpu_count() or 1)
     if not load or not math.isfinite(load["value"]) or load["value"] <= cpus:

@@ -19,8 +19,16 @@ from __future__ import annotations
 import math
 import time
 
-from labkit.lab.experiment import YOUR_WORKLOAD
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from labkit.core import machine, validate
+from labkit.experiments import workload as wl
 from labkit.lab.advising import cold, evidence, grid, inputs, model, taxonomy
+from labkit.lab.analysis import your_workload as yw
+from labkit.lab.experiment import YOUR_WORKLOAD
+from labkit.lab.running import sweep
 
 DATA = YOUR_WORKLOAD.own("advisor_holdout")  # data/advisor_holdout.csv
 SEED = 48        # fixed before the set is measured, so the set cannot be chosen by its results
@@ -34,8 +42,6 @@ QUICK = {"count": 3, "designs": ("asm_fpu", "cxx20_generator")}
 
 
 def _smallest_stack(u: int, designs) -> int:
-    from labkit.core import validate
-
     records = [taxonomy.of(d) for d in designs]
     need = [validate.round_to_pages(u + r.frame_bytes + validate.ENTRY_HEADROOM)
             for r in records if r.family == "stack"]
@@ -45,9 +51,6 @@ def _smallest_stack(u: int, designs) -> int:
 def draw(count: int = COUNT, seed: int = SEED, designs=None):
     """The held-out workloads: a frame of work_ns, alive, stack_in_use and stack_size, one
     row each, drawn as the module says."""
-    import numpy as np
-    import pandas as pd
-
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise ValueError(f"count must be a whole number of at least 1; got {count!r}")
     designs = tuple(designs or grid.DESIGNS)
@@ -76,8 +79,6 @@ def measure(row, designs, *, processes: int = 3, samples: int = 3, ev=None,
     """One held-out workload: every design measured over fresh processes and advised,
     given the work timed in one warm context, N, u and the stack size. Rows as the grid's
     advice columns, beside the measurement."""
-    from labkit.experiments import workload as wl
-
     ev = ev or evidence.load()
     kw = {"work_ns": float(row.work_ns)}
     n, u, given = int(row.alive), int(row.stack_in_use), int(row.stack_size)
@@ -125,10 +126,6 @@ def run(*, quick: bool = False, designs=None, processes: int = 3, samples: int =
         progress=None):
     """Every held-out workload (quick: QUICK's few) measured and advised: a frame with the
     advice's error and coverage per row (advice_error, advice_covered)."""
-    import pandas as pd
-
-    from labkit.lab.running import sweep
-
     if not isinstance(quick, bool):
         raise TypeError(f"quick must be True or False, not {type(quick).__name__}")
     designs = tuple(designs or (QUICK["designs"] if quick else grid.DESIGNS))
@@ -159,11 +156,6 @@ def scores(g):
 def figure(g, info=None):
     """The advice against the measurement for the held-out workloads, drawn as the grid's
     calibration figure is (figures/10_your_workload-holdout.png); returns its path."""
-    import matplotlib.pyplot as plt
-
-    from labkit.core import machine
-    from labkit.lab.analysis import your_workload as yw
-
     paths = yw.calibration_figure(
         g.assign(work=[f"{w:g} ns" for w in g.work_ns]), info or machine.machine_info(),
         name="holdout", title="The advice against the workload experiment on the held-out "

@@ -3,10 +3,18 @@ not, copy-stack coroutines, C++20 heap frames (notebook 07b), Python objects (tr
 the depth of the bytes in use on a stack, and the memory mappings one takes."""
 from __future__ import annotations
 
+import asyncio
+import gc
 import math
+import tracemalloc
+from concurrent.futures import ThreadPoolExecutor
 
-from labkit.core import validate
+import greenlet
+import numpy as np
+
+from labkit.core import entries, systems, user_pyswitch, validate
 from labkit.core.plots import bytes_label
+from labkit.experiments import frames, workload
 from labkit.lab.advising import taxonomy
 from labkit.lab.advising import evidence as _ev
 from labkit.lab.advising.cold import holding, layout_of
@@ -30,8 +38,6 @@ def stack_memory(ev, size: int, touched_bytes: int) -> dict:
     page = validate.page_size()
     df = _stackful_rows(ev)
     if df.empty and ev.local:
-        from labkit.experiments import frames
-
         n = 500 if ev.quick else 5000
         ev.announce(f"memory of {n} stacks of {size} bytes, touched and not",
                     "data/07b_coroutine_memory.csv has no stackful row from this machine")
@@ -56,12 +62,8 @@ def stack_memory(ev, size: int, touched_bytes: int) -> dict:
 
 
 def copy_memory(ev, u: int) -> dict:
-    import numpy as np
-
     df = ev.rows("07b_coroutine_memory_copy_stack")
     if df.empty and ev.local:
-        from labkit.experiments import frames
-
         n = 2000 if ev.quick else 20_000
         ev.announce(f"memory of {n} copy-stack coroutines with {u} bytes in use",
                     "data/07b_coroutine_memory_copy_stack.csv has no row from this machine")
@@ -90,8 +92,6 @@ def frame_memory(ev, frame: int) -> dict:
     """A heap frame holding `frame` bytes alive across a suspension beside the smallest
     (empty) coroutine's frame: a straight line through 07b's C++20 frames (heap allocator)
     by frame size."""
-    import numpy as np
-
     def heap_frames():
         df = ev.rows("07b_coroutine_memory")
         # the stackful rows measured now have a kind but no allocator
@@ -100,8 +100,6 @@ def frame_memory(ev, frame: int) -> dict:
 
     df = heap_frames()
     if df.empty and ev.local:
-        from labkit.experiments import frames
-
         n = 20_000 if ev.quick else 200_000
         ev.announce(f"memory of {n} C++20 coroutines of each of the frames "
                     f"{', '.join(FRAME_VARIANTS)} (heap)",
@@ -126,8 +124,6 @@ def frame_memory(ev, frame: int) -> dict:
 def python_memory(ev, design: str) -> dict:
     """Python heap bytes per suspended greenlet, generator or asyncio task, or context of a
     user's Python switch, measured now with tracemalloc (the lab's data has none)."""
-    from labkit.core import systems
-
     if not ev.local:
         raise LookupError(f"no memory of {design} in {ev.source}")
     key = f"python memory {design}"
@@ -136,14 +132,10 @@ def python_memory(ev, design: str) -> dict:
         ev.announce(f"Python heap of {n} suspended {design} objects (tracemalloc)",
                     "the lab's data has no memory figure for Python's designs")
         if design in systems.USER_PY_SWITCHES:  # the user's code runs in a worker only
-            from labkit.core import user_pyswitch
-
             ev.frames[key] = user_pyswitch.memory(design, n)
         else:
             # In a thread of its own: asyncio's measurement runs an event loop, which a
             # Jupyter kernel's thread already has running.
-            from concurrent.futures import ThreadPoolExecutor
-
             with ThreadPoolExecutor(1) as pool:
                 ev.frames[key] = pool.submit(_python_bytes, design, n).result()
     return {"resident": ev.frames[key], "page_tables": math.nan,
@@ -151,10 +143,6 @@ def python_memory(ev, design: str) -> dict:
 
 
 def _python_bytes(design: str, n: int) -> float:
-    import asyncio
-    import gc
-    import tracemalloc
-
     def gen():
         yield 1
         yield 2
@@ -169,8 +157,6 @@ def _python_bytes(design: str, n: int) -> float:
             next(g)
             held.append(g)
     elif design == "greenlet_switch":
-        import greenlet
-
         main = greenlet.getcurrent()
         for _ in range(n):
             g = greenlet.greenlet(lambda: main.switch())
@@ -205,8 +191,6 @@ def stack_depth(ev, design: str, u: int, size: int) -> tuple[int, str]:
     design's layout, made now (a peer's own record at the top of the stack is counted
     only so), less the layout's declared frame plus the design's; with nothing in use, or
     another machine's data, the declared frame plus u."""
-    from labkit.core import entries
-
     frame = entries.frame_bytes(design)
     if u == 0:
         return frame, ""
@@ -216,7 +200,6 @@ def stack_depth(ev, design: str, u: int, size: int) -> tuple[int, str]:
     if key not in ev.frames:
         if not ev.local:
             return u + frame, "stack depth: the bytes in use and the declared frame"
-        from labkit.experiments import workload
 
         ev.announce(f"how deep {layout}'s {u} bytes in use sit on a {bytes_label(size)} "
                     "stack", "the lab's data has no stack depth")

@@ -37,6 +37,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from labkit.core import validate
 from labkit.core.plots import bytes_label
 from labkit.lab.advising import taxonomy
 from labkit.lab.advising import evidence as _ev
@@ -44,16 +47,14 @@ from labkit.lab.advising.cold import cold_need, cold_resume, touch_cost
 from labkit.lab.advising.inputs import Workload
 from labkit.lab.advising.memory import mappings, memory
 from labkit.lab.advising.model_error import CALIBRATION, own_spread, request_residuals, with_error
-from labkit.lab.advising.switch_terms import (copy_cost, fp_control_term, handoff, ladder,
-                                              overlap, ring_extra, vector_term)
+from labkit.lab.advising.switch_terms import (copy_cost, fp_control_term, handoff, ladder, overlap,
+                                              ring_extra, vector_term)
 
 SWITCHES_PER_SUSPENSION = 2  # out and back in
 
 
 def switch_cost(ev, design: str, w: Workload):
     """(Term of ns per switch, notes) for the design under the workload."""
-    import numpy as np
-
     d = taxonomy.of(design)
     fam = d.family
     notes = []
@@ -98,8 +99,6 @@ def switch_cost(ev, design: str, w: Workload):
 
 
 def _interval(d) -> dict:
-    import numpy as np
-
     lo, mid, hi = np.percentile(d, [2.5, 50, 97.5])
     return {"value": float(mid), "low": float(lo), "high": float(hi)}
 
@@ -116,8 +115,6 @@ def predict_full(design: str, w: Workload, ev=None, *, model_error: bool = True)
     out = {"design": design, "family": taxonomy.of(design).family, "notes": []}
     given, need = taxonomy.stack_size(design, w), cold_need(design, w, ev)
     if given is not None and need is not None and need[3] != given:
-        from labkit.core import validate
-
         out["notes"].append(
             f"its switches and stack depth measured on {bytes_label(need[3])} stacks, not "
             f"the {bytes_label(given)} given: the workload experiment keeps "
@@ -134,8 +131,6 @@ def predict_full(design: str, w: Workload, ev=None, *, model_error: bool = True)
         share = switching / bare.clip(min=1e-300)
         t = bare
         if model_error:
-            import numpy as np
-
             own = _interval(bare)
             res = request_residuals(ev.rows(CALIBRATION), float(np.median(share)),
                                     own_spread(own["low"], own["high"]),

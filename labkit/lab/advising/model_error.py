@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from labkit.errors import ParameterError
 
 ERROR_NEIGHBOURS = 20  # calibration points whose errors a prediction carries
@@ -47,8 +49,6 @@ def request_residuals(grid, share: float, spread: float | None = None, leave_out
     diagnosis's (MODEL_COLUMNS). The model's error where the switch weighs as much and
     its inputs were as steady as here. A grid without the model's interval is read by
     share alone; one without the model's columns gives no residuals."""
-    import numpy as np
-
     if rule not in ERROR_RULES:
         raise ParameterError("rule", f"must be one of {', '.join(ERROR_RULES)}; got {rule!r}")
     if of not in MODEL_COLUMNS:
@@ -76,8 +76,6 @@ def request_residuals(grid, share: float, spread: float | None = None, leave_out
 
 def with_error(draws, residuals, rng):
     """Draws each times exp of a residual drawn at random (no residuals: unchanged)."""
-    import numpy as np
-
     if len(residuals) == 0:
         return draws
     return draws * np.exp(rng.choice(np.asarray(residuals), size=len(draws)))

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+import labkit
+from labkit.core import validate
 from labkit.core.plots import bytes_label
 from labkit.lab.advising import taxonomy
 from labkit.lab.advising import evidence as _ev
@@ -36,8 +40,6 @@ def ladder(ev, design: str) -> _ev.Term:
             return _ev.draws(df.ns_per_switch, rng, df.worker)
     df = _pingpong(ev.rows("04_latency_ladder"), design)
     if df.empty and ev.local:
-        import labkit
-
         ev.announce(f"{design}'s ping-pong", "data/04_latency_ladder.csv has no row of it "
                     "from this machine")
         got = labkit.measure(design, switches=20_000 if ev.quick else 200_000,
@@ -61,8 +63,6 @@ def handoff(ev, mode: str) -> _ev.Term:
     df = rows[(rows["mode"] == mode) & (rows.placement == "same-cpu")] if "mode" in rows \
         else rows.iloc[0:0]
     if df.empty and ev.local:
-        import labkit
-
         ev.announce(f"{mode} hand-offs on one CPU", "data/05_kernel_switches.csv has none "
                     "from this machine")
         got = labkit.measure_handoff(mode, cpus=(0, 0), switches=2_000 if ev.quick else 20_000,
@@ -99,10 +99,6 @@ def overlap(ev, work_ns: float, size: int | None, own):
     no work; one task per switch, interpolated in log work, the stack size nearest
     `size`) of its own switch; a design hides that fraction of its own switch, but never
     more ns than the kernel hid of its own."""
-    import numpy as np
-
-    from labkit.core import validate
-
     df = ev.rows("08_switch_frequency")
     if "work_ns_per_task" in df:
         df = df[(df.entry == OVERLAP_KERNEL) & (df.batch == 1) & df.ns_per_switch.notna()]
@@ -131,12 +127,8 @@ def overlap(ev, work_ns: float, size: int | None, own):
 def ring_extra(ev, n: int, size: int):
     """(Term, note): what N contexts on stacks of `size` add to each switch over two, from
     the ring of notebook 01 at the measured stack size nearest `size`."""
-    import numpy as np
-
     df = _ring_rows(ev)
     if df.empty and ev.local and n > 2:
-        import labkit
-
         contexts = (2, 64) if ev.quick else (2, 64, 1024)
         ev.announce(f"asm_fpu's ring of {', '.join(map(str, contexts))} contexts on "
                     f"{size}-byte stacks", "data/01_stack_size.csv has no ring from this "
@@ -178,8 +170,6 @@ def ring_extra(ev, n: int, size: int):
 def _interp_draws(points: dict, x: float):
     """Linear interpolation in x between measured points (draws each), extrapolated from
     the last two points beyond the last."""
-    import numpy as np
-
     xs = np.sort(np.array(list(points)))
     if x <= xs[0]:
         return points[xs[0]], ""
@@ -199,8 +189,6 @@ def copy_cost(ev, u: int):
     copy-stack sweep, interpolated in bytes)."""
     df = ev.rows("04_latency_ladder_copy_stack")
     if df.empty and ev.local:
-        import labkit
-
         ev.announce(f"copy_stack with {u} bytes in use", "data/04_latency_ladder_copy_stack.csv "
                     "has no row from this machine")
         for x in sorted({0, u}):
@@ -223,8 +211,6 @@ def copy_cost(ev, u: int):
 def fp_control_term(ev, design: str):
     """The design's cost with differing FP control words minus with equal ones (06); for a
     design 06 does not measure, that of the one it is built on (its record's `like`)."""
-    import numpy as np
-
     df = ev.rows("06_fp_state_and_return")
     if "fp_control" not in df:
         raise LookupError(f"no FP-control measurement in {ev.source}")

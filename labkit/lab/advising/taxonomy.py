@@ -8,7 +8,10 @@ import functools
 import os
 from dataclasses import dataclass
 
+import labkit
+from labkit.core import entries, systems, validate
 from labkit.errors import ParameterError
+from labkit.experiments import workload
 
 THREAD_PREFIX = "thread_"
 # The switch a user's C switch is laid out as: it runs on the stacks labkit makes, as
@@ -73,9 +76,6 @@ class Design:
 def names() -> list[str]:
     """Every design the advisor judges: the catalogue's entries that switch (its baselines
     left out) and the OS threads' hand-offs of notebook 05."""
-    import labkit
-    from labkit.core import systems
-
     threads = (m for m in labkit.HANDOFF_MODES if m.startswith(THREAD_PREFIX))
     return [*_switching(systems.all_names()), *threads]
 
@@ -83,8 +83,6 @@ def names() -> list[str]:
 @functools.lru_cache(maxsize=8)
 def _switching(entries_: tuple) -> tuple:
     """The entries of the catalogue that switch (a user's switch added changes the key)."""
-    from labkit.core import entries
-
     return tuple(n for n in entries_ if entries.kernel_info(n).kind != "baseline")
 
 
@@ -99,8 +97,6 @@ def check(design) -> str:
 
 
 def _family(name: str, system: str) -> str:
-    from labkit.core import entries, systems
-
     if name.startswith(THREAD_PREFIX):
         return "thread"
     if system in systems.PYTHON_LEVEL:
@@ -111,8 +107,6 @@ def _family(name: str, system: str) -> str:
 
 
 def _keeps_fp_control(name: str, family: str, system: str) -> bool:
-    from labkit.core import entries, systems
-
     if family == "thread":
         return True
     if family in ("frame", "python"):
@@ -125,8 +119,6 @@ def _keeps_fp_control(name: str, family: str, system: str) -> bool:
 
 
 def _layout(name: str, family: str, like: str) -> str | None:
-    from labkit.experiments import workload
-
     if family in ("python", "thread"):
         return name if name in workload.designs() else None
     if name in workload.designs():
@@ -136,8 +128,6 @@ def _layout(name: str, family: str, like: str) -> str | None:
 
 def of(design) -> Design:
     """The record of a design the advisor judges (a wrong name is named in the error)."""
-    from labkit.core import entries
-
     name = check(design)
     system = "thread" if name.startswith(THREAD_PREFIX) else entries.system(name)
     family = _family(name, system)
@@ -164,8 +154,6 @@ def stack_size(design: str, w) -> int | None:
     whole-page size that holds the stack in use, the design's saved frame and the calls
     made from the switch's entry (validate.ENTRY_HEADROOM; at least the design's minimum).
     None for designs without a stack of their own."""
-    from labkit.core import validate
-
     d = of(design)
     if not d.stackful:
         return None

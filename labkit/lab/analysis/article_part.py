@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import math
 
+import matplotlib.pyplot as plt
+import pandas as pd
+from IPython.display import HTML, display
+
 from labkit.lab.report import articles
 
 
@@ -30,8 +34,6 @@ def verdict_cell(table, claim_ids) -> str:
 def judge(notebook: str, table):
     """Judge and save the notebook's row claims (data/<notebook>_article_verdicts.csv,
     for the ledger); returns them, and them with the notebook's own verdict table."""
-    import pandas as pd
-
     rows = articles.save_article_verdicts(notebook)
     return rows, pd.concat([t for t in (table, rows) if len(t)] or [table], ignore_index=True)
 
@@ -39,9 +41,6 @@ def judge(notebook: str, table):
 def show(t: articles.ArticleTable, rows) -> None:
     """Show the table and its figure (not saved: the report draws every article's whole
     table after the run), then the row claims judged (judge)."""
-    import matplotlib.pyplot as plt
-    from IPython.display import HTML, display
-
     display(HTML(articles.to_html(t)))
     fig = articles.figure(t, save=False)
     display(fig)

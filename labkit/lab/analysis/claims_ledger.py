@@ -2,6 +2,8 @@
 and the count of claims under each verdict), one colour per verdict."""
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
+
 import labkit
 from labkit.core import plots
 from labkit.lab.judging import ledger
@@ -25,8 +27,6 @@ def finding(table) -> str:
 def summary_figure(table, ladder_runs=None):
     """The ladder's medians with their quartiles as points on a log axis (a bar's length
     means nothing there), beside the count of claims under each verdict."""
-    import matplotlib.pyplot as plt
-
     fig, axes = plt.subplots(1, 2, figsize=(13, 5), gridspec_kw={"width_ratios": [2, 1]})
     if ladder_runs is None or len(ladder_runs) == 0:
         axes[0].text(0.5, 0.5, "no ladder yet (notebook 04 makes it)", ha="center",

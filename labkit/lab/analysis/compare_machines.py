@@ -2,12 +2,12 @@
 (labkit.lab.sharing.merge), drawn."""
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
+
 
 def ladder_figure(comparison: dict):
     """Each machine's kernels as ratios to its own `asm` (the merged ladder), one bar per
     machine; None when no machine has ladder results yet."""
-    import matplotlib.pyplot as plt
-
     ladder = comparison.get("ladder")
     if ladder is None or ladder.empty:
         return None

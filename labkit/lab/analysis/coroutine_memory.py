@@ -10,13 +10,14 @@ labkit.lab.report.articles.STRATEGIES).
 """
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import pandas as pd
 
 from labkit.core import plots, procfs, stats
 from labkit.core.units import MiB
 from labkit.experiments import frames
-from labkit.lab.experiment import COROUTINE_MEMORY
 from labkit.lab.analysis import article_part
+from labkit.lab.experiment import COROUTINE_MEMORY
 from labkit.lab.judging import verdicts
 from labkit.lab.report import articles
 from labkit.lab.report.articles.measured import S004
@@ -99,8 +100,6 @@ def _default_mib(cs) -> float:
 def reuse_figure(rs, cs):
     """Resident MiB per million connections against P, beside default new and the
     article's pooled-reuse memory (figures/07b_coroutine_memory-reuse)."""
-    import matplotlib.pyplot as plt
-
     fig, ax = plt.subplots(figsize=(7, 4.2))
     ax.plot(rs.pool_size, rs.per_million_mib, marker="o",
             label="measured (per million connections)")
@@ -169,8 +168,6 @@ def memory_figure(cs, stacks):
     """Resident bytes per suspended C++20 coroutine by kind, with the article's figures;
     and per stackful context against its stack size, VmRSS and page tables
     (figures/07b_coroutine_memory-memory)."""
-    import matplotlib.pyplot as plt
-
     cxx = cs.assign(label=cs.variant + " / " + cs.allocator)
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.6), gridspec_kw={"width_ratios": [1.1, 1]})
     ax = axes[0]

@@ -7,6 +7,7 @@ and read modes, its figures and tables, and the notes beside its verdicts.
 """
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -127,8 +128,6 @@ def load_table(ms):
 
 def table_figure(ms, *, connections: int, message_bytes: int, where: str):
     """Four bars per server: QPS, p99, allocations/s, RSS (figures/09_echo_servers-table)."""
-    import matplotlib.pyplot as plt
-
     fig, axes = plt.subplots(1, 4, figsize=(16, 4.2))
     order = ms.sort_values("median").server.tolist()
     msx = ms.set_index("server").loc[order]
@@ -158,8 +157,6 @@ def table_figure(ms, *, connections: int, message_bytes: int, where: str):
 def connections_figure(conn_runs, main):
     """Throughput and server CPU per message against connections (the main runs are the
     largest point); figures/09_echo_servers-connections. Returns QPS by connections."""
-    import matplotlib.pyplot as plt
-
     by = summary(pd.concat([conn_runs, main], ignore_index=True), by=["server", "connections"])
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
     plots.errorbars(axes[0], by, x="connections", hue="server")
@@ -187,8 +184,6 @@ def _hows(c15) -> list[str]:
 def reads_figure(c15, *, message_bytes: int, connections: int):
     """Suspensions, read calls and loop dispatches per message, server by read mode, as
     heat maps (figures/09_echo_servers-reads). Returns the suspensions' table."""
-    import matplotlib.pyplot as plt
-
     names, hows = _in_order(c15.server), _hows(c15)
     how = np.where(c15.read_mode == "whole", "whole",
                    "some " + (c15.chunk // 1024).astype(str) + " KiB")

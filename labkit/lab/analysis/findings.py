@@ -4,7 +4,12 @@ and Jupyter redraws the first output where it stands, so a reader meets the find
 before the method."""
 from __future__ import annotations
 
+import html
+
+from IPython.display import HTML, display, update_display
+
 from labkit.core import plots
+from labkit.lab.judging import view
 
 PENDING = "This run's findings appear here when the notebook has run to its end."
 
@@ -14,8 +19,6 @@ def _id(notebook: str) -> str:
 
 
 def _html(sentences) -> str:
-    import html
-
     items = "".join(f"<li>{html.escape(s)}</li>" for s in sentences)
     return f"<div class='lk-findings'><b>What this run shows</b><ul>{items}</ul></div>"
 
@@ -24,7 +27,6 @@ def placeholder(notebook: str) -> None:
     """Hold the findings' place at the top of `notebook` (printed outside a kernel)."""
     if not plots.in_kernel():
         return
-    from IPython.display import HTML, display
 
     display(HTML(_html([PENDING])), display_id=_id(notebook))
 
@@ -43,8 +45,6 @@ def fill(notebook: str, sentences) -> list[str]:
     outside a kernel)."""
     sentences = [s for s in sentences if s]
     if plots.in_kernel():
-        from IPython.display import HTML, update_display
-
         update_display(HTML(_html(sentences)), display_id=_id(notebook))
     else:
         print("What this run shows:", *sentences, sep="\n- ")
@@ -54,7 +54,5 @@ def fill(notebook: str, sentences) -> list[str]:
 def and_verdicts(notebook: str, table, sentences=()):
     """The notebook's last word: fill its findings with `sentences` and the verdicts'
     sentence, and return the verdict table's view (labkit.lab.judging.view) to show."""
-    from labkit.lab.judging import view
-
     fill(notebook, [*sentences, verdicts_sentence(table)])
     return view.show(table)

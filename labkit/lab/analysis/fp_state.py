@@ -2,9 +2,14 @@
 figure, the effects as ratios, and the FP/vector state sweep by component."""
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
+import pandas as pd
+
 import labkit
 from labkit.core import plots
 from labkit.core.systems import colour
+from labkit.experiments import callgrind, xstate
+from labkit.lab.judging import verdicts
 
 # What a switch saves, least first, and Boost's jump_fcontext beside them.
 LADDER = ["asm", "asm_ret", "asm_fpu", "asm_fxsave", "asm_xsave", "boost_fcontext"]
@@ -40,10 +45,6 @@ def same_words(summary):
 
 def instruction_counts(ladder):
     """(callgrind's counts at -O2, one row per kernel, why they are missing or "")."""
-    import pandas as pd
-
-    from labkit.experiments import callgrind
-
     ok, why = callgrind.available()
     if ok:
         return callgrind.instructions_table(ladder, ["O2"]), why
@@ -53,8 +54,6 @@ def instruction_counts(ladder):
 
 def ladder_figure(same, summary, ladder):
     """What saving more costs (left) and same against different MXCSR (right)."""
-    import matplotlib.pyplot as plt
-
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
     order = same.loc[ladder].sort_values("median")
     for i, (entry, r) in enumerate(order.iterrows()):
@@ -80,10 +79,6 @@ def ladder_figure(same, summary, ladder):
 
 def effects(runs, ladder):
     """Each effect as a ratio of medians measured in this run, with its spread."""
-    import pandas as pd
-
-    from labkit.lab.judging import verdicts
-
     def ratio(a_kernel, a_mode, b_kernel, b_mode):
         a = runs[(runs.entry == a_kernel) & (runs.fp_control == a_mode)].ns_per_switch
         b = runs[(runs.entry == b_kernel) & (runs.fp_control == b_mode)].ns_per_switch
@@ -110,8 +105,6 @@ def effects(runs, ladder):
 
 def xstate_text(cpu_state) -> str:
     """XCR0, the bytes its area needs and the save instructions there, in one line."""
-    from labkit.experiments import xstate
-
     return (f"XCR0 0x{cpu_state['xcr0']:x} ({xstate.names(cpu_state['xcr0'])}), "
             f"{cpu_state['enabled_bytes']} bytes for all of it (CPUID 0xD.0 EBX); "
             f"instructions: {', '.join(cpu_state['instructions'])}")
@@ -119,8 +112,6 @@ def xstate_text(cpu_state) -> str:
 
 def xstate_figure(xs_summary):
     """ns per save + xrstor against the component set, per instruction, dirty and clean."""
-    import matplotlib.pyplot as plt
-
     steps = list(dict.fromkeys(xs_summary.step))
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), sharey=True)
     for ax, state in zip(axes, ["dirty", "clean"]):
@@ -141,8 +132,6 @@ def xstate_figure(xs_summary):
 def xstate_reading(xs_summary, cpu_state) -> str:
     """Each instruction's cost per component (dirty), and what the init optimisation saves
     on all of XCR0 (clean against dirty), one line each."""
-    from labkit.experiments import xstate
-
     lines = [f"{insn}, dirty: {xstate.cost_text(xstate.component_costs(xs_summary, insn))}"
              for insn in dict.fromkeys(xs_summary.instruction)]
     ns = xs_summary.set_index(["instruction", "mask", "state"]).median_ns

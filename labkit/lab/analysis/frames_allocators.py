@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import re
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
 from labkit.core import plots, stats
 from labkit.experiments import frames
-from labkit.lab.experiment import FRAMES_AND_ALLOCATORS
 from labkit.lab.analysis import article_part
+from labkit.lab.experiment import FRAMES_AND_ALLOCATORS
 from labkit.lab.judging import claims, verdicts
 from labkit.lab.report import articles
 from labkit.lab.report.articles.measured import S001
@@ -71,8 +72,6 @@ def frame_table(sizes):
 def sizes_figure(sizes):
     """Frame bytes per variant at -O0 and -O2, 'suspend' + the array marked
     (figures/07a_frames_and_allocators-sizes)."""
-    import matplotlib.pyplot as plt
-
     b = by_build(sizes)
     base = _o2(sizes).frame_bytes["suspend"]
     fig, ax = plt.subplots(figsize=(10, 4.6))
@@ -138,8 +137,6 @@ def alloc_figure(alloc, al, *, live_blocks: int):
     """ns per pair against block size, one block (net) and many live (raw, the baseline
     loop beside), the article's two figures marked (figures/07a_frames_and_allocators-alloc).
     The blocks are evenly spaced, not to scale: two of them are 16 bytes apart."""
-    import matplotlib.pyplot as plt
-
     sizes = sorted(set(alloc.block))
     position = {b: i for i, b in enumerate(sizes)}
     base, claimed = _baseline(alloc), claimed_ns()

@@ -2,9 +2,16 @@
 switch counts set against them, the two figures, and the ratios each rule needs."""
 from __future__ import annotations
 
+from functools import partial
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
 import labkit
 from labkit.core import handoff, plots, stats
 from labkit.lab.experiment import KERNEL_SWITCHES
+from labkit.lab.judging import verdicts
+from labkit.lab.running.sweep import grid
 
 COROUTINES = ["asm", "ucontext"]
 WHAT = {"same-cpu": "switch", "cross-cpu": "wake-up"}
@@ -22,8 +29,6 @@ def placements(cpu: int, cross_cpus):
 def points(where):
     """The sweep's points: the coroutine switches on one CPU, every hand-off mode at every
     placement."""
-    from labkit.lab.running.sweep import grid
-
     return (grid(task=COROUTINES, placement=["same-cpu"])
             + grid(task=list(labkit.HANDOFF_MODES), placement=list(where)))
 
@@ -61,8 +66,6 @@ def count_warnings(counts) -> list[str]:
 
 def oneway_figure(hs, cpu: int, pair):
     """One-way ns per mechanism, the two placements side by side, log scale."""
-    import matplotlib.pyplot as plt
-
     order = [*COROUTINES, *labkit.HANDOFF_MODES]
     legend = {"same-cpu": f"same CPU ({cpu}): a context switch",
               "cross-cpu": f"two CPUs {pair}: a cross-CPU wake-up"}
@@ -97,8 +100,6 @@ def yield_summary(yields):
 
 def yield_figure(ys, yield_every, cpu: int):
     """Throughput (left) and the kernel's switches per unit (right) against k."""
-    import matplotlib.pyplot as plt
-
     labels = ["never" if k == 0 else str(k) for k in yield_every]
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     at = ys.assign(pos=ys.every.map(list(yield_every).index))
@@ -119,10 +120,6 @@ def yield_figure(ys, yield_every, cpu: int):
 def spreads(handoffs, yields, pair):
     """Each rule's measured quantity from the sweep with its bootstrap BCa 95% interval: the
     ratios of medians, and for C002.4 the difference in TSC ticks (median, low, high)."""
-    import pandas as pd
-
-    from labkit.lab.judging import verdicts
-
     def sample(task, placement="same-cpu", col="ns_per_switch"):
         return handoffs[(handoffs.task == task) & (handoffs.placement == placement)][col]
 
@@ -158,8 +155,6 @@ def million_note(verdict_runs, cpu: int) -> str:
 def saved(handoffs, yields):
     """The rows the notebook saves: the hand-offs and coroutine switches (with what each
     is: a switch or a wake-up), then the yields (with the kernel's switches per unit)."""
-    import pandas as pd
-
     return pd.concat([handoffs.assign(what=handoffs.placement.map(WHAT)),
                       yields.assign(switches_per_unit=_switches_per_unit(yields), part="yield")],
                      ignore_index=True)
@@ -169,8 +164,6 @@ def verdict_entries(*, cpu, pair, switches, coroutine_switches, units) -> dict:
     """The verdict design's sides (KERNEL_SWITCHES.sides), each one call: asm and ucontext,
     the sched_yield sweep at k=0 and k=1, the four hand-offs on one CPU, and the condvar
     hand-off across the two CPUs of `pair` (left out when there is no pair)."""
-    from functools import partial
-
     s = KERNEL_SWITCHES.sides
 
     def on(task, cpus):

@@ -5,8 +5,16 @@ from __future__ import annotations
 
 import math
 
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.lines import Line2D
+from matplotlib.ticker import LogLocator
+
 import labkit
 from labkit.core import plots
+from labkit.errors import CountError
+from labkit.experiments import callgrind
+from labkit.lab.report import articles
 
 # The rungs the verdicts use; `asm` is the unit of the table's ratios.
 JUDGED = ["asm", "virtual_call", "boost_fiber", "syscall_getppid", "cxx20_generator"]
@@ -28,8 +36,6 @@ def catalogue_parts():
 def split_failed(runs, catalogue, missing):
     """(the runs that worked, the missing table with the entries that failed and their
     error); prints how many entries were measured."""
-    import pandas as pd
-
     if "error" in runs:
         failed = runs.loc[runs.error.notna(), ["entry", "error"]].rename(
             columns={"error": "why_not"}).merge(catalogue[["entry", "system", "kind"]],
@@ -54,8 +60,6 @@ def _short(v):
 
 
 def _rungs(ax, summary, unit, floor):
-    from matplotlib.ticker import LogLocator
-
     for y, r in enumerate(summary.itertuples()):
         m, lo, hi = (max(v, floor) for v in (r.median, r.q1, r.q3))
         ax.errorbar(m, y, xerr=[[m - lo], [hi - m]], fmt=MARKER[r.system],
@@ -88,9 +92,6 @@ def ladder_figure(ns, ticks, tsc_ghz: float, cpu: int):
     """Every rung, cheapest at the top, in ns (left) and TSC ticks (right); colour is the
     kind, the marker the system; the verdicts' rungs are named in bold. A net cost at or
     below zero is drawn at the left edge (FLOOR) and labelled."""
-    import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
-
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 0.32 * len(ns) + 2), sharey=True)
     _rungs(left, ns, "ns", FLOOR)
     _rungs(right, ticks, "ticks", FLOOR * tsc_ghz)
@@ -112,9 +113,6 @@ def ladder_figure(ns, ticks, tsc_ghz: float, cpu: int):
 def count(kernel: str) -> dict:
     """callgrind's instructions per switch of one kernel at -O2; one the counting driver
     cannot run gets a NaN count and its reason in `error`, so the others keep theirs."""
-    from labkit.errors import CountError
-    from labkit.experiments import callgrind
-
     try:
         return callgrind.instructions_per_switch(kernel, build="O2")
     except CountError as exc:
@@ -128,10 +126,6 @@ def instruction_counts(ns, *, only_judged: bool, count_instructions: bool):
     """The counts of every rung but the CPython peers (only_judged: only the verdicts'
     rungs), with the reasons printed for those not counted; an empty frame, and the
     reason printed, where nothing is counted."""
-    import pandas as pd
-
-    from labkit.experiments import callgrind
-
     can, why = callgrind.available()
     if not (count_instructions and can):
         print("instructions not counted:", why or "count_instructions is False")
@@ -158,8 +152,6 @@ def _instructions(kernel, system, counted: dict, counting: bool) -> str:
 
 def ladder_table(ns, catalogue, instr):
     """One row per rung: ns with its IQR, ticks, the ratio to asm, the -O2 instructions."""
-    import pandas as pd
-
     counted = dict(zip(instr.entry, instr.net))
     asm_ns = ns.set_index("entry")["median"].get("asm", math.nan)
     return pd.DataFrame({
@@ -176,8 +168,6 @@ def ladder_table(ns, catalogue, instr):
 def kunpeng_swapcontext_ns() -> float:
     """The article's one-core Kunpeng VM figure for swapcontext (C003.2), in ns a switch:
     its ms per million switches, read from the article's table (labkit.lab.report.articles)."""
-    from labkit.lab.report import articles
-
     frame = articles.table("t10").frame
     row = frame[frame.machine.str.startswith("Kunpeng 916 VM, 1 core")].iloc[0]
     return float(row["1M swapcontext ms, article / here"].replace(",", ""))
@@ -216,8 +206,6 @@ def copy_summary(copy_runs):
 def copy_figure(copy, ns, cpu: int):
     """ns per switch against bytes copied, with asm_fpu's switch as the floor and
     libaco's report beside it."""
-    import matplotlib.pyplot as plt
-
     fig, ax = plt.subplots(figsize=(7, 4.2))
     ax.errorbar(copy.copied_bytes_per_switch, copy["median"],
                 yerr=[copy["median"] - copy.q1, copy.q3 - copy["median"]], fmt="o-",
@@ -242,8 +230,6 @@ def copy_figure(copy, ns, cpu: int):
 def raw_net(runs, instr):
     """asm, the C++20 generator and cxx20_symmetric: raw, baseline and net ns per switch,
     and callgrind's loop, base and net instructions where counted."""
-    import pandas as pd
-
     pick = [k for k in ["asm", "cxx20_generator", "cxx20_symmetric"] if k in set(runs.entry)]
     table = (runs[runs.entry.isin(pick)].groupby("entry")
              [["ns_per_switch_raw", "baseline_ns_per_switch", "ns_per_switch"]].median()

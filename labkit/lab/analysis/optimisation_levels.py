@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import math
 
+import matplotlib.pyplot as plt
+import pandas as pd
+
 import labkit
 from labkit.core import plots
 from labkit.core.systems import colour
+from labkit.experiments import callgrind
+from labkit.lab.judging import verdicts
 
 # Boost's fiber and raw fcontext, labkit's kernel that saves what jump_fcontext saves, and
 # a C++20 generator: the switch alone, and the switch under an abstraction.
@@ -35,10 +40,6 @@ def counted_builds(builds, count_builds: str = "every") -> list:
 def instruction_counts(kernels, builds, count_instructions: bool, count_builds: str = "every"):
     """callgrind's counts per kernel and build (an empty frame, with the reason printed,
     where they are not counted); the builds valgrind cannot decode are printed."""
-    import pandas as pd
-
-    from labkit.experiments import callgrind
-
     ok, why = callgrind.available()
     if not (count_instructions and ok):
         print("instruction counts skipped:", why or "count_instructions=False")
@@ -59,8 +60,6 @@ def pivot(frame, builds, value):
     """One row per build, one column per kernel (empty when nothing was counted); only
     the builds the frame has, in the order of `builds`. A build valgrind could not count
     says so (the reason is printed above the table)."""
-    import pandas as pd
-
     if frame.empty:
         return pd.DataFrame()
     table = frame.pivot(index="build", columns="entry", values=value).loc[
@@ -70,8 +69,6 @@ def pivot(frame, builds, value):
 
 def figure(ts, counts, builds, kernels):
     """Time per switch (left) and instructions per switch (right) at every build."""
-    import matplotlib.pyplot as plt
-
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
     labels = [f"-{b}" for b in builds]
     plots.errorbars(axes[0], ts, x="x", hue="entry")
@@ -101,10 +98,6 @@ def figure(ts, counts, builds, kernels):
 def ratios(timed, counts, kernels):
     """Per kernel: -O0 and -O2 medians, their ratio with its spread, and the same for
     instructions when they were counted."""
-    import pandas as pd
-
-    from labkit.lab.judging import verdicts
-
     rows = []
     for k in kernels:
         a = timed[(timed.entry == k) & (timed.build == "O0")].ns_per_switch

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import textwrap
 
+import matplotlib.pyplot as plt
+import pandas as pd
+
 import labkit
 from labkit.core import plots
-
-from labkit.lab.experiment import STACK_SIZE
-
 from labkit.core.units import KiB, MiB
+from labkit.lab.experiment import STACK_SIZE
+from labkit.lab.judging.claims import claim
+from labkit.lab.running.sweep import grid
 _S = STACK_SIZE.sides
 # The verdict design's sides (STACK_SIZE.sides) and the stack each measures, bytes.
 VERDICT_SIZES = {_S.KIB_4: 4 * KiB, _S.KIB_16: 16 * KiB, _S.KIB_64: 64 * KiB,
@@ -29,8 +32,6 @@ def kernels_here():
 def pingpong_points(kernels, sizes):
     """Every (kernel, stack_size, prefault) of the ping-pong: Boost's stacks are its own,
     so it has one point per size, not a prefaulted and an untouched one."""
-    from labkit.lab.running.sweep import grid
-
     return [p for p in grid(entry=kernels, stack_size=sizes, prefault=[True, False])
             if not (p["entry"] == "boost_fiber" and not p["prefault"])]
 
@@ -56,8 +57,6 @@ def pingpong_finding(pingpong, kernels) -> str:
     """What the ping-pong sweep shows, one sentence from its numbers and the claim's:
     the judged kernel's time from the smallest stack to the largest, against the article's
     ratio (C000.2)."""
-    from labkit.lab.judging.claims import claim
-
     kernel, stacks = judged(kernels)
     sel = pingpong[(pingpong.entry == kernel) & (pingpong.stacks == stacks)]
     by = sel.groupby("stack_size").ns_per_switch.median()
@@ -92,8 +91,6 @@ def ring_finding(ring, ring_counts) -> str:
 def pingpong_figure(pp, sizes, finding: str | None = None):
     """Two panels: prefaulted stacks (with Boost's) and untouched ones, ns against size;
     `finding` (pingpong_finding) as its title."""
-    import matplotlib.pyplot as plt
-
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     if finding:
         fig.suptitle(textwrap.fill(finding, 110), fontsize=10)
@@ -126,8 +123,6 @@ def ring_summary(ring):
 def ring_figure(rs, finding: str | None = None):
     """Two panels, aligned and coloured stack tops: ns against the ring's size, per stack;
     `finding` (ring_finding) as its title."""
-    import matplotlib.pyplot as plt
-
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     if finding:
         fig.suptitle(textwrap.fill(finding, 110), fontsize=10)
@@ -163,8 +158,6 @@ def ring_sizes_read(ring_counts):
 
 def rings(ring, ring_sizes, ring_counts):
     """One row per stack size: aligned and coloured medians at the two ring sizes read."""
-    import pandas as pd
-
     rows = []
     for s in ring_sizes:
         row = {"stack": plots.bytes_label(s)}

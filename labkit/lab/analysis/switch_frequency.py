@@ -11,9 +11,12 @@ from __future__ import annotations
 import os
 import re
 import textwrap
+from functools import partial
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import FuncFormatter, SymmetricalLogLocator
 
 from labkit.core import plots, stats
 from labkit.core.units import KiB, MiB
@@ -34,8 +37,6 @@ def verdict_entries(judge_work: int, *, tasks: dict, coroutines: int, cpu) -> di
     """The verdict design's sides (SWITCH_FREQUENCY.sides: the author's two set-ups, each
     with dependent and independent work), each one call of frequency.measure at the
     claim's W."""
-    from functools import partial
-
     s = SWITCH_FREQUENCY.sides
     sides = {s.BEFORE_DEPENDENT: (BEFORE, "dependent"), s.BEFORE_INDEPENDENT: (BEFORE, "independent"),
              s.AFTER_DEPENDENT: (AFTER, "dependent"), s.AFTER_INDEPENDENT: (AFTER, "independent")}
@@ -127,8 +128,6 @@ def _draw(ax, summary):
 
 def _decades(ax, smallest: float):
     """W on a log scale that keeps W = 0: linear below the smallest positive W."""
-    from matplotlib.ticker import FuncFormatter, SymmetricalLogLocator
-
     ax.set_xscale("symlog", linthresh=smallest, linscale=0.5)
     ax.xaxis.set_major_locator(SymmetricalLogLocator(base=10, linthresh=smallest))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
@@ -164,8 +163,6 @@ def share_figure(share, *, judge_work: int, coroutines: int, independent=None):
     and the author's starting set-up with independent work (`independent`: its share
     summary, share_of(indep)) beside it; this run's finding as the title
     (figures/08_switch_frequency-share)."""
-    import matplotlib.pyplot as plt
-
     c = claimed()
     fig, ax = plt.subplots(figsize=(8, 4.8))
     pct = share.assign(**{k: share[k] * 100 for k in ("median", "q1", "q3")})
@@ -206,8 +203,6 @@ def gains(runs):
 def throughput_figure(runs, speed, *, judge_work: int):
     """Throughput against W, and the gain over BEFORE with the author's gain and the
     bounds of C000.7's rule on it as they stand (figures/08_switch_frequency-throughput)."""
-    import matplotlib.pyplot as plt
-
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
     _draw(axes[0], speed)
     plots.log_axis(axes[0], "y")

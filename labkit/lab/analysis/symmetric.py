@@ -2,8 +2,12 @@
 their figure, and the ratio asymmetric / symmetric at each ring size."""
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
+import pandas as pd
+
 import labkit
 from labkit.core import plots, timing
+from labkit.lab.judging import verdicts
 
 KERNELS = ["asm_fpu", "ucontext"]
 
@@ -40,8 +44,6 @@ def finding(per_transfer) -> str:
 def figure(per_transfer, per_resume):
     """Four panels: per transfer (top) and per resumption (bottom), one column per kernel;
     the finding (finding) as its title."""
-    import matplotlib.pyplot as plt
-
     fig, axes = plt.subplots(2, 2, figsize=(12, 8), sharex=True)
     fig.suptitle(finding(per_transfer), fontsize=10)
     for row, (summary, what) in enumerate([(per_transfer, "ns per transfer of control"),
@@ -60,8 +62,6 @@ def figure(per_transfer, per_resume):
 
 def ratio_at(shapes, kernel: str, n: int):
     """(ratio, low, high): the scheduler's ns per transfer over the ring's, N contexts."""
-    from labkit.lab.judging import verdicts
-
     mine = shapes[(shapes.entry == kernel) & (shapes.contexts == n)]
     return verdicts.ratio_with_spread(mine[mine.pattern == "scheduler"].ns_per_switch,
                                       mine[mine.pattern == "ring"].ns_per_switch)
@@ -69,8 +69,6 @@ def ratio_at(shapes, kernel: str, n: int):
 
 def ratios(shapes, counts):
     """asym / sym per kernel and ring size, with its spread."""
-    import pandas as pd
-
     return pd.DataFrame([
         {"entry": k, "contexts": n,
          **dict(zip(["asym / sym", "low", "high"], ratio_at(shapes, k, n)))}

@@ -14,13 +14,18 @@ import math
 import re
 import textwrap
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from IPython.display import display
+from matplotlib.ticker import FuncFormatter
 
-from labkit.core import plots
+from labkit.core import plots, procfs
 from labkit.core.systems import colour as design_colour
-from labkit.lab.advising import cold, evidence, grid as _grid, inputs, memory, model
+from labkit.lab.advising import cold, evidence, inputs, memory, model
+from labkit.lab.advising import grid as _grid
 from labkit.lab.experiment import YOUR_WORKLOAD
+# ipywidgets (the lab extra) is imported where used: it may be absent.
 
 NOTEBOOK = YOUR_WORKLOAD.name
 # The calibration grid's rows, data/advisor_calibration.csv: a name of its own, so that
@@ -68,8 +73,6 @@ def calibration_figure(g, info=None, on: str = "advice", name: str = "calibratio
     interval over fresh processes (horizontal), the prediction interval (thin, vertical:
     with the model's cross-validated error) and the model's own interval (thick: its terms'
     measurement noise only). `on`: the advice's columns or the step-fed diagnosis's."""
-    import matplotlib.pyplot as plt
-
     ns, low, high, own_low, own_high = PREDICTIONS[on]
     fig, ax = plt.subplots(figsize=(7.5, 6))
     for i, (d, x) in enumerate(g.groupby("design", sort=False)):
@@ -113,9 +116,6 @@ def calibration_figure(g, info=None, on: str = "advice", name: str = "calibratio
 def error_figure(g, info=None):
     """The advice / measurement - 1 for time (with the measurement's interval carried
     through) and memory, by design, each point coloured by N and shaped by W."""
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter
-
     fig, (at, am) = plt.subplots(1, 2, figsize=(11, 4.5), sharex=True)
     designs = list(dict.fromkeys(g.design))
     alives = sorted(g.alive.unique())
@@ -199,16 +199,12 @@ def curves(designs=_grid.DESIGNS, *, alive: int = 10_000, in_use: int = 0, fp: s
 
 
 def _max_map_count() -> int:
-    from labkit.core import procfs
-
     return procfs.max_map_count()
 
 
 def share_figure(c, g=None, info=None, save: bool = True):
     """Each design's share of time switching against the work between switches, with the
     advisor's 95% interval; the grid's measured shares (N and u nearest) on top."""
-    import matplotlib.pyplot as plt
-
     s = c[c.kind == "share"]
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for i, (d, x) in enumerate(s.groupby("design", sort=False)):
@@ -245,8 +241,6 @@ def memory_figure(c, g=None, info=None, save: bool = True):
     """Each design's memory for N coroutines (resident + page tables), each line ending at
     the mapping limit (vm.max_map_count) where the design maps per coroutine; the grid's
     measured bytes on top."""
-    import matplotlib.pyplot as plt
-
     m = c[c.kind == "memory"]
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for i, (d, x) in enumerate(m.groupby("design", sort=False)):
@@ -292,8 +286,6 @@ def controls(g=None, designs=_grid.DESIGNS, ev=None):
         print("the controls need ipywidgets: pip install 'labkit[lab]' (the figures above "
               "are drawn without them)")
         return None
-    import matplotlib.pyplot as plt
-    from IPython.display import display
 
     ev = _local_only(ev or evidence.load())
     work = widgets.FloatLogSlider(value=20_000, base=10, min=0, max=6, description="W (ns)")

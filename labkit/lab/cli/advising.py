@@ -2,8 +2,12 @@
 checked on workloads off its calibration grid."""
 from __future__ import annotations
 
+import json
+
+from labkit.core import machine, results
 from labkit.lab.cli.command import Command
 from labkit.lab.cli.options import flag
+# The lab's modules load when a command runs: parsing loads only the parsers.
 
 ADVISE_DESCRIPTION = (
     "For a workload, every design of the catalogue (and OS threads): predicted time per "
@@ -57,8 +61,6 @@ def _advise(args) -> int:
                              connections=args.connections, designs=args.design,
                              bundle=args.bundle)
     if args.json:
-        import json
-
         print(json.dumps(advice.records(), indent=1))
     else:
         print(advice.text())
@@ -71,7 +73,6 @@ def _holdout_arguments(h) -> None:
 
 
 def _holdout(args) -> int:
-    from labkit.core import machine, results
     from labkit.lab.advising import holdout
 
     if args.draw:

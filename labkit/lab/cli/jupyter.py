@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from labkit.core import results
 from labkit.lab.cli.command import Command
 from labkit.lab.cli.options import flag
 
@@ -21,8 +22,6 @@ def _arguments(lab) -> None:
 
 
 def _lab(args) -> int:
-    from labkit.core import results
-
     jupyter = Path(sys.executable).with_name("jupyter")
     if not jupyter.exists() and shutil.which("jupyter") is None:
         raise FileNotFoundError("JupyterLab is not installed: pip install 'labkit[lab]'")

@@ -8,6 +8,12 @@ import re
 import signal
 import sys
 
+import labkit
+from labkit.core import results
+from labkit.core.machine import labkit_commit
+from labkit.core.timing import SwitchCountError
+from labkit.core.worker import KernelCrashError, MeasurementTimeout, WorkerError
+from labkit.errors import ParameterError
 from labkit.lab.cli.advising import ADVISE, HOLDOUT
 from labkit.lab.cli.card import CARD
 from labkit.lab.cli.command import Command
@@ -18,6 +24,7 @@ from labkit.lab.cli.registry import PUBLISH, REGISTRY
 from labkit.lab.cli.room import ROOM
 from labkit.lab.cli.running import REPORT, REPRODUCE, STABILITY
 from labkit.lab.cli.sharing import BUNDLE, MERGE
+# pandas and the lab's modules load when a command runs: parsing loads only the parsers.
 
 # The commands, in the order `labkit --help` lists them.
 COMMANDS: tuple[Command, ...] = (REPRODUCE, MEASURE, CATALOGUE, CHECK, STABILITY, BUNDLE,
@@ -34,15 +41,14 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        import labkit
-        from labkit.core.machine import labkit_commit
-
         print(f"labkit {labkit.__version__} (commit {labkit_commit()})")
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole command line: global options and one subparser per command."""
+def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
+    """The whole command line: global options and one subparser per command. With `only`,
+    the options of those commands alone are added (main: the one being run), so that
+    parsing loads no other command's modules."""
     parser = argparse.ArgumentParser(
         prog="labkit", description="labkit: measure what a context switch costs, and check "
         "five articles' claims against this machine.", epilog="Exit status: 0 ok, 1 a "
@@ -58,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     for command in COMMANDS:
         p = sub.add_parser(command.name, help=command.help, description=command.description,
                            aliases=list(command.aliases))
-        command.arguments(p)
+        if only is None or command.name in only:
+            command.arguments(p)
         p.set_defaults(handler=command)
     return parser
 
@@ -67,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the `labkit` command line; returns the exit status (argparse's own usage errors
     exit with 2 as SystemExit)."""
     argv = _negatives_kept(list(sys.argv[1:] if argv is None else argv))
-    parser = build_parser()
+    parser = build_parser(only=_named_command(argv))
     args, extra = parser.parse_known_args(argv)
     command: Command = args.handler
     if extra and command.extra is None:
@@ -75,8 +82,6 @@ def main(argv: list[str] | None = None) -> int:
     if command.extra is not None:
         setattr(args, command.extra, [*getattr(args, command.extra), *extra])
     _apply_globals(args)
-    from labkit.core.timing import SwitchCountError
-    from labkit.core.worker import KernelCrashError, MeasurementTimeout, WorkerError
 
     try:
         return _run(command, args)
@@ -116,8 +121,6 @@ def _run(command: Command, args) -> int:
 def _usage(command: Command, args, exc) -> int:
     """A usage error: one line, in the command's options where it names a parameter, and
     exit status 2 (as SystemExit, as argparse's own, for a command that checks first)."""
-    from labkit.errors import ParameterError
-
     said = command.says(exc) if isinstance(exc, ParameterError) else str(exc)
     if command.checks_first and isinstance(exc, ValueError):
         # As argparse refuses an option, without the usage block, which would bury the line.
@@ -141,9 +144,20 @@ def _negatives_kept(argv: list[str]) -> list[str]:
     return out
 
 
+def _named_command(argv: list[str]) -> set[str]:
+    """The command argv runs, by its name (an alias gives its command's); none for
+    `labkit --help` or `--version`."""
+    names = {n: c.name for c in COMMANDS for n in (c.name, *c.aliases)}
+    words = iter(argv)
+    for word in words:
+        if word == "--results":
+            next(words, None)
+        elif not word.startswith("-"):
+            return {names[word]} if word in names else set()
+    return set()
+
+
 def _apply_globals(args) -> None:
     if args.results:
-        from labkit.core import results
-
         results.set_home(args.results)
         os.environ.pop("LABKIT_RESULTS_DIR", None)

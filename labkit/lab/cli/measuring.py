@@ -2,9 +2,13 @@
 measured, what can be measured here, and what on this machine moves timings."""
 from __future__ import annotations
 
+import json
 import sys
 
+import labkit
+from labkit.core import envcheck
 from labkit.core.systems import FP_CONTROL_MODES
+from labkit.errors import ParameterError, UserSwitchError
 from labkit.lab.cli.command import Command
 from labkit.lab.cli.options import add_format, flag, size
 
@@ -43,9 +47,6 @@ def _measure_arguments(m) -> None:
 
 
 def _measure(args) -> int:
-    import labkit
-    from labkit.errors import ParameterError, UserSwitchError
-
     keeps = None if args.keeps_fp_control is None else args.keeps_fp_control == "yes"
     try:
         df = labkit.measure(args.entry, source=args.source, python=args.python,
@@ -69,8 +70,6 @@ def _measure(args) -> int:
 
 
 def _catalogue(args) -> int:
-    import labkit
-
     table = labkit.catalogue()
     _print_frame(table, args, lambda: table[["entry", "system", "kind", "available",
                                               "why_not"]].to_string(index=False))
@@ -78,10 +77,6 @@ def _catalogue(args) -> int:
 
 
 def _check(args) -> int:
-    import json
-
-    from labkit.core import envcheck
-
     rows = envcheck.check()
     print(json.dumps(envcheck.record(rows), indent=1) if args.json else envcheck.explain(rows))
     return 0

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import argparse
 
+from labkit.core import units
+from labkit.errors import ParameterError
+
 
 def flag(p, option: str, help: str) -> None:
     """An on/off option: off unless given."""
@@ -19,9 +22,6 @@ def add_format(p: argparse.ArgumentParser, what: str) -> None:
 def size(option: str):
     """An argparse type: bytes of a size with or without a unit, as `labkit advise` reads."""
     def parse(text: str) -> int:
-        from labkit.core import units
-        from labkit.errors import ParameterError
-
         try:
             return units.parse_size(option, text)
         except ParameterError as exc:  # argparse names the option itself

@@ -7,8 +7,10 @@ import json
 import sys
 from pathlib import Path
 
+from labkit.errors import ParameterError
 from labkit.lab.cli.command import Command
 from labkit.lab.cli.options import flag
+# The registry's modules load when a command runs: parsing loads only the parsers.
 
 QUESTIONS = {"claims": "each claim's verdicts across machines, with a tally",
              "ladder": "each design's median ns per switch across CPUs",
@@ -177,7 +179,6 @@ def _print_ladder(args, kw) -> None:
 
 
 def _print_effects(args, kw) -> None:
-    from labkit.errors import ParameterError
     from labkit.lab.judging import rules
     from labkit.lab.registry import effects, query
 

@@ -1,14 +1,18 @@
 """`labkit room serve|join|run|noise`: one comparison across many machines on a Dask
-scheduler with mutual TLS (labkit.lab.sharing.room). The room's modules need the `room`
+scheduler with mutual TLS (labkit.lab.room.room). The room's modules need the `room`
 extra and load only when a room command runs."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+import time
 from pathlib import Path
 
+from labkit.core.results import atomic_path
 from labkit.lab.cli.command import Command
 from labkit.lab.cli.options import flag
+# The room's modules load when a command runs: parsing loads only the parsers.
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,7 +53,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                    "(CSV: learner,claim_id,predicted), judged on the room page")
     n = sub.add_parser("noise", help="what an idle joined worker costs a measurement",
                        description="Measure asm_fpu and thread_futex beside an idle joined "
-                       "worker, running and stopped (labkit.experiments.room_noise).")
+                       "worker, running and stopped (labkit.lab.room.noise).")
     n.add_argument("--blocks", type=int, default=10, help="ABBA pairs of blocks (default 10)")
     n.add_argument("--repeats", type=int, default=5, help="repeats per block (default 5)")
     n.add_argument("--cpu", type=int, default=0, help="the CPU measured on (default 0)")
@@ -58,7 +62,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                                        "repeat to <out>-raw.csv)")
     u = sub.add_parser("suite", description="What a room's task runs in a subprocess: the "
                        "notebooks into a private folder, then one bundle "
-                       "(labkit.lab.sharing.room_suite).")
+                       "(labkit.lab.room.suite).")
     u.add_argument("--into", required=True, type=Path, help="the private results folder")
     u.add_argument("--bundle", required=True, type=Path, help="the bundle to write")
     u.add_argument("--cpus", type=_cpu_list, help="run on these CPUs only, e.g. 0,2")
@@ -72,7 +76,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _cpu_list(text: str) -> set[int]:
-    from labkit.lab.sharing.room_suite import parse_cpus
+    from labkit.lab.room.suite import parse_cpus
 
     try:
         return parse_cpus(text)
@@ -83,11 +87,9 @@ def _cpu_list(text: str) -> set[int]:
 def _room(args) -> int:
     """`labkit room ...`: the room's functions need the `room` extra (Dask distributed,
     cryptography), imported only here."""
-    import importlib
-
-    name = ("labkit.experiments.room_noise" if args.room_command == "noise" else
-            "labkit.lab.sharing.room_suite" if args.room_command == "suite" else
-            "labkit.lab.sharing.room")
+    name = ("labkit.lab.room.noise" if args.room_command == "noise" else
+            "labkit.lab.room.suite" if args.room_command == "suite" else
+            "labkit.lab.room.room")
     try:
         module = importlib.import_module(name)
     except ModuleNotFoundError as exc:
@@ -113,8 +115,6 @@ def _room_command(module, args) -> int:
         module.join(args.room, name=args.name, machine_id=args.machine_id,
                     allow_root=args.allow_root, quiet=not args.loud)
     elif args.room_command == "run":
-        import time
-
         def table(r):
             print(time.strftime("%H:%M:%S"), "\n" + r.table.to_string(index=False), flush=True)
 
@@ -139,8 +139,6 @@ def _room_command(module, args) -> int:
                             quiet=not args.loud)
         print(summ.T.to_string(header=False))
         if args.out:
-            from labkit.core.results import atomic_path
-
             out = Path(args.out)
             with atomic_path(out) as tmp:
                 summ.to_csv(tmp, index=False)
@@ -155,5 +153,5 @@ def _room_command(module, args) -> int:
 
 ROOM = Command("room", "one comparison across many machines (needs the room extra)",
                "The room: a Dask scheduler with mutual TLS that runs labkit's suite on every "
-               "joined machine and merges their bundles (labkit.lab.sharing.room).",
+               "joined machine and merges their bundles (labkit.lab.room.room).",
                _arguments, _room)

@@ -6,8 +6,10 @@ import argparse
 import os
 from pathlib import Path
 
+from labkit.core import results
 from labkit.lab.cli.command import Command
 from labkit.lab.cli.options import flag
+# The lab's modules load when a command runs: parsing loads only the parsers.
 
 REPRODUCE_DESCRIPTION = (
     "Run every notebook (or some) with papermill, write data/, figures/ and the HTML report. "
@@ -78,7 +80,6 @@ def _stability(args) -> int:
 
 
 def _report(args) -> int:
-    from labkit.core import results
     from labkit.lab.judging import ledger
     from labkit.lab.report import page
     from labkit.lab.running import notebook_run, notebooks, reproduce

@@ -2,10 +2,12 @@
 several machines' bundles side by side."""
 from __future__ import annotations
 
+import json
 import os
 
 from labkit.lab.cli.command import Command
 from labkit.lab.cli.options import flag
+# The lab's modules load when a command runs: parsing loads only the parsers.
 
 
 def _bundle_arguments(b) -> None:
@@ -28,6 +30,7 @@ def _bundle(args) -> int:
 
 
 def _merge_arguments(g) -> None:
+    g.description = _merge_description()
     g.add_argument("bundles", nargs="+", help="bundle folders (<name>.labkit)")
     g.add_argument("-o", "--out", help="also write <out>-verdicts.csv, <out>-ladder.csv and "
                                        "<out>-hardware.csv")
@@ -40,8 +43,6 @@ def _merge(args) -> int:
 
     out = merge.merge(args.bundles, same_commit=not args.allow_other_commits)
     if args.json:
-        import json
-
         print(json.dumps(merge.merged_records(out), indent=1, default=str))
     else:
         _print_comparison(merge, out)
@@ -80,6 +81,6 @@ BUNDLE = Command("bundle", "pack this machine's results into a bundle folder",
 # merge.merge's paths are the BUNDLES given (read_bundle says `path` of one of them), and
 # same_commit=False is --allow-other-commits.
 MERGE = Command("merge", "merge bundles from several machines into one comparison",
-                _merge_description(), _merge_arguments, _merge,
+                "Put several machines' bundles side by side.", _merge_arguments, _merge,
                 options={"paths": "bundles", "path": "bundles",
                          "same_commit": "--allow-other-commits"})

@@ -6,11 +6,16 @@ the latencies a learner's predictions are anchored on, measured here in a few se
 """
 from __future__ import annotations
 
+import html
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import labkit
+from labkit.core import validate
+from labkit.core.plots import bytes_label, machine_caption
+from labkit.core.stats import quartiles
 from labkit.errors import ParameterError
 
 CACHE_DIR = Path("/sys/devices/system/cpu/cpu0/cache")
@@ -43,7 +48,6 @@ class Card:
                 "latencies": self.latencies, "machine": self.machine}
 
     def __str__(self):
-        from labkit.core.plots import bytes_label
 
         lines = ["labkit reference card", "", "caches (CPU 0):"]
         for c in self.caches:
@@ -66,7 +70,6 @@ class Card:
         return "\n".join(lines)
 
     def _repr_html_(self):
-        import html
 
         return f"<pre>{html.escape(str(self))}</pre>"
 
@@ -118,8 +121,6 @@ def tlb(cpuinfo: Path = CPUINFO) -> str:
 
 
 def _latency(what, how, name, *, switches, repeats, cpu) -> dict:
-    import labkit
-    from labkit.core.stats import quartiles
 
     row = {"what": what, "entry": name, "ns": None, "low": None, "high": None,
            "repeats": repeats, "why": ""}
@@ -142,9 +143,6 @@ def card(*, switches: int = 200_000, repeats: int = 5, cpu: int | None = 0) -> C
     """The reference card of this machine: caches, TLB, page size from the OS, and the
     latencies of LATENCIES measured now (`switches` per repeat, `repeats` repeats, pinned
     to `cpu`), each with its quartiles, and the machine they were measured on."""
-    from labkit.core import validate
-    from labkit.core.plots import machine_caption
-
     switches = validate.switches(switches)
     repeats = validate.repeats(repeats)
     if repeats < 3:

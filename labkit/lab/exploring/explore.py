@@ -23,7 +23,20 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+import labkit
+from labkit.core import results
+from labkit.core.entries import COPIES_STACK
+from labkit.core.plots import bytes_label, dots, log_axis, machine_caption
+from labkit.core.results import atomic_path
+from labkit.core.systems import SYSTEMS
 from labkit.core.units import KiB, MiB
+# ipywidgets (the lab extra) is imported where used: it may be absent.
+
 STACK_SIZES = (4 * KiB, 16 * KiB, 64 * KiB, 256 * KiB, 1 * MiB, 8 * MiB, 64 * MiB)
 CONTEXTS = (2, 4, 16, 64, 256, 1024, 4096)
 COLOUR_STEPS = (0, 64)
@@ -38,8 +51,6 @@ SUMMARY_KEYS = ("seq", "point", "entry", "stack_size", "contexts", "build", "col
 
 
 def _bytes_label(n) -> str:
-    from labkit.core.plots import bytes_label
-
     return "none" if n is None else bytes_label(int(n))
 
 
@@ -73,8 +84,6 @@ class Point:
 
 
 def _catalogue():
-    import labkit
-
     return labkit.catalogue().set_index("entry")
 
 
@@ -83,9 +92,6 @@ def applicable(kernel: str, catalogue=None) -> dict[str, bool]:
     Python peer, whose stacks CPython manages), a ring (labkit's own stackful kernels
     with a stack per context: not copy_stack), a build (not the Python peers): what the
     kernel's system (labkit.core.systems) says applies to it."""
-    from labkit.core.entries import COPIES_STACK
-    from labkit.core.systems import SYSTEMS
-
     cat = _catalogue() if catalogue is None else catalogue
     row = cat.loc[kernel]
     stackful = row["kind"] == "stackful"
@@ -127,8 +133,6 @@ def plan(entry: str, stack_size: int, contexts: int, build: str, colour_step: in
 def measure_point(p: Point):
     """Measure one point through labkit's public API (in the worker process): one row per
     repeat, as labkit.measure / labkit.measure_ring return them."""
-    import labkit
-
     if p.ring:
         # About `switches` switches a repeat, whatever the ring's size: N + 1 a lap.
         laps = max(1, p.switches // (p.contexts + 1))
@@ -140,16 +144,12 @@ def measure_point(p: Point):
 
 def summarize_points(frame):
     """Median, quartiles and noise flag per explorer point, in the order measured."""
-    import labkit
-
     if frame is None or frame.empty:
         return None
     return labkit.summarize(frame, by=list(SUMMARY_KEYS))
 
 
 def _default_save_path() -> Path:
-    from labkit.core import results
-
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     return results.root() / "reports" / "explore" / f"explore-{stamp}.csv"
 
@@ -195,8 +195,6 @@ class Explorer:
 
     def _make_widgets(self, names: list[str], entry: str, quick: bool, auto: bool):
         import ipywidgets as w
-
-        import labkit
 
         cat = self.catalogue
         style = {"description_width": "110px"}
@@ -267,8 +265,6 @@ class Explorer:
 
         caption = ""
         if show_machine:
-            from labkit.core.plots import machine_caption
-
             caption = f"<small>{html.escape(machine_caption())}</small>"
         return w.VBox([
             w.HTML(f"<b>labkit explorer</b><br>{caption}"),
@@ -288,8 +284,6 @@ class Explorer:
     def results(self):
         """Every row measured by this explorer, one per repeat, with a `point` label, a
         `seq` number (one per measured point) and a `job` column (measure / sweep axis)."""
-        import pandas as pd
-
         with self._lock:
             frames = list(self._frames)
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
@@ -297,8 +291,6 @@ class Explorer:
     def summary(self, full: bool = False):
         """One row per measured point: median ns per switch, quartiles, ticks, noise flag
         (full=True: every column of labkit.summarize, spread and machine included)."""
-        import pandas as pd
-
         s = summarize_points(self.results)
         if s is None:
             return pd.DataFrame(columns=[*SUMMARY_KEYS, "median", "q1", "q3", "noisy"])
@@ -536,7 +528,6 @@ class Explorer:
     def _save(self):
         if self.save_to is None:
             return
-        from labkit.core.results import atomic_path
 
         frame = self.results
         with atomic_path(self.save_to) as tmp:
@@ -549,8 +540,6 @@ class Explorer:
 
     @staticmethod
     def _result_line(df) -> str:
-        import labkit
-
         s = labkit.summarize(df).iloc[0]
         noisy = (" <b style='color:#b60'>noisy</b> (std &ge; 10% of the mean: more repeats?)"
                  if s["noisy"] else "")
@@ -561,8 +550,6 @@ class Explorer:
                 f"{int(s['repeats'])} repeats{noisy}")
 
     def _show(self, job: _Job, done: list):
-        import pandas as pd
-
         if job.kind == "sweep":
             frame = pd.concat(done, ignore_index=True)
             png = render_sweep(summarize_points(frame), job.axis)
@@ -585,8 +572,6 @@ def _table_html(summary) -> str:
 
 
 def _quartile_err(s):
-    import numpy as np
-
     med = s["median"].to_numpy(float)
     return np.vstack([np.clip(med - s["q1"].to_numpy(float), 0, None),
                       np.clip(s["q3"].to_numpy(float) - med, 0, None)])
@@ -594,8 +579,6 @@ def _quartile_err(s):
 
 def _png(fig) -> bytes:
     # A Figure on the Agg canvas, no pyplot: safe to draw from the explorer's thread.
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
     FigureCanvasAgg(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
@@ -608,10 +591,6 @@ def _spans_decades(s) -> bool:
 
 def render_history(summary, last: int = 12) -> bytes:
     """The last points measured, median ns per switch with quartile bars; newest in orange."""
-    from matplotlib.figure import Figure
-
-    from labkit.core.plots import dots, log_axis
-
     fig = Figure(figsize=(6.4, 0.5 + 0.32 * min(last, len(summary))))
     ax = fig.add_subplot()
     s = summary.tail(last).reset_index(drop=True)
@@ -636,10 +615,6 @@ def render_history(summary, last: int = 12) -> bytes:
 
 def render_sweep(summary, axis: str) -> bytes:
     """A sweep: median ns per switch with quartile bars against the swept value."""
-    from matplotlib.figure import Figure
-
-    from labkit.core.plots import dots, log_axis
-
     fig = Figure(figsize=(6.4, 3.6))
     ax = fig.add_subplot()
     s = summary

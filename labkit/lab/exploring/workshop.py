@@ -12,10 +12,23 @@ rules written in the exercises, so different machines can give different answers
 from __future__ import annotations
 
 import html
+import io
 import math
+import os
+import sys
 from dataclasses import dataclass, field
 
+import pandas as pd
+
+import labkit
+from labkit.core import stats
+from labkit.core.machine import machine_info
+from labkit.core.plots import bytes_label
 from labkit.errors import ParameterError
+from labkit.experiments import frequency
+from labkit.lab.judging import verdicts
+from labkit.lab.room import predictions as room_predictions
+from labkit.lab.sharing.bundle import read_bundle
 
 
 @dataclass
@@ -78,10 +91,6 @@ def measure_kernels(kernels, *, quick: bool = False, switches: int | None = None
                     repeats: int | None = None, rounds: int | None = None, **kwargs):
     """labkit.measure for each kernel, interleaved over `rounds` rounds (a slow drift of
     the machine then hits every kernel alike); one row per repeat."""
-    import pandas as pd
-
-    import labkit
-
     switches, repeats, rounds = _sizes(quick, switches, repeats, rounds)
     frames = []
     for r in range(rounds):
@@ -92,8 +101,6 @@ def measure_kernels(kernels, *, quick: bool = False, switches: int | None = None
 
 
 def _summary(df, by):
-    import labkit
-
     s = labkit.summarize(df, by=by)
     return s[[*([by] if isinstance(by, str) else by), "median", "q1", "q3", "repeats",
               "noisy"]]
@@ -103,10 +110,6 @@ def recorded(bundle, kernels, *, fp_control: str = "as-is", stack_size: int = 64
     """The ping-pong rows of `kernels` in another machine's bundle (`labkit bundle`), taken
     from the one notebook and build that ran them all under the same conditions: a laptop
     that cannot run the kernels works on a recorded machine's numbers instead."""
-    import pandas as pd
-
-    from labkit.lab.sharing.bundle import read_bundle
-
     df = read_bundle(bundle)["measurements"]
     df = df[df.entry.isin(kernels)]
     # A small bundle may lack a condition's column; then it did not vary there.
@@ -128,8 +131,6 @@ def recorded(bundle, kernels, *, fp_control: str = "as-is", stack_size: int = 64
 
 
 def _recorded_note(bundle) -> str:
-    from labkit.lab.sharing.bundle import read_bundle
-
     m = read_bundle(bundle)["machine"]
     return (f"recorded, not measured here: {m.get('cpu_model')} ({m.get('arch')}), "
             f"from the bundle {bundle}")
@@ -138,8 +139,6 @@ def _recorded_note(bundle) -> str:
 def ratio(a: str, b: str, *, quick: bool = False, bundle=None, **kwargs) -> Measured:
     """Measure kernels a and b here (interleaved) and return median(a) / median(b); with a
     `bundle`, read them from that machine's recorded measurements instead."""
-    from labkit.lab.judging import verdicts
-
     if bundle is None:
         df = measure_kernels([a, b], quick=quick, **kwargs)
     else:
@@ -165,11 +164,6 @@ def thread_vs_coroutine(*, quick: bool = False, kernel: str = "asm_fpu",
                         mode: str = "thread_futex", cpu: int = 0) -> Measured:
     """One hand-off between two OS threads on one CPU (a real context switch, through
     the scheduler) over one coroutine switch with `kernel`, both pinned to `cpu`."""
-    import pandas as pd
-
-    import labkit
-    from labkit.lab.judging import verdicts
-
     switches, repeats, rounds = _sizes(quick, None, None, None)
     frames = []
     for r in range(rounds):
@@ -207,12 +201,6 @@ def stack_ring(*, quick: bool = False, contexts: int = 4096, kernel: str = "asm_
     small and big stacks, tops aligned and coloured (64-byte steps), and the two-context
     ping-pong with the same two stack sizes. The Measured value is the ring's slowdown
     (big / small, tops aligned); `ratios` holds the three ratios the rule uses."""
-    import pandas as pd
-
-    import labkit
-    from labkit.core.plots import bytes_label
-    from labkit.lab.judging import verdicts
-
     switches = 100_000 if quick else 400_000
     repeats = 3 if quick else 7
     laps = max(1, switches // (contexts + 1))
@@ -280,12 +268,6 @@ def work_for_share(*, quick: bool = False, share: float = SHARE, probe_cycles: i
     independent work, so no switch hides behind it) measured at `probe_cycles`; its
     switching time per task s gives W = s (1 - share) / share. The notes give the share
     measured again at that W."""
-    import pandas as pd
-
-    from labkit.core import stats
-    from labkit.core.machine import machine_info
-    from labkit.experiments import frequency
-
     if not 0 < share < 1:
         raise ValueError(f"share must be between 0 and 1; got {share!r}")
     repeats = 5 if quick else 15
@@ -331,11 +313,6 @@ def advisor_first(work="20us", suspensions=2, connections=10_000, *, stack_in_us
     """The advisor's first design for a workload, among `designs`, and whether the data
     cannot decide it (the second design's interval reaches the first's). With a `bundle`
     the advice reads that machine's measurements. Returns (design, uncertain, advice)."""
-    import io
-    import math
-
-    import labkit
-
     # The advisor's progress lines go to a buffer: the exercise shows its table instead.
     advice = labkit.advise(work, suspensions, stack_in_use=stack_in_use, fp=fp,
                            connections=connections, designs=list(designs), quick=quick,
@@ -420,9 +397,7 @@ def check_choice(choice, supported: str, *, uncertain: bool = False,
 
 def to_room(room_file, name, exercise: str, prediction, measured, check=None) -> str:
     """Send a prediction with its measurement and check to the teacher's room
-    (labkit.lab.exploring.room_predictions); without a room file, say how to."""
-    from labkit.lab.exploring import room_predictions
-
+    (labkit.lab.room.predictions); without a room file, say how to."""
     if room_file is None:
         return ("Not sent to a room: set room_file (the file the teacher handed out) and "
                 "my_name in the parameters cell to share your prediction.")
@@ -436,11 +411,6 @@ def ready():
     """The set-up checks a learner runs first: the lab's kernel, the extension, the
     optimisation-level builds, the peers, and one short measurement. A table with a
     status and what to do for each line."""
-    import os
-    import sys
-
-    import pandas as pd
-
     rows = []
 
     def add(what, ok, detail, fix="", *, optional=False):
@@ -452,8 +422,6 @@ def ready():
     add("Python of the lab's environment", venv == ".venv", sys.executable,
         "Kernel > Change Kernel... > 'labkit (Python 3)' (made by `make setup`)")
     try:
-        import labkit
-
         add("labkit imports, extension built", True, labkit.__version__)
     except Exception as exc:  # the whole point is to say what is wrong
         add("labkit imports, extension built", False, f"{type(exc).__name__}: {exc}",

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import math
 
-from labkit.core import sequential
+import numpy as np
+import pandas as pd
 
+from labkit.core import sequential
 from labkit.lab.judging import engine, verdicts
 
 REPRODUCED_IF, CONTRADICTED_IF = "x >= 1.5", "x < 1.1"
@@ -40,8 +42,6 @@ def truth_region(ratio: float) -> str:
 def simulate(rng, ratio: float, processes: int, repeats: int):
     """Measurements of `processes` processes: an array (processes, 2 sides, repeats),
     side B's typical value 1 and side A's `ratio`."""
-    import numpy as np
-
     slow = np.where(rng.random(processes) < SLOW_SHARE, SLOW_FACTOR, 1.0)
     effect = rng.normal(0.0, PROCESS_SD, size=(processes, 2))
     noise = REPEAT_SD * rng.standard_t(3, size=(processes, 2, repeats)) / math.sqrt(3.0)
@@ -58,8 +58,6 @@ def new_design(rng, ratio: float, *, looks=sequential.LOOKS,
     """The engine: per process, the median of the passes' log ratios (the k-th repeat
     of each side, as labkit.lab.judging.engine.log_ratios pairs them), repeated confidence
     intervals at the looks, stop at the first look that decides."""
-    import numpy as np
-
     x = simulate(rng, ratio, looks[-1], repeats)
     stats = np.median(np.log(x[:, 0] / x[:, 1]), axis=1)
     d, _, n, _ = engine.first_decided_look({"x": stats}, looks, _decide)
@@ -71,8 +69,6 @@ def old_design(rng, ratio: float, *, processes: int = 3, repeats: int = 5,
     """The replaced design: `processes` processes with `repeats` repeats per side, the
     repeats pooled into one bootstrap BCa interval of the ratio of medians; after a
     straddle, one extension to three times the repeats in as many new processes."""
-    import numpy as np
-
     def draw(n_workers, per):
         x = simulate(rng, ratio, n_workers, per)
         return x[:, 0].ravel(), x[:, 1].ravel()
@@ -94,9 +90,6 @@ def run(design, runs: int, *, seed: int = 20261201, scenarios=None):
     """Error rates of `design` (new_design or old_design) over `runs` seeded runs per
     scenario: a frame of scenario, true ratio, runs, wrong (decided but outside the
     truth's region), inconclusive and the mean number of processes."""
-    import numpy as np
-    import pandas as pd
-
     rows = []
     for i, (name, ratio) in enumerate((scenarios or SCENARIOS).items()):
         rng = np.random.default_rng([seed, i])

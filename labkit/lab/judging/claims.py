@@ -9,6 +9,8 @@ registered notebook, or the part of it that `judges` the claim where it was spli
 """
 from __future__ import annotations
 
+import pandas as pd
+
 from labkit.core.results import claims_csv
 from labkit.lab import experiment
 
@@ -20,8 +22,6 @@ def registry():
     """The claims registry as written before measuring: one row per claim id, and beside
     the registered `experiment` the `notebook` that judges the claim now (the same one,
     unless that notebook was split: labkit.lab.experiment.notebook_of)."""
-    import pandas as pd
-
     c = pd.read_csv(CLAIMS_CSV, dtype=str).fillna("")
     c["notebook"] = [experiment.notebook_of(i, e) for i, e in zip(c.claim_id, c.experiment)]
     return c
@@ -30,8 +30,6 @@ def registry():
 def amendments():
     """The amendments (data/claims_amendments.csv): claim_id, date, reason, misreading,
     measured_quantity, reproduced_if, contradicted_if. Empty if there is no file."""
-    import pandas as pd
-
     cols = ["claim_id", "date", "reason", "misreading", "measured_quantity",
             "reproduced_if", "contradicted_if"]
     if not AMENDMENTS_CSV.exists():

@@ -9,18 +9,19 @@ import os
 import random
 import time
 
+import pandas as pd
+
 from labkit.core import results
-from labkit.experiments import design
+from labkit.experiments import verdict_design
 from labkit.lab import experiment
-from labkit.lab.judging import rules, verdicts
+from labkit.lab.judging import engine, rules, verdicts
+from labkit.lab.report.articles.rows import ROW_JUDGES
 from labkit.lab.running import sweep
 
 
 def _headline(rows) -> dict:
     """The rows of the notebook's own verdict table: the row claims of the article tables
     are judged on the same runs, and shown in the article's section (labkit.lab.report.articles)."""
-    from labkit.lab.report.articles.rows import ROW_JUDGES
-
     return {r["claim_id"]: r for r in rows if r["claim_id"] not in ROW_JUDGES}
 
 
@@ -61,7 +62,7 @@ def run(notebook, entries: dict, *, quick: bool, seed: int = 0):
     record = experiment.of(notebook)
     schedule = record.schedule(quick=quick)
     progress, finished = _hooks(record, entries, schedule["looks"][-1])
-    runs, rows, _ = design.measure_for_verdicts(
+    runs, rows, _ = verdict_design.measure_for_verdicts(
         entries, rules_for(record), schedule=schedule, seed=seed,
         progress=progress, finished=finished)
     results.save_csv(runs, record.verdict_runs)
@@ -72,15 +73,13 @@ def run_rounds(notebook, measure, labels, *, quick: bool, seed: int = 0):
     """The same for replications that are rounds: measure(label, round) runs one label
     (a server, say) once in fresh processes; each round runs every label the open claims
     still read once, in an order starting at a random label, mirrored every other round."""
-    import pandas as pd
-
     labels = list(labels)
     record = experiment.of(notebook)
     schedule = record.schedule(quick=quick)
     progress, finished = _hooks(record, labels, schedule["looks"][-1])
 
     def one_round(i, still):
-        order = design.process_order(labels if still is None else still, repeats=1,
+        order = verdict_design.process_order(labels if still is None else still, repeats=1,
                                      rng=random.Random(seed * 100_003 + i))
         if i % 2:
             order = order[::-1]
@@ -88,7 +87,7 @@ def run_rounds(notebook, measure, labels, *, quick: bool, seed: int = 0):
                           for pos, lab in enumerate(order)], ignore_index=True)
 
     judged = rules_for(record)
-    runs, rows, _ = design.sequential(one_round, judged, schedule=schedule,
+    runs, rows, _ = verdict_design.sequential(one_round, judged, schedule=schedule,
                                       progress=progress, finished=finished)
     results.save_csv(runs, record.verdict_runs)
     return runs, _headline(rows)
@@ -108,8 +107,6 @@ def headline_claims(notebook) -> list[str]:
     """The claims of a notebook's own verdict table: every claim of its experiment but the
     article tables' row claims (labkit.lab.report.articles.rows.ROW_JUDGES), in
     data/claims.csv's order."""
-    from labkit.lab.report.articles.rows import ROW_JUDGES
-
     return [c for c in experiment.of(notebook).claims() if c not in ROW_JUDGES]
 
 
@@ -157,10 +154,6 @@ def verdict_table(notebook, judged=None, *, notes=None, why=None, **options):
 def variance_table():
     """labkit.lab.judging.engine.variance_components of every verdict design saved in data/, one
     block of rows per notebook."""
-    import pandas as pd
-
-    from labkit.lab.judging import engine
-
     designed = sorted({fn_files[1][0] for fn_files in rules.RULES.values()})
     parts = []
     for record in experiment.RECORDS.values():

@@ -2,7 +2,7 @@
 confidence interval over processes at each look (labkit.core.sequential), and the
 claim's written rule applied at the first look that decides.
 
-A design (labkit.experiments.design) saves its runs with a `worker` column (the process)
+A design (labkit.experiments.verdict_design) saves its runs with a `worker` column (the process)
 and a `looks` column (its schedule). Repeats inside one process are not independent of
 each other, so each process is reduced to one number per comparison (log_ratios: the
 median of its passes' log ratios) or per entry (per_process: the median of its repeats),
@@ -14,9 +14,11 @@ import contextlib
 import contextvars
 import math
 
-from labkit.core import sequential
-from labkit.experiments import design
+import numpy as np
+import pandas as pd
 
+from labkit.core import sequential
+from labkit.experiments import verdict_design
 from labkit.lab.judging import claims, verdicts
 
 # The open capture() lists, if any: judge() appends what it was handed to the innermost.
@@ -38,8 +40,8 @@ def looks_of(runs) -> tuple[int, ...]:
 
 def per_process(runs, col: str = "ns_per_switch"):
     """A frame with one row per process (`worker`) and one column per side: the median
-    of that process's repeats of that side, in process order (design.per_process)."""
-    return design.per_process(runs, col)
+    of that process's repeats of that side, in process order (verdict_design.per_process)."""
+    return verdict_design.per_process(runs, col)
 
 
 def log_ratios(runs, num: str, den: str, col: str = "ns_per_switch"):
@@ -52,9 +54,7 @@ def log_ratios(runs, num: str, den: str, col: str = "ns_per_switch"):
     not. With one repeat per side (a round of servers) it is the plain log ratio. A pair
     with a value at or below zero has no logarithm and is left out; a process with no
     pair gives NaN."""
-    import numpy as np
-
-    design.check_runs(runs)
+    verdict_design.check_runs(runs)
     workers = np.sort(runs.worker.unique())
     sub = runs[runs.side.isin([num, den])]
     if "order" in sub:
@@ -102,8 +102,6 @@ def first_decided_look(stats: dict, looks, decide, *, scales: dict | None = None
     low, high) -> a dict with `verdict`. Returns (decision, (value, low, high), n, k) at
     the first look whose verdict is not inconclusive, else at the last; None when fewer
     than 2 processes finished."""
-    import numpy as np
-
     scales = scales or {}
     stats = {k: np.asarray(v, float) for k, v in stats.items()}
     sizes = sequential.look_sizes(min(len(v) for v in stats.values()), looks)
@@ -159,8 +157,6 @@ def judge(claim_id: str, stats: dict, *, looks, scales: dict | None = None, comb
     _, (value, low, high), n, k = found
     kw = {}
     if original is not None:
-        import numpy as np
-
         ostats = {q: np.asarray(v, float)[:n] for q, v in original["stats"].items()}
         ov, olo, ohi = (original.get("combine") or combine or _default_combine)(
             *_intervals(ostats, original.get("scales", scales or {}), n, looks, alpha))
@@ -191,9 +187,6 @@ def variance_components(runs):
     repeats per process that give the narrowest interval for the time,
     r* = sqrt(cost_process / cost_repeat * within / between). A table of text: a value
     that cannot be had says why."""
-    import numpy as np
-    import pandas as pd
-
     c_proc = math.nan
     if "process_s" in runs and "call_s" in runs:
         per = runs.groupby("worker").agg(p=("process_s", "first"), c=("call_s", "sum"))

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import os
 
-from labkit.lab.judging import claims, rules, verdicts
+import pandas as pd
 
 from labkit.core import results
+from labkit.lab.judging import claims, rules, verdicts
 
 # Claims whose rule needs more than one notebook's data: the ledger judges them itself.
 JUDGED_HERE = ("C004.2",)
@@ -36,8 +37,6 @@ def ledger():
     measured (the rule's x), measured value, verdict, rule, note, the notebook that
     decides it and its figures. A claim whose notebook has no verdict file, or failed in
     the last run, is `not-measured`."""
-    import pandas as pd
-
     registered = claims.registry()
     amendments = claims.amendments().drop_duplicates("claim_id", keep="last") \
         .set_index("claim_id")

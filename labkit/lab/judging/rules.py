@@ -18,12 +18,13 @@ rule is flagged in the row, never a veto.
 """
 from __future__ import annotations
 
+import inspect
 import math
 import re
 
 import numpy as np
 
-from labkit.core import stats
+from labkit.core import results, stats
 from labkit.lab import experiment
 from labkit.lab.experiment import (COROUTINE_MEMORY, ECHO_SERVERS, FP_STATE_AND_RETURN,
                                    FRAMES_AND_ALLOCATORS, KERNEL_SWITCHES, LATENCY_LADDER,
@@ -100,7 +101,7 @@ def _positive_indicator(value, low, high):
     return x, min(lo, x), max(hi, x)
 
 
-# ---- 01..06: designs over fresh processes (labkit.experiments.design) ----
+# ---- 01..06: designs over fresh processes (labkit.experiments.verdict_design) ----
 
 def c000_1(runs):
     """C000.1: 1 if virtual_call < boost_fiber < syscall_getppid and the fiber is nearer
@@ -640,8 +641,6 @@ def recompute(claim_id: str, data_dir=None, *, only=None, **options) -> dict | N
     only: a notebook; the data of other notebooks is taken as missing (what that notebook
     alone can judge). options: keyword arguments given to the rule where it takes them
     (C001.5's `chunk`, say); the others are left out."""
-    from labkit.core import results
-
     if claim_id not in RULES:
         raise ValueError(f"claim_id must be one of {sorted(RULES)}; got {claim_id!r}")
     fn, names = RULES[claim_id]
@@ -652,7 +651,6 @@ def recompute(claim_id: str, data_dir=None, *, only=None, **options) -> dict | N
         mine = only is None or name in experiment.of(only).files()
         frames.append(results.read_csv(path, low_memory=False, float_precision="round_trip")
                       if mine and path.exists() else None)
-    import inspect
 
     kw = {k: v for k, v in options.items() if k in inspect.signature(fn).parameters}
     if claim_id == "C004.2":

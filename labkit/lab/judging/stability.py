@@ -18,7 +18,12 @@ import os
 import time
 from pathlib import Path
 
+import pandas as pd
+
+from labkit.core import results
 from labkit.errors import ParameterError
+from labkit.lab.judging import ledger
+from labkit.lab.running import notebook_run, notebooks
 
 OPPOSITE = {("reproduced", "contradicted"), ("contradicted", "reproduced")}
 
@@ -27,8 +32,6 @@ def agreement(tables: list):
     """One row per claim from K ledger tables (claim_id, verdict columns): the verdicts
     run by run, `agree` (all K the same), `opposite` (one run reproduced where another
     contradicted) and the most common verdict."""
-    import pandas as pd
-
     if not isinstance(tables, (list, tuple)) or not tables:
         raise TypeError("tables must be a non-empty list of ledger tables")
     for i, t in enumerate(tables):
@@ -56,8 +59,6 @@ def figure(table, measured_only: bool = True) -> str:
 
 
 def _ledger_of(folder: Path):
-    from labkit.lab.judging import ledger
-
     before = os.environ.get("LABKIT_RESULTS_DIR")
     os.environ["LABKIT_RESULTS_DIR"] = str(folder)
     try:
@@ -78,8 +79,6 @@ def on_record(ledger_table):
     """(table, text): data/stability.csv and its stability figure when its run 1 is the
     run `ledger_table` comes from (the same verdict and measured value for every claim);
     else (None, why)."""
-    from labkit.core import results
-
     path = results.data_dir() / f"{RECORD}.csv"
     if not path.exists():
         return None, f"no stability check is on record for these results ({path.name})"
@@ -104,9 +103,6 @@ def run(runs: int = 3, *, quick: bool = False, only: list[str] | None = None,
     """Run the verdict-bearing notebooks `runs` times into out/run-k; returns
     (agreement table, seconds per run). with_committed: the committed full run's ledger
     is run 1 and the table is saved as data/stability.csv too."""
-    from labkit.core import results
-    from labkit.lab.running import notebook_run, notebooks
-
     if not isinstance(runs, int) or isinstance(runs, bool) or not 1 <= runs <= 50:
         raise ParameterError("runs", f"must be an int in [1, 50]; got {runs!r}")
     sources = [s for s in notebooks.notebook_sources(only) if s.stem != notebooks.LEDGER]

@@ -26,7 +26,13 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 import re
+import warnings
+
+import numpy as np
+import pandas as pd
+from scipy import stats as st
 
 from labkit.core import sequential
 from labkit.lab.judging import claims, rule_expr
@@ -290,9 +296,6 @@ def judge(claim_id: str, value, *, low=None, high=None, measured: str | None = N
     else to the same value. method, processes and look say what produced the interval
     (labkit.lab.judging.engine). Returns one verdict-table row."""
     c = claims.claim(claim_id)
-    import numbers
-
-    import numpy as np
 
     if not isinstance(noisy, (bool, np.bool_, numbers.Integral)):
         raise TypeError(f"noisy must be a bool, not {type(noisy).__name__}")
@@ -338,8 +341,6 @@ def judge(claim_id: str, value, *, low=None, high=None, measured: str | None = N
 
 
 def _is_measure(v) -> bool:
-    import numbers
-
     def number(x):
         return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
@@ -390,17 +391,12 @@ def _bootstrap(a, b, statistic, *, confidence: float, n_resamples: int, seed: in
     """Point estimate and BCa interval of statistic(a, b) over independent resamples
     of a and b. Falls back to the percentile interval where BCa is undefined (every
     resample equal), and to the point itself when both samples are constant."""
-    import numpy as np
-    from scipy import stats as st
-
     point = float(statistic(a, b, axis=-1))
     if len(a) < 2 or len(b) < 2:
         return point, -math.inf, math.inf
     if np.ptp(a) == 0 and np.ptp(b) == 0:
         return point, point, point
     for method in ("BCa", "percentile"):
-        import warnings
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             res = st.bootstrap((a, b), statistic, vectorized=True, paired=False,
@@ -413,8 +409,6 @@ def _bootstrap(a, b, statistic, *, confidence: float, n_resamples: int, seed: in
 
 
 def _sample(x, name):
-    import numpy as np
-
     try:
         arr = np.asarray(x, float).ravel()
     except (TypeError, ValueError):
@@ -441,8 +435,6 @@ def ratio_with_spread(a, b, *, confidence: float = CONFIDENCE, n_resamples: int 
     interval narrows as repeats are added. When b's median is at or below zero the ratio
     means nothing: (NaN or the ratio, -inf, inf); fewer than 2 repeats on a side give
     (-inf, inf) too, so no rule can hold over it."""
-    import numpy as np
-
     _options(confidence, n_resamples, seed)
     a, b = _sample(a, "a"), _sample(b, "b")
     if np.median(b) <= 0:
@@ -465,8 +457,6 @@ def difference_with_spread(a, b, *, confidence: float = CONFIDENCE,
                            seed: int = SEED) -> tuple[float, float, float]:
     """(median(a) - median(b), low, high): the difference of medians and its bootstrap
     BCa interval (95% by default), a and b resampled independently."""
-    import numpy as np
-
     _options(confidence, n_resamples, seed)
     a, b = _sample(a, "a"), _sample(b, "b")
 
@@ -478,6 +468,4 @@ def difference_with_spread(a, b, *, confidence: float = CONFIDENCE,
 
 def table(rows: list[dict]):
     """The verdict table a notebook ends with."""
-    import pandas as pd
-
     return with_measured_quantity(pd.DataFrame(rows, columns=COLUMNS))

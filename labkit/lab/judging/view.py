@@ -3,6 +3,8 @@ article's value, the value measured here with its interval, the verdict (with it
 inconclusive) and why; the full table folded under it."""
 from __future__ import annotations
 
+import pandas as pd
+
 from labkit.lab.judging import claims
 
 # The readable table's columns, in order.
@@ -25,8 +27,6 @@ def _says(claim_id: str) -> str:
 
 def readable(table):
     """The verdict table's rows in COLUMNS' words."""
-    import pandas as pd
-
     return pd.DataFrame([{"claim": r["claim_id"], "what it says": _says(r["claim_id"]),
                           "article": r["claimed_value"], "measured here": r["measured_value"],
                           "verdict": _verdict(r), "why": r["rule"]}

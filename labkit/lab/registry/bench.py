@@ -20,7 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from labkit.lab.registry import gallery, index, query, synthetic
+from labkit.core.results import REPO
+from labkit.lab.registry import gallery, index, query, serve, synthetic
 from labkit.lab.registry import store as stores
 from labkit.lab.sharing import bundle
 
@@ -52,8 +53,6 @@ def machine_text() -> str:
 def _templates() -> list[Path]:
     """The real bundles synthetic ones are made from: the references beside this checkout
     (the EPYC with its runs attached) and this checkout's committed data."""
-    from labkit.core.results import REPO
-
     ref = REPO.parent / "shared" / "reference"
     tmp = Path(tempfile.mkdtemp(prefix="labkit-bench-templates-"))
     out = [bundle.pack_folder(REPO / "data", tmp / "committed")]
@@ -114,8 +113,6 @@ def _r(times) -> list:
 def _storm_bundles(n: int, into: Path) -> list[Path]:
     """n distinct copies of the old Xeon bundle (format 2: published without the
     recomputation, so the storm loads the store, not the CPUs)."""
-    from labkit.core.results import REPO
-
     src = REPO / "tests" / "fixtures" / "intel-xeon-kvm.labkit"
     out = []
     for i in range(n):
@@ -130,9 +127,6 @@ def _storm_bundles(n: int, into: Path) -> list[Path]:
 
 
 def seaweed_figures(k: int, storm: int) -> dict:
-    from labkit.core.results import REPO
-    from labkit.lab.registry import serve
-
     work = Path(tempfile.mkdtemp(prefix="labkit-bench-weed-"))
     out = {}
     try:

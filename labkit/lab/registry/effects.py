@@ -32,7 +32,10 @@ import functools
 import itertools
 import math
 
+import numpy as np
+
 from labkit.core import sequential
+from labkit.lab.judging import engine, rules
 
 METHOD = "holm"
 METHODS = ("holm", "bonferroni")
@@ -43,10 +46,6 @@ EFFECT, NO_EFFECT, UNDECIDED = "machine effect", "no machine effect", "undecided
 def rule_statistic(claim_id: str, runs) -> tuple:
     """(per-process log values, looks) the claim's rule judges on these runs; ValueError
     for a claim not judged on one log-scale statistic per process."""
-    import numpy as np
-
-    from labkit.lab.judging import engine, rules
-
     if claim_id not in rules.RULES:
         raise ValueError(f"claim_id must be one of {sorted(rules.RULES)}; got {claim_id!r}")
     with engine.capture() as seen:  # what the rule hands the engine
@@ -67,8 +66,6 @@ def rule_statistic(claim_id: str, runs) -> tuple:
 def compare(a, b, looks_a, looks_b, alpha: float) -> dict:
     """The difference of means of two machines' per-process log statistics, with its
     interval at level alpha: {d, low, high, z, n_a, n_b} (log scale)."""
-    import numpy as np
-
     a = np.asarray(a, float)
     b = np.asarray(b, float)
     a, b = a[np.isfinite(a)], b[np.isfinite(b)]
@@ -142,8 +139,6 @@ def between(runs_by_machine: dict, claim_ids, *, alpha: float = sequential.ALPHA
     """Machine effects of each claim between every pair of machines: runs_by_machine maps
     a machine's label to {notebook: its verdict runs}; a claim the rule cannot reduce to
     one ratio per process on a machine is left out for that machine."""
-    from labkit.lab.judging import rules
-
     comparisons = []
     for claim_id in claim_ids:
         notebook = rules.RULES[claim_id][1][0].removesuffix("_verdict_runs")
@@ -166,8 +161,6 @@ def between(runs_by_machine: dict, claim_ids, *, alpha: float = sequential.ALPHA
 def differing(rows, runs) -> list:
     """Claims with a rule whose verdicts differ between machines that carry runs (rows:
     query.claims; runs: query.verdict_runs)."""
-    from labkit.lab.judging import rules
-
     if rows.empty:
         return []
     rows = rows[rows.label.isin(runs)]

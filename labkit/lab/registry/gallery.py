@@ -23,7 +23,12 @@ import html
 import math
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
+from labkit.core import sequential
 from labkit.core.results import atomic_path
+from labkit.lab.judging import engine
 from labkit.lab.registry import effects, query
 from labkit.lab.registry import store as stores
 
@@ -60,8 +65,6 @@ COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e
 
 def machine_rows(registry, *, filters=None, quick: bool = False):
     """Every field of each chosen machine's record (its latest bundle), by label."""
-    import pandas as pd
-
     store = stores.open_store(registry)
     _, params = query._where(filters, quick)
     df = query._run(store, f"SELECT * FROM ({query._chosen(store, filters, quick)}) "
@@ -72,12 +75,6 @@ def machine_rows(registry, *, filters=None, quick: bool = False):
 def ladder_points(registry, runs: dict, *, filters=None, quick: bool = False):
     """One row per (design, machine): ns per switch with its interval where processes
     give one: value, low, high, processes (0: one process's repeats, no interval)."""
-    import numpy as np
-    import pandas as pd
-
-    from labkit.core import sequential
-    from labkit.lab.judging import engine
-
     lad = query.ladder(registry, filters=filters, quick=quick, notebook=LADDER_NOTEBOOK)
     rows = []
     for _, r in lad.iterrows():
@@ -158,8 +155,6 @@ def group_labels(machines):
 def group_ladder(registry, machines, *, filters=None, quick: bool = False):
     """Per (design, CPU group): the median over the group's machines of each one's median
     ns per switch, with the quartiles across those machines (a spread, not an interval)."""
-    import pandas as pd
-
     lad = query.ladder(registry, filters=filters, quick=quick, notebook=LADDER_NOTEBOOK)
     if lad.empty:
         return None

@@ -21,6 +21,11 @@ stay the data of record: verdict runs and measurements are read from them.
 from __future__ import annotations
 
 import io
+import os
+import uuid
+
+import pandas as pd
+# pyarrow (the registry extra) is imported where used: it may be absent.
 
 INDEX = "_index"
 TABLES = ("machine", "verdicts", "ladder")
@@ -57,8 +62,6 @@ def delta_name(rel: str) -> str:
 def ladder(frame):
     """Median ns per switch and row count per (notebook, entry) over the rows whose
     ns_per_switch reads as a number: the figure the ladder shows for one bundle."""
-    import pandas as pd
-
     empty = pd.DataFrame({"notebook": pd.Series(dtype=object), "entry": pd.Series(dtype=object),
                           "median_ns": pd.Series(dtype=float), "rows": pd.Series(dtype="int64")})
     if frame is None or not {"notebook", "entry", "ns_per_switch"} <= set(frame.columns):
@@ -75,8 +78,6 @@ def ladder(frame):
 
 def rows(rel: str, files: dict) -> dict:
     """One bundle's index rows (table -> parquet bytes) from its files (name -> bytes)."""
-    import pandas as pd
-
     p = parts(rel)
     machine = pd.read_parquet(io.BytesIO(files["machine.parquet"]))
     verdicts = pd.read_parquet(io.BytesIO(files["verdicts.parquet"]))
@@ -115,8 +116,6 @@ def compact(store, *, adopt: bool = True, only: str | None = None) -> dict:
     Safe beside publishers and other compactions: a file is removed only by the
     compaction that wrote its rows into a new file, and a reader that meets a bundle in
     both keeps one."""
-    import uuid
-
     adopted = 0
     if adopt and only is None:
         committed = set(store.bundles())
@@ -149,8 +148,6 @@ def compact(store, *, adopt: bool = True, only: str | None = None) -> dict:
             name = f"{COMPACTED}{uuid.uuid4().hex[:16]}.parquet"
             final = f"{INDEX}/{table}/{part}/{name}"
             if store.kind == "local":
-                import os
-
                 tmp = store.path(f"{INDEX}/{table}/{part}/.{name}.tmp")
                 con.execute(f"COPY ({select}) TO '{tmp}' (FORMAT parquet)")
                 os.replace(tmp, store.path(final))

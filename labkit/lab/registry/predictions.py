@@ -15,6 +15,10 @@ import math
 import re
 from pathlib import Path
 
+import pandas as pd
+
+from labkit.lab.judging import claims, verdicts
+
 VERDICTS = ("reproduced", "contradicted")
 COLUMNS = ("learner", "claim_id", "predicted")
 RIGHT, WRONG, UNDECIDED = "right", "wrong", "undecided"
@@ -40,8 +44,6 @@ def parse(predicted: str):
 def read(path, claim_ids=None):
     """The predictions file as a DataFrame (learner, claim_id, predicted, kind); ValueError
     naming the row for an unknown claim or a prediction that does not parse."""
-    import pandas as pd
-
     if not isinstance(path, (str, Path)):
         raise TypeError(f"predictions must be a CSV file path; got {path!r}")
     try:
@@ -53,8 +55,6 @@ def read(path, claim_ids=None):
         raise ValueError(f"predictions {path}: needs the columns {', '.join(COLUMNS)}; "
                          f"missing {', '.join(missing)}")
     if claim_ids is None:
-        from labkit.lab.judging import claims
-
         claim_ids = set(claims.registry().claim_id)
     for i, r in df.iterrows():
         if not r.learner.strip():
@@ -80,8 +80,6 @@ def measured_interval(text) -> tuple[float, float, float] | None:
 
 def judge(predicted: str, verdict: str, measured: str) -> str:
     """One prediction against one machine's verdict and measured text."""
-    from labkit.lab.judging import verdicts
-
     p = parse(predicted)
     if p[0] == "verdict":
         return UNDECIDED if verdict == "inconclusive" else RIGHT if verdict == p[1] else WRONG
@@ -97,8 +95,6 @@ def judge(predicted: str, verdict: str, measured: str) -> str:
 def judge_all(preds, rows):
     """Every prediction against every machine that measured its claim: one row per
     (learner, claim, machine) with `outcome`. rows: query.claims of the room's machines."""
-    import pandas as pd
-
     out = []
     by_claim = {c: g for c, g in rows.groupby("claim_id")}
     for p in preds.itertuples():

@@ -11,9 +11,13 @@ from __future__ import annotations
 import datetime
 import io
 import os
+import re
 import subprocess
 from pathlib import Path
 
+import pandas as pd
+
+from labkit.core import results
 from labkit.errors import BundleError
 from labkit.lab.registry import store as stores
 from labkit.lab.sharing import bundle as bundles
@@ -45,10 +49,6 @@ BUNDLE_MODULES = ("labkit/lab/sharing/bundle.py", "labkit/lab/bundle.py")
 
 def written_format(commit: str, repo: Path | None = None) -> int | None:
     """The bundle format a labkit commit writes, read from its source (None: not found)."""
-    import re
-
-    from labkit.core import results
-
     repo = repo or results.checkout()
     if repo is None:
         return None
@@ -74,8 +74,6 @@ def _one_machine(path, b: dict) -> None:
 
 def known_commit(commit: str, repo: Path | None = None) -> bool:
     """Whether `commit` is a commit of this labkit's git history."""
-    from labkit.core import results
-
     repo = repo or results.checkout()
     if repo is None or not commit or not all(c in "0123456789abcdef" for c in commit):
         return False
@@ -118,8 +116,6 @@ def _parquet(df) -> bytes:
 def prepare(path, *, include_host: bool = False, store=None) -> tuple[str, dict, dict]:
     """Every check of a publish, without writing: (rel_dir, files, summary), or Refused.
     Given the store, a bundle it already holds is refused before the recomputation."""
-    import pandas as pd
-
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"bundle must be a bundle folder (str or Path), not {type(path).__name__}")
     path = Path(path)

@@ -5,6 +5,8 @@ several bundles is read at its latest (by `created`); full and quick runs are ne
 """
 from __future__ import annotations
 
+import pandas as pd
+
 from labkit.lab.registry import index
 from labkit.lab.registry import store as stores
 from labkit.lab.sharing.recompute import AGREES
@@ -95,8 +97,6 @@ def _run(store, sql: str, params: list):
 def machines(registry, *, filters: dict | None = None, quick: bool = False):
     """One row per machine (its latest bundle): identity, hardware, layers, commit,
     whether its verdicts were recomputed, and how many bundles it has in the store."""
-    import pandas as pd
-
     store = stores.open_store(registry)
     where, params = _where(filters, quick)
     sql = f"""WITH chosen AS ({_chosen(store, filters, quick)}),
@@ -123,8 +123,6 @@ def _claims_sql(store, filters, quick, columns: str) -> tuple[str, list]:
 def claims(registry, *, filters: dict | None = None, quick: bool = False):
     """One row per (claim, machine): verdict, measured value, how the registry checked
     it (recomputed or why not) and the claim's text."""
-    import pandas as pd
-
     store = stores.open_store(registry)
     sql, params = _claims_sql(store, filters, quick, 'v.claim_id, c.label, c.machine, '
                               'v.verdict, v.measured_value, v."check", v.claim')
@@ -162,8 +160,6 @@ def ladder(registry, *, filters: dict | None = None, quick: bool = False,
     """Each design's (entry's) median ns per switch on each machine (over the rows of the
     latency ladder's measurements; index.ladder), with its ratio to that machine's own
     `asm`."""
-    import pandas as pd
-
     store = stores.open_store(registry)
     _, params = _where(filters, quick)
     mwhere, mparams = _partitions(filters, quick, "t")

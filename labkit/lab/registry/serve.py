@@ -9,6 +9,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 # SeaweedFS's other services (master, volume, filer and their gRPC ports) listen on the
@@ -72,9 +74,6 @@ class Server:
         return f"http://{self.host}:{self.port}/{self.bucket}"
 
     def _wait(self, timeout: float) -> None:
-        import urllib.error
-        import urllib.request
-
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if self.proc.poll() is not None:

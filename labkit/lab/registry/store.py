@@ -30,11 +30,16 @@ import os
 import shutil
 import time
 import uuid
+import warnings
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from urllib.parse import urlparse
 
+import pandas as pd
+
 from labkit.lab.registry import index
+# pyarrow and duckdb (the registry extra) are imported where used: they may be absent.
 
 PARTITIONS = ("run_mode", "format", "commit", "machine", "bundle")
 TABLES = ("machine", "verdicts", "measurements", "verdict_runs")
@@ -234,8 +239,6 @@ class Store:
 
     def read(self, rel_dir: str, name: str):
         """One file of one bundle as a DataFrame, with its own column types."""
-        import pandas as pd
-
         path = self.path(f"{rel_dir}/{name}")
         if self.kind == "local":
             return pd.read_parquet(path)
@@ -263,8 +266,6 @@ class Store:
             try:
                 index.compact(self, adopt=False, only=part)
             except Exception as exc:  # noqa: BLE001 - the bundle is committed; say, go on
-                import warnings
-
                 warnings.warn(f"registry {self.describe()}: the bundle is stored, but "
                               f"compacting {part} failed ({exc}); `compact` will", stacklevel=2)
 
@@ -438,8 +439,6 @@ def sweep_staging(staging) -> list[str]:
 def httpfs_directory() -> str:
     """The extension_directory holding the httpfs extension of the installed
     duckdb-ext-httpfs package (its files: duckdb_ext/extensions/v<duckdb>/<platform>/)."""
-    from importlib import metadata
-
     try:
         files = metadata.files("duckdb-ext-httpfs") or []
     except metadata.PackageNotFoundError:

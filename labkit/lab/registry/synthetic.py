@@ -26,8 +26,12 @@ import os
 import uuid
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
 from labkit.lab.registry import index, publish
 from labkit.lab.registry import store as stores
+# pyarrow (the registry extra) is imported where used: it may be absent.
 
 CHECK = "synthetic: the template's verdicts, not recomputed"
 BATCH = 500  # bundles committed by one index file per partition
@@ -46,9 +50,6 @@ def templates(paths) -> list[dict]:
     notebook and entry) with its (notebook, entry) and ns per switch as numbers (`ladder`,
     for the index's ladder rows); the row numbers of each verdict design's processes
     (`runs`: a list per notebook of each worker's rows)."""
-    import numpy as np
-    import pandas as pd
-
     out = []
     for p in paths:
         rel, files, _ = publish.prepare(p)
@@ -79,7 +80,6 @@ def templates(paths) -> list[dict]:
 def one(template: dict, i: int, rng) -> tuple[str, dict, dict]:
     """The i-th synthetic bundle from a template: (rel_dir, files, its index rows as
     DataFrames by table)."""
-    import numpy as np
     import pyarrow as pa
 
     files = {}
@@ -121,9 +121,6 @@ def one(template: dict, i: int, rng) -> tuple[str, dict, dict]:
 def _ladder(template: dict, draws: list):
     """index.ladder of the resampled measurements, from the draws: a measured design's
     resampled rows are its own rows, drawn again."""
-    import numpy as np
-    import pandas as pd
-
     out = []
     for (nb, entry, ns), ix in zip(template["ladder"], draws):
         v = ns[ix]
@@ -166,9 +163,6 @@ def synthesise(scratch, paths, n: int, *, seed: int = 0, start: int = 0,
                batch: int = BATCH) -> int:
     """Write n synthetic bundles (numbered from start) made from the bundles at `paths`
     into the scratch store, committed a batch at a time; returns how many were written."""
-    import numpy as np
-    import pandas as pd
-
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ValueError(f"n must be a positive int; got {n!r}")
     if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:

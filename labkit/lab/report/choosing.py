@@ -9,6 +9,12 @@ import base64
 import html
 import io
 
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from labkit.core import results
+from labkit.lab.advising import grid as _grid
+from labkit.lab.analysis import your_workload as yw
 from labkit.lab.experiment import YOUR_WORKLOAD
 
 CURVES = YOUR_WORKLOAD.data
@@ -16,8 +22,6 @@ GRID = YOUR_WORKLOAD.own("advisor_calibration")
 
 
 def _png(fig) -> str:
-    import matplotlib.pyplot as plt
-
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
     plt.close(fig)
@@ -46,8 +50,6 @@ SCORE_LABELS = {
 def score_table(scores):
     """grid.scores' table for a reader: labelled columns, fractions in percent, the
     targets met as yes or no, a score the grid cannot give as "not estimated"."""
-    import pandas as pd
-
     out = {}
     for col in scores.columns:
         label, unit = SCORE_LABELS.get(col, (col.replace("_", " "), None))
@@ -64,16 +66,12 @@ def score_table(scores):
 
 def section_html() -> str:
     """The section's HTML; a paragraph saying what is missing when notebook 10 has not run."""
-    from labkit.core import results
-
     head = "<h2 id='choosing'>Choosing a design on this machine</h2>"
     d = results.data_dir()
     if not (d / f"{CURVES}.csv").exists() or not (d / f"{GRID}.csv").exists():
         return head + ("<p class='lk-note'>Not measured: notebook 10_your_workload has not "
                        "run (it writes data/10_your_workload.csv and "
                        "data/advisor_calibration.csv).</p>")
-    from labkit.lab.advising import grid as _grid
-    from labkit.lab.analysis import your_workload as yw
 
     c = results.read_csv(d / f"{CURVES}.csv")
     g = results.read_csv(d / f"{GRID}.csv")

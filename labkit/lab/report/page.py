@@ -13,8 +13,17 @@ import html.parser
 import re
 from pathlib import Path
 
-from labkit.core import envcheck
+import matplotlib.pyplot as plt
+import nbformat
+import pandas as pd
+from nbconvert import HTMLExporter
+
+from labkit.core import envcheck, results, sequential
+from labkit.core.machine import machine_info
 from labkit.core.results import atomic_path
+from labkit.lab import experiment
+from labkit.lab.judging import claims, ledger, verdicts
+from labkit.lab.report import articles, choosing
 from labkit.lab.running.notebooks import LEDGER
 
 REPORT_NAME = "labkit-report.html"
@@ -39,9 +48,6 @@ def measured_machine() -> tuple[dict, str]:
     """The machine whose rows are in data/ (their metadata columns, the one with most
     rows when several machines' rows are there), and a phrase saying where that came
     from. Without measured rows, the machine building the report, and that said."""
-    from labkit.core.machine import machine_info
-    from labkit.lab.report import articles
-
     machines = articles.measured_machines()
     if not machines:
         return machine_info(), ("no measured row in data/ names its machine: this is the "
@@ -97,13 +103,6 @@ def _notebook_anchor(name: str) -> str:
 
 
 def _summary(outcomes, info: dict, quick: bool, tables) -> str:
-    import pandas as pd
-
-    from labkit.lab.judging import claims, ledger
-
-    from labkit.core import results
-    from labkit.core.machine import machine_info
-
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     led_path = results.data_dir() / f"{LEDGER}.csv"
     counts = ""
@@ -153,10 +152,6 @@ def _legend(quick: bool, n_claims: int | None = None) -> str:
     """One line per outcome, what the stopping rule promises about them (over the
     ledger's `n_claims`; the registry's count where there is no ledger), and the method
     in words."""
-    from labkit.core import sequential
-    from labkit.lab import experiment
-    from labkit.lab.judging import claims, verdicts
-
     n = len(claims.registry()) if n_claims is None else n_claims
     items = "".join(f"<li><b>{_e(v)}</b>: {_e(why)}</li>" for v, why in verdicts.LEGEND.items())
     def listed(looks):
@@ -204,15 +199,10 @@ def _toc(outcomes, tables) -> str:
 
 def _figure_html(t) -> str:
     """The table's overlay figure as an inline PNG (saved too as figures/articles-*.png)."""
-    import matplotlib.pyplot as plt
-
-    from labkit.lab.report import articles
-
     try:
         fig = articles.figure(t, save=True)
     except Exception as exc:  # a figure must not cost the report: say why instead
         return f"<p class='lk-note'>No figure: {_e(type(exc).__name__)}: {_e(exc)}</p>"
-    from labkit.core import results
 
     png = results.figures_dir() / f"articles-{t.key}.png"
     plt.close(fig)
@@ -248,8 +238,6 @@ def _articles_html(tables, names: set) -> str:
 
 
 def _closing_html(tables) -> str:
-    from labkit.lab.report import articles
-
     note = articles.closing_note(tables)
     return ("<h2 id='closing'>Closing note: per table</h2><p>Each row claim's outcome, "
             "table by table, on the data of this run.</p>"
@@ -487,11 +475,6 @@ def make_offline(body: str) -> str:
 
 def build(outcomes, *, out_dir: Path, quick: bool) -> Path:
     """Write out_dir/labkit-report.html (atomically) and return its path."""
-    import nbformat
-    from nbconvert import HTMLExporter
-
-    from labkit.lab.report import articles, choosing
-
     info, where = measured_machine()
     tables = articles.tables()
     ran = [o for o in _order(outcomes) if o.ok and o.executed is not None]

@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 from labkit.core import results
+from labkit.lab import experiment
 
 COPY = "last_finished"  # in data/checkpoints/: the copy of a notebook's last finished results
 UNFINISHED = "unfinished"  # in data/checkpoints/: what a run that did not finish changed
@@ -27,8 +28,6 @@ def owned(notebook: str) -> list[Path]:
     """The notebook's results as they are now: data/<notebook>.csv, data/<notebook>_*.csv
     and the other data files its record names (experiment.files); figures/<notebook>-*
     and the figures of the article tables it shows (figures/articles-<key>.*)."""
-    from labkit.lab import experiment
-
     d, f = results.data_dir(), results.figures_dir()
     names = {notebook, *(p.stem for p in d.glob(f"{notebook}_*.csv"))}
     stems = [f"{notebook}-*"]

@@ -5,13 +5,25 @@ Outcome that says why, never an exception: whoever runs several goes on with the
 """
 from __future__ import annotations
 
+import ast
+import atexit
 import logging
 import os
+import shutil
 import sys
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import jupytext
+import nbformat
+import papermill
+from ipykernel.kernelspec import install
+from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+from jupyter_client.manager import AsyncKernelManager
+from traitlets import CaselessStrEnum, default
 
 from labkit.core.results import atomic_path
 from labkit.lab.running import params
@@ -36,10 +48,6 @@ class Outcome:
 def notebook_parameters(source: Path) -> set[str]:
     """The names a notebook's `parameters` cell assigns: what -p may set in a notebook
     that has no table in labkit.lab.running.params (a workshop exercise, a test's own)."""
-    import ast
-
-    import jupytext
-
     names: set[str] = set()
     for cell in jupytext.read(source).cells:
         if "parameters" in cell.get("metadata", {}).get("tags", []):
@@ -54,13 +62,6 @@ def _ipc_kernel_manager(stderr_path: Path | None = None):
     rather than on localhost TCP ports: no other user of a shared machine can reach them,
     ipykernel has no unencrypted-TCP warning to print per notebook, and two runs at once
     (make test beside make reproduce) can never pick the same socket."""
-    import atexit
-    import shutil
-    import tempfile
-
-    from jupyter_client.manager import AsyncKernelManager
-    from traitlets import CaselessStrEnum, default
-
     class IPCKernelManager(AsyncKernelManager):
         transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
 
@@ -92,14 +93,11 @@ def ensure_kernel() -> str:
     """The Jupyter kernel the notebooks run on: `labkit`, registered for this Python (in
     its environment) the first time, as `make setup` does, so that a freshly installed
     labkit runs its notebooks without a set-up step."""
-    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
-
     try:
         KernelSpecManager().get_kernel_spec(KERNEL_NAME)
         return KERNEL_NAME
     except NoSuchKernel:
         pass
-    from ipykernel.kernelspec import install
 
     try:
         install(kernel_name=KERNEL_NAME, display_name="labkit (Python 3)", prefix=sys.prefix)
@@ -148,9 +146,6 @@ def run_notebook(source: Path, *, quick: bool, out_dir: Path, results_dir: Path 
     values = run_values(source.stem, quick=quick, parameters=parameters)
     given = sorted(set(parameters or {}) & set(values))
     ran = {k: v for k, v in values.items() if k != "quick"}
-    import jupytext
-    import nbformat
-    import papermill
 
     # Absolute: the kernel runs in the notebooks' folder, and opens its log from there.
     out_dir = Path(out_dir).resolve()

@@ -7,8 +7,12 @@ import html
 import re
 from pathlib import Path
 
+import pandas as pd
+
 from labkit.core import results
 from labkit.errors import ParameterError
+from labkit.lab import experiment
+from labkit.lab.judging import claims, verdicts
 
 NOTEBOOKS = results.notebooks_dir()
 LEDGER = "00_claims_ledger"  # runs last (it reads everyone's verdicts), shown first
@@ -44,11 +48,6 @@ def _title(source: Path) -> str:
 def experiment_index():
     """Every experiment notebook (notebooks/NN_*.py) with its title, the claims it judges
     and, where a run left them, its last verdicts: the start page's live table."""
-    import pandas as pd
-
-    from labkit.lab import experiment
-    from labkit.lab.judging import claims, verdicts
-
     registered = claims.registry()
     rows = []
     for src in notebook_sources() + [NOTEBOOKS / "compare_machines.py"]:

@@ -11,6 +11,9 @@ checked the same way, and `-p` beats it.
 """
 from __future__ import annotations
 
+import pandas as pd
+import yaml
+
 from labkit.lab import experiment
 from labkit.lab.running.parameter import Param
 
@@ -44,8 +47,6 @@ def read_file(path) -> dict:
     """A parameters file: a YAML mapping NAME: VALUE (read with yaml.safe_load), as
     papermill's -f takes. ValueError, naming the file, for one that cannot be read, is not
     YAML, or is not such a mapping; an empty file sets nothing."""
-    import yaml
-
     try:
         text = open(path, encoding="utf-8").read()
     except (OSError, UnicodeDecodeError) as exc:
@@ -140,8 +141,6 @@ def papermill_value(text: str):
 def describe(notebook: str, *, quick: bool = False):
     """The table of one notebook as a frame: name, value this mode, full, quick, allowed,
     help (what `params.describe("01_stack_size")` shows in JupyterLab)."""
-    import pandas as pd
-
     return pd.DataFrame([{"name": p.name, "value": p.quick if quick else p.full,
                           "full": p.full, "quick": p.quick, "allowed": p.allowed(),
                           "help": p.help} for p in table(notebook)])

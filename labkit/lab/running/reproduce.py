@@ -19,26 +19,31 @@ summary as JSON (`summary`) and everything else goes to stderr.
 """
 from __future__ import annotations
 
+import fcntl
 import functools
 import json
 import logging
 import math
 import os
 import re
+import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
-from labkit.core import results
+from labkit.core import envcheck, results
 from labkit.core.results import atomic_path
 from labkit.errors import ParameterError
+from labkit.lab.judging import ledger
+from labkit.lab.report import page
 from labkit.lab.running import keep, params
 from labkit.lab.running.children import kill_children
-from labkit.lab.running.notebooks import notebook_sources
 from labkit.lab.running.notebook_run import (Outcome, earlier_outcome, ensure_kernel,
                                              notebook_parameters, run_notebook)
+from labkit.lab.running.notebooks import notebook_sources
 from labkit.lab.running.status_line import StatusLine, last_seconds
 from labkit.lab.running.sweep import PROGRESS_ENV, RESUME_ENV
 
@@ -54,8 +59,6 @@ def reports_dir(quick: bool) -> Path:
 def _exclusive(out: Path):
     """Hold a lock for this run's lifetime; a second `make reproduce` on the same results
     stops at once with a clear message instead of slowing both down."""
-    import fcntl
-
     out.mkdir(parents=True, exist_ok=True)
     f = open(out / ".reproduce.lock", "w")
     try:
@@ -88,7 +91,6 @@ def run(args) -> int:
     lock = _exclusive(out)  # two runs at once would time each other's load  # noqa: F841
     ensure_kernel()
     os.environ["LABKIT_RESULTS_DIR"] = str(results_dir)  # for the manifest, here and in kernels
-    from labkit.lab.judging import ledger
 
     resume_path = _resume_path()
     finished_before: list[str] = []
@@ -122,7 +124,6 @@ def run(args) -> int:
     say = functools.partial(print, file=sys.stderr if args.json else sys.stdout, flush=True)
     say(f"labkit reproduce ({mode}{', resumed' if args.resume else ''}): {len(sources)} "
         f"notebooks; results in {results_dir}")
-    from labkit.core import envcheck
 
     envcheck.announce(sys.stderr)  # once a run, before the status line; data/environment.json
 
@@ -201,12 +202,10 @@ def run(args) -> int:
             signal.signal(signum, handler)
         status.stop()
         os.environ.pop(PROGRESS_ENV, None)
-        import shutil
 
         shutil.rmtree(progress_dir, ignore_errors=True)
 
     resume_path.unlink(missing_ok=True)  # a whole run: nothing left to resume
-    from labkit.lab.report import page
 
     # The report always covers every notebook: those not run now come from their last
     # executed copy, marked as such.
@@ -257,8 +256,6 @@ def summary(outcomes: list[Outcome], table, *, quick: bool, results_dir, report,
     """What `reproduce --json` prints: the run (mode, exit status, where), each notebook's
     outcome and time, the verdict counts and each claim's verdict with its interval and
     the processes it stands on (`table`: the ledger, or None when it could not be read)."""
-    from labkit.lab.judging import ledger
-
     def claim(row) -> dict:
         processes = str(row.get("processes", "")).strip()
         out = {"claim_id": row["claim_id"], "verdict": row["verdict"],
@@ -309,8 +306,6 @@ def _interrupt(signum, frame):
 def _signals() -> dict:
     """SIGTERM (`kill`, a CI's cancel) handled as Ctrl-C is; returns the handlers to restore
     (none off the main thread, where Python cannot set them)."""
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         return {}
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}

@@ -12,6 +12,11 @@ import os
 import time
 from typing import Callable
 
+import pandas as pd
+from tqdm.auto import tqdm
+
+from labkit.core import results
+
 PROGRESS_ENV = "LABKIT_PROGRESS"   # a file: {"desc", "done", "total", "started"}
 RESUME_ENV = "LABKIT_RESUME"       # "1": skip the points already in the checkpoint
 
@@ -36,10 +41,6 @@ def _key(value) -> str:
 
 def _finished(checkpoint: str | None, points: list[dict]):
     """{point index: its rows} for the points already in the checkpoint (when resuming)."""
-    import pandas as pd
-
-    from labkit.core import results
-
     if not checkpoint or os.environ.get(RESUME_ENV) != "1":
         return {}
     path = results.data_dir() / "checkpoints" / f"{checkpoint}.csv"
@@ -81,11 +82,6 @@ def sweep(measure_one: Callable[..., object], points: list[dict], *, desc: str =
     Ctrl-C stops the sweep and returns what was measured so far (also saved).
     With LABKIT_RESUME=1 (`labkit reproduce --resume`) the points already in the
     checkpoint are taken from it, not measured again."""
-    import pandas as pd
-    from tqdm.auto import tqdm
-
-    from labkit.core import results
-
     if on_error not in ("raise", "record"):
         raise ValueError(f"on_error must be 'raise' or 'record'; got {on_error!r}")
     frames = []

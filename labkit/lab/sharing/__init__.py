@@ -1,1 +1,1 @@
-"""Sharing: bundles, merging them, and the workshop room."""
+"""Sharing: bundles, and merging them side by side."""

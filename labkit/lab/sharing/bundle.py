@@ -26,12 +26,16 @@ verdict runs and reads as not recomputable, one before format 5 no parts.
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import os
 import shutil
 from pathlib import Path
 
+import pandas as pd
+
 from labkit.core import envcheck, results
+from labkit.core.machine import machine_info
 from labkit.errors import BundleError
 from labkit.lab import experiment
 from labkit.lab.judging import ledger
@@ -82,10 +86,6 @@ def make_bundle(out: str | Path, *, quick: bool = False, include_host: bool = Fa
     folder is built under a temporary name and renamed into place when complete, and an
     existing one is replaced only with `replace`. Raises ForeignResultsError (a ValueError)
     if any row was measured on another machine."""
-    import pandas as pd
-
-    from labkit.core.machine import machine_info
-
     if not isinstance(quick, bool) or not isinstance(include_host, bool) \
             or not isinstance(replace, bool):
         raise TypeError("quick, include_host and replace must be True or False")
@@ -136,8 +136,6 @@ def make_bundle(out: str | Path, *, quick: bool = False, include_host: bool = Fa
 def _runs_of(data_dir: Path, names):
     """The verdict runs of the notebooks `names` found in data_dir, one frame with a
     `notebook` column (None when there are none)."""
-    import pandas as pd
-
     frames = []
     for nb in sorted(names):
         path = Path(data_dir) / f"{nb}{RUNS_SUFFIX}.csv"
@@ -151,8 +149,6 @@ def _parts_of(data_dir: Path, names):
     """The data the notebooks `names` write beside their rows (experiment.Experiment.
     written_beside) found in data_dir, one frame with a `data` column (None when there is
     none)."""
-    import pandas as pd
-
     frames = []
     for nb in sorted(names):
         for name in experiment.of(nb).written_beside():
@@ -170,8 +166,6 @@ PACKING_FIELDS = ("created",)
 def content_hash(path) -> str:
     """sha256 over the bundle's files, names and bytes, in name order; machine.json without
     its PACKING_FIELDS."""
-    import hashlib
-
     h = hashlib.sha256()
     for f in sorted(Path(path).iterdir()):
         if f.is_file():
@@ -206,7 +200,6 @@ def _write(out: Path, meta: dict, measurements, verdict_table, runs, parts=None,
     tmp.mkdir(parents=True)
     measurements.to_parquet(tmp / "measurements.parquet", index=False)
     _stringify_objects(verdict_table).to_parquet(tmp / "verdicts.parquet", index=False)
-    import pandas as pd
 
     # Always written from format 4 on: an empty table says no design ran, not an old bundle.
     runs = pd.DataFrame({"notebook": pd.Series(dtype=str)}) if runs is None else runs
@@ -249,8 +242,6 @@ def pack_folder(data_dir, out, *, quick: bool = False, replace: bool = False) ->
     committed data/): the machine is the one its rows record, never this one, and the
     folder's rows must all come from that one machine. The verdicts are the folder's
     00_claims_ledger.csv."""
-    import pandas as pd
-
     if not isinstance(data_dir, (str, os.PathLike)) or not Path(data_dir).is_dir():
         raise ValueError(f"data_dir must be a folder of results (data/); got {data_dir!r}")
     if not isinstance(quick, bool):
@@ -311,8 +302,6 @@ def relabel(path, machine_id: str) -> None:
     """Name a bundle's machine `machine_id`, in machine.json and in every row, keeping the
     real one beside it (real_machine_id): several workers of one machine standing for
     several, in a room's tests and the registry's benchmarks."""
-    import pandas as pd
-
     path = Path(path)
     meta = json.loads((path / "machine.json").read_text())
     real = str(meta["machine"]["machine_id"])
@@ -335,8 +324,6 @@ def relabel_data(data_dir, machine_id: str) -> list[str]:
     """Name every row of a results folder's data files (`data_dir`/*.csv) as measured on
     `machine_id`: a checkout's committed data/ as a newcomer's machine sees it, measured
     elsewhere (CI runs the tests so). Returns the files changed."""
-    import pandas as pd
-
     if not isinstance(machine_id, str) or not machine_id.strip():
         raise ValueError(f"machine_id must be a non-empty str; got {machine_id!r}")
     changed = []
@@ -356,8 +343,6 @@ def read_bundle(path: str | Path) -> dict:
     """{meta, machine: dict, measurements, verdicts, runs, parts: DataFrames, recomputable:
     bool} of one bundle; runs is None and recomputable False before format 4, parts None
     before format 5."""
-    import pandas as pd
-
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a bundle's directory (str or Path), not "
                         f"{type(path).__name__}")
@@ -387,8 +372,6 @@ def read_bundle(path: str | Path) -> dict:
 def _since(path: Path, fmt, first: int, name: str):
     """The table `name` of a bundle of format `fmt`, which every format from `first` on must
     hold (None before it)."""
-    import pandas as pd
-
     if not isinstance(fmt, int) or fmt < first:
         return None
     if not (path / name).exists():

@@ -11,7 +11,10 @@ machine field existed still merge: the field shows as not recorded.
 """
 from __future__ import annotations
 
+import math
 import os
+
+import pandas as pd
 
 from labkit.errors import ParameterError
 from labkit.lab.sharing import recompute
@@ -39,8 +42,6 @@ def merge(paths, *, same_commit: bool = True) -> dict:
     measured value per machine), `ladder` (median ns per switch of each kernel, one
     column per machine, with each machine's ratio to its own `asm`) and `hardware` (the
     MACHINE_FIELDS of each machine, 'not recorded' where its bundle predates one)."""
-    import pandas as pd
-
     if isinstance(paths, (str, bytes, os.PathLike)) or not hasattr(paths, "__iter__"):
         raise TypeError(f"paths must be a list of bundle directories, not "
                         f"{type(paths).__name__}")
@@ -132,8 +133,6 @@ def merged_records(out: dict) -> dict:
     measured value and check per machine and whether they all agree; each entry's median ns per
     switch and ratio to `asm` per machine (null where a machine did not measure it); and
     the machines' hardware fields."""
-    import math
-
     def value(x):
         # a claim a machine did not measure: NaN, or the ledger's `not-measured` or empty
         if (isinstance(x, float) and not math.isfinite(x)) or x in ("not-measured", ""):

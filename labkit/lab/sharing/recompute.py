@@ -7,6 +7,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from labkit.lab.judging import rules, verdicts
 from labkit.lab.sharing import bundle as bundles
 
 # How a verdict row is compared with its recomputation (as tests/test_committed_verdicts.py).
@@ -29,8 +30,6 @@ def checks(path, b: dict) -> dict:
 def recompute(b: dict) -> dict:
     """claim_id -> (check, recomputed row or None): each stated verdict recomputed from
     the bundle's own data. check is AGREES, 'not recomputable: why' or 'disagrees: how'."""
-    from labkit.lab.judging import rules, verdicts
-
     out = {}
     stated = b["verdicts"].astype(str).set_index("claim_id")
     if not b["recomputable"]:

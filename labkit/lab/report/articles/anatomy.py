@@ -2,9 +2,12 @@
 the disassembly of the Boost.Context library installed here (objdump)."""
 from __future__ import annotations
 
+import glob
 import re
 import shutil
 import subprocess
+
+import pandas as pd
 
 from labkit.core import results
 from labkit.lab.experiment import FP_STATE_AND_RETURN
@@ -16,8 +19,6 @@ def jump_fcontext_memory_ops(library: str | None = None) -> dict:
     (objdump): {'stores', 'loads', 'instructions', 'library'}; {} when objdump or the
     library is missing. A static count: what one call executes, as the routine is
     straight-line code."""
-    import glob
-
     lib = library or next(iter(sorted(glob.glob("/usr/lib/*/libboost_context.so*"))), None)
     if not lib or not shutil.which("objdump"):
         return {}
@@ -68,8 +69,6 @@ def save_anatomy():
     """Count jump_fcontext's stores, loads and instructions (objdump) and save them as
     data/06_fp_state_and_return_anatomy.csv; returns the counts ({} when objdump or
     Boost.Context is missing: then nothing is saved)."""
-    import pandas as pd
-
     a = jump_fcontext_memory_ops()
     if a:
         results.save_csv(pd.DataFrame([a]), FP_STATE_AND_RETURN.part("anatomy"))

@@ -2,10 +2,17 @@
 the runs that stand for each article row, medians and spreads, and their formatting."""
 from __future__ import annotations
 
+import csv
 import math
 
+import numpy as np
+import pandas as pd
+
 from labkit.core import results
+from labkit.core.machine import ROW_METADATA
+from labkit.core.stats import is_noisy, quartiles
 from labkit.core.units import KiB, MiB
+from labkit.experiments import frames, frequency
 from labkit.lab.experiment import COROUTINE_MEMORY, SWITCH_FREQUENCY
 from labkit.lab.judging import verdicts
 
@@ -21,12 +28,6 @@ def measured_machines(data_dir=None) -> list[dict]:
     (labkit.core.machine.ROW_METADATA) at the value most of its rows give, every labkit
     commit its rows name (`labkit_commit`, comma-separated), `rows` and `files`. Empty
     when no data file has a `machine_id` column."""
-    import csv
-
-    import pandas as pd
-
-    from labkit.core.machine import ROW_METADATA
-
     folder = results.data_dir() if data_dir is None else data_dir
     parts = []
     for path in sorted(folder.glob("*.csv")):
@@ -60,10 +61,6 @@ def _csv(name: str):
 
 def _q(v):
     """Median and quartiles of a sample, NaNs left out (NaN when nothing is left)."""
-    import numpy as np
-
-    from labkit.core.stats import quartiles
-
     v = np.asarray(v, float)
     v = v[~np.isnan(v)]
     return quartiles(v) if len(v) else (math.nan,) * 3
@@ -72,10 +69,6 @@ def _q(v):
 def _noisy(*samples) -> bool:
     """pyperf's rule (labkit.core.stats.is_noisy) on any of the samples given; a missing sample,
     or one whose mean is 0, is not counted."""
-    import numpy as np
-
-    from labkit.core.stats import is_noisy
-
     return any(is_noisy(s) for s in samples
                if s is not None and len(s) > 1 and np.asarray(s, float).mean())
 
@@ -162,10 +155,6 @@ INDEPENDENT_CSV = SWITCH_FREQUENCY.part("independent")
 def _switch_cost(stack_size: int, batch: int, w: int = 100):
     """frequency.switch_cost at one set-up of notebook 08, from both its CSVs (None when
     the dependent runs are missing)."""
-    import pandas as pd
-
-    from labkit.experiments import frequency
-
     d, i = _csv(SWITCH_FREQUENCY.data), _csv(INDEPENDENT_CSV)
     if d is None:
         return None
@@ -237,8 +226,6 @@ REUSE_CSV = COROUTINE_MEMORY.part("pool_reuse")
 def _reuse_at_judged_pool():
     """The reuse runs at the pool size the article's row is judged at
     (frames.judged_pool_size of their n), or None when 07b has not measured them."""
-    from labkit.experiments import frames
-
     d = _csv(REUSE_CSV)
     if d is None or not len(d):
         return None
@@ -257,8 +244,6 @@ def _reuse_ratio():
     """(ratio, low, high, note) of C004.1d: the reuse strategy's memory at its judged pool
     size over default new's (conn256 frames from the heap) for the same n connections
     (frames.pool_reuse_ratio); NaNs and a reason when either run is missing."""
-    from labkit.experiments import frames
-
     s, f = _reuse_at_judged_pool(), _coro(_csv(COROUTINE_MEMORY.data), "conn256", "heap")
     if s is None or f is None:
         return (math.nan,) * 3 + ("no pooled-reuse run, or no conn256/heap run, in 07b's data",)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 
-from labkit.core import results
+import numpy as np
 
+from labkit.core import results
 from labkit.lab import experiment
 from labkit.lab.experiment import COROUTINE_MEMORY, ECHO_SERVERS
-from labkit.lab.judging import claims, rules, verdicts
+from labkit.lab.judging import claims, ledger, rules, verdicts
 from labkit.lab.report.articles.anatomy import _anatomy
 from labkit.lab.report.articles.measured import STRATEGIES, _csv, _echo, _mem, _noisy, _reuse_ratio
 
@@ -53,7 +54,6 @@ def _j_mem(cid):
     if a is None or b is None:
         return verdicts.cannot_measure(cid, f"no run of {st[1][0]} frames from "
                                        f"{st[1][1]!r} in notebook 07b's data")
-    import numpy as np
 
     r = np.asarray(a, float)[:, None] / np.asarray(b, float)[None, :]
     return _judge(cid, (float(np.median(a) / np.median(b)), float(r.min()), float(r.max())),
@@ -65,8 +65,6 @@ def _j_mem(cid):
 def _j_reuse():
     """C004.1d: the reuse design (P reused coroutines serving n connections) over default
     new for the same n; resident bytes, so the spread is the range over repeats."""
-    import numpy as np
-
     r, lo, hi, how = _reuse_ratio()
     if math.isnan(r):
         return verdicts.cannot_measure("C004.1d", how)
@@ -139,8 +137,6 @@ def verdict_of(cid: str) -> dict:
     otherwise read from its notebook's verdict file, or, for a claim newer than that file,
     judged by its rule on the saved data ({} when that notebook has not run).
     The row carries `measured_quantity` (joined from the registry for an older file)."""
-    from labkit.lab.judging import claims, ledger
-
     if cid in ROW_JUDGES:
         row = ROW_JUDGES[cid]()
     elif cid in ledger.JUDGED_HERE:

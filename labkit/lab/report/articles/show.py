@@ -2,8 +2,14 @@
 its HTML, and a notebook's "article's table beside ours" section."""
 from __future__ import annotations
 
+import html as _html
 import math
 
+import matplotlib.pyplot as plt
+from IPython.display import HTML, display
+
+from labkit.core import plots
+from labkit.lab import experiment
 from labkit.lab.report.articles.measured import measured_machines
 from labkit.lab.report.articles.rows import save_article_verdicts
 from labkit.lab.report.articles.tables import ArticleTable, by_notebook, table
@@ -15,9 +21,6 @@ def figure(t: ArticleTable, *, save: bool = True):
     figures/articles-<key>.png/.svg when save is True; returns the figure."""
     if not isinstance(t, ArticleTable):
         raise TypeError(f"t must be an ArticleTable from articles.table(), not {type(t).__name__}")
-    import matplotlib.pyplot as plt
-
-    from labkit.core import plots
 
     labels = [p[0] for p in t.points]
     xs = range(len(labels))
@@ -63,8 +66,6 @@ def _finite(*v) -> bool:
 
 def to_html(t: ArticleTable) -> str:
     """The table as HTML: title, source, the frame, the note."""
-    import html as _html
-
     return (f"<h3 id='{t.notebook}-{t.key}'>{_html.escape(t.title)}</h3>"
             f"<p><code>{_html.escape(t.source)}</code></p>"
             + t.frame.to_html(index=False, border=0)
@@ -75,14 +76,10 @@ def section(notebook: str) -> None:
     """A notebook's "article's table beside ours": show each of its article tables with
     its figure, then judge the row claims of this notebook from the data it just saved
     and save them (data/<notebook>_article_verdicts.csv) for the ledger."""
-    from labkit.lab import experiment
-
     notebook = experiment.of(notebook).name
     shown = by_notebook()
     if notebook not in shown:
         raise ValueError(f"notebook must be one of {sorted(shown)}, got {notebook!r}")
-    import matplotlib.pyplot as plt
-    from IPython.display import HTML, display
 
     for key in shown[notebook]:
         t = table(key)

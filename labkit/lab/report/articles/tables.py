@@ -4,10 +4,14 @@ relative column, and the claim and verdict of each row with the value, interval 
 processes that verdict stands on, and what the claim's x is."""
 from __future__ import annotations
 
+import inspect
 import math
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Callable
+
+import pandas as pd
 
 from labkit.core.stats import net_text
 from labkit.core.units import KiB, MiB
@@ -16,14 +20,13 @@ from labkit.lab.experiment import (COROUTINE_MEMORY, ECHO_SERVERS, FP_STATE_AND_
                                    FRAMES_AND_ALLOCATORS, KERNEL_SWITCHES, LATENCY_LADDER,
                                    OPTIMISATION_LEVELS, STACK_SIZE, SWITCH_FREQUENCY,
                                    SYMMETRIC_VS_ASYMMETRIC)
-from labkit.lab.judging import verdicts
+from labkit.lab.judging import claims, verdicts
 from labkit.lab.report.articles.anatomy import _anatomy
-from labkit.lab.report.articles.measured import (ECHO_ROWS, LADDER, S000, S001, S002, S003,
-                                                 S004, STACK_CLAIMS, STACKS, STRATEGIES, _coro,
-                                                 _csv, _echo, _g, _kernel, _mem, _pct, _q, _qps,
-                                                 _ratio, _reuse_at_judged_pool, _reuse_mem, _share,
-                                                 _span, _stack, _switch_cost, _sym,
-                                                 _ucontext_and_condvar)
+from labkit.lab.report.articles.measured import (ECHO_ROWS, LADDER, S000, S001, S002, S003, S004,
+                                                 STACKS, STACK_CLAIMS, STRATEGIES, _coro, _csv,
+                                                 _echo, _g, _kernel, _mem, _pct, _q, _qps, _ratio,
+                                                 _reuse_at_judged_pool, _reuse_mem, _share, _span,
+                                                 _stack, _switch_cost, _sym, _ucontext_and_condvar)
 from labkit.lab.report.articles.rows import judged_on, verdict_of
 
 # The column of each table that carries its rows' verdicts: every verdict with the value
@@ -61,8 +64,6 @@ class ArticleTable:
 
 
 def _frame(rows, columns):
-    import pandas as pd
-
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -485,9 +486,6 @@ def table(key: str) -> ArticleTable:
 def _placed() -> set[str]:
     """The claims the table builders place: every claim id their code names (here and in
     labkit.lab.report.articles.measured, where the rows' claims are listed)."""
-    import inspect
-    import sys
-
     return set(re.findall(r"C\d{3}\.\d+[a-z]?", inspect.getsource(sys.modules[__name__])
                           + inspect.getsource(inspect.getmodule(_csv))))
 
@@ -502,9 +500,6 @@ def _with_unplaced(t: ArticleTable) -> ArticleTable:
     extra = [c for e in home for c in e.claims() if c not in placed]
     if not extra or t.frame is None:
         return t
-    import pandas as pd
-
-    from labkit.lab.judging import claims
 
     rows = []
     for cid in extra:
@@ -531,8 +526,6 @@ def tables() -> list[ArticleTable]:
 def closing_note(ts: list[ArticleTable] | None = None):
     """Per table, which claims have each outcome (labkit.lab.judging.verdicts.VERDICTS): a frame,
     one row per table."""
-    import pandas as pd
-
     rows = []
     for t in ts if ts is not None else tables():
         by = {}

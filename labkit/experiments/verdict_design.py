@@ -1,4 +1,5 @@
-"""A measurement design for verdicts: the process is the unit of replication.
+"""The verdict design: how an experiment measures the sides its claims compare, with the
+process as the unit of replication.
 
 Layout, ASLR, stack placement and a VM's slow mode differ from one process to the next,
 so repeats inside one process share its luck and are not independent (Mytkowicz et al.,

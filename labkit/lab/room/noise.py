@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import psutil
+
 from labkit.experiments import idle_cost
 
 
@@ -39,8 +41,6 @@ def wait_for_text(path: Path, text: str, seconds: float, *, proc=None) -> None:
 
 def _pin_like(pid: int, like: int) -> None:
     """Every thread of `pid` on the CPUs `like` may use."""
-    import psutil
-
     cpus = os.sched_getaffinity(like)
     for t in psutil.Process(pid).threads():
         try:

@@ -2,8 +2,11 @@
 machine's state, then the verdicts by machine and the ladder figure as bundles arrive."""
 from __future__ import annotations
 
+from IPython.display import display
+
 from labkit.lab.analysis.compare_machines import ladder_figure
-from labkit.lab.sharing import room
+from labkit.lab.room import room
+# ipywidgets (the lab extra) is imported where used: it may be absent.
 
 
 def _views(r: room.RoomRun) -> list:
@@ -22,8 +25,6 @@ def watch(room_path, **kwargs) -> room.RoomRun:
     """room.run() for a notebook: a live table (ipywidgets when available, else an updated
     display) of each machine's state; the verdicts by machine and the ladder figure
     appear and update as bundles arrive. kwargs go to room.run()."""
-    from IPython.display import display
-
     try:
         import ipywidgets as widgets
 

@@ -13,11 +13,19 @@ stdout as lines `labkit-room {json}`, which the worker passes on to the room's c
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
 import sys
 from pathlib import Path
+
+import psutil
+
+from labkit.lab.judging import ledger
+from labkit.lab.running import notebook_run, notebooks
+from labkit.lab.running import params as _params
+from labkit.lab.sharing import bundle
 
 PROGRESS = "labkit-room "
 
@@ -30,11 +38,7 @@ def emit(**event) -> None:
 def _die_with_parent(parent: int) -> None:
     """If the worker goes (killed, or its machine leaves the room), the suite and every
     kernel it started go too, instead of measuring on for nobody."""
-    import ctypes
-
     def kill_tree(*_):
-        import psutil
-
         for child in psutil.Process().children(recursive=True):
             try:
                 child.kill()
@@ -63,8 +67,6 @@ def parse_cpus(text: str) -> set[int]:
 def relabel(bundle_dir: Path, *, name: str | None, machine_id: str | None) -> None:
     """Record the participant's name in the bundle and, when the room was told a machine
     id (several workers on one machine, in tests), use it, keeping the real one beside."""
-    from labkit.lab.sharing import bundle
-
     if machine_id:
         bundle.relabel(bundle_dir, machine_id)
     meta_path = bundle_dir / "machine.json"
@@ -85,9 +87,6 @@ def run_suite(into: Path, bundle_out: Path, *, cpus: set[int] | None = None,
         os.sched_setaffinity(0, cpus)
     into = Path(into)
     os.environ["LABKIT_RESULTS_DIR"] = str(into)  # before labkit reads it
-    from labkit.lab.judging import ledger
-    from labkit.lab.running import notebook_run, notebooks, params as _params
-    from labkit.lab.sharing import bundle
 
     sources = notebooks.notebook_sources(only)
     # Each value read by its declared type and checked, before anything runs.

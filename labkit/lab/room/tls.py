@@ -13,6 +13,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
+# cryptography and distributed (the room extra) are imported where used: they may be absent.
 
 ROLES = ("scheduler", "client", "worker")
 FORMAT = 1

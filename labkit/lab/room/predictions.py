@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
+
 from labkit.errors import ParameterError
 
 KEY = "labkit-workshop"
@@ -21,7 +23,7 @@ COLUMNS = ["exercise", "name", "prediction", "measured", "low", "high", "what", 
 def _client(room_file):
     from distributed import Client
 
-    from labkit.lab.sharing.room_tls import read_room, security
+    from labkit.lab.room.tls import read_room, security
 
     room = read_room(room_file)
     return Client(room["address"], security=security(room, "client"), timeout="20s")
@@ -64,8 +66,6 @@ def send(room_file, exercise, name, prediction, measured, check=None) -> dict:
 def collect(room_file, exercise=None):
     """Every prediction sent to the room (or one exercise's): one row per learner and
     exercise, the prediction beside the measurement, sorted by exercise and name."""
-    import pandas as pd
-
     with _client(room_file) as client:
         got = client.get_metadata([KEY], default={})
     rows = [r for ex, by_name in sorted(got.items()) if exercise in (None, ex)

@@ -9,6 +9,7 @@ machine's bundle in memory; the client saves each bundle as it arrives and merge
 """
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
@@ -23,7 +24,20 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from labkit.lab.sharing.room_tls import make_credentials, read_room, security, write_room
+import pandas as pd
+import psutil
+
+from labkit.core.machine import machine_info
+from labkit.core.results import atomic_path
+from labkit.lab.registry import store
+from labkit.lab.registry import predictions as judged
+from labkit.lab.room import page as room_page
+from labkit.lab.room.suite import PROGRESS
+from labkit.lab.room.tls import make_credentials, read_room, security, write_room
+from labkit.lab.running import params as declared
+from labkit.lab.running.notebooks import notebook_sources
+from labkit.lab.sharing import merge
+# distributed and dask (the room extra) are imported where used: they may be absent.
 
 RESOURCE = "labkit-machine"
 TOPIC = "labkit-room"
@@ -34,7 +48,7 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$")
 # An idle joined worker should wake as rarely as Dask allows: no statistical profiler
 # (every 10 ms by default), slow event-loop health checks (20 ms by default) and a slow
 # memory monitor; heartbeats stay (the scheduler sets their pace). Measured by
-# `labkit room noise` (labkit.experiments.room_noise).
+# `labkit room noise` (labkit.lab.room.noise).
 QUIET_WORKER = {
     "distributed.worker.profile.enabled": False,
     "distributed.admin.tick.interval": "1s",
@@ -97,8 +111,6 @@ def serve(room_path="room.json", *, host: str = "127.0.0.1", interface: str | No
           port: int = 0, new: bool = False, ready=None) -> None:
     """Run the room's scheduler until interrupted. A room file already at `room_path` is
     reused (same keys, same port unless `port` says otherwise) unless `new`."""
-    import asyncio
-
     from distributed import Scheduler
 
     if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
@@ -153,7 +165,6 @@ def _pin_worker() -> set[int] | None:
     if len(allowed) < 2:
         return None
     mine = allowed[-1]  # the notebooks measure on the first CPUs by default
-    import psutil
 
     for t in psutil.Process().threads():
         try:
@@ -168,8 +179,6 @@ def join(room_path, *, name: str, machine_id: str | None = None, allow_root: boo
          quiet: bool = True) -> None:
     """Join the room with one Dask worker (one thread, resource labkit-machine=1) until
     interrupted or the room closes."""
-    import asyncio
-
     import dask
     from distributed import Worker
 
@@ -180,8 +189,6 @@ def join(room_path, *, name: str, machine_id: str | None = None, allow_root: boo
                               "as root here; join as your own user (or pass --allow-root in "
                               "a throwaway container)")
     if machine_id is None:
-        from labkit.core.machine import machine_info
-
         machine_id = machine_info()["machine_id"]
     elif not isinstance(machine_id, str) or not re.fullmatch(r"[0-9a-f]{6,32}", machine_id):
         raise ValueError(f"machine_id must be 6-32 lowercase hex digits, got {machine_id!r}")
@@ -215,8 +222,6 @@ def join(room_path, *, name: str, machine_id: str | None = None, allow_root: boo
 def _suite_task(run_id: str, quick: bool, only, params) -> bytes:
     """Run the suite in a subprocess, return the bundle as bytes of a .tar.gz."""
     from distributed import get_worker
-
-    from labkit.lab.sharing.room_suite import PROGRESS
 
     w = get_worker()
     name, mid = split_worker_name(w.name)
@@ -269,13 +274,11 @@ class RoomRun:
     registry: str | None = None       # where the bundles are published, if anywhere
     predictions: Path | None = None   # the learners' predictions, copied at the run's start
     published: dict = field(default_factory=dict)  # machine_id -> what publishing said
-    page: Path | None = None          # the room page (labkit.lab.registry.room_page)
+    page: Path | None = None          # the room page (labkit.lab.room.page)
 
 
 def _save_bundle(data: bytes, out: Path, stem: str) -> Path:
     """Save a returned bundle atomically (the archive, then the unpacked folder)."""
-    from labkit.core.results import atomic_path
-
     archive = out / f"{stem}.labkit.tar.gz"
     with atomic_path(archive) as tmp:
         tmp.write_bytes(data)
@@ -296,16 +299,11 @@ def _save_bundle(data: bytes, out: Path, stem: str) -> Path:
 
 
 def _table(rows: dict):
-    import pandas as pd
-
     cols = ["name", "machine_id", "state", "progress", "notebook", "seconds", "detail"]
     return pd.DataFrame([{c: r.get(c, "") for c in cols} for r in rows.values()], columns=cols)
 
 
 def _merge(run: RoomRun, *, allow_other_commits: bool = False) -> None:
-    from labkit.core.results import atomic_path
-    from labkit.lab.sharing import merge
-
     if len(run.bundles) < 2:
         return
     try:
@@ -325,8 +323,6 @@ def _merge(run: RoomRun, *, allow_other_commits: bool = False) -> None:
 
 def _to_registry(run: RoomRun, *, quick: bool = False) -> None:
     """Publish the bundles not yet published and rebuild the room page."""
-    from labkit.lab.registry import room_page
-
     if not run.registry:
         return
     for mid, folder in run.bundles.items():
@@ -341,8 +337,6 @@ def _check_run_args(quick, only, params, poll, timeout):
         raise TypeError(f"quick must be True or False, not {quick!r}")
     if only is not None and (isinstance(only, str) or not all(isinstance(o, str) for o in only)):
         raise TypeError(f"only must be a list of notebook names, not {only!r}")
-    from labkit.lab.running import params as declared
-    from labkit.lab.running.notebooks import notebook_sources
 
     # An unknown notebook or a bad parameter fails here, before any machine runs anything.
     names = [s.stem for s in notebook_sources(list(only) if only is not None else None)]
@@ -379,8 +373,6 @@ def run(room_path, *, quick: bool = False, only=None, params=(), out="room-resul
     if predictions is not None and registry is None:
         raise ValueError("predictions are judged on the room's registry: give registry too")
     if registry is not None:
-        from labkit.lab.registry import predictions as judged, store
-
         store.open_store(registry)  # a bad location fails before any machine runs
         if predictions is not None:
             judged.read(predictions)

@@ -1,4 +1,4 @@
-"""The measurement design: ABBA inside fresh processes, looks at the schedule's process
+"""The verdict design: ABBA inside fresh processes, looks at the schedule's process
 counts, and a stop at the first look that decides."""
 import functools
 import random
@@ -8,37 +8,37 @@ import pytest
 
 import labkit
 from labkit.core import sequential
-from labkit.experiments import design
+from labkit.experiments import verdict_design
 
 
 def test_process_order_is_abba_with_a_random_leader():
     leaders = set()
     for seed in range(20):
-        order = design.process_order(["a", "b"], repeats=2, rng=random.Random(seed))
+        order = verdict_design.process_order(["a", "b"], repeats=2, rng=random.Random(seed))
         assert order in (["a", "b", "b", "a"], ["b", "a", "a", "b"])
         leaders.add(order[0])
     assert leaders == {"a", "b"}
-    order = design.process_order(list("abc"), repeats=3, rng=random.Random(1))
+    order = verdict_design.process_order(list("abc"), repeats=3, rng=random.Random(1))
     assert sorted(order) == sorted(list("abc") * 3)
     assert order[3:6] == order[0:3][::-1]
 
 
 @pytest.mark.parametrize("kwargs, err", [
     ({"repeats": 0}, ValueError), ({"repeats": 2.0}, TypeError),
-    ({"repeats": design.MAX_REPEATS + 1}, ValueError),
+    ({"repeats": verdict_design.MAX_REPEATS + 1}, ValueError),
 ])
 def test_process_order_rejects_bad_input(kwargs, err):
     with pytest.raises(err, match="repeats"):
-        design.process_order(["a", "b"], rng=random.Random(0), **kwargs)
+        verdict_design.process_order(["a", "b"], rng=random.Random(0), **kwargs)
     with pytest.raises(ValueError, match="entries"):
-        design.process_order(["a", "a"], repeats=2, rng=random.Random(0))
+        verdict_design.process_order(["a", "a"], repeats=2, rng=random.Random(0))
 
 
 def test_every_process_is_a_fresh_worker():
     entries = {k: functools.partial(labkit.measure, k, switches=10_000, warmup=0)
                for k in ("asm", "asm_fpu")}
-    a = design.run_process(entries, 0, repeats=2, seed=0)
-    b = design.run_process(entries, 1, repeats=2, seed=0)
+    a = verdict_design.run_process(entries, 0, repeats=2, seed=0)
+    b = verdict_design.run_process(entries, 1, repeats=2, seed=0)
     assert a.groupby("side").size().to_dict() == {"asm": 2, "asm_fpu": 2}
     assert a.worker_pid.nunique() == 1 and b.worker_pid.nunique() == 1
     assert a.worker_pid.iloc[0] != b.worker_pid.iloc[0]
@@ -59,7 +59,7 @@ def test_the_design_stops_at_the_first_look_without_a_straddle():
     def decided(runs):
         return {"claim_id": "C0", "verdict": "reproduced", "straddle": "", "note": ""}
 
-    runs, rows, looks = design.sequential(_fake(calls), [decided],
+    runs, rows, looks = verdict_design.sequential(_fake(calls), [decided],
                                           schedule={"looks": (4, 8)})
     assert looks == 1 and calls == [0, 1, 2, 3]
     assert set(runs.worker) == {0, 1, 2, 3} and set(runs.looks) == {"4 8"}
@@ -72,7 +72,7 @@ def test_a_straddle_goes_on_to_the_cap_and_no_further():
         seen.append(runs.worker.nunique())
         return {"claim_id": "C0", "verdict": "inconclusive", "straddle": "x >= 2", "note": ""}
 
-    runs, rows, looks = design.sequential(_fake(calls), [straddling],
+    runs, rows, looks = verdict_design.sequential(_fake(calls), [straddling],
                                           schedule={"looks": (4, 8, 12)})
     assert looks == 3 and sorted(set(seen)) == [4, 8, 12] and len(calls) == 12
 
@@ -84,7 +84,7 @@ def test_an_interrupted_design_goes_on_from_its_finished_processes():
     def straddling(runs):
         return {"claim_id": "C0", "verdict": "inconclusive", "straddle": "x", "note": ""}
 
-    runs, _, _ = design.sequential(_fake(calls), [straddling], schedule={"looks": (4,)},
+    runs, _, _ = verdict_design.sequential(_fake(calls), [straddling], schedule={"looks": (4,)},
                                    finished=finished)
     assert calls == [3] and runs.worker.nunique() == 4
 
@@ -92,13 +92,13 @@ def test_an_interrupted_design_goes_on_from_its_finished_processes():
 def test_the_design_rejects_bad_input():
     ok = {"looks": (4, 8)}
     with pytest.raises(TypeError, match="rules"):
-        design.sequential(_fake([]), [], schedule=ok)
+        verdict_design.sequential(_fake([]), [], schedule=ok)
     with pytest.raises(ValueError, match="looks"):
-        design.sequential(_fake([]), [len], schedule={"looks": (8, 4)})
+        verdict_design.sequential(_fake([]), [len], schedule={"looks": (8, 4)})
     with pytest.raises(ValueError, match="seconds"):
-        design.sequential(_fake([]), [len], schedule={"looks": (4,), "seconds": -1})
+        verdict_design.sequential(_fake([]), [len], schedule={"looks": (4,), "seconds": -1})
     with pytest.raises(TypeError, match="entries"):
-        design.measure_for_verdicts({"a": 3}, [len], schedule=ok)
+        verdict_design.measure_for_verdicts({"a": 3}, [len], schedule=ok)
     from labkit.lab import experiment
 
     assert experiment.ECHO_SERVERS.schedule()["looks"] == experiment.ECHO_SERVERS.looks
@@ -121,7 +121,7 @@ def test_after_a_look_only_the_entries_of_open_claims_are_measured():
                     "straddle": "x >= 2" if verdict == "inconclusive" else ""}
         return rule
 
-    runs, rows, looks = design.sequential(
+    runs, rows, looks = verdict_design.sequential(
         one, [reads("a", "reproduced"), reads("b", "inconclusive")],
         schedule={"looks": (2, 4)})
     assert asked == [None, None, ["b"], ["b"]]
