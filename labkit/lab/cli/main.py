@@ -10,6 +10,8 @@ import sys
 
 from labkit.lab.cli.advising import ADVISE, HOLDOUT
 from labkit.lab.cli.command import Command
+from labkit.lab.cli.compare import COMPARE
+from labkit.lab.cli.export import EXPORT
 from labkit.lab.cli.jupyter import LAB
 from labkit.lab.cli.measuring import CATALOGUE, CHECK, MEASURE
 from labkit.lab.cli.options import flag
@@ -19,8 +21,9 @@ from labkit.lab.cli.running import REPORT, REPRODUCE, STABILITY
 from labkit.lab.cli.sharing import BUNDLE, MERGE
 
 # The commands, in the order `labkit --help` lists them.
-COMMANDS: tuple[Command, ...] = (REPRODUCE, MEASURE, CATALOGUE, CHECK, STABILITY, BUNDLE,
-                                 MERGE, PUBLISH, REGISTRY, REPORT, LAB, ADVISE, HOLDOUT, ROOM)
+COMMANDS: tuple[Command, ...] = (REPRODUCE, MEASURE, COMPARE, CATALOGUE, CHECK, STABILITY,
+                                 BUNDLE, MERGE, EXPORT, PUBLISH, REGISTRY, REPORT, LAB, ADVISE,
+                                 HOLDOUT, ROOM)
 USAGE_ERRORS = (ValueError, TypeError, FileNotFoundError, FileExistsError, NotADirectoryError)
 
 
