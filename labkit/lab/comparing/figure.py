@@ -1,5 +1,5 @@
 """The figure of a comparison: for each pair, the per-process values its answer stands on
-(one dot per fresh process: log(A / B) read as a percent) and its interval at the level it
+(one dot per fresh process: A's time over B's, on a log axis) and its interval at the level it
 was judged, with the margin of "no difference" shaded."""
 from __future__ import annotations
 
@@ -18,37 +18,42 @@ def draw(answers: list[dict], values: dict | None, path, *, caption: str = ""):
     import matplotlib
 
     matplotlib.use("Agg")
+    import matplotlib.ticker
     import matplotlib.pyplot as plt
     import numpy as np
 
     rng = np.random.default_rng(0)  # jitter only: the same figure on every run
     fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.6 * len(answers)))
     margin = answers[0]["margin"] if answers else answer.MARGIN
-    ax.axvspan(100 * (1 / (1 + margin) - 1), 100 * margin, color="#009E73", alpha=0.12,
+    ax.axvspan(1 / (1 + margin), 1 + margin, color="#009E73", alpha=0.12,
                label=f"no difference (±{margin:.0%})")
-    ax.axvline(0, color="black", lw=0.8)
+    ax.axvline(1, color="black", lw=0.8)
     for y, row in enumerate(answers):
         colour = COLOURS.get(row["outcome"], "#7f7f7f")
         v = None if values is None else values.get((row["a"], row["b"]))
         if v is not None:
-            v = np.asarray(v, float)
-            v = v[np.isfinite(v)][:row["processes"]]
-            ax.scatter(100 * np.expm1(v), y + rng.uniform(-0.18, 0.18, v.size), s=9,
+            v = np.asarray(v, float)[:row["processes"]]
+            v = v[np.isfinite(v)]
+            ax.scatter(np.exp(v), y + rng.uniform(-0.18, 0.18, v.size), s=9,
                        color=colour, alpha=0.45, lw=0)
-        lo, hi = (100 * (row[k] - 1) for k in ("low", "high"))
-        lo, hi = max(lo, -100.0), hi if math.isfinite(hi) else 1e3
+        lo = row["low"] if row["low"] > 0 else 1e-3
+        hi = row["high"] if math.isfinite(row["high"]) else 1e3
         ax.plot([lo, hi], [y, y], color=colour, lw=3, solid_capstyle="butt")
-        ax.plot([100 * (row["ratio"] - 1)], [y], "o", color="black", ms=4)
+        ax.plot([row["ratio"]], [y], "o", color="black", ms=4)
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:g}x"))
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_yticks(range(len(answers)))
     ax.set_yticklabels([f"{r.get('name') or r['a'] + ' / ' + r['b']}\n"
                         f"{r.get('short') or _short(r)}" for r in answers], fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel("time of A / time of B - 1 (%): one dot per fresh process; bar: the "
-                  "repeated-confidence interval")
+    ax.set_xlabel("time of A / time of B (log axis): one dot per fresh process; bar: "
+                  "the repeated-confidence interval")
     ax.legend(fontsize="small", loc="lower right")
     ax.grid(True, axis="x", alpha=0.3)
     if caption:
-        fig.text(0.01, -0.02, caption, fontsize=7, ha="left", va="top", wrap=True)
+        ax.set_title(caption, fontsize=7, loc="left")
     fig.savefig(path, bbox_inches="tight", metadata={"Date": None} if str(path).endswith(
         ".svg") else None)
     plt.close(fig)
