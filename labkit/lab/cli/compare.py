@@ -149,7 +149,8 @@ def _text(out) -> str:
     lines = []
     if out["kind"] == "live":
         s = out["schedule"]
-        lines.append(f"{s['processes']} fresh processes, {s['repeats']} calls of each side "
+        calls = f"{s['repeats']} call{'s' * (s['repeats'] != 1)}"
+        lines.append(f"{s['processes']} fresh processes, {calls} of each side "
                      f"in each (ABBA); looks at {', '.join(map(str, s['looks']))} processes, "
                      f"stopped at look {s['looks_taken']}")
     else:
