@@ -72,6 +72,9 @@ def test_google_benchmark_json_has_its_context_and_one_repetition_per_process(ro
     for b in fiber:  # what Google Benchmark's compare.py reads of a row
         assert b["run_type"] == "iteration" and b["time_unit"] == "ns"
         assert b["real_time"] > 0 and b["cpu_time"] == b["real_time"]
+    # a design whose calls record no switch count (notebook 07a's frames): one iteration
+    unknown = export.google_benchmark(rows.assign(switches=float("nan")), CONTEXT)
+    assert {b["iterations"] for b in unknown["benchmarks"]} == {1}
 
 
 def test_markdown_table(rows, tmp_path):

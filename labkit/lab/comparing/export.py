@@ -37,7 +37,9 @@ def rows_of(runs, group: str):
         out = out.assign(order=range(len(out)))
     if "switches" not in out:
         out = out.assign(switches=1)
-    return out[["benchmark", "worker", "order", "ns", "switches", "unit_of"]]
+    out = out.assign(commit=runs.labkit_commit.astype(str) if "labkit_commit" in runs
+                     else "unknown")
+    return out[["benchmark", "worker", "order", "ns", "switches", "unit_of", "commit"]]
 
 
 def collect(data_dir=None):
@@ -69,8 +71,7 @@ def pyperf_suite(rows, context: dict):
     import pyperf
 
     machine = context.get("machine", {})
-    common = {"unit": "second", "labkit_commit": context.get("labkit_commit", "unknown"),
-              "cpu_model_name": str(machine.get("cpu_model", "unknown")),
+    common = {"unit": "second", "cpu_model_name": str(machine.get("cpu_model", "unknown")),
               "labkit_machine_id": str(machine.get("machine_id", "unknown"))}
     benches = []
     for name, g in rows.groupby("benchmark", sort=False):
@@ -78,9 +79,9 @@ def pyperf_suite(rows, context: dict):
         for worker, p in g.sort_values("order").groupby("worker", sort=True):
             values = [v * 1e-9 for v in p.ns if v > 0]
             if values:
-                runs.append(pyperf.Run(values, metadata={**common, "name": name,
-                                                         "labkit_worker": int(worker)},
-                                       collect_metadata=False))
+                meta = {**common, "name": name, "labkit_worker": int(worker),
+                        "labkit_commit": str(p.commit.iloc[0])}
+                runs.append(pyperf.Run(values, metadata=meta, collect_metadata=False))
         if runs:
             benches.append(pyperf.Benchmark(runs))
     return pyperf.BenchmarkSuite(benches)
@@ -96,7 +97,8 @@ def google_benchmark(rows, context: dict) -> dict:
         for i, (_, p) in enumerate(per.iterrows()):
             out.append({"name": name, "family_index": family, "per_family_instance_index": 0,
                         "run_name": name, "run_type": "iteration", "repetitions": len(per),
-                        "repetition_index": i, "threads": 1, "iterations": int(p.switches),
+                        "repetition_index": i, "threads": 1,
+                        "iterations": int(p.switches) if p.switches == p.switches else 1,
                         "real_time": float(p.ns), "cpu_time": float(p.ns), "time_unit": "ns"})
     ghz = machine.get("tsc_ghz")
     return {"context": {"date": context.get("date", ""), "host_name": "",
@@ -119,9 +121,11 @@ def markdown(rows, context: dict) -> str:
     group = stats.index.str.rsplit("/", n=1).str[0]
     fastest = stats["median"].groupby(group).transform("min")
     machine = context.get("machine", {})
+    measured = ", ".join(sorted(set(rows.commit)))
     lines = [f"Per fresh process, the median of its repeats (ns); {machine.get('cpu_model', '')}"
-             f", machine {machine.get('machine_id', '?')}, labkit "
-             f"{context.get('labkit_commit', '?')}, {context.get('date', '')}.", "",
+             f", machine {machine.get('machine_id', '?')}; measured at labkit {measured}, "
+             f"exported by labkit {context.get('labkit_commit', '?')} on "
+             f"{context.get('date', '')}.", "",
              "| Benchmark | Median [ns] | Q1 [ns] | Q3 [ns] | Min [ns] | Max [ns] | "
              "Processes | Relative |", "|:---|---:|---:|---:|---:|---:|---:|---:|"]
     for (name, s), best in zip(stats.iterrows(), fastest):
