@@ -3,12 +3,12 @@
 was judged, with the margin of "no difference" shaded."""
 from __future__ import annotations
 
-import math
-
 from labkit.lab.comparing import answer
 
 COLOURS = {answer.FASTER: "#0072B2", answer.SLOWER: "#D55E00", answer.SAME: "#009E73",
            answer.UNDECIDED: "#7f7f7f"}  # Okabe-Ito: told apart by colour-blind readers
+EDGE = 20.0  # the axis spans at most 1/20x to 20x; what lies beyond is drawn at its edge
+TICKS = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0)
 
 
 def draw(answers: list[dict], values: dict | None, path, *, caption: str = ""):
@@ -34,14 +34,16 @@ def draw(answers: list[dict], values: dict | None, path, *, caption: str = ""):
         if v is not None:
             v = np.asarray(v, float)[:row["processes"]]
             v = v[np.isfinite(v)]
-            ax.scatter(np.exp(v), y + rng.uniform(-0.18, 0.18, v.size), s=9,
+            ax.scatter(np.clip(np.exp(v), 1 / EDGE, EDGE), y + rng.uniform(-0.18, 0.18, v.size), s=9,
                        color=colour, alpha=0.45, lw=0)
-        lo = row["low"] if row["low"] > 0 else 1e-3
-        hi = row["high"] if math.isfinite(row["high"]) else 1e3
+        # An interval past the axis's ends (no bound at an early look) runs to the edge.
+        lo, hi = max(row["low"], 1 / EDGE), min(row["high"], EDGE)
         ax.plot([lo, hi], [y, y], color=colour, lw=3, solid_capstyle="butt")
         ax.plot([row["ratio"]], [y], "o", color="black", ms=4)
     ax.set_xscale("log")
-    ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+    left, right = ax.get_xlim()
+    ax.set_xlim(max(left, 1 / EDGE), min(right, EDGE))
+    ax.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(TICKS))
     ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:g}x"))
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_yticks(range(len(answers)))
