@@ -85,7 +85,17 @@ def test_several_pairs_are_answered_together():
 
 # ---- live sides, through the command line ----
 
-def test_live_compare_of_an_entry_a_build_and_a_users_switch(tmp_path, capsys):
+@pytest.fixture
+def _switch_removed():
+    """The user's switch the test adds leaves this process's catalogue after it: later tests
+    list the catalogue."""
+    yield
+    import labkit
+
+    labkit.remove_switch("user:my_switch")
+
+
+def test_live_compare_of_an_entry_a_build_and_a_users_switch(tmp_path, capsys, _switch_removed):
     pyperf_file, fig = tmp_path / "runs.json", tmp_path / "pairs.png"
     argv = ["compare", "asm", "asm_fpu@O3", "--source", str(REPO / "docs/examples/my_switch.c"),
             "--looks", "2,3", "--repeats", "1", "--switches", "20000", "--json",
