@@ -5,6 +5,9 @@ from __future__ import annotations
 import html
 import math
 
+import pandas as pd
+
+from labkit.core import procfs
 from labkit.core.plots import bytes_label, ns_label as _ns, percent_label as _pc
 from labkit.lab.advising import evidence
 
@@ -85,7 +88,6 @@ class Advice:
 
     @property
     def frame(self):
-        import pandas as pd
 
         rows = []
         for p in self.predictions:
@@ -123,7 +125,6 @@ class Advice:
         return out
 
     def _header(self) -> list[str]:
-        from labkit.core import procfs
 
         w = self.workload
         work = f"{w.work:g} {w.work_unit}"

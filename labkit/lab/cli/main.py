@@ -17,6 +17,8 @@ from labkit.errors import ParameterError
 from labkit.lab.cli.advising import ADVISE, HOLDOUT
 from labkit.lab.cli.card import CARD
 from labkit.lab.cli.command import Command
+from labkit.lab.cli.compare import COMPARE
+from labkit.lab.cli.export import EXPORT
 from labkit.lab.cli.jupyter import LAB
 from labkit.lab.cli.measuring import CATALOGUE, CHECK, MEASURE
 from labkit.lab.cli.options import flag
@@ -27,9 +29,9 @@ from labkit.lab.cli.sharing import BUNDLE, MERGE
 # pandas and the lab's modules load when a command runs: parsing loads only the parsers.
 
 # The commands, in the order `labkit --help` lists them.
-COMMANDS: tuple[Command, ...] = (REPRODUCE, MEASURE, CATALOGUE, CHECK, STABILITY, BUNDLE,
-                                 MERGE, PUBLISH, REGISTRY, REPORT, LAB, ADVISE, HOLDOUT, ROOM,
-                                 CARD)
+COMMANDS: tuple[Command, ...] = (REPRODUCE, MEASURE, COMPARE, CATALOGUE, CHECK, STABILITY,
+                                 BUNDLE, MERGE, EXPORT, PUBLISH, REGISTRY, REPORT, LAB, ADVISE,
+                                 HOLDOUT, ROOM, CARD)
 USAGE_ERRORS = (ValueError, TypeError, FileNotFoundError, FileExistsError, NotADirectoryError)
 
 

@@ -1,0 +1,202 @@
+"""`labkit compare`: its answers calibrated on simulated measurements of known truth (no
+timing), a small live comparison through the command line (entries, a build, a user's
+switch), two saved runs of one machine compared per claim and ladder entry (real runs of
+another EPYC, tests/fixtures/epyc-7461bd-runs), and bad input refused in one line."""
+import json
+import math
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from labkit.core import sequential
+from labkit.lab import cli
+from labkit.lab.comparing import answer, calibration, saved
+from labkit.lab.judging import calibration as engine_calibration
+
+REPO = Path(__file__).resolve().parent.parent
+RUNS = REPO / "tests" / "fixtures" / "epyc-7461bd-runs"
+SIMS = 1000
+LIMIT = sequential.ALPHA + engine_calibration.tolerance(SIMS)
+
+
+# ---- calibration: simulated data of known truth ----
+
+@pytest.fixture(scope="module")
+def equal():
+    return calibration.rates([1.0, 1.0], SIMS)
+
+
+def test_equal_speeds_are_rarely_called_different(equal):
+    # The allowance over alpha is Monte-Carlo error only (2.58 standard errors).
+    assert equal["false_difference"] <= LIMIT, equal
+    # and mostly said to be the same: a calibration that never decides would pass the above
+    assert equal[answer.SAME] >= 0.9, equal
+
+
+def test_three_equal_sides_keep_the_familywise_rate_under_holm():
+    got = calibration.rates([1.0, 1.0, 1.0], SIMS, seed=7)
+    assert got["false_difference"] <= LIMIT, got
+
+
+def test_power_for_a_ten_percent_difference():
+    # A takes 1/1.1 of B's time: A is 10% faster. docs/compare.md states this power.
+    got = calibration.rates([1 / 1.1, 1.0], SIMS, seed=3)
+    assert got[answer.FASTER] >= 0.95, got
+    assert got["false_difference"] <= LIMIT, got
+
+
+def test_no_difference_is_not_said_when_the_truth_is_beyond_the_margin():
+    got = calibration.rates([1.08, 1.0], SIMS, seed=5)
+    assert got[answer.SAME] <= LIMIT, got
+    assert got["false_difference"] <= LIMIT, got
+
+
+def test_the_answer_reads_as_a_speed_ratio():
+    stats = {("a", "b"): np.log(1 / 1.25) + np.random.default_rng(1).normal(0, 0.01, 96)}
+    (row,) = answer.decide(stats, sequential.LOOKS)
+    assert row["outcome"] == answer.FASTER and row["processes"] == 8  # the first look decides
+    assert re.match(r"a is faster than b by 2\d\.\d% \[", row["text"]), row["text"]
+    assert row["low"] <= row["ratio"] <= row["high"] < 1
+    (row,) = answer.decide({("a", "b"): -stats[("a", "b")]}, sequential.LOOKS)
+    assert row["outcome"] == answer.SLOWER
+    assert re.match(r"b is faster than a by 2\d\.\d% \[", row["text"]), row["text"]
+    flat = {("a", "b"): np.random.default_rng(2).normal(0, 0.4, 96)}
+    (row,) = answer.decide(flat, sequential.LOOKS)
+    assert row["outcome"] == answer.UNDECIDED and row["processes"] == 96
+    assert row["text"].startswith("undecided at the cap")
+    (row,) = answer.decide({("a", "b"): flat[("a", "b")][:20]}, sequential.LOOKS)
+    assert "at 20 of 96 processes (time budget)" in row["text"]
+
+
+def test_several_pairs_are_answered_together():
+    rng = np.random.default_rng(4)
+    stats = {("a", "b"): -0.3 + rng.normal(0, 0.02, 96), ("a", "c"): -0.3 + rng.normal(0, 0.02, 96),
+             ("b", "c"): rng.normal(0, 0.02, 96)}
+    rows = answer.decide(stats, sequential.LOOKS)
+    assert [r["outcome"] for r in rows] == [answer.FASTER, answer.FASTER, answer.SAME]
+    assert all("holm over 3 pairs" in r["method"] for r in rows)
+
+
+# ---- live sides, through the command line ----
+
+@pytest.fixture
+def _switch_removed():
+    """The user's switch the test adds leaves this process's catalogue after it: later tests
+    list the catalogue."""
+    yield
+    import labkit
+
+    labkit.remove_switch("user:my_switch")
+
+
+def test_live_compare_of_an_entry_a_build_and_a_users_switch(tmp_path, capsys, _switch_removed):
+    pyperf_file, fig = tmp_path / "runs.json", tmp_path / "pairs.png"
+    argv = ["compare", "asm", "asm_fpu@O3", "--source", str(REPO / "docs/examples/my_switch.c"),
+            "--looks", "2,3", "--repeats", "1", "--switches", "20000", "--json",
+            "--figure", str(fig), "--export", f"pyperf={pyperf_file}"]
+    assert cli.main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["schema"] == "labkit.compare/1" and out["kind"] == "live"
+    assert {"machine", "labkit_commit", "command", "date"} <= set(out["context"])
+    assert out["context"]["machine"]["machine_id"]
+    assert [s["label"] for s in out["sides"]] == ["asm", "asm_fpu@O3", "user:my_switch"]
+    assert out["sides"][1]["build"] == "O3"
+    assert [(p["a"], p["b"]) for p in out["pairs"]] == [
+        ("asm", "asm_fpu@O3"), ("asm", "user:my_switch"), ("asm_fpu@O3", "user:my_switch")]
+    assert 2 <= out["schedule"]["processes"] <= 3
+    for p in out["pairs"]:
+        assert p["outcome"] in (answer.FASTER, answer.SLOWER, answer.SAME, answer.UNDECIDED)
+        assert p["low"] is None or p["low"] <= p["ratio"] <= (p["high"] or math.inf)
+        assert len(p["values"]) == out["schedule"]["processes"] and p["text"]
+    assert fig.stat().st_size > 0
+    done = subprocess.run([sys.executable, "-m", "pyperf", "stats", str(pyperf_file)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "compare/asm" in done.stdout
+
+
+# ---- saved runs of one machine ----
+
+def _scaled(tmp_path, side: str, factor: float) -> Path:
+    """A copy of the fixture's results folder with `side`'s times multiplied."""
+    out = tmp_path / "after"
+    shutil.copytree(RUNS, out)
+    path = out / "data" / "04_latency_ladder_verdict_runs.csv"
+    runs = pd.read_csv(path)
+    hit = runs.side == side
+    for col in ("ns_per_switch", "ns_per_switch_raw", "baseline_ns_per_switch"):
+        runs.loc[hit, col] *= factor
+    runs.to_csv(path, index=False)
+    return out
+
+
+def test_a_run_against_itself_finds_no_difference():
+    got = saved.compare(RUNS, RUNS)
+    names = {(r["what"], r["name"]) for r in got["answers"]}
+    assert ("claim", "C002.3") in names and ("ladder entry", "boost_fiber") in names
+    assert all(r["outcome"] in (answer.SAME, answer.UNDECIDED) for r in got["answers"])
+    assert all(r["ratio"] == pytest.approx(1.0) for r in got["answers"])
+    assert [s["claim_id"] for s in got["skipped"]] == ["C000.1"]  # three statistics
+    assert got["sides"][0]["machine_id"] == "7461bdc0ac34"
+
+
+def test_a_slower_entry_is_found_per_entry_and_per_claim(tmp_path):
+    after = _scaled(tmp_path, "boost_fiber", 2.0)
+    got = {(r["what"], r["name"]): r for r in saved.compare(after, RUNS)["answers"]}
+    fiber = got[("ladder entry", "boost_fiber")]
+    assert fiber["outcome"] == answer.SLOWER and fiber["low"] > 1.5, fiber["text"]
+    assert got[("claim", "C000.5")]["outcome"] == answer.SLOWER  # boost_fiber / cxx20_generator
+    assert got[("ladder entry", "virtual_call")]["outcome"] != answer.SLOWER
+
+
+def test_saved_sides_through_the_command_line(tmp_path, capsys):
+    fig = tmp_path / "saved.svg"
+    again = _scaled(tmp_path, "boost_fiber", 1.0)
+    assert cli.main(["compare", str(RUNS), str(again), "--json", "--figure", str(fig)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["kind"] == "saved" and out["schema"] == "labkit.compare/1"
+    assert len(out["pairs"]) == len(saved.compare(RUNS, RUNS)["answers"])
+    assert fig.read_text().startswith("<?xml")
+
+
+def test_two_machines_are_refused_unless_asked(tmp_path, capsys):
+    other = _scaled(tmp_path, "boost_fiber", 1.0)
+    for path in (other / "data").glob("*.csv"):
+        runs = pd.read_csv(path)
+        runs.assign(machine_id="0123456789ab").to_csv(path, index=False)
+    assert cli.main(["compare", str(RUNS), str(other)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("labkit compare: sides must be runs of one "
+                                                   "machine") and "--other-machine" in err
+    assert cli.main(["compare", str(RUNS), str(other), "--other-machine"]) == 0
+
+
+# ---- bad input: exit 2, one line naming the parameter ----
+
+@pytest.mark.parametrize("argv, said", [
+    (["asm"], "sides must name at least two"),
+    (["asm", "no_such_entry"], "sides no_such_entry: must be one of"),
+    (["asm", "asm@O9"], "sides asm@O9: the build must be one of"),
+    (["asm", "asm"], "sides must name each side once"),
+    (["asm", "asm_ret", "--margin", "2"], "--margin must be a fraction in (0, 1)"),
+    (["asm", "asm_ret", "--margin", "five"], "--margin must be a percent"),
+    (["asm", "asm_ret", "--looks", "8,4"], "--looks must increase strictly"),
+    (["asm", "asm_ret", "--looks", "a,b"], "--looks must be process counts"),
+    (["asm", "asm_ret", "--repeats", "0"], "--repeats must be an int in [1, 50]"),
+    (["asm", "asm_ret", "--export", "csv=x"], "--export format must be one of"),
+    (["asm", "tests/fixtures/epyc-7461bd-runs"], "sides must be all live"),
+    (["asm", "./nowhere"], "sides ./nowhere: no such bundle or results folder"),
+    (["asm", "--source", "/nonexistent/switch.c"], "--source must be an existing file"),
+])
+def test_bad_input_is_one_line_naming_the_parameter(argv, said, capsys, monkeypatch):
+    monkeypatch.chdir(REPO)
+    assert cli.main(["compare", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("labkit compare: "), err
+    assert said in err, err
