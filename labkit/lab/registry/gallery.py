@@ -241,12 +241,18 @@ def _machine_list(m) -> str:
     return f'<table class="mlist"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
+def _text(row, field: str) -> str:
+    """A row's text field, '' where it is missing or null (a store from before it)."""
+    v = getattr(row, field, None)
+    return v if isinstance(v, str) else ""
+
+
 def _claims_grid(data) -> str:
     if data.get("grouped"):
         return _group_grid(data)
     m, rows = data["machines"], data["claims"]
     head = "".join(f'<th><a href="#{_anchor(r.machine)}">{_e(r.label)}</a><br>'
-                   f'<span class="small">by {_e(getattr(r, "publisher", None) or "unsigned")}'
+                   f'<span class="small">by {_e(_text(r, "publisher") or "unsigned")}'
                    f'</span></th>' for r in m.itertuples())
     cells = {(r.claim_id, r.machine): r for r in rows.itertuples()}
     text = rows.drop_duplicates("claim_id").set_index("claim_id")["claim"] \
@@ -262,7 +268,7 @@ def _claims_grid(data) -> str:
                 continue
             cls = VERDICT_CLASS.get(str(c.verdict), "other")
             mark = " ✓" if str(c.check) == "recomputed: agrees" else ""
-            split = getattr(c, "disagreement", "") or ""
+            split = _text(c, "disagreement")
             if split:
                 cls += " split"
                 split = (f'<div class="warn">opposite verdicts from bundles of this machine '
@@ -378,11 +384,11 @@ def _machine_section(m, effect_rows, why_not: str = "") -> str:
     mine = [r for r in effect_rows if m.label in (r["machine_a"], r["machine_b"])]
     synthetic = ' <span class="syn">synthetic</span>' if str(getattr(m, "synthetic", "")) \
         in ("True", "true") else ""
-    flags = f'<p class="warn">{_e(m.flags)}</p>' if getattr(m, "flags", "") else ""
+    flags = f'<p class="warn">{_e(_text(m, "flags"))}</p>' if _text(m, "flags") else ""
     return (f'<section class="machine" id="{_anchor(m.machine)}"><h3>{_e(m.label)}{synthetic}'
             f'</h3><p class="small">machine {_e(m.machine)}, bundle {_e(m.bundle)}, published '
-            f'by {_e(getattr(m, "publisher", None) or "unsigned")} '
-            f'({_e(getattr(m, "fingerprint", None) or "no key")})</p>{flags}'
+            f'by {_e(_text(m, "publisher") or "unsigned")} '
+            f'({_e(_text(m, "fingerprint") or "no key")})</p>{flags}'
             f'<table class="hw">{fields}</table><h4>Machine effects with this machine</h4>'
             f'{_effects_table(mine, why_not)}</section>')
 
