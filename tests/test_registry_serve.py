@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from labkit.core.results import REPO
-from labkit.lab.registry import publish, query, store
+from labkit.lab.registry import admission, keys, publish, query, store
 
 XEON = REPO.parent / "shared" / "reference" / "intel-xeon-amx-kvm-e68bcbc.labkit"
 FIXTURE_XEON = Path(__file__).resolve().parent / "fixtures" / "intel-xeon-kvm.labkit"
@@ -75,6 +75,14 @@ def test_anonymous_writers_are_refused_and_the_writer_key_publishes(tmp_path, mo
         assert _status("GET", stored) == 200  # anyone reads the registry
         assert len(query.machines(s.url)) == 1  # and queries it without the key
         assert len(store.open_store(s.url).bundles()) == 1
+        assert admission.admitted(s.url) is None
+        for k, v in s.env.items():
+            monkeypatch.setenv(k, v)
+        alice = keys.new_key("alice", tmp_path / "alice")
+        admission.admit(s.url, f"ed25519 {alice.public_key} alice")
+        assert list(admission.admitted(s.url)) == [alice.fingerprint]
+        with pytest.raises(publish.Refused, match="unsigned, and this registry"):
+            publish.publish(XEON, s.url)
 
 
 def test_a_private_store_refuses_anonymous_reads(tmp_path, monkeypatch):

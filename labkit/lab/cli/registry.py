@@ -249,7 +249,7 @@ PUBLISH = Command("publish", "send a bundle to a registry of machines",
 REGISTRY = Command("registry", "query a registry of machines, admit publishers, or serve one",
                    "Ask a registry (docs/registry.md) about its machines, claims, ladder and "
                    "machine effects, admit a publisher's key, or start an S3 store.",
-                   _registry_arguments, _registry)
+                   _registry_arguments, _registry, options={"key": "KEY"})
 
 
 def _key_arguments(p) -> None:

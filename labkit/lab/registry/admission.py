@@ -30,8 +30,12 @@ def admitted(registry) -> dict | None:
 
         if not Path(store.path(ADMITTED)).exists():
             return None
-    elif not store.listing(ADMITTED):
-        return None
+    else:
+        from pyarrow import fs
+
+        found = store.filesystem().get_file_info(f"{store.root}/{ADMITTED}")
+        if found.type != fs.FileType.File:
+            return None
     rows = pd.read_parquet(io.BytesIO(store.read_bytes(ADMITTED)))
     return {fp: keys.Signer(name, key, fp)
             for name, key, fp in zip(rows.name, rows.public_key, rows.fingerprint)}
