@@ -74,8 +74,8 @@ def _partitions(filters, quick, alias: str) -> tuple[str, list]:
 
 
 def _chosen(store, filters, quick) -> str:
-    """SQL of the chosen bundles: one per machine, its latest, among those the filters
-    keep; with a `label` per machine."""
+    """SQL of the chosen bundles: one per machine, the latest the registry took from the
+    machine's owner (_owners), among those the filters keep; with a `label` per machine."""
     where, _ = _where(filters, quick)
     return f"""
         SELECT m.*, o.claimed_by_others,
