@@ -6,8 +6,9 @@ The store admits no anonymous writer. At first start a writer key is made and ke
 the data (WRITER, mode 0600); SeaweedFS's S3 identities (IDENTITIES, written at every
 start) give that key every action and anonymous requests only reads of the bucket (GET
 and listing), or nothing with `private`. Publishers take the key from the standard
-AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY variables. Only the S3 port listens on the given
-address: the master, volume and filer services stay on loopback.
+AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY variables. Every port of weed listens on loopback
+(master, volume, filer, S3 and their gRPC ports); a relay in the serving process carries
+the given address to the S3 port alone.
 """
 from __future__ import annotations
 
@@ -103,17 +104,22 @@ class Server:
         self.key, self.key_made = writer_key(self.data)
         _private_write(self.data / IDENTITIES,
                        json.dumps(identities(self.key, bucket, private), indent=1))
-        # -ip: the address the services give each other, loopback; -s3.ip.bind alone
-        # follows --address.
+        # Every port of weed on loopback: its S3 gateway's gRPC port follows the S3 bind
+        # address, and its Configure call replaces the identities unauthenticated. A relay
+        # of this process carries --address to the S3 port alone.
+        inner = port if _loopback(host) else _free_port(LOOPBACK)
         args = [weed_binary(), "server", f"-dir={self.data}", f"-ip={LOOPBACK}",
-                f"-ip.bind={LOOPBACK}", "-s3", f"-s3.ip.bind={host}", f"-s3.port={port}",
+                f"-ip.bind={LOOPBACK}", "-s3", f"-s3.port={inner}",
                 f"-s3.config={self.data / IDENTITIES}", "-master.volumeSizeLimitMB=64",
                 "-volume.max=0", *DISABLED]
         args += [f"-{name}={_free_port(LOOPBACK)}" for name in SERVICES]
+        self.inner, self.relay = inner, None
         self.log = open(self.data / "weed.log", "ab")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
         try:
+            if inner != port:
+                self.relay = _Relay((host, port), (LOOPBACK, inner))
             self._wait(timeout)
         except BaseException:
             self.stop()
@@ -133,9 +139,10 @@ class Server:
         from pyarrow import fs
 
         end = time.monotonic() + timeout
-        s3 = fs.S3FileSystem(endpoint_override=f"{self._local()}:{self.port}", scheme="http",
+        s3 = fs.S3FileSystem(endpoint_override=f"{LOOPBACK}:{self.inner}", scheme="http",
                              access_key=self.key["access_key"],
-                             secret_key=self.key["secret_key"], region="us-east-1")
+                             secret_key=self.key["secret_key"], region="us-east-1",
+                             allow_bucket_creation=True)
         while time.monotonic() < end:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"SeaweedFS exited with status {self.proc.returncode}; "
@@ -150,12 +157,10 @@ class Server:
         raise RuntimeError(f"SeaweedFS did not answer on {self.host}:{self.port} within "
                            f"{timeout:.0f} s; see {self.data / 'weed.log'}")
 
-    def _local(self) -> str:
-        """Where this process reaches the S3 port (loopback when it listens on every
-        address)."""
-        return LOOPBACK if self.host in ("0.0.0.0", "::", "[::]") else self.host
-
     def stop(self) -> None:
+        if self.relay is not None:
+            self.relay.shutdown()
+            self.relay.server_close()
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -170,6 +175,53 @@ class Server:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+def _loopback(host: str) -> bool:
+    return host == "localhost" or host.startswith("127.") or host in ("::1", "[::1]")
+
+
+class _Relay:
+    """A TCP relay from `outside` (the S3 address asked for) to `inside` (weed's S3 port
+    on loopback), one pair of threads per connection; S3 signatures pass through intact
+    (the Host header is the client's)."""
+
+    def __init__(self, outside: tuple[str, int], inside: tuple[str, int]):
+        import socketserver
+        import threading
+
+        def pipe(a, b):
+            try:
+                while data := a.recv(65536):
+                    b.sendall(data)
+            except OSError:
+                pass
+            finally:
+                for sock in (a, b):
+                    try:
+                        sock.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self):
+                with socket.create_connection(inside) as up:
+                    back = threading.Thread(target=pipe, args=(up, self.request), daemon=True)
+                    back.start()
+                    pipe(self.request, up)
+                    back.join()
+
+        class Server(socketserver.ThreadingTCPServer):
+            daemon_threads = allow_reuse_address = True
+
+        self.server = Server(outside, Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def shutdown(self):
+        self.server.shutdown()
+
+    def server_close(self):
+        self.server.server_close()
 
 
 def run_forever(data, address: str, bucket: str, private: bool = False) -> int:
