@@ -162,14 +162,15 @@ def _answer(args) -> int:
         return 0
     from labkit.lab.registry import admission
 
-    if (said := admission.header(where)) is not None:
-        print(said, file=sys.stderr)  # stderr: --json stays JSON
+    args.open_note = admission.header(where)
     filters = {f: getattr(args, f) for f in ("vendor", "family", "model", "layers", "commit")}
     kw = {"filters": filters, "quick": args.quick}
     if args.registry_command == "gallery":
         from labkit.lab.registry import gallery
 
-        print(gallery.build(args.registry, args.out, **kw))
+        page = gallery.build(args.registry, args.out, **kw)
+        _note(args)
+        print(page)
     elif args.registry_command == "machines":
         _print_machines(args, kw)
     elif args.registry_command == "claims":
@@ -181,10 +182,17 @@ def _answer(args) -> int:
     return 0
 
 
+def _note(args) -> None:
+    """An open registry's line, above the answer (on stderr: --json stays JSON)."""
+    if getattr(args, "open_note", None):
+        print(args.open_note, file=sys.stderr)
+
+
 def _print_machines(args, kw) -> None:
     from labkit.lab.registry import query
 
     df = query.machines(args.registry, **kw)
+    _note(args)
     print(df.to_json(orient="records", indent=1) if args.json
           else df.to_string(index=False) if not df.empty else "no machines")
 
@@ -193,6 +201,7 @@ def _print_claims(args, kw) -> None:
     from labkit.lab.registry import query
 
     rows = query.tally(query.claims(args.registry, **kw))
+    _note(args)
     if args.json:
         print(json.dumps(rows, indent=1, default=str))
         return
@@ -210,6 +219,7 @@ def _print_ladder(args, kw) -> None:
     from labkit.lab.registry import query
 
     df = query.ladder(args.registry, **kw)
+    _note(args)
     if args.json:
         print(df.to_json(orient="records", indent=1))
     elif df.empty:
@@ -231,6 +241,7 @@ def _print_effects(args, kw) -> None:
     runs = query.verdict_runs(args.registry, **kw)
     claim_ids = args.claim or effects.differing(query.claims(args.registry, **kw), runs)
     rows = effects.between(runs, claim_ids, method=args.method)
+    _note(args)
     why = (f"no claim's verdict differs among the {len(runs)} machines with verdict runs "
            "(--claim asks for one)" if len(runs) >= 2 else
            f"{len(runs)} machine with verdict runs (a bundle of format 4 or later carries "
