@@ -6,6 +6,7 @@ published it, by the registry's time; two bundles of one machine and commit that
 are flagged with both publishers; runs scaled against their own measurements are flagged.
 On the real foreign bundles of ../shared/reference, signed here with test keys."""
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -133,15 +134,23 @@ def test_an_open_registry_says_so_and_names_unsigned_publishers(world, tmp_path)
     assert json.loads(done.stdout)[0]["publisher"] == "unsigned"
 
 
-def test_no_one_takes_over_a_machine_and_disagreement_is_flagged(world, tmp_path):
-    reg = tmp_path / "store"
+@pytest.fixture(scope="module")
+def contested(world, tmp_path_factory):
+    """A store admitting alice and mallory: alice's genuine Xeon, then mallory's bundle of
+    the same machine id with its runs scaled and a later `created`."""
+    reg = tmp_path_factory.mktemp("contested") / "store"
     admission.admit(reg, _line(world["alice"]))
     admission.admit(reg, _line(world["mallory"]))
     publish.publish(world["signed"], reg)
-    claims_before = query.claims(reg)
+    before = query.claims(reg)
+    out = publish.publish(world["scaled"], reg)  # recomputes and agrees: it lands
+    return {"registry": reg, "before": before, "scaled": out}
+
+
+def test_no_one_takes_over_a_machine_and_disagreement_is_flagged(world, contested):
+    reg, claims_before, out = contested["registry"], contested["before"], contested["scaled"]
     c2 = claims_before[claims_before.claim_id == "C000.2"]
     assert len(c2) == 1 and c2.verdict.iloc[0] == "contradicted"
-    out = publish.publish(world["scaled"], reg)  # recomputes and agrees: it lands
     assert out["flags"].startswith(consistency.FLAG + ": 01_stack_size"), out["flags"]
     after = query.claims(reg)
     keep = ["claim_id", "machine", "verdict", "measured_value", "publisher"]
@@ -167,3 +176,42 @@ def test_genuine_bundles_are_not_flagged_and_scaled_runs_are(world, tmp_path):
     said = consistency.flag(bundle.read_bundle(world["scaled"]))
     # x5.6 on top of the 1.05 the genuine runs stand from the measurements
     assert said.startswith(consistency.FLAG) and "8388608" in said and "x5.87" in said, said
+
+
+CHROMIUM = os.environ.get("LABKIT_CHROMIUM", "/usr/bin/chromium")
+
+
+def _no_browser() -> str:
+    if not Path(CHROMIUM).exists():
+        return f"Chromium is not installed at {CHROMIUM}"
+    if importlib.util.find_spec("playwright") is None:
+        return "Playwright is not installed (pip install -e '.[test]')"
+    return ""
+
+
+@pytest.mark.skipif(bool(_no_browser()), reason=_no_browser() or "")
+def test_the_gallery_names_publishers_and_flags_the_disagreement(world, contested, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    done = _cli("registry", "gallery", "--registry", str(contested["registry"]), "-o",
+                str(tmp_path / "site"))
+    assert done.returncode == 0, done.stderr
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto((tmp_path / "site" / "index.html").as_uri(), wait_until="load")
+            head = page.locator("table.grid thead th").all_inner_texts()
+            cell = page.locator("#c-C000\\.2 td.split")
+            said = cell.inner_text()
+            cell.scroll_into_view_if_needed()
+            cell.screenshot(path=str(tmp_path / "disagreement.png"))
+            section = page.locator("section.machine").first.inner_text()
+        finally:
+            browser.close()
+    assert any("by alice" in h for h in head), head
+    assert "contradicted" in said and "reproduced by mallory" in said, said
+    assert f"contradicted by alice ({world['alice'].fingerprint})" in said, said
+    assert "published by alice" in section and world["alice"].fingerprint in section
+    assert "bundles of other keys claiming this machine" in section
