@@ -212,6 +212,9 @@ def _print_claims(args, kw) -> None:
             if v.get("disagreement"):
                 lines.append(f"  ! {v['label']}, same commit, opposite verdicts: "
                              f"{v['disagreement']}")
+    flagged = sorted({(v["label"], v["flags"]) for r in rows for v in r["verdicts"]
+                      if v.get("flags")})
+    lines += [f"! {label}: {flags}" for label, flags in flagged]
     print("\n".join(lines) or "no claims")
 
 
