@@ -90,12 +90,18 @@ def _registry_arguments(p) -> None:
 
 
 def _admit(args, where) -> int:
+    from labkit.errors import ParameterError
     from labkit.lab.registry import admission
 
     text = args.key
     if Path(text).is_file():
         text = Path(text).read_text()
-    who = admission.admit(where, text, args.name)
+    try:
+        who = admission.admit(where, text, args.name)
+    except ParameterError as exc:
+        if exc.param != "key":
+            raise
+        raise ValueError(f"KEY {exc.message}") from None  # the positional, not an option
     print(f"admitted {who.name} ({who.fingerprint}) to {args.registry}: it takes only "
           "bundles signed by its admitted keys")
     return 0
@@ -263,7 +269,7 @@ PUBLISH = Command("publish", "send a bundle to a registry of machines",
 REGISTRY = Command("registry", "query a registry of machines, admit publishers, or serve one",
                    "Ask a registry (docs/registry.md) about its machines, claims, ladder and "
                    "machine effects, admit a publisher's key, or start an S3 store.",
-                   _registry_arguments, _registry, options={"key": "KEY"})
+                   _registry_arguments, _registry)
 
 
 def _key_arguments(p) -> None:
@@ -308,4 +314,4 @@ def _key(args) -> int:
 KEY = Command("key", "make or show your publisher's key (bundles are signed with it)",
               "Make an Ed25519 key pair (labkit key new) or print its public key (labkit key "
               "show). `labkit bundle` signs each bundle with it; a registry admits keys.",
-              _key_arguments, _key, options={"key_dir": "--key-dir", "name": "--name"})
+              _key_arguments, _key)
