@@ -290,6 +290,16 @@ def _key_arguments(p) -> None:
 
 
 def _key(args) -> int:
+    import importlib.util
+
+    if importlib.util.find_spec("cryptography") is None:
+        print("labkit key: needs cryptography, which is not installed: pip install "
+              "'labkit[registry]' (make test installs it)", file=sys.stderr)
+        return 2
+    return _key_action(args)
+
+
+def _key_action(args) -> int:
     import getpass
 
     from labkit.lab.registry import keys

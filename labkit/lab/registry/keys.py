@@ -147,11 +147,11 @@ def signed_hash(path) -> str:
 def sign(path, directory=None) -> Signer | None:
     """Sign the bundle folder at `path` with the key in the key folder, writing SIGNATURE;
     None (and no file) when there is no key."""
-    from cryptography.hazmat.primitives import serialization
-
     me = own_key(directory)
     if me is None:
         return None
+    from cryptography.hazmat.primitives import serialization
+
     folder = key_dir(directory)
     key = serialization.load_pem_private_key((folder / PRIVATE).read_bytes(), password=None)
     digest = signed_hash(path)
@@ -166,12 +166,12 @@ def sign(path, directory=None) -> Signer | None:
 def verify(path) -> Signer | None:
     """Whose key signed the bundle folder at `path` (None: it is unsigned); BadSignature
     if the signature is damaged or any file changed after signing."""
-    from cryptography.exceptions import InvalidSignature
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
     file = Path(path) / SIGNATURE
     if not file.exists():
         return None
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     try:
         record = json.loads(file.read_text())
         if record.get("algorithm") != ALGORITHM or record.get("hash") != HASH:
