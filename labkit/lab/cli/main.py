@@ -22,7 +22,7 @@ from labkit.lab.cli.export import EXPORT
 from labkit.lab.cli.jupyter import LAB
 from labkit.lab.cli.measuring import CATALOGUE, CHECK, MEASURE
 from labkit.lab.cli.options import flag
-from labkit.lab.cli.registry import PUBLISH, REGISTRY
+from labkit.lab.cli.registry import KEY, PUBLISH, REGISTRY
 from labkit.lab.cli.room import ROOM
 from labkit.lab.cli.running import REPORT, REPRODUCE, STABILITY
 from labkit.lab.cli.sharing import BUNDLE, MERGE
@@ -30,8 +30,8 @@ from labkit.lab.cli.sharing import BUNDLE, MERGE
 
 # The commands, in the order `labkit --help` lists them.
 COMMANDS: tuple[Command, ...] = (REPRODUCE, MEASURE, COMPARE, CATALOGUE, CHECK, STABILITY,
-                                 BUNDLE, MERGE, EXPORT, PUBLISH, REGISTRY, REPORT, LAB, ADVISE,
-                                 HOLDOUT, ROOM, CARD)
+                                 BUNDLE, MERGE, EXPORT, KEY, PUBLISH, REGISTRY, REPORT, LAB,
+                                 ADVISE, HOLDOUT, ROOM, CARD)
 USAGE_ERRORS = (ValueError, TypeError, FileNotFoundError, FileExistsError, NotADirectoryError)
 
 

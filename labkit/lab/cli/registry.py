@@ -30,7 +30,10 @@ def _publish(args) -> int:
 
     out = publish.publish(args.bundle, args.registry, include_host=args.include_host)
     print(json.dumps(out, indent=1) if args.json else
-          f"published {out['bundle']} as {out['stored_as']} ({out['recomputed_agree']} of "
+          f"published {out['bundle']} as {out['stored_as']} by {out['publisher']}"
+          + (f" ({out['fingerprint']})" if out["fingerprint"] else "")
+          + (f", flagged: {out['flags']}" if out.get("flags") else "")
+          + f" ({out['recomputed_agree']} of "
           f"{out['claims']} verdicts recomputed and agree"
           + ("" if out["recomputable"] else "; not recomputable: no verdict runs") + ")")
     return 0
@@ -64,15 +67,46 @@ def _registry_arguments(p) -> None:
                        "index lacks. Prints what it did as JSON.")
     c.add_argument("--registry", required=True, help="folder path or S3 URL of the registry")
     flag(c, "--no-adopt", "leave bundle folders the index lacks unindexed")
+    a = sub.add_parser("admit", help="admit a publisher's key: only admitted keys publish",
+                       description="Add a public key (the line `labkit key show` prints) to "
+                       "the registry's list of admitted keys. A registry with the list takes "
+                       "only bundles signed by a key on it; without one it is open.")
+    a.add_argument("key", help="the public key: the line `labkit key show` prints, its "
+                   "base64 key, or a file holding the line (publisher.pub)")
+    a.add_argument("--name", default=None, help="the publisher's name, as answers show it "
+                   "(default: the name the line carries)")
+    a.add_argument("--registry", required=True, help="folder path or S3 URL of the registry")
     s = sub.add_parser("serve", help="start an S3 store (SeaweedFS) for a registry",
                        description="Start SeaweedFS's S3 server for a registry, on loopback "
-                       "unless --address says otherwise; prints the registry URL and where "
-                       "the data live; Ctrl-C stops it.")
+                       "unless --address says otherwise (its other services stay on "
+                       "loopback); only the writer key kept beside the data (printed at "
+                       "first start) writes. Prints the registry URL and where the data "
+                       "live; Ctrl-C stops it.")
     s.add_argument("--data", default="labkit-registry-data",
                    help="folder for the store's data (default labkit-registry-data)")
     s.add_argument("--address", default="127.0.0.1:8333",
                    help="HOST:PORT to serve S3 on (default 127.0.0.1:8333)")
     s.add_argument("--bucket", default="labkit", help="the registry's bucket (default labkit)")
+    flag(s, "--private", "no anonymous reads either: every request needs the writer key "
+         "(by default anyone may read and list the registry, only the key writes)")
+
+
+def _admit(args, where) -> int:
+    from labkit.errors import ParameterError
+    from labkit.lab.registry import admission
+
+    text = args.key
+    if Path(text).is_file():
+        text = Path(text).read_text()
+    try:
+        who = admission.admit(where, text, args.name)
+    except ParameterError as exc:
+        if exc.param != "key":
+            raise
+        raise ValueError(f"KEY {exc.message}") from None  # the positional, not an option
+    print(f"admitted {who.name} ({who.fingerprint}) to {args.registry}: it takes only "
+          "bundles signed by its admitted keys")
+    return 0
 
 
 def _cpuid_number(text: str) -> str:
@@ -124,20 +158,27 @@ def _answer(args) -> int:
     if args.registry_command == "serve":
         from labkit.lab.registry import serve
 
-        return serve.run_forever(args.data, args.address, args.bucket)
+        return serve.run_forever(args.data, args.address, args.bucket, args.private)
     where = store.open_store(args.registry)
+    if args.registry_command == "admit":
+        return _admit(args, where)
     if where.kind == "local" and not Path(where.root).is_dir():
         raise ValueError(f"--registry {args.registry}: no registry there; publish a bundle to "
                          f"it first (labkit publish B.labkit --registry {args.registry})")
     if args.registry_command == "compact":
         print(json.dumps(index.compact(where, adopt=not args.no_adopt)))
         return 0
+    from labkit.lab.registry import admission
+
+    args.open_note = admission.header(where)
     filters = {f: getattr(args, f) for f in ("vendor", "family", "model", "layers", "commit")}
     kw = {"filters": filters, "quick": args.quick}
     if args.registry_command == "gallery":
         from labkit.lab.registry import gallery
 
-        print(gallery.build(args.registry, args.out, **kw))
+        page = gallery.build(args.registry, args.out, **kw)
+        _note(args)
+        print(page)
     elif args.registry_command == "machines":
         _print_machines(args, kw)
     elif args.registry_command == "claims":
@@ -149,10 +190,17 @@ def _answer(args) -> int:
     return 0
 
 
+def _note(args) -> None:
+    """An open registry's line, above the answer (on stderr: --json stays JSON)."""
+    if getattr(args, "open_note", None):
+        print(args.open_note, file=sys.stderr)
+
+
 def _print_machines(args, kw) -> None:
     from labkit.lab.registry import query
 
     df = query.machines(args.registry, **kw)
+    _note(args)
     print(df.to_json(orient="records", indent=1) if args.json
           else df.to_string(index=False) if not df.empty else "no machines")
 
@@ -161,15 +209,28 @@ def _print_claims(args, kw) -> None:
     from labkit.lab.registry import query
 
     rows = query.tally(query.claims(args.registry, **kw))
-    print(json.dumps(rows, indent=1, default=str) if args.json
-          else "\n".join(f"{r['line']} ({r['recomputed']} recomputed on publish)"
-                         for r in rows) or "no claims")
+    _note(args)
+    if args.json:
+        print(json.dumps(rows, indent=1, default=str))
+        return
+    lines = []
+    for r in rows:
+        lines.append(f"{r['line']} ({r['recomputed']} recomputed on publish)")
+        for v in r["verdicts"]:
+            if v.get("disagreement"):
+                lines.append(f"  ! {v['label']}, same commit, opposite verdicts: "
+                             f"{v['disagreement']}")
+    flagged = sorted({(v["label"], v["flags"]) for r in rows for v in r["verdicts"]
+                      if v.get("flags")})
+    lines += [f"! {label}: {flags}" for label, flags in flagged]
+    print("\n".join(lines) or "no claims")
 
 
 def _print_ladder(args, kw) -> None:
     from labkit.lab.registry import query
 
     df = query.ladder(args.registry, **kw)
+    _note(args)
     if args.json:
         print(df.to_json(orient="records", indent=1))
     elif df.empty:
@@ -190,6 +251,7 @@ def _print_effects(args, kw) -> None:
     runs = query.verdict_runs(args.registry, **kw)
     claim_ids = args.claim or effects.differing(query.claims(args.registry, **kw), runs)
     rows = effects.between(runs, claim_ids, method=args.method)
+    _note(args)
     why = (f"no claim's verdict differs among the {len(runs)} machines with verdict runs "
            "(--claim asks for one)" if len(runs) >= 2 else
            f"{len(runs)} machine with verdict runs (a bundle of format 4 or later carries "
@@ -205,6 +267,62 @@ PUBLISH = Command("publish", "send a bundle to a registry of machines",
                   "whose verdicts disagree with their recomputation is refused (exit status "
                   "2).", _publish_arguments, _publish, options={"path": "bundle"})
 
-REGISTRY = Command("registry", "query a registry of machines, or serve one",
+REGISTRY = Command("registry", "query a registry of machines, admit publishers, or serve one",
                    "Ask a registry (docs/registry.md) about its machines, claims, ladder and "
-                   "machine effects, or start an S3 store.", _registry_arguments, _registry)
+                   "machine effects, admit a publisher's key, or start an S3 store.",
+                   _registry_arguments, _registry)
+
+
+def _key_arguments(p) -> None:
+    sub = p.add_subparsers(dest="key_command", required=True, metavar="ACTION")
+    n = sub.add_parser("new", help="make a publisher's key pair",
+                       description="Make an Ed25519 key pair in the key folder (private key "
+                       "mode 0600); `labkit bundle` then signs every bundle with it.")
+    n.add_argument("--name", default=None,
+                   help="the name your bundles are signed with (default: your login name)")
+    flag(n, "--replace", "replace the key there (bundles signed with the old one stay "
+         "signed by it)")
+    s = sub.add_parser("show", help="print your public key, to hand to a registry's owner",
+                       description="Print the public key line a registry's owner admits "
+                       "with `labkit registry admit`.")
+    for q in (n, s):
+        q.add_argument("--key-dir", default=None, help="the key folder (default "
+                       "$LABKIT_KEY_DIR, else $XDG_CONFIG_HOME/labkit or ~/.config/labkit)")
+
+
+def _key(args) -> int:
+    import importlib.util
+
+    if importlib.util.find_spec("cryptography") is None:
+        print("labkit key: needs cryptography, which is not installed: pip install "
+              "'labkit[registry]' (make test installs it)", file=sys.stderr)
+        return 2
+    return _key_action(args)
+
+
+def _key_action(args) -> int:
+    import getpass
+
+    from labkit.lab.registry import keys
+
+    if args.key_command == "new":
+        me = keys.new_key(args.name or getpass.getuser(), args.key_dir, replace=args.replace)
+        where = keys.key_dir(args.key_dir)
+        print(f"key {me.fingerprint} for {me.name} in {where} ({keys.PRIVATE} mode 0600)\n"
+              f"public: {keys.ALGORITHM} {me.public_key} {me.name}\n"
+              "hand that line to a registry's owner: labkit registry admit 'LINE' --registry R")
+        return 0
+    me = keys.own_key(args.key_dir)
+    if me is None:
+        from labkit.errors import ParameterError
+
+        raise ParameterError("key_dir", f"{keys.key_dir(args.key_dir)} holds no key: make "
+                             "one with `labkit key new --name NAME`")
+    print(f"{keys.ALGORITHM} {me.public_key} {me.name}")
+    return 0
+
+
+KEY = Command("key", "make or show your publisher's key (bundles are signed with it)",
+              "Make an Ed25519 key pair (labkit key new) or print its public key (labkit key "
+              "show). `labkit bundle` signs each bundle with it; a registry admits keys.",
+              _key_arguments, _key)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 from labkit.lab.cli.command import Command
 from labkit.lab.cli.options import flag
@@ -24,8 +25,14 @@ def _bundle(args) -> int:
 
     if args.quick:
         os.environ["LABKIT_RESULTS_DIR"] = str(reports_dir(True))
-    print(bundle.make_bundle(args.out, quick=args.quick, include_host=args.include_host,
-                             replace=args.replace))
+    from labkit.lab.registry import keys
+
+    out = bundle.make_bundle(args.out, quick=args.quick, include_host=args.include_host,
+                             replace=args.replace)
+    print(out)
+    signer = keys.verify(out)
+    print(f"signed by {signer.name} ({signer.fingerprint})" if signer else keys.HOW_TO_SIGN,
+          file=sys.stderr)
     return 0
 
 

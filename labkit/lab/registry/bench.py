@@ -131,6 +131,7 @@ def seaweed_figures(k: int, storm: int) -> dict:
     out = {}
     try:
         with serve.Server(work / "weed", f"127.0.0.1:{serve._free_port('127.0.0.1')}") as s:
+            os.environ.update(s.env)  # the writer key, for this process and the storm's
             s3 = stores.open_store(s.url + "/bench")
             if k:
                 t = time.perf_counter()

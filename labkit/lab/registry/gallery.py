@@ -29,7 +29,7 @@ import pandas as pd
 from labkit.core import sequential
 from labkit.core.results import atomic_path
 from labkit.lab.judging import engine
-from labkit.lab.registry import effects, query
+from labkit.lab.registry import admission, effects, query
 from labkit.lab.registry import store as stores
 
 PAGE = "index.html"
@@ -47,7 +47,11 @@ HARDWARE = (("cpu_vendor", "vendor (CPUID)"), ("cpu_model", "brand string"),
             ("env_warnings", "environment warnings"), ("labkit_commit", "labkit commit"),
             ("format", "bundle format"), ("recomputable", "verdicts recomputable"),
             ("recomputed", "verdicts recomputed and agreeing"), ("synthetic", "synthetic"),
-            ("created", "bundle created"))
+            ("created", "bundle created (as the bundle says)"),
+            ("published", "published (the registry's time)"), ("publisher", "published by"),
+            ("fingerprint", "publisher's key"),
+            ("claimed_by_others", "bundles of other keys claiming this machine (not shown)"),
+            ("flags", "flags"))
 # Machine effects are decided on the page among at most this many machines with verdict
 # runs: every pair is a comparison (n(n-1)/2 of them, each a root search in
 # labkit.core.sequential); beyond it the page says how to ask `labkit registry effects`
@@ -131,7 +135,8 @@ def collect(registry, *, filters=None, quick: bool = False, decide_effects: bool
         ladder = group_ladder(store, machines, filters=filters, quick=quick)
     else:
         ladder = ladder_points(store, runs, filters=filters, quick=quick)
-    return {"registry": shown(store), "quick": quick, "machines": machines,
+    return {"registry": shown(store), "open": admission.header(store), "quick": quick,
+            "machines": machines,
             "grouped": grouped, "claims": claims,
             "tally": query.tally(claims) if not claims.empty else [],
             "ladder": ladder, "effects": found, "effects_not_decided": why_not}
@@ -231,12 +236,19 @@ def _machine_list(m) -> str:
     return f'<table class="mlist"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
+def _text(row, field: str) -> str:
+    """A row's text field, '' where it is missing or null (a store from before it)."""
+    v = getattr(row, field, None)
+    return v if isinstance(v, str) else ""
+
+
 def _claims_grid(data) -> str:
     if data.get("grouped"):
         return _group_grid(data)
     m, rows = data["machines"], data["claims"]
-    head = "".join(f'<th><a href="#{_anchor(r.machine)}">{_e(r.label)}</a></th>'
-                   for r in m.itertuples())
+    head = "".join(f'<th><a href="#{_anchor(r.machine)}">{_e(r.label)}</a><br>'
+                   f'<span class="small">by {_e(_text(r, "publisher") or "unsigned")}'
+                   f'</span></th>' for r in m.itertuples())
     cells = {(r.claim_id, r.machine): r for r in rows.itertuples()}
     text = rows.drop_duplicates("claim_id").set_index("claim_id")["claim"] \
         if "claim" in rows else {}
@@ -251,8 +263,13 @@ def _claims_grid(data) -> str:
                 continue
             cls = VERDICT_CLASS.get(str(c.verdict), "other")
             mark = " ✓" if str(c.check) == "recomputed: agrees" else ""
+            split = _text(c, "disagreement")
+            if split:
+                cls += " split"
+                split = (f'<div class="warn">opposite verdicts from bundles of this machine '
+                         f'and commit: {_e(split)}</div>')
             tds.append(f'<td class="{cls}" title="{_e(c.check)}"><b>{_e(c.verdict)}</b>{mark}'
-                       f'<br><span class="v">{_e(c.measured_value)}</span></td>')
+                       f'<br><span class="v">{_e(c.measured_value)}</span>{split}</td>')
         body.append(_claim_row(t, text, tds))
     return _grid_table(head, body)
 
@@ -362,8 +379,11 @@ def _machine_section(m, effect_rows, why_not: str = "") -> str:
     mine = [r for r in effect_rows if m.label in (r["machine_a"], r["machine_b"])]
     synthetic = ' <span class="syn">synthetic</span>' if str(getattr(m, "synthetic", "")) \
         in ("True", "true") else ""
+    flags = f'<p class="warn">{_e(_text(m, "flags"))}</p>' if _text(m, "flags") else ""
     return (f'<section class="machine" id="{_anchor(m.machine)}"><h3>{_e(m.label)}{synthetic}'
-            f'</h3><p class="small">machine {_e(m.machine)}, bundle {_e(m.bundle)}</p>'
+            f'</h3><p class="small">machine {_e(m.machine)}, bundle {_e(m.bundle)}, published '
+            f'by {_e(_text(m, "publisher") or "unsigned")} '
+            f'({_e(_text(m, "fingerprint") or "no key")})</p>{flags}'
             f'<table class="hw">{fields}</table><h4>Machine effects with this machine</h4>'
             f'{_effects_table(mine, why_not)}</section>')
 
@@ -381,6 +401,8 @@ vertical-align:top}thead th{background:#f4f4f4;position:sticky;top:0}
 svg.ladder text{font-size:11px;fill:#333}.machine{border-top:1px solid #ccc;margin-top:1.5em}
 .hw th{text-align:left;background:#fafafa;font-weight:normal;color:#555}
 .syn{background:#fd0;padding:0 .4em;font-size:12px}nav a{margin-right:1em}
+.split{outline:2px solid #d60}.warn{color:#a40;font-size:12px}
+.open{background:#fff3d6;border:1px solid #d60;padding:.4em}
 """
 
 
@@ -390,6 +412,7 @@ def render(data: dict) -> str:
     labels = list(m.label) if not m.empty else []
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     mode = "quick" if data["quick"] else "full"
+    opened = f'<p class="open">{_e(data["open"])}</p>' if data.get("open") else ""
     if m.empty:
         body = f"<p>The registry {_e(data['registry'])} holds no {mode} bundles.</p>"
     elif data.get("grouped"):
@@ -437,7 +460,7 @@ Absolute nanoseconds belong to their machine.</p>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
 <title>labkit registry gallery</title><style>{CSS}</style></head>
-<body><h1>labkit registry: claims across machines</h1>{body}</body></html>
+<body><h1>labkit registry: claims across machines</h1>{opened}{body}</body></html>
 """
 
 

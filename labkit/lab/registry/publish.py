@@ -3,8 +3,14 @@ be of a format and a labkit commit this labkit knows (and not of a format older 
 one its commit writes), hold only rows of the machine it names, not be in the store
 already (the same run packed again included), and every verdict it states must come out
 the same when recomputed here from its verdict runs with the claims' written rules
-(labkit.lab.judging.rules, the engine's path). Anything else is refused with a Refused (a
-ValueError) naming the bundle and the one reason, and the store is left as it was.
+(labkit.lab.judging.rules, the engine's path). Its signature, if it has one, must verify;
+a store that admits keys (labkit.lab.registry.admission) takes only bundles signed by one
+of them. Anything else is refused with a Refused (a ValueError) naming the bundle and the
+one reason, and the store is left as it was.
+
+Stored bundles record their publisher (the admitted name, else the name the key states,
+else "unsigned") and key fingerprint, and are flagged where their verdict runs and their
+own measurements disagree (labkit.lab.registry.consistency).
 """
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ import pandas as pd
 
 from labkit.core import results
 from labkit.errors import BundleError
+from labkit.lab.registry import admission, consistency, keys
 from labkit.lab.registry import store as stores
 from labkit.lab.sharing import bundle as bundles
 from labkit.lab.sharing.recompute import AGREES, recompute
@@ -113,6 +120,28 @@ def _parquet(df) -> bytes:
     return buf.getvalue()
 
 
+def _signer(path, store):
+    """Whose key signed the bundle (None: unsigned), with the registry owner's name for an
+    admitted key; Refused if the signature does not verify, or if the store admits keys
+    and the bundle is unsigned or its key is not admitted."""
+    try:
+        signer = keys.verify(path)
+    except keys.BadSignature as exc:
+        raise Refused(path, str(exc)) from None
+    allowed = None if store is None else admission.admitted(store)
+    if allowed is None:
+        return signer
+    if signer is None:
+        raise Refused(path, "unsigned, and this registry takes only bundles signed by the keys "
+                      "its owner admitted: make a key (labkit key new), bundle again, and "
+                      "ask the owner to admit it (labkit registry admit)")
+    if signer.fingerprint not in allowed:
+        raise Refused(path, f"signed by {signer.name} ({signer.fingerprint}), a key this "
+                      "registry has not admitted: its owner admits it with `labkit registry "
+                      "admit 'LINE OF labkit key show' --name NAME`")
+    return allowed[signer.fingerprint]
+
+
 def prepare(path, *, include_host: bool = False, store=None) -> tuple[str, dict, dict]:
     """Every check of a publish, without writing: (rel_dir, files, summary), or Refused.
     Given the store, a bundle it already holds is refused before the recomputation."""
@@ -123,6 +152,7 @@ def prepare(path, *, include_host: bool = False, store=None) -> tuple[str, dict,
         b = bundles.read_bundle(path)
     except BundleError as exc:
         raise Refused(path, exc.reason) from exc
+    signer = _signer(path, store)
     meta, machine = b["meta"], b["machine"]
     fmt = meta.get("format")
     if fmt not in bundles.READS:
@@ -160,7 +190,10 @@ def prepare(path, *, include_host: bool = False, store=None) -> tuple[str, dict,
                published=datetime.datetime.now(datetime.timezone.utc).isoformat(),
                recomputable=b["recomputable"],
                recomputed=sum(why == AGREES for why, _ in checks.values()),
-               synthetic=bool(meta.get("synthetic", False)))
+               synthetic=bool(meta.get("synthetic", False)),
+               flags=consistency.flag(b),
+               publisher=signer.name if signer else "unsigned",
+               fingerprint=signer.fingerprint if signer else None)
     if include_host:
         row.update(hostname=machine.get("hostname"), results_root=meta.get("results_root"))
     v = b["verdicts"].copy()
@@ -187,7 +220,9 @@ def prepare(path, *, include_host: bool = False, store=None) -> tuple[str, dict,
     summary = {"bundle": str(path), "stored_as": rel, "machine": parts["machine"],
                "cpu_model": machine.get("cpu_model"), "run_mode": mode, "format": fmt,
                "commit": commit, "recomputable": b["recomputable"],
-               "recomputed_agree": row["recomputed"], "claims": len(v)}
+               "recomputed_agree": row["recomputed"], "claims": len(v),
+               "publisher": row["publisher"], "fingerprint": row["fingerprint"],
+               "flags": row["flags"]}
     return rel, files, summary
 
 

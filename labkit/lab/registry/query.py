@@ -1,7 +1,14 @@
 """Questions asked of a registry, in DuckDB over its index (labkit.lab.registry.index:
 a few Parquet files per partition, local folder or S3): the machines, each claim's
-verdicts across them with a tally, each design's ns per switch across CPUs. A machine with
-several bundles is read at its latest (by `created`); full and quick runs are never mixed.
+verdicts across them with a tally, each design's ns per switch across CPUs; every row says
+who published it (the key's name and fingerprint). Full and quick runs are never mixed.
+
+A machine with several bundles is read at its latest by the registry's own time of
+publishing (`published`), never by the `created` a bundle states, and only among the
+bundles of the key that first published that machine: a bundle of another key claiming
+its id is counted (`claimed_by_others`) but never read in its place. Where two bundles of
+one machine and commit give opposite verdicts on a claim, `claims` names both publishers
+(`disagreement`).
 """
 from __future__ import annotations
 
@@ -24,9 +31,17 @@ READ = "read_parquet('{glob}', hive_partitioning = true, hive_types_autocast = f
        "union_by_name = true)"
 
 
+# Columns of the machine table that a store written before them lacks: read as NULL.
+LATER_COLUMNS = ("publisher", "fingerprint", "flags")
+
+
 def _read(store, table: str) -> str:
     """The index table as a DuckDB source."""
-    return READ.format(glob=store.index_glob(table))
+    source = READ.format(glob=store.index_glob(table))
+    if table != "machine":
+        return source
+    empty = ", ".join(f"NULL::VARCHAR AS {c}" for c in LATER_COLUMNS)
+    return f"(SELECT * FROM {source} UNION ALL BY NAME SELECT {empty} WHERE false)"
 
 
 # How many of a machine id's digits its label shows: the fewest that tell it from every
@@ -61,15 +76,32 @@ def _partitions(filters, quick, alias: str) -> tuple[str, list]:
 
 
 def _chosen(store, filters, quick) -> str:
-    """SQL of the chosen bundles: one per machine, its latest, among those the filters
-    keep; with a `label` per machine."""
+    """SQL of the chosen bundles: one per machine, the latest the registry took from the
+    machine's owner (_owners), among those the filters keep; with a `label` per machine."""
     where, _ = _where(filters, quick)
     return f"""
-        SELECT m.*, m.cpu_model || ' ' || substr(m.machine, 1, s.digits) || ' (' || m.layers
+        SELECT m.*, o.claimed_by_others,
+               m.cpu_model || ' ' || substr(m.machine, 1, s.digits) || ' (' || m.layers
                || ')' AS label
         FROM {_read(store, 'machine')} m JOIN ({_short_ids(store)}) s USING (machine)
-        WHERE {where}
-        QUALIFY row_number() OVER (PARTITION BY m.machine ORDER BY m.created DESC, m.bundle) = 1"""
+             JOIN ({_owners(store)}) o USING (machine)
+        WHERE {where} AND coalesce(m.fingerprint, '') = o.owner
+        QUALIFY row_number() OVER (PARTITION BY m.machine ORDER BY m.published DESC,
+                                   m.bundle) = 1"""
+
+
+def _owners(store) -> str:
+    """SQL of each machine id's owner: the fingerprint ('' unsigned) of the key that
+    published it first, by the registry's time, over every run mode and commit; and how many
+    bundles of other keys claim it."""
+    return f"""
+        SELECT machine, owner, count(DISTINCT bundle) FILTER (WHERE fp <> owner)
+               AS claimed_by_others
+        FROM (SELECT machine, bundle, coalesce(fingerprint, '') AS fp,
+                     arg_min(coalesce(fingerprint, ''), published) OVER (PARTITION BY machine)
+                         AS owner
+              FROM {_read(store, 'machine')})
+        GROUP BY machine, owner"""
 
 
 def _short_ids(store) -> str:
@@ -102,9 +134,11 @@ def machines(registry, *, filters: dict | None = None, quick: bool = False):
     sql = f"""WITH chosen AS ({_chosen(store, filters, quick)}),
         counts AS (SELECT machine, count(DISTINCT bundle) AS bundles
                    FROM {_read(store, 'machine')} WHERE {where} GROUP BY machine)
-        SELECT c.label, c.machine, c.bundle, c.cpu_vendor, c.cpu_model, c.cpu_family, c.cpu_model_id,
+        SELECT c.label, c.machine, c.bundle, c.publisher, c.fingerprint, c.cpu_vendor,
+               c.cpu_model, c.cpu_family, c.cpu_model_id,
                c.cpu_stepping, c.microcode, c.vector_isa, c.xcr0, c.xsave_bytes, c.layers,
-               c.commit, c.format, c.recomputable, c.recomputed, c.created, n.bundles
+               c.commit, c.format, c.recomputable, c.recomputed, c.created, c.published,
+               coalesce(c.flags, '') AS flags, n.bundles, c.claimed_by_others
         FROM chosen c JOIN counts n USING (machine) ORDER BY c.label"""
     df = _run(store, sql, params + params)
     return pd.DataFrame() if df is None else df
@@ -125,20 +159,54 @@ def claims(registry, *, filters: dict | None = None, quick: bool = False):
     it (recomputed or why not) and the claim's text."""
     store = stores.open_store(registry)
     sql, params = _claims_sql(store, filters, quick, 'v.claim_id, c.label, c.machine, '
-                              'v.verdict, v.measured_value, v."check", v.claim')
+                              'v.verdict, v.measured_value, v."check", v.claim, c.commit, '
+                              "c.publisher, c.fingerprint, coalesce(c.flags, '') AS flags")
     df = _run(store, sql + " ORDER BY v.claim_id, c.label", params)
-    return pd.DataFrame() if df is None else df
+    if df is None:
+        return pd.DataFrame()
+    split = disagreements(store, quick=quick)
+    df["disagreement"] = [split.get((c, m, k), "") for c, m, k in
+                          zip(df.claim_id, df.machine, df.commit)]
+    return df.drop(columns="commit")
+
+
+# The verdicts two bundles of one machine and commit cannot both give.
+OPPOSITE = ("reproduced", "contradicted")
+
+
+def disagreements(registry, *, quick: bool = False) -> dict:
+    """(claim_id, machine, commit) -> 'contradicted by NAME (FINGERPRINT); reproduced by
+    ...' wherever two bundles of one machine and commit give opposite verdicts on a claim,
+    whoever published them (the chosen bundle and any other)."""
+    store = stores.open_store(registry)
+    mode = stores.run_mode(quick)
+    sql = f"""WITH mm AS (SELECT bundle, machine, commit, publisher, fingerprint
+                          FROM {_read(store, 'machine')} WHERE run_mode = ?
+                          QUALIFY count(*) OVER (PARTITION BY machine, commit) > 1),
+        v AS ({index.dedupe_sql('verdicts', _read(store, 'verdicts') + ' v', 'v.run_mode = ?')})
+        SELECT v.claim_id, mm.machine, mm.commit,
+               string_agg(DISTINCT v.verdict || ' by ' || coalesce(mm.publisher, 'unsigned')
+                          || ' (' || coalesce(mm.fingerprint, 'no key') || ')', '; '
+                          ORDER BY v.verdict || ' by ' || coalesce(mm.publisher, 'unsigned')
+                          || ' (' || coalesce(mm.fingerprint, 'no key') || ')') AS said
+        FROM v JOIN mm USING (bundle)
+        WHERE v.verdict IN {OPPOSITE}
+        GROUP BY ALL HAVING count(DISTINCT v.verdict) > 1"""
+    rows = store.query(sql, [mode, mode])
+    return {(c, m, k): said for c, m, k, said in rows or ()}
 
 
 def tally(rows) -> list[dict]:
     """Per claim: how many machines gave each verdict, most common first, and the line
     'C000.2: contradicted on 14 of 15 machines', and on how many of them the verdict was
     recomputed on publish."""
-    cols = ["label", "verdict", "measured_value", "check"]
+    cols = ["label", "verdict", "measured_value", "check", "publisher", "fingerprint", "flags",
+            "disagreement"]
     if rows is None or rows.empty:
         return []
     # one dict per row, built from plain lists: DataFrame.to_dict per claim costs seconds
     # over ten thousand machines
+    cols = [c for c in cols if c in rows]
     records = [dict(zip(cols, vals)) for vals in zip(*(rows[c].tolist() for c in cols))]
     out = []
     for claim_id, idx in sorted(rows.groupby("claim_id").indices.items()):
@@ -148,9 +216,15 @@ def tally(rows) -> list[dict]:
         head = (f"{parts[0]} of {n} machines" if len(parts) == 1
                 else ", ".join(parts) + f" of {n} machines")
         checked = int((rows["check"].iloc[idx] == AGREES).sum())
+        split = int((rows["disagreement"].iloc[idx] != "").sum()) if "disagreement" in rows \
+            else 0
+        if split:
+            head += (f"; on {split} of them another bundle of the same machine and commit "
+                     "gives the opposite verdict")
         out.append({"claim_id": claim_id, "machines": n,
                     "tally": {v: int(k) for v, k in counts.items()},
                     "line": f"{claim_id}: {head}", "recomputed": checked,
+                    "disagreements": split,
                     "verdicts": [records[i] for i in idx]})
     return out
 

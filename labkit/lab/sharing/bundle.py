@@ -16,6 +16,8 @@ A bundle is a folder `<name>.labkit/` holding
                           own such as advisor_calibration.csv), with a `data` column naming
                           the file, so that `labkit advise --bundle` reads what it reads
                           here (format 5)
+    signature.json        the publisher's signature over every other file, when it has a
+                          key (labkit key new; labkit.lab.registry.keys)
 Parquet keeps the columns typed and compact; any Arrow/pandas reader opens it.
 
 A bundle carries only what was measured on the machine that packs it: rows with another
@@ -39,6 +41,7 @@ from labkit.core.machine import machine_info
 from labkit.errors import BundleError
 from labkit.lab import experiment
 from labkit.lab.judging import ledger
+from labkit.lab.registry import keys
 from labkit.lab.running import notebooks
 
 SUFFIX = ".labkit"
@@ -165,10 +168,10 @@ PACKING_FIELDS = ("created",)
 
 def content_hash(path) -> str:
     """sha256 over the bundle's files, names and bytes, in name order; machine.json without
-    its PACKING_FIELDS."""
+    its PACKING_FIELDS, and no signature: the same run signed or not is one bundle."""
     h = hashlib.sha256()
     for f in sorted(Path(path).iterdir()):
-        if f.is_file():
+        if f.is_file() and f.name != keys.SIGNATURE:
             data = f.read_bytes()
             if f.name == "machine.json":
                 meta = {k: v for k, v in json.loads(data).items() if k not in PACKING_FIELDS}
@@ -207,6 +210,7 @@ def _write(out: Path, meta: dict, measurements, verdict_table, runs, parts=None,
     parts = pd.DataFrame({"data": pd.Series(dtype=str)}) if parts is None else parts
     _stringify_objects(parts).to_parquet(tmp / "parts.parquet", index=False)
     (tmp / "machine.json").write_text(json.dumps(meta, indent=1, default=str))
+    keys.sign(tmp)  # the publisher's key, if it has one (labkit key new): signature.json
     if out.exists():
         shutil.rmtree(out)
     tmp.rename(out)
@@ -318,6 +322,9 @@ def relabel(path, machine_id: str) -> None:
                                                            machine_id)
                 rows.to_parquet(file, index=False)
     (path / "machine.json").write_text(json.dumps(meta, indent=1, default=str))
+    if (path / keys.SIGNATURE).exists():  # the old signature covers the old names
+        (path / keys.SIGNATURE).unlink()
+        keys.sign(path)
 
 
 def relabel_data(data_dir, machine_id: str) -> list[str]:
