@@ -6,6 +6,9 @@ from __future__ import annotations
 from labkit.core import entries as _entries
 from labkit.core import validate as _v
 from labkit.core import worker as _worker
+# Worker processes load this layer, and a fresh worker must start cheap: pandas,
+# numpy and other heavy modules are imported in the functions that use them
+# (docs/architecture.md, Imports).
 
 
 def _stackful(kernel) -> str:

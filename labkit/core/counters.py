@@ -25,6 +25,9 @@ import os
 import struct
 
 from labkit.core import procfs
+# Worker processes load this layer, and a fresh worker must start cheap: pandas,
+# numpy and other heavy modules are imported in the functions that use them
+# (docs/architecture.md, Imports).
 
 # perf_event_attr.type
 _HARDWARE, _SOFTWARE, _HW_CACHE = 0, 1, 3

@@ -12,6 +12,9 @@ from labkit import errors as _errors
 from labkit.core import systems as _systems
 from labkit.core import validate as _v
 from labkit.errors import ParameterError
+# Worker processes load this layer, and a fresh worker must start cheap: pandas,
+# numpy and other heavy modules are imported in the functions that use them
+# (docs/architecture.md, Imports).
 
 
 @dataclass(frozen=True)

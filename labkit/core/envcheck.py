@@ -19,6 +19,9 @@ import os
 import time
 
 from labkit.core import procfs, results
+# Worker processes load this layer, and a fresh worker must start cheap: pandas,
+# numpy and other heavy modules are imported in the functions that use them
+# (docs/architecture.md, Imports).
 
 CPU = "/sys/devices/system/cpu"
 FILE = "environment.json"  # in data/: the check of the run that wrote the results

@@ -17,6 +17,9 @@ from labkit.core import validate as _v
 from labkit.core import worker as _worker
 from labkit.core.stats import floor_net
 from labkit.errors import SwitchCountError
+# Worker processes load this layer, and a fresh worker must start cheap: pandas,
+# numpy and other heavy modules are imported in the functions that use them
+# (docs/architecture.md, Imports).
 
 HANDOFF_MODES = ("thread_futex", "thread_condvar", "thread_pipe", "process_pipe")
 

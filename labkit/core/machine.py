@@ -14,6 +14,9 @@ import re
 import subprocess
 
 from labkit.core import _core, envcheck, procfs, worker
+# Worker processes load this layer, and a fresh worker must start cheap: pandas,
+# numpy and other heavy modules are imported in the functions that use them
+# (docs/architecture.md, Imports).
 
 
 # The columns every measured row carries, so that a row read alone still says where it came from.

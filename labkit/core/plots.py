@@ -3,6 +3,9 @@ the machine in the caption (absolute ns only ever appear beside their machine)."
 from __future__ import annotations
 
 import math
+# Worker processes load this layer, and a fresh worker must start cheap: pandas,
+# numpy and other heavy modules are imported in the functions that use them
+# (docs/architecture.md, Imports).
 
 
 def machine_caption(info: dict | None = None) -> str:

@@ -12,6 +12,9 @@ from __future__ import annotations
 import numbers
 import re
 from pathlib import Path
+# Worker processes load this layer, and a fresh worker must start cheap: pandas,
+# numpy and other heavy modules are imported in the functions that use them
+# (docs/architecture.md, Imports).
 
 PROC = Path("/proc")
 THP_ENABLED = Path("/sys/kernel/mm/transparent_hugepage/enabled")

@@ -7,6 +7,9 @@ baseline. Run in the worker process."""
 from __future__ import annotations
 
 import sys
+# Worker processes load this layer, and a fresh worker must start cheap: pandas,
+# numpy and other heavy modules are imported in the functions that use them
+# (docs/architecture.md, Imports).
 
 
 PY_PEERS = {

@@ -16,6 +16,9 @@ import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
+# Worker processes load this layer, and a fresh worker must start cheap: pandas,
+# numpy and other heavy modules are imported in the functions that use them
+# (docs/architecture.md, Imports).
 
 PACKAGE = Path(__file__).resolve().parents[1]
 SHIPPED = PACKAGE / "shipped"  # claims.csv and the notebooks, in an installed wheel

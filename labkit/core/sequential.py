@@ -22,6 +22,9 @@ from __future__ import annotations
 
 import functools
 import math
+# Worker processes load this layer, and a fresh worker must start cheap: pandas,
+# numpy and other heavy modules are imported in the functions that use them
+# (docs/architecture.md, Imports).
 
 ALPHA = 0.05
 # Processes at each look: stop at the first look where every claim decides, else at the

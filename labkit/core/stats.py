@@ -1,6 +1,9 @@
 """Medians and spread over repeats, pyperf's rule for when a result is too noisy to trust,
 and net figures (a loop's time less its baseline's) that are never shown negative."""
 from __future__ import annotations
+# Worker processes load this layer, and a fresh worker must start cheap: pandas,
+# numpy and other heavy modules are imported in the functions that use them
+# (docs/architecture.md, Imports).
 
 # pyperf warns when the standard deviation is 10% of the mean or more.
 NOISY_CV = 0.10

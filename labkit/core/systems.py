@@ -27,6 +27,9 @@ from typing import Callable
 from labkit.core import _core
 from labkit.core import counters as _counters
 from labkit.core import validate as _v
+# Worker processes load this layer, and a fresh worker must start cheap: pandas,
+# numpy and other heavy modules are imported in the functions that use them
+# (docs/architecture.md, Imports).
 
 FP_CONTROL_MODES = {"as-is": 0, "same": 1, "differ": 2}
 # The parameters of measure (and "ring": measure_ring) that mean something for some

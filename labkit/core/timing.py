@@ -9,6 +9,9 @@ from labkit.core import validate as _v
 from labkit.core import worker as _worker
 from labkit.core.stats import floor_net
 from labkit.errors import ParameterError, SwitchCountError
+# Worker processes load this layer, and a fresh worker must start cheap: pandas,
+# numpy and other heavy modules are imported in the functions that use them
+# (docs/architecture.md, Imports).
 
 
 def _default_timeout(switches: int, runs: int) -> float:

@@ -29,6 +29,9 @@ from labkit.core import systems as _systems
 from labkit.core import validate as _v
 from labkit.core import worker as _worker
 from labkit.errors import UserSwitchBuildError, UserSwitchError
+# Worker processes load this layer, and a fresh worker must start cheap: pandas,
+# numpy and other heavy modules are imported in the functions that use them
+# (docs/architecture.md, Imports).
 
 SUFFIXES = (".c", ".cpp", ".so")
 CACHE = "user_switches"

@@ -17,6 +17,9 @@ from labkit.core import native
 from labkit.core import systems as _systems
 from labkit.core import validate as _v
 from labkit.errors import CountError, ToolMissingError, UnsupportedInstructionError  # noqa: F401
+# Worker processes load this layer, and a fresh worker must start cheap: pandas,
+# numpy and other heavy modules are imported in the functions that use them
+# (docs/architecture.md, Imports).
 
 DRIVER = native.BIN_DIR / "lk_count"
 

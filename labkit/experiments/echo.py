@@ -30,6 +30,9 @@ from dataclasses import dataclass
 from labkit.core import native, procfs
 from labkit.core import validate as _v
 from labkit.errors import EchoError, ServerUnavailableError  # noqa: F401
+# Worker processes load this layer, and a fresh worker must start cheap: pandas,
+# numpy and other heavy modules are imported in the functions that use them
+# (docs/architecture.md, Imports).
 
 BIN_DIR = native.BIN_DIR
 LOADGEN = "lk_echo_load"

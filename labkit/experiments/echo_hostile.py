@@ -19,6 +19,9 @@ import time
 from labkit.core import validate as _v
 from labkit.experiments.echo import (HEADER, HOST, MAGIC_ECHO, MAX_DURATION, EchoServer,
                                      children, echo, recv_exactly, start_server)
+# Worker processes load this layer, and a fresh worker must start cheap: pandas,
+# numpy and other heavy modules are imported in the functions that use them
+# (docs/architecture.md, Imports).
 
 # Live heap blocks two leak-free snapshots may differ by: asio keeps a few freed blocks
 # per thread for reuse (full again once the server is idle, so in practice the growth is

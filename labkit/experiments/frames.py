@@ -26,6 +26,9 @@ from labkit.core import native, procfs, structs
 from labkit.core import validate as _v
 from labkit.core import worker as _worker
 from labkit.core.stats import floor_net
+# Worker processes load this layer, and a fresh worker must start cheap: pandas,
+# numpy and other heavy modules are imported in the functions that use them
+# (docs/architecture.md, Imports).
 
 # In the order of enum lkf_variant (labkit/cxx/frames.h).
 VARIANTS = {

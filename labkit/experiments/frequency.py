@@ -33,6 +33,9 @@ from labkit.core import worker as _worker
 from labkit.core import stats as _stats
 from labkit.core.stats import NOISY_CV, floor_net
 from labkit.core.timing import SwitchCountError
+# Worker processes load this layer, and a fresh worker must start cheap: pandas,
+# numpy and other heavy modules are imported in the functions that use them
+# (docs/architecture.md, Imports).
 
 KERNEL = "asm_fpu"
 # In the order of enum lk_freq_work (labkit/csrc/frequency.h).

@@ -19,6 +19,9 @@ import time
 
 from labkit.core import procfs
 from labkit.core import validate as _v
+# Worker processes load this layer, and a fresh worker must start cheap: pandas,
+# numpy and other heavy modules are imported in the functions that use them
+# (docs/architecture.md, Imports).
 
 KERNELS = ("asm_fpu", "thread_futex")
 WITH, WITHOUT = "with", "without"

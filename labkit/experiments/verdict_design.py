@@ -24,6 +24,9 @@ import time
 
 from labkit.core import sequential as schedules
 from labkit.core import worker as _worker
+# Worker processes load this layer, and a fresh worker must start cheap: pandas,
+# numpy and other heavy modules are imported in the functions that use them
+# (docs/architecture.md, Imports).
 
 MAX_REPEATS = 50
 

@@ -46,6 +46,9 @@ from labkit.core import worker as _worker
 from labkit.core.stats import floor_net
 from labkit.experiments import verdict_design
 from labkit.errors import SwitchCountError
+# Worker processes load this layer, and a fresh worker must start cheap: pandas,
+# numpy and other heavy modules are imported in the functions that use them
+# (docs/architecture.md, Imports).
 
 # labkit's kernels a workload runs: all but the ones that save the whole FP state (there
 # to price that state; csrc/workload.c refuses them).

@@ -22,6 +22,9 @@ from labkit.core import native as _native
 from labkit.core import validate as _v
 from labkit.core import worker as _worker
 from labkit.core.stats import floor_net
+# Worker processes load this layer, and a fresh worker must start cheap: pandas,
+# numpy and other heavy modules are imported in the functions that use them
+# (docs/architecture.md, Imports).
 
 # In the order of enum lk_xstate_insn (labkit/csrc/xstate.h), with the bit of
 # lk_xstate_cpu's insns that says the CPU has it.
