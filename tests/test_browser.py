@@ -321,9 +321,10 @@ def test_experiment_notebook_runs_in_jupyterlab_and_renders_plot_and_verdicts(
         assert images.count() >= 2, "the figures did not render"
         assert all(images.nth(i).evaluate("img => img.naturalWidth > 100")
                    for i in range(images.count()))
-        # The verdict table (the notebook's claims: claimed and measured values, verdict).
+        # The verdict table as a learner reads it (claim, what it says, the article's value,
+        # measured here, verdict, why); the full table is folded beneath it.
         verdict = page.locator(f"{NB} .jp-RenderedHTMLCommon table",
-                               has_text="claimed_value").last
+                               has_text="what it says").last
         verdict.scroll_into_view_if_needed(timeout=UI_S * 1000)
         text = verdict.inner_text()
         assert "C000.2" in text and "verdict" in text

@@ -12,10 +12,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from labkit.core.results import REPO
 from labkit.lab.registry import admission, keys, publish, query, store
 
-XEON = REPO.parent / "shared" / "reference" / "intel-xeon-amx-kvm-e68bcbc.labkit"
 FIXTURE_XEON = Path(__file__).resolve().parent / "fixtures" / "intel-xeon-kvm.labkit"
 
 
@@ -90,7 +88,7 @@ def test_anonymous_writers_are_refused_and_the_writer_key_publishes(tmp_path, mo
         admission.admit(s.url, f"ed25519 {alice.public_key} alice")
         assert list(admission.admitted(s.url)) == [alice.fingerprint]
         with pytest.raises(publish.Refused, match="unsigned, and this registry"):
-            publish.publish(XEON, s.url)
+            publish.publish(FIXTURE_XEON, s.url)
 
 
 def test_a_private_store_refuses_anonymous_reads(tmp_path, monkeypatch):

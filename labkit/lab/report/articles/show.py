@@ -41,9 +41,17 @@ def figure(t: ArticleTable, *, save: bool = True):
     ax.plot(list(xs), art, "D", mfc="none", mec="C3", ms=8, label="article")
     ax.set_xticks(list(xs), labels, rotation=20, ha="right", fontsize=8)
     ax.set_ylabel(t.ylabel or f"relative to {t.reference}")
-    vals = [v for v in art + here if v is not None and _finite(v) and v > 0]
+    # The intervals' low ends count: a log axis drops an end at zero with its cap.
+    ends = [p[3] for p in t.points] + [p[1] for series in t.extra.values() for p in series]
+    shown = [v for v in art + here + ends if v is not None and _finite(v)]
+    vals = [v for v in shown if v > 0]
     if vals and max(vals) / min(vals) > 8:
-        plots.log_axis(ax)
+        if len(vals) < len(shown):
+            # A zero is a result: a log axis would drop it, so it is linear near zero.
+            ax.set_yscale("symlog", linthresh=min(vals))
+            ax.set_ylim(bottom=0)
+        else:
+            plots.log_axis(ax)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")
     ax.set_title(f"{t.title}\n({t.source}: article vs this machine)", fontsize=9)
