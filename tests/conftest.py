@@ -1,11 +1,16 @@
 """Shared fixtures: the kernels that run on this machine, split by kind; the user's
 switches the docs show, and a catalogue left without them after a test."""
+import os
 from pathlib import Path
 
 import pytest
 
 import labkit
-from labkit.core import entries, systems
+from labkit.core import entries, plots, systems
+
+# Every figure the tests draw, in-process or in a notebook's kernel, is held to the lab's
+# look: a fault fails the test instead of warning.
+os.environ[plots.STRICT_LOOK] = "1"
 
 KERNELS = labkit.catalogue()
 AVAILABLE = KERNELS[KERNELS.available]

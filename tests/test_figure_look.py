@@ -84,3 +84,14 @@ def test_fold_prints_its_lines_outside_a_kernel_and_nothing_when_empty(capsys):
     plots.fold(["first warning", "second warning"], plots.NOISY)
     plots.fold([], plots.NOISY)
     assert capsys.readouterr().out == "first warning\nsecond warning\n"
+
+
+def test_outside_the_tests_a_faulted_figure_is_kept_with_a_warning(tmp_path, monkeypatch):
+    monkeypatch.delenv(plots.STRICT_LOOK)
+    monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path))
+    fig, ax = _fig()
+    ax.plot([1, 2], [1, 2], color="#00ff00", label="asm_fpu")
+    with pytest.warns(UserWarning, match="breaks the lab's look"):
+        paths = plots.finish(fig, "kept")
+    assert paths and all(p.exists() for p in paths)
+    plt.close(fig)
