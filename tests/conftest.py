@@ -1,12 +1,16 @@
 """Shared fixtures: the kernels that run on this machine, split by kind; the user's
 switches the docs show, and a catalogue left without them after a test."""
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 import labkit
 from labkit.core import entries, plots, systems
+from labkit.core.results import REPO
 
 # Every figure the tests draw, in-process or in a notebook's kernel, is held to the lab's
 # look: a fault fails the test instead of warning.
@@ -52,3 +56,18 @@ def forget_added():
     yield
     systems.USER_PY_SWITCHES.clear()
     systems.USER_SWITCHES.clear()
+
+
+def labkit_cli(*args, env=None):
+    """`python -m labkit ARGS` from the checkout, its output captured."""
+    e = dict(os.environ, PYTHONPATH=str(REPO), **(env or {}))
+    return subprocess.run([sys.executable, "-m", "labkit", *args], capture_output=True,
+                          text=True, env=e, cwd=REPO)
+
+
+def copy_bundle(src, dst) -> Path:
+    """A writable copy of the bundle `src` at `dst` (a fixture's files may be read-only)."""
+    shutil.copytree(src, dst)
+    for f in Path(dst).iterdir():
+        f.chmod(0o644)
+    return Path(dst)

@@ -3,14 +3,11 @@ the private key mode 0600; a bundle is signed over every file but its signature,
 byte changed anywhere after signing fails verification; without a key a bundle is made
 unsigned, and signed or not it is the same bundle to a registry."""
 import json
-import os
-import shutil
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import copy_bundle, labkit_cli
 
 from labkit.core.results import REPO
 from labkit.lab.registry import keys
@@ -24,53 +21,41 @@ EPYC_RUNS = REFERENCE / "amd-epyc-zen4-kvm.verdict_runs"
 needs_epyc = pytest.mark.skipif(not EPYC.exists(), reason="no AMD EPYC reference bundle")
 
 
-def _cli(*args, env=None):
-    e = dict(os.environ, PYTHONPATH=str(REPO), **(env or {}))
-    return subprocess.run([sys.executable, "-m", "labkit", *args], capture_output=True,
-                          text=True, env=e, cwd=REPO)
-
-
-def _copy(src, dst):
-    shutil.copytree(src, dst)
-    for f in Path(dst).iterdir():
-        f.chmod(0o644)
-    return Path(dst)
-
 
 def test_key_new_makes_a_private_key_only_its_owner_reads(tmp_path):
     where = tmp_path / "keys"
-    done = _cli("key", "new", "--name", "alice", "--key-dir", str(where))
+    done = labkit_cli("key", "new", "--name", "alice", "--key-dir", str(where))
     assert done.returncode == 0, done.stderr
     assert stat.S_IMODE((where / keys.PRIVATE).stat().st_mode) == 0o600
-    shown = _cli("key", "show", "--key-dir", str(where))
+    shown = labkit_cli("key", "show", "--key-dir", str(where))
     line = shown.stdout.strip()
     assert line.startswith("ed25519 ") and line.endswith(" alice") and line in done.stdout
-    again = _cli("key", "new", "--name", "alice", "--key-dir", str(where))
+    again = labkit_cli("key", "new", "--name", "alice", "--key-dir", str(where))
     err = again.stderr.strip().splitlines()
     assert again.returncode == 2 and len(err) == 1 and "--key-dir" in err[0], again.stderr
-    bad = _cli("key", "new", "--name", " ", "--key-dir", str(tmp_path / "other"))
+    bad = labkit_cli("key", "new", "--name", " ", "--key-dir", str(tmp_path / "other"))
     assert bad.returncode == 2 and "--name" in bad.stderr
     # the environment variable names the folder as well
-    me = _cli("key", "show", env={keys.KEY_DIR_ENV: str(where)})
+    me = labkit_cli("key", "show", env={keys.KEY_DIR_ENV: str(where)})
     assert me.stdout.strip() == line
 
 
 def test_a_signed_bundle_with_one_byte_changed_in_any_file_fails(tmp_path):
     me = keys.new_key("alice", tmp_path / "k")
-    signed = _copy(XEON, tmp_path / "b.labkit")
+    signed = copy_bundle(XEON, tmp_path / "b.labkit")
     assert keys.verify(signed) is None  # unsigned
     assert keys.sign(signed, tmp_path / "k") == me
     said = json.loads((signed / keys.SIGNATURE).read_text())
     assert {said["public_key"], said["name"], said["hash"]} == {me.public_key, "alice", "sha256"}
     assert keys.verify(signed) == me
     for f in sorted(p.name for p in signed.iterdir() if p.name != keys.SIGNATURE):
-        altered = _copy(signed, tmp_path / f"altered-{f}.labkit")
+        altered = copy_bundle(signed, tmp_path / f"altered-{f}.labkit")
         data = bytearray((altered / f).read_bytes())
         data[len(data) // 2] ^= 0x01
         (altered / f).write_bytes(bytes(data))
         with pytest.raises(keys.BadSignature, match="does not verify"):
             keys.verify(altered)
-    damaged = _copy(signed, tmp_path / "damaged.labkit")
+    damaged = copy_bundle(signed, tmp_path / "damaged.labkit")
     (damaged / keys.SIGNATURE).write_text("{")
     with pytest.raises(keys.BadSignature, match="damaged"):
         keys.verify(damaged)

@@ -5,7 +5,6 @@ committed data; machine effects calibrated on simulated machines of known truth;
 on a SeaweedFS S3 store started and stopped here (loopback)."""
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import copy_bundle, labkit_cli
 
 from labkit.core.results import REPO
 from labkit.lab.registry import effects, publish, query, store
@@ -50,16 +50,8 @@ def _commit(path) -> str:
 
 
 def _copy(src, tmp_path, name="copy"):
-    dst = tmp_path / f"{name}.labkit"
-    shutil.copytree(src, dst)
-    for f in dst.iterdir():
-        f.chmod(0o644)
-    return dst
+    return copy_bundle(src, tmp_path / f"{name}.labkit")
 
-
-def _cli(*args, env=None):
-    e = dict(os.environ, PYTHONPATH=str(REPO), **(env or {}))
-    return subprocess.run([*PY, *args], capture_output=True, text=True, env=e, cwd=REPO)
 
 
 def test_a_bundle_carries_its_runs_and_parts_and_recomputes(bundles):
@@ -136,7 +128,7 @@ def test_a_forged_bundle_is_refused_in_one_line(bundles, tmp_path):
     publish.publish(bundles["xeon"], reg)
     before = _state(reg)
     forged = _forge(bundles["mine"], tmp_path)
-    done = _cli("publish", str(forged), "--registry", str(reg))
+    done = labkit_cli("publish", str(forged), "--registry", str(reg))
     assert done.returncode == 2, done.stderr
     err = done.stderr.strip().splitlines()
     assert len(err) == 1 and str(forged) in err[0] and "C000.2" in err[0]
@@ -164,7 +156,7 @@ def test_merge_shows_only_verdicts_recomputed_or_said_not_to_be(bundles, tmp_pat
     with pytest.raises(ValueError, match="forged or stale verdicts, not shown beside others: "
                                          "C000.2"):
         merge.merge([forged, bundles["xeon"]], same_commit=False)
-    done = _cli("merge", str(forged), str(bundles["xeon"]), "--allow-other-commits")
+    done = labkit_cli("merge", str(forged), str(bundles["xeon"]), "--allow-other-commits")
     err = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(err) == 1 and "C000.2" in err[0], done.stderr
 
@@ -372,18 +364,18 @@ def test_c000_3a_between_the_reference_epyc_and_this_checkouts_machine(registry)
 
 
 def test_the_cli_answers_in_json_and_refuses_bad_registries(registry, tmp_path):
-    done = _cli("registry", "claims", "--registry", str(registry), "--json")
+    done = labkit_cli("registry", "claims", "--registry", str(registry), "--json")
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)
     assert any(r["claim_id"] == "C000.3a" for r in rows)
-    done = _cli("registry", "machines", "--registry", "ftp://nowhere/x")
+    done = labkit_cli("registry", "machines", "--registry", "ftp://nowhere/x")
     assert done.returncode == 2 and "registry" in done.stderr
-    before = _cli("registry", "claims", "--registry", str(registry), "--json").stdout
-    done = _cli("registry", "compact", "--registry", str(registry))
+    before = labkit_cli("registry", "claims", "--registry", str(registry), "--json").stdout
+    done = labkit_cli("registry", "compact", "--registry", str(registry))
     assert done.returncode == 0, done.stderr
     assert set(json.loads(done.stdout)) == {"adopted", "compacted", "absorbed"}
-    assert _cli("registry", "claims", "--registry", str(registry), "--json").stdout == before
-    done = _cli("registry", "compact", "--registry", "ftp://nowhere/x")
+    assert labkit_cli("registry", "claims", "--registry", str(registry), "--json").stdout == before
+    done = labkit_cli("registry", "compact", "--registry", "ftp://nowhere/x")
     assert done.returncode == 2 and "registry" in done.stderr
     a_file = tmp_path / "notes.txt"
     a_file.write_text("not a registry")
@@ -391,13 +383,13 @@ def test_the_cli_answers_in_json_and_refuses_bad_registries(registry, tmp_path):
                  ["registry", "machines", "--registry", str(a_file)],
                  ["registry", "effects", "--registry", str(registry), "--claim", "C000.6a"],
                  ["registry", "effects", "--registry", str(registry), "--claim", "NOPE"]):
-        done = _cli(*args)
+        done = labkit_cli(*args)
         err = done.stderr.strip().splitlines()
         assert done.returncode == 2 and len(err) == 1, (args, done.stderr)
         assert "--registry" in err[0] or "--claim" in err[0] or "registry" in err[0], err
     empty = tmp_path / "empty"
     empty.mkdir()
-    done = _cli("registry", "claims", "--registry", str(empty))
+    done = labkit_cli("registry", "claims", "--registry", str(empty))
     assert done.returncode == 0 and done.stdout.strip() == "no claims", done.stderr
 
 

@@ -9,13 +9,11 @@ import hashlib
 import importlib.util
 import json
 import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import copy_bundle, labkit_cli
 
 from labkit.core.results import REPO
 from labkit.lab.registry import admission, consistency, keys, publish, query
@@ -31,18 +29,6 @@ needs_epyc = pytest.mark.skipif(not EPYC.exists(), reason="no AMD EPYC reference
 EIGHT_MIB = 8 * 1024 * 1024
 
 
-def _cli(*args, env=None):
-    e = dict(os.environ, PYTHONPATH=str(REPO), **(env or {}))
-    return subprocess.run([sys.executable, "-m", "labkit", *args], capture_output=True,
-                          text=True, env=e, cwd=REPO)
-
-
-def _copy(src, dst):
-    shutil.copytree(src, dst)
-    for f in Path(dst).iterdir():
-        f.chmod(0o644)
-    return Path(dst)
-
 
 def _bytes(reg) -> dict:
     """Every file of the store and the sha256 of its bytes."""
@@ -53,7 +39,7 @@ def _bytes(reg) -> dict:
 def _scaled(src, dst, factor=5.6):
     """The issue's forgery: C000.2's 8 MiB side scaled in the verdict runs, the verdicts
     recomputed to match; the measurements left as they were."""
-    out = _copy(src, dst)
+    out = copy_bundle(src, dst)
     (out / keys.SIGNATURE).unlink(missing_ok=True)
     runs = pd.read_parquet(out / "verdict_runs.parquet")
     side = (runs.notebook == "01_stack_size") & \
@@ -76,9 +62,9 @@ def world(tmp_path_factory):
     an unsigned copy, and the Xeon with its runs scaled, signed by mallory."""
     d = tmp_path_factory.mktemp("keys")
     alice, mallory = keys.new_key("alice", d / "alice"), keys.new_key("mallory", d / "mallory")
-    signed = _copy(XEON, d / "alice.labkit")
+    signed = copy_bundle(XEON, d / "alice.labkit")
     keys.sign(signed, d / "alice")
-    other = _copy(XEON, d / "mallory.labkit")
+    other = copy_bundle(XEON, d / "mallory.labkit")
     keys.sign(other, d / "mallory")
     scaled = _scaled(XEON, d / "scaled.labkit")
     meta = json.loads((scaled / "machine.json").read_text())
@@ -86,7 +72,7 @@ def world(tmp_path_factory):
     (scaled / "machine.json").write_text(json.dumps(meta, indent=1))
     keys.sign(scaled, d / "mallory")
     return {"dir": d, "alice": alice, "mallory": mallory, "signed": signed, "other": other,
-            "unsigned": _copy(XEON, d / "unsigned.labkit"), "scaled": scaled}
+            "unsigned": copy_bundle(XEON, d / "unsigned.labkit"), "scaled": scaled}
 
 
 def _line(key: keys.Signer) -> str:
@@ -95,11 +81,11 @@ def _line(key: keys.Signer) -> str:
 
 def test_an_admitting_registry_refuses_strangers_in_one_line_each(world, tmp_path):
     reg = tmp_path / "store"
-    done = _cli("registry", "admit", _line(world["alice"]), "--name", "Alice L.",
+    done = labkit_cli("registry", "admit", _line(world["alice"]), "--name", "Alice L.",
                 "--registry", str(reg))
     assert done.returncode == 0, done.stderr
     before = _bytes(reg)
-    altered = _copy(world["signed"], tmp_path / "altered.labkit")
+    altered = copy_bundle(world["signed"], tmp_path / "altered.labkit")
     data = bytearray((altered / "measurements.parquet").read_bytes())
     data[len(data) // 2] ^= 0x01
     (altered / "measurements.parquet").write_bytes(bytes(data))
@@ -108,16 +94,16 @@ def test_an_admitting_registry_refuses_strangers_in_one_line_each(world, tmp_pat
                 "not admitted": (world["other"], f"signed by mallory ({world['mallory'].fingerprint}), "
                                  "a key this registry has not admitted")}
     for what, (b, said) in refusals.items():
-        done = _cli("publish", str(b), "--registry", str(reg))
+        done = labkit_cli("publish", str(b), "--registry", str(reg))
         err = done.stderr.strip().splitlines()
         assert done.returncode == 2 and len(err) == 1, (what, done.stderr)
         assert said in err[0] and str(b) in err[0], (what, err[0])
         assert _bytes(reg) == before, what
-    done = _cli("publish", str(world["signed"]), "--registry", str(reg), "--json")
+    done = labkit_cli("publish", str(world["signed"]), "--registry", str(reg), "--json")
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert (out["publisher"], out["fingerprint"]) == ("Alice L.", world["alice"].fingerprint)
-    claims = _cli("registry", "claims", "--registry", str(reg), "--json")
+    claims = labkit_cli("registry", "claims", "--registry", str(reg), "--json")
     assert claims.returncode == 0 and "open registry" not in claims.stderr
     rows = [v for r in json.loads(claims.stdout) for v in r["verdicts"]]
     assert rows and {(v["publisher"], v["fingerprint"]) for v in rows} == \
@@ -130,7 +116,7 @@ def test_an_open_registry_says_so_and_names_unsigned_publishers(world, tmp_path)
     reg = tmp_path / "open"
     publish.publish(world["unsigned"], reg)
     assert admission.admitted(reg) is None
-    done = _cli("registry", "machines", "--registry", str(reg), "--json")
+    done = labkit_cli("registry", "machines", "--registry", str(reg), "--json")
     assert done.returncode == 0 and done.stderr.strip() == admission.OPEN
     assert json.loads(done.stdout)[0]["publisher"] == "unsigned"
 
@@ -165,7 +151,7 @@ def test_no_one_takes_over_a_machine_and_disagreement_is_flagged(world, conteste
     assert f"reproduced by mallory ({world['mallory'].fingerprint})" in said
     line = {r["claim_id"]: r["line"] for r in query.tally(after)}["C000.2"]
     assert "the opposite verdict" in line
-    text = _cli("registry", "claims", "--registry", str(reg)).stdout
+    text = labkit_cli("registry", "claims", "--registry", str(reg)).stdout
     assert "! " in text and "reproduced by mallory" in text
 
 
@@ -195,7 +181,7 @@ def _no_browser() -> str:
 def test_the_gallery_names_publishers_and_flags_the_disagreement(world, contested, tmp_path):
     from playwright.sync_api import sync_playwright
 
-    done = _cli("registry", "gallery", "--registry", str(contested["registry"]), "-o",
+    done = labkit_cli("registry", "gallery", "--registry", str(contested["registry"]), "-o",
                 str(tmp_path / "site"))
     assert done.returncode == 0, done.stderr
     with sync_playwright() as p:
