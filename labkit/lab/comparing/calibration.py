@@ -29,8 +29,6 @@ def simulate(rng, times, processes: int, repeats: int):
 def answers(rng, times, *, looks=sequential.LOOKS, repeats: int = sequential.REPEATS,
             margin: float = answer.MARGIN) -> list[dict]:
     """The answers of one simulated comparison of len(times) sides (named s0, s1, ...)."""
-
-
     x = simulate(rng, times, looks[-1], repeats)
     names = [f"s{i}" for i in range(len(times))]
     stats = {(names[i], names[j]): np.median(np.log(x[:, i] / x[:, j]), axis=1)

@@ -2,6 +2,7 @@
 schema version and a context block (the machine, the labkit commit, the command, the
 date), so that a file read later says where and how it was made."""
 from __future__ import annotations
+
 import datetime
 import sys
 
@@ -20,8 +21,6 @@ MACHINE_FIELDS = ("machine_id", "cpu_model", "arch", "cpu_count", "cpu_family", 
 def context(argv=None, *, machine: dict | None = None) -> dict:
     """The context block: `machine` (this machine's, measured now, unless given), labkit's
     version and commit, the command line (argv) and the date (UTC)."""
-
-
     info = _machine.machine_info() if machine is None else machine
     argv = sys.argv if argv is None else argv
     return {"machine": {k: info.get(k) for k in MACHINE_FIELDS if k in info},

@@ -49,8 +49,6 @@ def rows_of(runs, group: str):
 def collect(data_dir=None):
     """(rows, left out) of every verdict design's runs in data_dir (default: this results
     folder's data/): rows as rows_of gives them; left out: {file: why}."""
-
-
     folder = Path(data_dir) if data_dir is not None else results.data_dir()
     frames, left = [], {}
     for path in sorted(folder.glob(f"*{RUNS_SUFFIX}.csv")):

@@ -61,8 +61,6 @@ def load(path) -> dict:
 
 def _ladder_statistic(runs, side: str):
     """Per-process log of the side's median ns per switch, and the design's looks."""
-
-
     col = next(c for c in engine.VALUE_COLUMNS if c in runs)
     per = engine.per_process(runs, col)
     v = per[side].to_numpy(float) if side in per else np.array([])

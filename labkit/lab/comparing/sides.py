@@ -30,8 +30,6 @@ class Side:
     def measuring(self, *, switches: int, cpu: int | None):
         """A function of `repeats=` timing this side in the current worker (the design's
         fresh process)."""
-
-
         return functools.partial(labkit.measure, self.entry, switches=switches, cpu=cpu,
                                  build=self.build)
 
