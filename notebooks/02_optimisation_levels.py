@@ -85,7 +85,8 @@ counts = analysis.instruction_counts(kernels, builds, count_instructions, count_
 analysis.pivot(counts, builds, "net")
 
 # %%
-plots.finish(analysis.figure(ts, counts, builds, kernels), "02_optimisation_levels-builds");
+plots.finish(analysis.figure(ts, counts, builds, kernels, analysis.finding(timed, kernels)),
+             "02_optimisation_levels-builds");
 
 # %% [markdown]
 # ## Reading it
@@ -134,7 +135,8 @@ else:
 results.save_csv(analysis.saved(timed, counts), exp.data)
 table = designs.verdict_table(exp, judged, notes={"C000.3": analysis.instructions_note(ratios)},
                               why=why)
-findings.and_verdicts(exp.name, table)
+findings.and_verdicts(exp.name, table, [analysis.finding(timed, kernels),
+                                         analysis.instructions_finding(counts, kernels)])
 
 # %% [markdown]
 # <a id="02_optimisation_levels-article-table"></a>

@@ -152,7 +152,8 @@ counts.round(3)
 # sit one to two orders of magnitude apart.
 
 # %%
-plots.finish(analysis.oneway_figure(hs, cpu, pair), "05_kernel_switches-oneway");
+plots.finish(analysis.oneway_figure(hs, cpu, pair, analysis.oneway_finding(handoffs)),
+             "05_kernel_switches-oneway");
 
 # %% [markdown]
 # How to read the two placements. On one CPU, the cost is the OS's switch itself. The OS
@@ -185,7 +186,8 @@ yields = sweep(
     grid(every=yield_every), desc="yield", checkpoint=exp.part("yield"),
 )
 ys = analysis.yield_summary(yields)
-plots.finish(analysis.yield_figure(ys, yield_every, cpu), "05_kernel_switches-yield")
+plots.finish(analysis.yield_figure(ys, yield_every, cpu, analysis.yield_finding(yields)),
+             "05_kernel_switches-yield")
 ys
 
 # %% [markdown]
@@ -235,7 +237,8 @@ verdict_runs, judged = designs.run(exp, entries, quick=quick)
 results.save_csv(analysis.saved(handoffs, yields), exp.data)
 table = designs.verdict_table(
     exp, judged, notes={"C003.2": analysis.million_note(verdict_runs, cpu)})
-findings.and_verdicts(exp.name, table)
+findings.and_verdicts(exp.name, table, [analysis.oneway_finding(handoffs),
+                                         analysis.yield_finding(yields)])
 
 # %% [markdown]
 # <a id="05_kernel_switches-article-table"></a>

@@ -27,3 +27,57 @@ def test_the_held_place_and_its_filling_share_one_display_id():
     assert findings._id("08_switch_frequency") == "08_switch_frequency-what-this-run-shows"
     page = findings._html(["A <b> & c."])
     assert "&lt;b&gt; &amp; c." in page and "What this run shows" in page
+
+
+def _timed(entry, build, times):
+    return pd.DataFrame({"entry": entry, "build": build, "ns_per_switch": times})
+
+
+def test_the_builds_finding_gives_each_kernels_O0_over_O2_beside_the_article():
+    from labkit.lab.analysis import optimisation_levels as ol
+
+    timed = pd.concat([_timed("boost_fiber", "O0", [100.0, 101, 99, 100, 102]),
+                       _timed("boost_fiber", "O2", [20.0, 20, 21, 19, 20]),
+                       _timed("asm_fpu", "O0", [4.0, 4, 4.1, 3.9, 4]),
+                       _timed("asm_fpu", "O2", [4.0, 4, 4.1, 3.9, 4])])
+    said = ol.finding(timed, ["boost_fiber", "asm_fpu"])
+    assert "boost_fiber 5x [" in said and "(100 ns against 20 ns)" in said
+    assert "asm_fpu 1x [" in said
+    assert said.endswith("The article saw 7.2x for Boost's fiber.")  # C000.3, claims.csv
+    assert ol.finding(timed[timed.build == "O0"], ["asm_fpu"]).startswith("No kernel")
+    counts = pd.DataFrame({"entry": ["boost_fiber", "boost_fiber"], "build": ["O0", "O2"],
+                           "net": [300.0, 40.0], "why": ["", ""]})
+    assert ol.instructions_finding(counts, ["boost_fiber", "asm_fpu"]) == (
+        "Instructions per switch from -O0 to -O2 (callgrind): boost_fiber 300 -> 40.")
+    assert ol.instructions_finding(counts.iloc[:0], ["boost_fiber"]) == ""
+
+
+def test_the_kernel_switch_findings_read_the_right_ratios_beside_the_articles():
+    from labkit.lab.analysis import kernel_switches as ks
+
+    def rows(task, placement, times):
+        return pd.DataFrame({"task": task, "placement": placement, "ns_per_switch": times})
+
+    h = pd.concat([rows("asm", "same-cpu", [2.0, 2, 2.1, 1.9, 2]),
+                   rows("thread_futex", "same-cpu", [2000.0, 2000, 2100, 1900, 2000]),
+                   rows("thread_futex", "cross-cpu", [9e4] * 5),
+                   rows("thread_pipe", "same-cpu", [1000.0, 1000, 1050, 950, 1000]),
+                   rows("process_pipe", "same-cpu", [3000.0, 3000, 3100, 2900, 3000])])
+    said = ks.oneway_finding(h)
+    assert said.startswith("On this machine an OS thread's hand-off on one CPU costs 1,000x [")
+    assert "(2 us against 2 ns; the article said about 1000x)" in said  # C001.4
+    assert "a process's pipe hand-off costs 3x [" in said and "the article said 2.5x" in said
+    assert ks.oneway_finding(h[h.placement == "cross-cpu"]).startswith("No hand-off")
+    y = pd.DataFrame({"every": [0] * 5 + [1] * 5,
+                      "units_per_s": [1000.0, 1000, 1010, 990, 1000, 400, 400, 404, 396, 400]})
+    said = ks.yield_finding(y)
+    assert said.startswith("Yielding after every unit keeps 40% [") and said.endswith(
+        "the article kept 29%.")  # C002.2's 0.29
+    assert ks.yield_finding(y[y.every == 0]).startswith("This run did not")
+
+
+def test_a_ratio_is_said_with_its_interval_in_three_figures():
+    assert findings.times(5.234, 4.9, 5.61) == "5.23x [4.9, 5.61]"
+    assert findings.times(1234.5, 1100.2, 1300) == "1,234x [1,100, 1,300]"
+    assert findings.times(2.0, float("-inf"), float("inf")) == "2x"
+    assert findings.times(float("nan")) == "n/a"

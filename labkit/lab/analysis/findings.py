@@ -5,6 +5,8 @@ before the method."""
 from __future__ import annotations
 
 import html
+import math
+import textwrap
 
 from IPython.display import HTML, display, update_display
 
@@ -12,6 +14,28 @@ from labkit.core import plots
 from labkit.lab.judging import view
 
 PENDING = "This run's findings appear here when the notebook has run to its end."
+
+
+def title(fig, finding: str | None, width: int = 110):
+    """Put `finding` over `fig` as its title, wrapped to stay readable; returns `fig`."""
+    if finding:
+        fig.suptitle(textwrap.fill(finding, width), fontsize=10)
+    return fig
+
+
+def _figures(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
+def times(r: float, lo: float | None = None, hi: float | None = None) -> str:
+    """A ratio as a finding says it: 5.2 -> '5.2x', 1234 -> '1,234x', with its interval
+    '[lo, hi]' after it when both ends are finite."""
+    if not math.isfinite(r):
+        return "n/a"
+    said = f"{_figures(r)}x"
+    if lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi):
+        said += f" [{_figures(lo)}, {_figures(hi)}]"
+    return said
 
 
 def _id(notebook: str) -> str:

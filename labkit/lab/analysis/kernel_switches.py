@@ -2,6 +2,7 @@
 switch counts set against them, the two figures, and the ratios each rule needs."""
 from __future__ import annotations
 
+import math
 from functools import partial
 
 import matplotlib.pyplot as plt
@@ -9,8 +10,10 @@ import pandas as pd
 
 import labkit
 from labkit.core import handoff, plots, stats
+from labkit.lab.analysis import findings
 from labkit.lab.experiment import KERNEL_SWITCHES
 from labkit.lab.judging import verdicts
+from labkit.lab.judging.claims import claim
 from labkit.lab.running.sweep import grid
 
 COROUTINES = ["asm", "ucontext"]
@@ -64,12 +67,55 @@ def count_warnings(counts) -> list[str]:
             for key, r in counts[~counts.counts_agree].iterrows()]
 
 
-def oneway_figure(hs, cpu: int, pair):
-    """One-way ns per mechanism, the two placements side by side, log scale."""
+def _ratio_words(a, b) -> str:
+    return findings.times(*verdicts.ratio_with_spread(a, b))
+
+
+def oneway_finding(handoffs) -> str:
+    """What the one-way figure shows, one sentence from this run: an OS thread's hand-off
+    (futex) against a coroutine switch (asm), and a process's against a thread's (pipes),
+    each with its interval, the articles' ratios (C001.4, C002.1) beside them."""
+    def on_one(task):
+        return handoffs[(handoffs.task == task) & (handoffs.placement == "same-cpu")
+                        ].ns_per_switch
+
+    futex, asm, proc, thread = (on_one(t) for t in ("thread_futex", "asm", "process_pipe",
+                                                   "thread_pipe"))
+    said = []
+    if len(futex) and len(asm):
+        said.append(f"On this machine an OS thread's hand-off on one CPU costs "
+                    f"{_ratio_words(futex, asm)} a coroutine switch "
+                    f"({plots.ns_label(futex.median())} against {plots.ns_label(asm.median())};"
+                    f" the article said about {claim('C001.4')['claimed_value']}x)")
+    if len(proc) and len(thread):
+        said.append(f"a process's pipe hand-off costs {_ratio_words(proc, thread)} a thread's "
+                    f"(the article said {claim('C002.1')['claimed_value']}x)")
+    return ("; ".join(said) + ".") if said else "No hand-off was measured on one CPU here."
+
+
+def yield_finding(yields) -> str:
+    """What the yield figure shows, one sentence: the throughput kept when both threads
+    yield after every unit (k = 1) against never (k = 0), with its interval, beside the
+    article's (C002.2)."""
+    a, b = (yields[yields.every == k].units_per_s for k in (1, 0))
+    if a.empty or b.empty:
+        return "This run did not measure both k = 1 and k = 0."
+    r, lo, hi = verdicts.ratio_with_spread(a, b)
+    span = (f" [{plots.percent_label(lo)}, {plots.percent_label(hi)}]"
+            if math.isfinite(lo) and math.isfinite(hi) else "")
+    return (f"Yielding after every unit keeps {plots.percent_label(r)}%{span} of the "
+            f"throughput of never yielding; the article kept "
+            f"{plots.percent_label(float(claim('C002.2')['claimed_value']))}%.")
+
+
+def oneway_figure(hs, cpu: int, pair, finding: str | None = None):
+    """One-way ns per mechanism, the two placements side by side, log scale; `finding`
+    (oneway_finding) as its title."""
     order = [*COROUTINES, *labkit.HANDOFF_MODES]
     legend = {"same-cpu": f"same CPU ({cpu}): a context switch",
               "cross-cpu": f"two CPUs {pair}: a cross-CPU wake-up"}
-    fig, ax = plt.subplots(figsize=(9, 4.5))
+    fig, ax = plt.subplots(figsize=(9, 5))
+    findings.title(fig, finding, 95)
     for (placement, g), dx in zip(hs.groupby("placement", sort=False), (-0.08, 0.08)):
         plots.errorbars(ax, g.assign(pos=g.task.map(order.index) + dx), x="pos",
                         hue="placement", label_fmt=legend[placement], linestyle="none")
@@ -98,10 +144,12 @@ def yield_summary(yields):
                "switches_per_unit_q1", "switches_per_unit_q3", "cv", "noisy"]]
 
 
-def yield_figure(ys, yield_every, cpu: int):
-    """Throughput (left) and the kernel's switches per unit (right) against k."""
+def yield_figure(ys, yield_every, cpu: int, finding: str | None = None):
+    """Throughput (left) and the kernel's switches per unit (right) against k; `finding`
+    (yield_finding) as its title."""
     labels = ["never" if k == 0 else str(k) for k in yield_every]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.4))
+    findings.title(fig, finding)
     at = ys.assign(pos=ys.every.map(list(yield_every).index))
     plots.errorbars(left, at, x="pos")
     left.set_ylim(bottom=0)

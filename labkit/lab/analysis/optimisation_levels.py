@@ -11,7 +11,9 @@ import labkit
 from labkit.core import plots
 from labkit.core.systems import colour
 from labkit.experiments import callgrind
+from labkit.lab.analysis import findings
 from labkit.lab.judging import verdicts
+from labkit.lab.judging.claims import claim
 
 # Boost's fiber and raw fcontext, labkit's kernel that saves what jump_fcontext saves, and
 # a C++20 generator: the switch alone, and the switch under an abstraction.
@@ -67,9 +69,42 @@ def pivot(frame, builds, value):
     return table.round(2).astype(object).where(table.notna(), "not counted")
 
 
-def figure(ts, counts, builds, kernels):
-    """Time per switch (left) and instructions per switch (right) at every build."""
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+def finding(timed, kernels) -> str:
+    """What the builds show, one sentence from this run: each kernel's -O0 time over its
+    -O2 time with the ratio's interval, the article's ratio (C000.3) beside the first."""
+    parts = []
+    for k in kernels:
+        a = timed[(timed.entry == k) & (timed.build == "O0")].ns_per_switch
+        b = timed[(timed.entry == k) & (timed.build == "O2")].ns_per_switch
+        if a.empty or b.empty:
+            continue
+        parts.append(f"{k} {findings.times(*verdicts.ratio_with_spread(a, b))} "
+                     f"({plots.ns_label(a.median())} against {plots.ns_label(b.median())})")
+    if not parts:
+        return "No kernel was timed at both -O0 and -O2 in this run."
+    return (f"On this machine a switch at -O0 takes this many times its -O2 time: "
+            f"{'; '.join(parts)}. The article saw {float(claim('C000.3')['claimed_value']):g}x "
+            "for Boost's fiber.")
+
+
+def instructions_finding(counts, kernels) -> str:
+    """What callgrind's counts show, one sentence: each kernel's instructions per switch
+    at -O0 and at -O2 (empty when nothing was counted)."""
+    if counts.empty:
+        return ""
+    net = counts.set_index(["entry", "build"]).net
+    parts = [f"{k} {net[(k, 'O0')]:.0f} -> {net[(k, 'O2')]:.0f}" for k in kernels
+             if (k, "O0") in net.index and (k, "O2") in net.index]
+    if not parts:
+        return ""
+    return "Instructions per switch from -O0 to -O2 (callgrind): " + "; ".join(parts) + "."
+
+
+def figure(ts, counts, builds, kernels, finding: str | None = None):
+    """Time per switch (left) and instructions per switch (right) at every build;
+    `finding` (finding()) as its title."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
+    findings.title(fig, finding)
     labels = [f"-{b}" for b in builds]
     plots.errorbars(axes[0], ts, x="x", hue="entry")
     plots.log_axis(axes[0], "y")
