@@ -269,7 +269,8 @@ es.closing_table(ms)
 es.save(main=main, connections=conn_runs, reads=c15, robust=robust)
 table = designs.verdict_table(exp, echo_rows, notes=notes, chunk=c15_judge_chunk,
                               why=lambda claim: es.why_not(claim, c15, c15_judge_chunk))
-findings.and_verdicts(exp.name, table)
+findings.and_verdicts(exp.name, table, [es.table_finding(ms), es.connections_finding(
+    es.connection_summary(conn_runs, main)), es.reads_finding(c15)])
 
 # %% [markdown]
 # <a id="09_echo_servers-article-table"></a>

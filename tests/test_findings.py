@@ -81,3 +81,38 @@ def test_a_ratio_is_said_with_its_interval_in_three_figures():
     assert findings.times(1234.5, 1100.2, 1300) == "1,234x [1,100, 1,300]"
     assert findings.times(2.0, float("-inf"), float("inf")) == "2x"
     assert findings.times(float("nan")) == "n/a"
+
+
+def test_a_title_wraps_each_line_and_keeps_the_breaks():
+    import matplotlib.pyplot as plt
+
+    fig = findings.title(plt.figure(), "a " * 80 + "\nsecond line", 60)
+    lines = fig._suptitle.get_text().split("\n")
+    assert lines[-1] == "second line" and len(lines) == 4
+    assert all(len(line) <= 60 for line in lines)
+    plt.close(fig)
+
+
+def test_the_echo_findings_pick_the_right_servers_and_ends():
+    from labkit.lab.analysis import echo_servers as es
+
+    ms = pd.DataFrame({"server": ["cxx20_new", "callback_epoll", "cxx20_pool_sym", "asio"],
+                       "median": [100e3, 120e3, 130e3, 90e3], "q1": [95e3, 118e3, 128e3, 80e3],
+                       "q3": [105e3, 122e3, 133e3, 91e3]})
+    said = es.table_finding(ms)
+    assert said.startswith("Requests per second here, [quartiles]: fastest cxx20_pool_sym 130k "
+                           "[128k, 133k], slowest asio 90k [80k, 91k].")
+    assert said.endswith("had 138k > 125k > 108k; here 130k, 120k, 100k.")  # C001.1
+    assert "article" not in es.table_finding(ms[ms.server != "cxx20_new"])
+    by = pd.DataFrame({"server": ["a", "a", "b", "b"], "connections": [1, 64, 1, 64],
+                       "median": [10e3, 50e3, 20e3, 30e3]})
+    assert es.connections_finding(by) == (
+        "From 1 to 64 connections, throughput changes 1.5x (b) to 5x (a); at 64, a serves "
+        "the most (50k requests/s).")
+    c15 = pd.DataFrame({"server": ["a", "a", "a", "b", "b", "b"],
+                        "read_mode": ["whole", "some", "some"] * 2,
+                        "chunk": [0, 1024, 4096] * 2,
+                        "read_waits_per_msg": [1.0, 16.0, 4.0, 1.0, 9.0, 2.0]})
+    assert es.reads_finding(c15) == (
+        "Per message, a whole read suspends a server 1 times; a read_some loop of 1 KiB "
+        "suspends it 9 to 16 times (the article: 1 vs many).")

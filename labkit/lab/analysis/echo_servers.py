@@ -13,8 +13,10 @@ import pandas as pd
 
 from labkit.core import plots, results, stats
 from labkit.experiments import echo
+from labkit.lab.analysis import findings
 from labkit.lab.experiment import ECHO_SERVERS
 from labkit.lab.judging import rules, verdicts
+from labkit.lab.judging.claims import claim
 from labkit.lab.report.articles.measured import STRATEGIES
 from labkit.lab.running.sweep import for_notebook
 
@@ -126,9 +128,33 @@ def load_table(ms):
     return ms[cols].rename(columns={"median": "qps", "q1": "qps_q1", "q3": "qps_q3"}).round(2)
 
 
+def _kqps(v) -> str:
+    return f"{v / 1e3:.3g}k"
+
+
+def table_finding(ms) -> str:
+    """What the main load shows, one sentence from its summary: the fastest and slowest
+    server with their quartiles, and the servers C001.1 orders beside the article's QPS."""
+    if ms.empty:
+        return "No server ran the main load here."
+    m = ms.set_index("server").sort_values("median")
+    def said(s):
+        return f"{s} {_kqps(m.loc[s, 'median'])} [{_kqps(m.loc[s, 'q1'])}, {_kqps(m.loc[s, 'q3'])}]"
+
+    text = (f"Requests per second here, [quartiles]: fastest {said(m.index[-1])}, slowest "
+            f"{said(m.index[0])}.")
+    named = [s for s in CLAIMED_ORDER if s in m.index]
+    if len(named) == len(CLAIMED_ORDER):
+        text += (f" The article's order, {' > '.join(CLAIMED_ORDER)}, had "
+                 f"{claim('C001.1')['claimed_value']}; here "
+                 f"{', '.join(_kqps(m.loc[s, 'median']) for s in named)}.")
+    return text
+
+
 def table_figure(ms, *, connections: int, message_bytes: int, where: str):
-    """Four bars per server: QPS, p99, allocations/s, RSS (figures/09_echo_servers-table)."""
-    fig, axes = plt.subplots(1, 4, figsize=(16, 4.2))
+    """Four bars per server: QPS, p99, allocations/s, RSS, table_finding as the title
+    (figures/09_echo_servers-table)."""
+    fig, axes = plt.subplots(1, 4, figsize=(16, 4.6))
     order = ms.sort_values("median").server.tolist()
     msx = ms.set_index("server").loc[order]
     y = np.arange(len(order))
@@ -147,18 +173,42 @@ def table_figure(ms, *, connections: int, message_bytes: int, where: str):
     for ax in axes:
         ax.set_yticks(y, order if ax is axes[0] else [""] * len(order))
         ax.grid(True, axis="x", alpha=0.3)
-    fig.suptitle(f"echo servers, {connections} connections, {message_bytes} B messages, "
-                 f"closed loop on loopback ({where})", fontsize=10)
+    findings.title(fig, f"{table_finding(ms)}\nEcho servers, {connections} connections, "
+                   f"{message_bytes} B messages, closed loop on loopback ({where}).", 150)
     return plots.finish(fig, f"{NOTEBOOK}-table")
 
 
 # ---------------------------------------------------------------- connections
 
+def connection_summary(conn_runs, main):
+    """The connection sweep with the main runs as its largest point, summarised per server
+    and connections."""
+    return summary(pd.concat([conn_runs, main], ignore_index=True), by=["server", "connections"])
+
+
+def connections_finding(by) -> str:
+    """What the connection sweep shows, one sentence from its medians (summary by server
+    and connections): each end's throughput change from the fewest connections to the
+    most, and the fastest server at the most."""
+    few, many = by.connections.min(), by.connections.max()
+    q = by.pivot(index="server", columns="connections", values="median")[[few, many]].dropna()
+    if q.empty or few == many:
+        return "The sweep measured one number of connections only."
+    gain = (q[many] / q[few]).sort_values()
+    best = q[many].idxmax()
+    return (f"From {few:,} to {many:,} connections, throughput changes "
+            f"{findings.times(gain.iloc[0])} ({gain.index[0]}) to "
+            f"{findings.times(gain.iloc[-1])} ({gain.index[-1]}); at {many:,}, {best} serves "
+            f"the most ({_kqps(q.loc[best, many])} requests/s).")
+
+
 def connections_figure(conn_runs, main):
     """Throughput and server CPU per message against connections (the main runs are the
-    largest point); figures/09_echo_servers-connections. Returns QPS by connections."""
-    by = summary(pd.concat([conn_runs, main], ignore_index=True), by=["server", "connections"])
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    largest point), connections_finding as the title; figures/09_echo_servers-connections.
+    Returns QPS by connections."""
+    by = connection_summary(conn_runs, main)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
+    findings.title(fig, connections_finding(by))
     plots.errorbars(axes[0], by, x="connections", hue="server")
     plots.log_axis(axes[0], "x")
     axes[0].set_ylabel("requests/s (median, IQR bars)")
@@ -179,6 +229,26 @@ def connections_figure(conn_runs, main):
 def _hows(c15) -> list[str]:
     some = sorted(set(c15.loc[c15.read_mode == "some", "chunk"]))
     return ["whole"] + [f"some {c // 1024} KiB" for c in some]
+
+
+def reads_finding(c15) -> str:
+    """What the read modes show, one sentence from the runs' medians: the range of
+    suspensions per message over servers, read whole and with the smallest read_some
+    chunk, beside the article's (C001.5)."""
+    waits = c15.groupby(["server", "read_mode", "chunk"]).read_waits_per_msg.median()
+    whole = waits.xs("whole", level="read_mode")
+    some = waits.xs("some", level="read_mode") if "some" in set(c15.read_mode) else None
+    if whole.empty or some is None or some.empty:
+        return "This run did not read both whole and with read_some."
+    chunk = some.index.get_level_values("chunk").min()
+    some = some.xs(chunk, level="chunk")
+
+    def span(w):
+        return f"{w.min():.2g}" if w.min() == w.max() else f"{w.min():.2g} to {w.max():.2g}"
+
+    return (f"Per message, a whole read suspends a server {span(whole)} times; a read_some "
+            f"loop of {plots.bytes_label(chunk)} suspends it {span(some)} times (the article: "
+            f"{claim('C001.5')['claimed_value']}).")
 
 
 def reads_figure(c15, *, message_bytes: int, connections: int):
@@ -213,8 +283,9 @@ def reads_figure(c15, *, message_bytes: int, connections: int):
         ax.set_xticks(range(len(hows)), hows, rotation=30)
         ax.set_yticks(range(len(names)), names)
         ax.set_title(f"{title} per message", fontsize=10)
-    fig.suptitle(f"reading a {message_bytes // 1024} KiB frame whole or with a read_some "
-                 f"loop ({connections} connections; medians, [quartiles] of the runs)", fontsize=10)
+    findings.title(fig, f"{reads_finding(c15)}\nReading a {message_bytes // 1024} KiB frame "
+                   f"whole or with a read_some loop ({connections} connections; medians, "
+                   "[quartiles] of the runs).", 150)
     plots.finish(fig, f"{NOTEBOOK}-reads")
     return cells("read_waits_per_msg").round(2)
 

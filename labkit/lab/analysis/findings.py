@@ -17,9 +17,11 @@ PENDING = "This run's findings appear here when the notebook has run to its end.
 
 
 def title(fig, finding: str | None, width: int = 110):
-    """Put `finding` over `fig` as its title, wrapped to stay readable; returns `fig`."""
+    """Put `finding` over `fig` as its title, each line wrapped to stay readable; returns
+    `fig`."""
     if finding:
-        fig.suptitle(textwrap.fill(finding, width), fontsize=10)
+        fig.suptitle("\n".join(textwrap.fill(line, width) for line in finding.split("\n")),
+                     fontsize=10)
     return fig
 
 
