@@ -97,7 +97,8 @@ counts, why = analysis.instruction_counts(ladder)
 counts[["entry", "loop", "base", "net"]].round(1)
 
 # %%
-plots.finish(analysis.ladder_figure(same, summary, ladder), "06_fp_state_and_return-ladder");
+plots.finish(analysis.ladder_figure(same, summary, ladder, analysis.ladder_finding(runs)),
+             "06_fp_state_and_return-ladder");
 
 # %% [markdown]
 # ## The two effects, as ratios measured in this run
@@ -133,7 +134,8 @@ else:
     xs_runs = xstate.sweep(pairs=xstate_pairs, repeats=xstate_repeats, cpu=cpu)
     results.save_csv(xs_runs, exp.part("xstate"))
     xs_summary = xstate.summary(xs_runs)
-    plots.finish(analysis.xstate_figure(xs_summary), "06_fp_state_and_return-xstate")
+    plots.finish(analysis.xstate_figure(xs_summary, analysis.xstate_finding(xs_summary)),
+                 "06_fp_state_and_return-xstate")
     print(analysis.xstate_reading(xs_summary, xs_cpu))
 xs_summary.round(1) if not why_no_xstate else None
 
@@ -173,7 +175,9 @@ verdict_runs, judged = designs.run(exp, {
 results.save_csv(analysis.saved(runs, counts), exp.data)
 table = designs.verdict_table(exp, judged, why={
             "C000.6": why or catalogue.loc["boost_fcontext", "why_not"] or "not counted"})
-findings.and_verdicts(exp.name, table)
+findings.and_verdicts(exp.name, table, [
+    analysis.ladder_finding(runs),
+    None if why_no_xstate else analysis.xstate_finding(xs_summary)])
 
 # %% [markdown]
 # <a id="06_fp_state_and_return-article-table"></a>

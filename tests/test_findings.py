@@ -116,3 +116,31 @@ def test_the_echo_findings_pick_the_right_servers_and_ends():
     assert es.reads_finding(c15) == (
         "Per message, a whole read suspends a server 1 times; a read_some loop of 1 KiB "
         "suspends it 9 to 16 times (the article: 1 vs many).")
+
+
+def test_the_fp_state_findings_read_the_right_kernels_and_component_sets():
+    from labkit.lab.analysis import fp_state
+
+    def rows(entry, mode, times):
+        return pd.DataFrame({"entry": entry, "fp_control": mode, "ns_per_switch": times})
+
+    runs = pd.concat([rows("asm_fpu", "same", [4.0, 4, 4.1, 3.9, 4]),
+                      rows("asm_fpu", "differ", [8.0, 8, 8.2, 7.8, 8]),
+                      rows("asm_fxsave", "same", [12.0, 12, 12.3, 11.7, 12])])
+    said = fp_state.ladder_finding(runs)
+    assert said.startswith("On this machine saving the x87/SSE registers makes a switch 3x [")
+    assert "the article saw 3x" in said  # C002.3, claims.csv
+    assert "make asm_fpu's switch 2x [" in said
+    assert fp_state.ladder_finding(runs[runs.entry == "asm_fpu"]).startswith(
+        "different MXCSR values")
+    xs = pd.DataFrame({"instruction": ["xsave"] * 4 + ["xsaveopt"] * 2,
+                       "step": ["x87+SSE", "x87+SSE", "all", "all", "all", "all"],
+                       "state": ["dirty", "clean"] * 3,
+                       "area_bytes": [576, 576, 2688, 2688, 2688, 2688],
+                       "median_ns": [100.0, 99, 150, 140, 151, 90],
+                       "q1_ns": [99.0, 98, 149, 139, 150, 89],
+                       "q3_ns": [101.0, 100, 151, 141, 152, 91]})
+    assert fp_state.xstate_finding(xs) == (
+        "A dirty xsave + xrstor costs 100 ns [99 ns, 101 ns] on x87+SSE (576 B) and 150 ns "
+        "[149 ns, 151 ns] on all (2.62 KiB); with clean registers, xsaveopt is cheapest "
+        "there, 90 ns [89 ns, 91 ns] (medians, [quartiles]).")

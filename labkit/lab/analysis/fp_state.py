@@ -9,7 +9,9 @@ import labkit
 from labkit.core import plots
 from labkit.core.systems import colour
 from labkit.experiments import callgrind, xstate
+from labkit.lab.analysis import findings
 from labkit.lab.judging import verdicts
+from labkit.lab.judging.claims import claim
 
 # What a switch saves, least first, and Boost's jump_fcontext beside them.
 LADDER = ["asm", "asm_ret", "asm_fpu", "asm_fxsave", "asm_xsave", "boost_fcontext"]
@@ -52,9 +54,40 @@ def instruction_counts(ladder):
     return pd.DataFrame(columns=["entry", "build", "loop", "base", "net", "why"]), why
 
 
-def ladder_figure(same, summary, ladder):
-    """What saving more costs (left) and same against different MXCSR (right)."""
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+def _samples(runs, a_kernel, a_mode, b_kernel, b_mode):
+    return (runs[(runs.entry == a_kernel) & (runs.fp_control == a_mode)].ns_per_switch,
+            runs[(runs.entry == b_kernel) & (runs.fp_control == b_mode)].ns_per_switch)
+
+
+def _ratio(runs, *sides):
+    """The ratio of medians with its interval, or None when a side has no rows."""
+    a, b = _samples(runs, *sides)
+    return verdicts.ratio_with_spread(a, b) if len(a) and len(b) else None
+
+
+def ladder_finding(runs) -> str:
+    """What the ladder shows, one sentence from this run: saving the x87/SSE registers
+    (asm_fxsave over asm_fpu) beside the article's ratio (C002.3), and what differing
+    control words cost asm_fpu."""
+    said = []
+    fx = _ratio(runs, "asm_fxsave", "same", "asm_fpu", "same")
+    if fx:
+        said.append(f"On this machine saving the x87/SSE registers makes a switch "
+                    f"{findings.times(*fx)} one that saves only the control words "
+                    f"(asm_fxsave over asm_fpu); the article saw "
+                    f"{float(claim('C002.3')['claimed_value']):g}x")
+    mx = _ratio(runs, "asm_fpu", "differ", "asm_fpu", "same")
+    if mx:
+        said.append(f"different MXCSR values in the two contexts make asm_fpu's switch "
+                    f"{findings.times(*mx)} its time with the same")
+    return ("; ".join(said) + ".") if said else "This run did not time asm_fpu beside asm_fxsave."
+
+
+def ladder_figure(same, summary, ladder, finding: str | None = None):
+    """What saving more costs (left) and same against different MXCSR (right); `finding`
+    (ladder_finding) as its title."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
+    findings.title(fig, finding)
     order = same.loc[ladder].sort_values("median")
     for i, (entry, r) in enumerate(order.iterrows()):
         plots.dots(axes[0], [i], [r["median"]], [r["q1"]], [r["q3"]], horizontal=True,
@@ -79,10 +112,8 @@ def ladder_figure(same, summary, ladder):
 
 def effects(runs, ladder):
     """Each effect as a ratio of medians measured in this run, with its spread."""
-    def ratio(a_kernel, a_mode, b_kernel, b_mode):
-        a = runs[(runs.entry == a_kernel) & (runs.fp_control == a_mode)].ns_per_switch
-        b = runs[(runs.entry == b_kernel) & (runs.fp_control == b_mode)].ns_per_switch
-        return verdicts.ratio_with_spread(a, b)
+    def ratio(*sides):
+        return verdicts.ratio_with_spread(*_samples(runs, *sides))
 
     boost = "boost_fcontext" in ladder
     found = [
@@ -110,10 +141,38 @@ def xstate_text(cpu_state) -> str:
             f"instructions: {', '.join(cpu_state['instructions'])}")
 
 
-def xstate_figure(xs_summary):
-    """ns per save + xrstor against the component set, per instruction, dirty and clean."""
+def xstate_finding(xs_summary) -> str:
+    """What the component sweep shows, one sentence from its medians: a dirty xsave +
+    xrstor from the narrowest component set to the widest, and the cheapest instruction on
+    the widest set with clean registers."""
     steps = list(dict.fromkeys(xs_summary.step))
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), sharey=True)
+    ns = xs_summary.set_index(["instruction", "step", "state"])
+    if ("xsave", steps[0], "dirty") not in ns.index or ("xsave", steps[-1], "dirty") not in ns.index:
+        return "This run did not time a dirty xsave at both ends of the component sets."
+
+    def at(insn, step, state):
+        r = ns.loc[(insn, step, state)]
+        return (f"{plots.ns_label(r.median_ns)} [{plots.ns_label(r.q1_ns)}, "
+                f"{plots.ns_label(r.q3_ns)}]")
+
+    said = (f"A dirty xsave + xrstor costs {at('xsave', steps[0], 'dirty')} on {steps[0]} "
+            f"({plots.bytes_label(ns.loc[('xsave', steps[0], 'dirty')].area_bytes)}) and "
+            f"{at('xsave', steps[-1], 'dirty')} on {steps[-1]} "
+            f"({plots.bytes_label(ns.loc[('xsave', steps[-1], 'dirty')].area_bytes)})")
+    clean = xs_summary[(xs_summary.step == steps[-1]) & (xs_summary.state == "clean")]
+    if not clean.empty:
+        best = clean.loc[clean.median_ns.idxmin()]
+        said += (f"; with clean registers, {best.instruction} is cheapest there, "
+                 f"{at(best.instruction, steps[-1], 'clean')}")
+    return said + " (medians, [quartiles])."
+
+
+def xstate_figure(xs_summary, finding: str | None = None):
+    """ns per save + xrstor against the component set, per instruction, dirty and clean;
+    `finding` (xstate_finding) as its title."""
+    steps = list(dict.fromkeys(xs_summary.step))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6), sharey=True)
+    findings.title(fig, finding)
     for ax, state in zip(axes, ["dirty", "clean"]):
         for insn in dict.fromkeys(xs_summary.instruction):
             g = xs_summary[(xs_summary.instruction == insn) & (xs_summary.state == state)]
