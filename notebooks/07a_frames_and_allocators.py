@@ -196,7 +196,7 @@ table = designs.verdict_table(exp, judged, notes={
 
 # %%
 display(Markdown(fa.closing_note(sizes, alloc, al, ratios, cycles_df)))
-findings.and_verdicts(exp.name, table)
+findings.and_verdicts(exp.name, table, [fa.sizes_finding(sizes), fa.alloc_finding(alloc)])
 
 # %% [markdown]
 # <a id="07a_frames_and_allocators-article-table"></a>

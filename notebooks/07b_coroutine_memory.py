@@ -263,7 +263,7 @@ table = designs.verdict_table(exp, notes={"C004.1": f"; the pooled-reuse row's "
 
 # %%
 display(Markdown(cm.closing_note(cs, rs, stacks, info["page_size"])))
-findings.and_verdicts(exp.name, table)
+findings.and_verdicts(exp.name, table, [cm.memory_finding(cs, stacks), cm.reuse_finding(rs, cs)])
 
 # %% [markdown]
 # <a id="07b_coroutine_memory-article-table"></a>

@@ -144,3 +144,49 @@ def test_the_fp_state_findings_read_the_right_kernels_and_component_sets():
         "A dirty xsave + xrstor costs 100 ns [99 ns, 101 ns] on x87+SSE (576 B) and 150 ns "
         "[149 ns, 151 ns] on all (2.62 KiB); with clean registers, xsaveopt is cheapest "
         "there, 90 ns [89 ns, 91 ns] (medians, [quartiles]).")
+
+
+def test_the_frame_findings_read_the_array_and_the_judged_block():
+    from labkit.lab.analysis import frames_allocators as fa
+
+    frame = {"suspend": 48, "array_alive": 48 + 65536, "array_dead": 48 + 65536,
+             "array_callee": 48}
+    sizes = pd.DataFrame({"build": "O2", "variant": list(frame), "frame_bytes": list(frame.values())})
+    assert fa.sizes_finding(sizes) == (
+        "At -O2 a 64 KiB array alive across the suspension adds 64 KiB to the frame (the "
+        "article: 64 KiB); last used before it, in the same scope, it adds 64 KiB; in a "
+        "called function, 0 B.")
+
+    def pairs(allocator, block, times):
+        return pd.DataFrame({"allocator": allocator, "block": block, "pattern": "one block",
+                             "ns_shown": times})
+
+    alloc = pd.concat([pairs("heap", 256, [20.0, 20, 21, 19, 20]),
+                       pairs("pool", 256, [2.0, 2, 2.1, 1.9, 2]),
+                       pairs("heap", 192, [90.0] * 5)])
+    said = fa.alloc_finding(alloc)
+    assert said.startswith("On 256 B blocks, one at a time, an allocate+free pair costs 20 ns "
+                           "from the heap and 2 ns from the pool, heap/pool 10x [")
+    assert said.endswith("the article saw ~100 against ~10 ns (10x).")  # C001.2
+    assert fa.alloc_finding(alloc[alloc.allocator == "heap"]).startswith("This run did not")
+
+
+def test_the_memory_findings_read_default_new_and_the_stack_ends():
+    from labkit.lab.analysis import coroutine_memory as cm
+
+    cs = pd.DataFrame({"variant": ["conn256", "conn192"], "allocator": ["heap", "pool"],
+                       "bytes_per_coroutine": [300.0, 200.0],
+                       "per_million_mib": [286.1, 190.7]})
+    stacks = pd.DataFrame({"stack_size": [4096, 65536, 4096], "touched": [False, False, True],
+                           "bytes_per_object": [4096.0, 8192.0, 8000.0]})
+    assert cm.memory_finding(cs, stacks) == (
+        "A suspended C++20 coroutine with default new holds 300 B resident (the article: "
+        "256 B); a stackful context holds 4 KiB with a 4 KiB stack and 8 KiB with a 64 KiB "
+        "one, untouched.")
+    rs = pd.DataFrame({"pool_size": [1024, 16], "per_million_mib": [60.0, 40.0],
+                       "reuse / default": [0.21, 0.14], "ratio low": [0.2, 0.13],
+                       "ratio high": [0.22, 0.15]})
+    assert cm.reuse_finding(rs, cs) == (
+        "A million connections served by a pool of 16 coroutines hold 40 MiB, 0.14x "
+        "[0.13, 0.15] default new's 286 MiB; with 1,024 they hold 60 MiB. The article's "
+        "pooled reuse held 0.156x default new's.")

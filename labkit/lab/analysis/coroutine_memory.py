@@ -16,7 +16,7 @@ import pandas as pd
 from labkit.core import plots, procfs, stats
 from labkit.core.units import MiB
 from labkit.experiments import frames
-from labkit.lab.analysis import article_part
+from labkit.lab.analysis import article_part, findings
 from labkit.lab.experiment import COROUTINE_MEMORY
 from labkit.lab.judging import verdicts
 from labkit.lab.report import articles
@@ -97,10 +97,30 @@ def _default_mib(cs) -> float:
     return float(cs.set_index(["variant", "allocator"]).per_million_mib[("conn256", "heap")])
 
 
+def reuse_finding(rs, cs) -> str:
+    """What the reuse figure shows, one sentence from this run: resident memory per
+    million connections at the smallest and largest pool against default new, the
+    smallest's ratio with its interval, beside the article's pooled reuse (C004.1d)."""
+    if rs.empty:
+        return "This run served no connection from a pool."
+    rs = rs.sort_values("pool_size")
+    lo, hi = rs.iloc[0], rs.iloc[-1]
+    default = _default_mib(cs)
+    art = CLAIMED_MB[REUSE] / CLAIMED_MB[DEFAULT]
+    return (f"A million connections served by a pool of {int(lo.pool_size):,} coroutines hold "
+            f"{lo.per_million_mib:.3g} MiB, "
+            f"{findings.times(lo['reuse / default'], lo['ratio low'], lo['ratio high'])} default "
+            f"new's {default:.3g} MiB; with {int(hi.pool_size):,} they hold "
+            f"{hi.per_million_mib:.3g} MiB. The article's pooled reuse held "
+            f"{findings.times(art)} default new's.")
+
+
 def reuse_figure(rs, cs):
     """Resident MiB per million connections against P, beside default new and the
-    article's pooled-reuse memory (figures/07b_coroutine_memory-reuse)."""
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    article's pooled-reuse memory, reuse_finding as the title
+    (figures/07b_coroutine_memory-reuse)."""
+    fig, ax = plt.subplots(figsize=(7, 4.8))
+    findings.title(fig, reuse_finding(rs, cs), 75)
     ax.plot(rs.pool_size, rs.per_million_mib, marker="o",
             label="measured (per million connections)")
     ax.plot(rs.pool_size, rs.expected_mib * 1e6 / rs.n, ls="--", color="grey",
@@ -164,12 +184,31 @@ def _conn256_heap(cs) -> float:
     return float(cs.set_index(["variant", "allocator"]).bytes_per_coroutine[("conn256", "heap")])
 
 
+def memory_finding(cs, stacks) -> str:
+    """What the memory figure shows, one sentence from this run: a suspended coroutine's
+    resident bytes with default new beside the article's frame, and a stackful context's
+    at the smallest and largest stack, untouched."""
+    said = (f"A suspended C++20 coroutine with default new holds "
+            f"{plots.bytes_label(_conn256_heap(cs))} resident (the article: "
+            f"{plots.bytes_label(CLAIMED_MB[DEFAULT])})")
+    untouched, _ = _by_touch(stacks)
+    if not untouched.empty:
+        small, big = untouched.index.min(), untouched.index.max()
+        said += (f"; a stackful context holds "
+                 f"{plots.bytes_label(untouched.loc[small, 'bytes_per_object'])} with a "
+                 f"{plots.bytes_label(small)} stack and "
+                 f"{plots.bytes_label(untouched.loc[big, 'bytes_per_object'])} with a "
+                 f"{plots.bytes_label(big)} one, untouched")
+    return said + "."
+
+
 def memory_figure(cs, stacks):
     """Resident bytes per suspended C++20 coroutine by kind, with the article's figures;
     and per stackful context against its stack size, VmRSS and page tables
     (figures/07b_coroutine_memory-memory)."""
     cxx = cs.assign(label=cs.variant + " / " + cs.allocator)
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.6), gridspec_kw={"width_ratios": [1.1, 1]})
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5), gridspec_kw={"width_ratios": [1.1, 1]})
+    findings.title(fig, memory_finding(cs, stacks))
     ax = axes[0]
     plots.dots(ax, range(len(cxx)), cxx.bytes_per_coroutine, color="tab:blue",
                label="measured")

@@ -17,7 +17,7 @@ import pandas as pd
 
 from labkit.core import plots, stats
 from labkit.experiments import frames
-from labkit.lab.analysis import article_part
+from labkit.lab.analysis import article_part, findings
 from labkit.lab.experiment import FRAMES_AND_ALLOCATORS
 from labkit.lab.judging import claims, verdicts
 from labkit.lab.report import articles
@@ -69,12 +69,24 @@ def frame_table(sizes):
     return table, line
 
 
+def sizes_finding(sizes) -> str:
+    """What the frame sizes show, one sentence from this run's -O2 build: what the array
+    adds alive across the suspension and dead before it, beside the article's (C004.3)."""
+    said = claims.claim("C004.3")["claimed_value"]
+    return (f"At -O2 a {plots.bytes_label(frames.ARRAY_BYTES)} array alive across the "
+            f"suspension adds {plots.bytes_label(added(sizes, 'array_alive'))} to the frame "
+            f"(the article: {plots.bytes_label(float(said))}); last used before it, in the "
+            f"same scope, it adds {plots.bytes_label(added(sizes, 'array_dead'))}; in a called "
+            f"function, {plots.bytes_label(added(sizes, 'array_callee'))}.")
+
+
 def sizes_figure(sizes):
-    """Frame bytes per variant at -O0 and -O2, 'suspend' + the array marked
-    (figures/07a_frames_and_allocators-sizes)."""
+    """Frame bytes per variant at -O0 and -O2, 'suspend' + the array marked, sizes_finding
+    as the title (figures/07a_frames_and_allocators-sizes)."""
     b = by_build(sizes)
     base = _o2(sizes).frame_bytes["suspend"]
-    fig, ax = plt.subplots(figsize=(10, 4.6))
+    fig, ax = plt.subplots(figsize=(10, 5))
+    findings.title(fig, sizes_finding(sizes), 100)
     shown = [c for c in ("O0", "O2") if c in b.columns]
     y = np.arange(len(b))
     h = 0.8 / len(shown)
@@ -133,6 +145,22 @@ def alloc_table(alloc, al):
     return shown.round(2), "\n".join(lines)
 
 
+def alloc_finding(alloc) -> str:
+    """What the allocation figure shows at the judged block, one sentence from this run:
+    a heap pair against a pool pair (one block), their ratio with its interval, beside the
+    article's two figures (C001.2)."""
+    sel = alloc[(alloc.block == JUDGED_BLOCK) & (alloc.pattern == "one block")]
+    heap, pool = (sel[sel.allocator == a].ns_shown for a in ("heap", "pool"))
+    if heap.empty or pool.empty:
+        return f"This run did not time the heap and the pool on {JUDGED_BLOCK} B blocks."
+    c = claimed_ns()
+    return (f"On {JUDGED_BLOCK} B blocks, one at a time, an allocate+free pair costs "
+            f"{plots.ns_label(heap.median())} from the heap and {plots.ns_label(pool.median())} "
+            f"from the pool, heap/pool {findings.times(*verdicts.ratio_with_spread(heap, pool))}"
+            f"; the article saw ~{c['heap']:g} against ~{c['pool']:g} ns "
+            f"({findings.times(c['heap'] / c['pool'])}).")
+
+
 def alloc_figure(alloc, al, *, live_blocks: int):
     """ns per pair against block size, one block (net) and many live (raw, the baseline
     loop beside), the article's two figures marked (figures/07a_frames_and_allocators-alloc).
@@ -141,6 +169,7 @@ def alloc_figure(alloc, al, *, live_blocks: int):
     position = {b: i for i, b in enumerate(sizes)}
     base, claimed = _baseline(alloc), claimed_ns()
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.4), sharey=True)
+    findings.title(fig, alloc_finding(alloc))
     for ax, pattern in zip(axes, PATTERNS):
         plots.errorbars(ax, al[al.pattern == pattern].assign(x=al.block.map(position)), x="x",
                         hue="allocator")
@@ -161,7 +190,7 @@ def alloc_figure(alloc, al, *, live_blocks: int):
     axes[1].set_title(f"many live ({live_blocks:,} live, fewer for 64 KiB blocks): raw")
     handles, labels = axes[1].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize="small",
-               bbox_to_anchor=(0.5, 1.06))
+               bbox_to_anchor=(0.5, 0.0))
     return plots.finish(fig, f"{NOTEBOOK}-alloc")
 
 
