@@ -240,7 +240,8 @@ verdict_runs, judged = designs.run(exp, {
 # %%
 results.save_csv(runs, exp.data)
 table = designs.verdict_table(exp, judged)
-findings.and_verdicts(exp.name, table, [analysis.ladder_finding(ns)])
+findings.and_verdicts(exp.name, table, [analysis.ladder_finding(ns),
+                                         analysis.copy_finding(copy, ns)])
 
 # %% [markdown]
 # <a id="04_latency_ladder-article-table"></a>

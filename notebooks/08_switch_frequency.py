@@ -240,7 +240,8 @@ verdict_runs, judged = designs.run(exp, sf.verdict_entries(
 results.save_csv(runs, exp.data)
 table = designs.verdict_table(exp, judged, notes={"C000.7": f"; {coroutines} asm_fpu coroutines"})
 findings.and_verdicts(exp.name, table, [
-    sf.share_finding(share, sf.share_of(indep), judge_work=judge_work)])
+    sf.share_finding(share, sf.share_of(indep), judge_work=judge_work),
+    sf.gain_finding(runs, judge_work=judge_work)])
 
 # %% [markdown]
 # <a id="08_switch_frequency-article-table"></a>

@@ -95,3 +95,35 @@ def test_outside_the_tests_a_faulted_figure_is_kept_with_a_warning(tmp_path, mon
         paths = plots.finish(fig, "kept")
     assert paths and all(p.exists() for p in paths)
     plt.close(fig)
+
+
+def test_the_ladder_draws_each_rung_in_its_entrys_colour_with_its_kind_in_words():
+    import pandas as pd
+
+    from labkit.lab.analysis import latency_ladder
+
+    ns = pd.DataFrame({"entry": ["direct_call", "asm_fpu", "cxx20_generator"],
+                       "kind": ["baseline", "stackful", "stackless"],
+                       "system": ["labkit", "labkit", "peer"],
+                       "median": [0.0, 4.0, 1.0], "q1": [-0.1, 3.9, 0.9], "q3": [0.1, 4.1, 1.1]})
+    fig = latency_ladder.ladder_figure(ns, ns.copy(), 2.6, 0)
+    assert plots.look_faults(fig) == []
+    rungs = {c.get_label(): c.lines[0].get_color() for c in fig.axes[0].containers}
+    assert rungs == {e: systems.colour(e) for e in ns.entry}
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == [
+        "direct_call (baseline)", "asm_fpu (stackful)", "cxx20_generator (stackless)"]
+    plt.close(fig)
+
+
+def test_the_copy_stack_figure_draws_its_entries_in_their_colours_under_its_finding():
+    import pandas as pd
+
+    from labkit.lab.analysis import latency_ladder
+
+    copy = pd.DataFrame({"copied_bytes_per_switch": [64, 8192], "median": [10.0, 400.0],
+                         "q1": [9.0, 390.0], "q3": [11.0, 410.0], "GB/s": [6.4, 20.5]})
+    ns = pd.DataFrame({"entry": ["asm_fpu"], "median": [4.0]})
+    fig = latency_ladder.copy_figure(copy, ns, 0)
+    assert plots.look_faults(fig) == []
+    assert fig._suptitle.get_text().replace("\n", " ") == latency_ladder.copy_finding(copy, ns)
+    plt.close(fig)

@@ -190,3 +190,35 @@ def test_the_memory_findings_read_default_new_and_the_stack_ends():
         "A million connections served by a pool of 16 coroutines hold 40 MiB, 0.14x "
         "[0.13, 0.15] default new's 286 MiB; with 1,024 they hold 60 MiB. The article's "
         "pooled reuse held 0.156x default new's.")
+
+
+def test_the_gain_finding_reads_the_authors_second_setup_at_the_claims_w():
+    from labkit.experiments import frequency
+    from labkit.lab.analysis import switch_frequency as sf
+
+    def rows(setup, w, speeds):
+        stack, batch = setup
+        return pd.DataFrame({"setup": frequency.setup_label(*setup), "work_cycles": w,
+                             "stack_size": stack, "batch": batch,
+                             "throughput_mtasks_s": speeds})
+
+    runs = pd.concat([rows(sf.BEFORE, 100, [10.0, 10, 10.2, 9.8, 10]),
+                      rows(sf.AFTER, 100, [12.0, 12, 12.2, 11.8, 12]),
+                      rows(sf.BEFORE, 0, [1.0] * 5), rows(sf.AFTER, 0, [9.0] * 5)])
+    said = sf.gain_finding(runs, judge_work=100)
+    assert said.startswith("At W = 100 ticks, 64 KiB, 32 tasks/switch runs 1.2x [")
+    assert said.endswith("the throughput of 1 MiB, 1 task/switch; the author gained 1.4x.")
+    assert sf.gain_finding(runs, judge_work=5).startswith("No run of 64 KiB")
+
+
+def test_the_copy_stack_finding_reads_both_ends_and_the_switch_without_a_copy():
+    from labkit.lab.analysis import latency_ladder
+
+    copy = pd.DataFrame({"copied_bytes_per_switch": [8192, 64], "median": [400.0, 10.0],
+                         "q1": [390.0, 9.0], "q3": [410.0, 11.0], "GB/s": [20.5, 6.4]})
+    ns = pd.DataFrame({"entry": ["asm_fpu"], "median": [4.0]})
+    assert latency_ladder.copy_finding(copy, ns) == (
+        "Copying the stack, a switch costs 10 ns [9 ns, 11 ns] at 64 B copied and 400 ns "
+        "[390 ns, 410 ns] at 8 KiB (20.5 GB/s); asm_fpu switches in 4 ns without a copy. "
+        "libaco reported 33 ns at 8 B and 1 us at 8 KiB.")
+    assert latency_ladder.copy_finding(copy.iloc[:0], ns) == "No copy-stack switch ran here."

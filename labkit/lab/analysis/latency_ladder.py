@@ -12,13 +12,14 @@ from matplotlib.ticker import LogLocator
 
 import labkit
 from labkit.core import plots
+from labkit.core.systems import colour
 from labkit.errors import CountError
 from labkit.experiments import callgrind
+from labkit.lab.analysis import findings
 from labkit.lab.report import articles
 
 # The rungs the verdicts use; `asm` is the unit of the table's ratios.
 JUDGED = ["asm", "virtual_call", "boost_fiber", "syscall_getppid", "cxx20_generator"]
-COLOUR = {"baseline": "tab:gray", "stackless": "tab:blue", "stackful": "tab:red"}
 MARKER = {"labkit": "o", "peer": "s", "python": "^"}
 FLOOR = 0.05  # ns: the left edge, where a net cost <= 0 is drawn
 # libaco's own benchmark (another machine): (bytes copied, ns per switch). Not one of the
@@ -63,7 +64,7 @@ def _rungs(ax, summary, unit, floor):
     for y, r in enumerate(summary.itertuples()):
         m, lo, hi = (max(v, floor) for v in (r.median, r.q1, r.q3))
         ax.errorbar(m, y, xerr=[[m - lo], [hi - m]], fmt=MARKER[r.system],
-                    color=COLOUR[r.kind], ms=7, capsize=3)
+                    color=colour(r.entry), ms=7, capsize=3, label=r.entry)
         ax.annotate(_short(r.median), (hi, y), xytext=(5, 0), textcoords="offset points",
                     va="center", fontsize=7)
     plots.log_axis(ax, "x")
@@ -89,22 +90,22 @@ def ladder_finding(ns) -> str:
 
 
 def ladder_figure(ns, ticks, tsc_ghz: float, cpu: int):
-    """Every rung, cheapest at the top, in ns (left) and TSC ticks (right); colour is the
-    kind, the marker the system; the verdicts' rungs are named in bold. A net cost at or
-    below zero is drawn at the left edge (FLOOR) and labelled."""
+    """Every rung, cheapest at the top, in ns (left) and TSC ticks (right); each entry in
+    its own colour (systems.colour) with its kind in words beside its name, the marker the
+    system; the verdicts' rungs are named in bold. A net cost at or below zero is drawn at
+    the left edge (FLOOR) and labelled."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 0.32 * len(ns) + 2), sharey=True)
     _rungs(left, ns, "ns", FLOOR)
     _rungs(right, ticks, "ticks", FLOOR * tsc_ghz)
-    left.set_yticks(range(len(ns)), ns.entry)
-    for name in left.get_yticklabels():
-        name.set_fontweight("bold" if name.get_text() in JUDGED else "normal")
+    left.set_yticks(range(len(ns)), [f"{e} ({k})" for e, k in zip(ns.entry, ns.kind)])
+    for name, entry in zip(left.get_yticklabels(), ns.entry):
+        name.set_fontweight("bold" if entry in JUDGED else "normal")
     left.invert_yaxis()
     left.set_title("nanoseconds (CLOCK_MONOTONIC)")
     right.set_title(f"TSC ticks ({tsc_ghz:.2f} GHz reference clock)")
-    handles = [Line2D([], [], color=c, marker="o", ls="", label=k) for k, c in COLOUR.items()]
-    handles += [Line2D([], [], color="k", marker=m, ls="", mfc="none", label=s)
-                for s, m in MARKER.items()]
-    left.legend(handles=handles, loc="lower left", fontsize="small", title="kind / system")
+    handles = [Line2D([], [], color="k", marker=m, ls="", mfc="none", label=s)
+               for s, m in MARKER.items()]
+    left.legend(handles=handles, loc="lower left", fontsize="small", title="system")
     fig.suptitle(f"One switch, cheapest to dearest, all pinned to CPU {cpu}\n"
                  + ladder_finding(ns), fontsize=10)
     return fig
@@ -203,16 +204,40 @@ def copy_summary(copy_runs):
                             "q1", "q3", "GB/s", "noisy"]]
 
 
+def copy_finding(copy, ns) -> str:
+    """What the copy-stack figure shows, one sentence from this run: the switch at the
+    fewest and the most bytes copied, the copy rate there, and asm_fpu's switch without a
+    copy, beside libaco's report."""
+    if copy.empty:
+        return "No copy-stack switch ran here."
+    c = copy.sort_values("copied_bytes_per_switch")
+    few, most = c.iloc[0], c.iloc[-1]
+
+    def at(r):
+        return (f"{plots.ns_label(r['median'])} [{plots.ns_label(r.q1)}, "
+                f"{plots.ns_label(r.q3)}] at {plots.bytes_label(r.copied_bytes_per_switch)}")
+
+    said = (f"Copying the stack, a switch costs {at(few)} copied and {at(most)} "
+            f"({most['GB/s']:.3g} GB/s)")
+    at_entry = ns.set_index("entry")["median"]
+    if "asm_fpu" in at_entry:
+        said += f"; asm_fpu switches in {plots.ns_label(at_entry['asm_fpu'])} without a copy"
+    (b0, t0), (b1, t1) = LIBACO_REPORT
+    return (said + f". libaco reported {plots.ns_label(t0)} at {plots.bytes_label(b0)} and "
+            f"{plots.ns_label(t1)} at {plots.bytes_label(b1)}.")
+
+
 def copy_figure(copy, ns, cpu: int):
     """ns per switch against bytes copied, with asm_fpu's switch as the floor and
-    libaco's report beside it."""
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    libaco's report beside it; copy_finding as its title."""
+    fig, ax = plt.subplots(figsize=(7, 4.9))
+    findings.title(fig, copy_finding(copy, ns), 75)
     ax.errorbar(copy.copied_bytes_per_switch, copy["median"],
                 yerr=[copy["median"] - copy.q1, copy.q3 - copy["median"]], fmt="o-",
-                color="tab:red", capsize=3, label="copy_stack (median, IQR)")
+                color=colour("copy_stack"), capsize=3, label="copy_stack")
     if "asm_fpu" in set(ns.entry):
         floor = ns.set_index("entry").loc["asm_fpu", "median"]
-        ax.axhline(floor, color="grey", ls=":", label=f"asm_fpu, no copy ({floor:.3g} ns)")
+        ax.axhline(floor, color=colour("asm_fpu"), ls=":", label="asm_fpu")
     (b0, t0), (b1, t1) = LIBACO_REPORT
     ax.scatter([b0, b1], [t0, t1], marker="x", color="k", zorder=3,
                label=f"libaco's report ({t0} ns at {b0} B, ~{t1 / 1000:g} µs at "

@@ -21,6 +21,7 @@ from matplotlib.ticker import FuncFormatter, SymmetricalLogLocator
 from labkit.core import plots, stats
 from labkit.core.units import KiB, MiB
 from labkit.experiments import frequency
+from labkit.lab.analysis import findings
 from labkit.lab.experiment import SWITCH_FREQUENCY
 from labkit.lab.judging import claims, verdicts
 from labkit.lab.running.sweep import for_notebook
@@ -200,10 +201,27 @@ def gains(runs):
         runs[["setup", "stack_size", "batch"]].drop_duplicates(), on="setup")
 
 
+def gain_finding(runs, *, judge_work: int) -> str:
+    """What the throughput figure shows at the claim's W, one sentence from this run: the
+    author's second set-up over the first with its interval, beside the author's gain
+    (C000.7)."""
+    after, before = (frequency.setup_label(*s) for s in (AFTER, BEFORE))
+    g = gains(runs)
+    g = g[(g.setup == after) & (g.work_cycles == judge_work)]
+    if g.empty:
+        return f"No run of {after} at W = {judge_work} ticks here."
+    r = g.iloc[0]
+    return (f"At W = {judge_work} ticks, {after} runs {findings.times(r['median'], r.q1, r.q3)}"
+            f" the throughput of {before}; the author gained "
+            f"{findings.times(claimed()['gain'])}.")
+
+
 def throughput_figure(runs, speed, *, judge_work: int):
     """Throughput against W, and the gain over BEFORE with the author's gain and the
-    bounds of C000.7's rule on it as they stand (figures/08_switch_frequency-throughput)."""
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    bounds of C000.7's rule on it as they stand, gain_finding as the title
+    (figures/08_switch_frequency-throughput)."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.9))
+    findings.title(fig, gain_finding(runs, judge_work=judge_work))
     _draw(axes[0], speed)
     plots.log_axis(axes[0], "y")
     axes[0].set_ylabel("throughput, million tasks/s (median, IQR bars)")
