@@ -66,9 +66,10 @@ import os
 import labkit
 from labkit.core import machine, plots, results
 from labkit.lab.advising import cold, evidence, grid
-from labkit.lab.analysis import your_workload as yw
+from labkit.lab.analysis import findings, your_workload as yw
 from labkit.lab.experiment import YOUR_WORKLOAD as exp
 from labkit.lab.judging import verdicts
+findings.placeholder(exp.name)
 
 info = labkit.machine_info()
 meta = machine.row_metadata()
@@ -178,6 +179,8 @@ yw.controls(g, ev=ev)
 
 # %%
 results.save_csv(verdicts.table([]), exp.verdicts)
+findings.fill(exp.name, [yw.calibration_finding(g), yw.share_finding(curves),
+                         yw.memory_finding(curves)]);
 
 # %% [markdown]
 # ## Try next

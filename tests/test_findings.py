@@ -222,3 +222,34 @@ def test_the_copy_stack_finding_reads_both_ends_and_the_switch_without_a_copy():
         "[390 ns, 410 ns] at 8 KiB (20.5 GB/s); asm_fpu switches in 4 ns without a copy. "
         "libaco reported 33 ns at 8 B and 1 us at 8 KiB.")
     assert latency_ladder.copy_finding(copy.iloc[:0], ns) == "No copy-stack switch ran here."
+
+
+def test_the_workload_findings_read_the_grid_and_the_curves():
+    from labkit.lab.analysis import your_workload as yw
+
+    g = pd.DataFrame({"advice_error": [0.05, -0.2, 0.01, None],
+                      "advice_memory_error": [0.01, 0.5, None, None]})
+    assert yw.error_finding(g, {"time_error": 0.1, "memory_error": 0.05}) == (
+        "The advice's time was within ±10% of the measurement at 2 of 3 points (median "
+        "error 5%); its memory within ±5% at 1 of 2 (median 26%).")
+
+    def share(design, x, v):
+        return {"kind": "share", "design": design, "x": x, "value": v, "low": v * 0.9,
+                "high": v * 1.1, "chosen": False, "past_limit": False}
+
+    def mem(design, n, v, chosen, past=False):
+        return {"kind": "memory", "design": design, "x": n, "value": v, "low": None,
+                "high": None, "chosen": chosen, "past_limit": past}
+
+    c = pd.DataFrame([share("asm_fpu", 1.0, 0.8), share("thread_futex", 1.0, 0.9),
+                      share("asm_fpu", 1e5, 0.0), share("thread_futex", 1e5, 0.02),
+                      mem("asm_fpu", 100, 8192.0, True), mem("thread_futex", 100, 1 << 20, True),
+                      mem("ucontext", 100, 1 << 30, True, past=True),
+                      mem("asm_fpu", 10, 1.0, False)]).assign(alive=100)
+    assert yw.share_finding(c) == (
+        "For N = 100, at 1 ns of work between switches, switching takes 80% [72, 88] "
+        "(asm_fpu) to 90% [81, 99] (thread_futex) of the time; at 100 us of work between "
+        "switches, switching takes 0% [0, 0] (asm_fpu) to 2% [1.8, 2.2] (thread_futex) of "
+        "the time.")
+    assert yw.memory_finding(c) == ("For N = 100 coroutines, asm_fpu needs the least memory, "
+                                    "8 KiB, and thread_futex the most, 1 MiB.")

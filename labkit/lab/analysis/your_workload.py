@@ -24,6 +24,7 @@ from labkit.core import plots, procfs
 from labkit.core.systems import colour as design_colour
 from labkit.lab.advising import cold, evidence, inputs, memory, model
 from labkit.lab.advising import grid as _grid
+from labkit.lab.analysis import findings
 from labkit.lab.experiment import YOUR_WORKLOAD
 # ipywidgets (the lab extra) is imported where used: it may be absent.
 
@@ -113,10 +114,29 @@ def calibration_figure(g, info=None, on: str = "advice", name: str = "calibratio
     return plots.finish(fig, f"{NOTEBOOK}-{name}", caption=plots.machine_caption(info))
 
 
+def error_finding(g, targets=None) -> str:
+    """What the error figure shows, one sentence from the grid's rows: how many points'
+    advice fell within the time and the memory targets, and the median errors."""
+    t = targets or _grid.TARGETS
+    time, mem = g.advice_error.dropna().abs(), g.advice_memory_error.dropna().abs()
+    if time.empty:
+        return "The grid has no point with an advice here."
+    said = (f"The advice's time was within ±{plots.percent_label(t['time_error'])}% of the "
+            f"measurement at {int((time <= t['time_error']).sum())} of {len(time)} points "
+            f"(median error {plots.percent_label(time.median())}%)")
+    if len(mem):
+        said += (f"; its memory within ±{plots.percent_label(t['memory_error'])}% at "
+                 f"{int((mem <= t['memory_error']).sum())} of {len(mem)} (median "
+                 f"{plots.percent_label(mem.median())}%)")
+    return said + "."
+
+
 def error_figure(g, info=None):
     """The advice / measurement - 1 for time (with the measurement's interval carried
-    through) and memory, by design, each point coloured by N and shaped by W."""
-    fig, (at, am) = plt.subplots(1, 2, figsize=(11, 4.5), sharex=True)
+    through) and memory, by design, each point coloured by N and shaped by W;
+    error_finding as the title."""
+    fig, (at, am) = plt.subplots(1, 2, figsize=(11, 4.9), sharex=True)
+    findings.title(fig, error_finding(g))
     designs = list(dict.fromkeys(g.design))
     alives = sorted(g.alive.unique())
     for _, r in g.iterrows():
@@ -145,8 +165,8 @@ def error_figure(g, info=None):
     am.set_title(f"memory (grey: the ±{bands['memory']:g}% target)", fontsize=8)
     handles = [plt.Line2D([], [], color=f"C{i}", marker="o", ls="", label=f"N = {n:,}")
                for i, n in enumerate(alives)]
-    handles += [plt.Line2D([], [], color="k", marker=m, ls="", mfc="none", label=f"W = {w}")
-                for w, m in MARKERS.items()]
+    handles += [plt.Line2D([], [], color="k", marker=m, ls="", mfc="none",
+                           label=_work_words(w)) for w, m in MARKERS.items()]
     am.legend(handles=handles, fontsize="small")
     return plots.finish(fig, f"{NOTEBOOK}-errors", caption=plots.machine_caption(info))
 
@@ -202,11 +222,34 @@ def _max_map_count() -> int:
     return procfs.max_map_count()
 
 
+def share_finding(c) -> str:
+    """What the share figure shows, one sentence from the advisor's curves: at the least
+    and the most work drawn, the designs that switch the least and the most of the time,
+    each with its 95% interval."""
+    s = c[c.kind == "share"].dropna(subset=["value"])
+    if s.empty:
+        return "The advisor predicted no share here."
+
+    def ends(x):
+        at = s[s.x == x].sort_values("value")
+
+        def said(r):
+            return (f"{plots.percent_label(r.value)}% [{plots.percent_label(r.low)}, "
+                    f"{plots.percent_label(r.high)}] ({r.design})")
+
+        return (f"at {plots.ns_label(x)} of work between switches, switching takes "
+                f"{said(at.iloc[0])} to {said(at.iloc[-1])} of the time")
+
+    return f"For N = {int(c.alive.iloc[0]):,}, {ends(s.x.min())}; {ends(s.x.max())}."
+
+
 def share_figure(c, g=None, info=None, save: bool = True):
     """Each design's share of time switching against the work between switches, with the
-    advisor's 95% interval; the grid's measured shares (N and u nearest) on top."""
+    advisor's 95% interval; the grid's measured shares (N and u nearest) on top;
+    share_finding as the title."""
     s = c[c.kind == "share"]
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(7, 5.2))
+    findings.title(fig, share_finding(c), 80)
     for i, (d, x) in enumerate(s.groupby("design", sort=False)):
         ax.plot(x.x, 100 * x.value, color=design_colour(d), label=d)
         ax.fill_between(x.x, 100 * x.low, 100 * x.high, color=design_colour(d), alpha=0.25)
@@ -237,12 +280,28 @@ def share_figure(c, g=None, info=None, save: bool = True):
     return _done(fig, "share", info, save)
 
 
+def memory_finding(c) -> str:
+    """What the memory figure shows, one sentence from the advisor's curves: at the N
+    chosen, the designs that need the least and the most memory (within the mapping
+    limit)."""
+    m = c[(c.kind == "memory") & c.chosen & ~c.past_limit.astype(bool)].dropna(
+        subset=["value"]).sort_values("value")
+    n = int(c.alive.iloc[0])
+    if m.empty:
+        return f"No design's memory for N = {n:,} is known here."
+    low, high = m.iloc[0], m.iloc[-1]
+    return (f"For N = {n:,} coroutines, {low.design} needs the least memory, "
+            f"{plots.bytes_label(low.value)}, and {high.design} the most, "
+            f"{plots.bytes_label(high.value)}.")
+
+
 def memory_figure(c, g=None, info=None, save: bool = True):
     """Each design's memory for N coroutines (resident + page tables), each line ending at
     the mapping limit (vm.max_map_count) where the design maps per coroutine; the grid's
-    measured bytes on top."""
+    measured bytes on top; memory_finding as the title."""
     m = c[c.kind == "memory"]
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(7, 5))
+    findings.title(fig, memory_finding(c), 80)
     for i, (d, x) in enumerate(m.groupby("design", sort=False)):
         ok = x[~x.past_limit.astype(bool)]
         ax.plot(ok.x, ok.value, color=design_colour(d), label=d)
