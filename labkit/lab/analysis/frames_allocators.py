@@ -171,14 +171,17 @@ def alloc_figure(alloc, al, *, live_blocks: int):
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.4), sharey=True)
     findings.title(fig, alloc_finding(alloc))
     for ax, pattern in zip(axes, PATTERNS):
-        plots.errorbars(ax, al[al.pattern == pattern].assign(x=al.block.map(position)), x="x",
-                        hue="allocator")
+        at = al[al.pattern == pattern].assign(x=al.block.map(position))
+        # The allocators are not entries: each gets one of matplotlib's first colours,
+        # so that no two share one.
+        for i, a in enumerate(frames.ALLOCATORS):
+            plots.errorbars(ax, at[at.allocator == a], x="x", hue="allocator", color=f"C{i}")
         ax.get_legend().remove()
         if pattern == "many live":
             ax.plot([position[b] for b in base.index], base.values, color="grey", ls="-", lw=2,
                     alpha=0.5, label="baseline loop, no allocator (many live)")
         plots.log_axis(ax, "y")
-        ax.set_ylim(0.5, 200)
+        ax.set_ylim(0.5, 1000)
         ax.set_xticks(range(len(sizes)), [f"{b:,}" for b in sizes], rotation=30)
         ax.set_xlabel("block bytes")
         ax.axhline(claimed["heap"], color="grey", ls=":", lw=1,
@@ -189,8 +192,7 @@ def alloc_figure(alloc, al, *, live_blocks: int):
     axes[0].set_title("one block (net of the loop)")
     axes[1].set_title(f"many live ({live_blocks:,} live, fewer for 64 KiB blocks): raw")
     handles, labels = axes[1].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize="small",
-               bbox_to_anchor=(0.5, 0.0))
+    axes[1].legend(handles, labels, loc="upper left", ncol=2, fontsize="small")
     return plots.finish(fig, f"{NOTEBOOK}-alloc")
 
 
