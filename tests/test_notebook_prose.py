@@ -156,3 +156,45 @@ def test_glossary_links_resolve(path):
     anchors = glossary_anchors()
     for anchor in glossary_links(path.read_text()):
         assert anchor in anchors, f"{path.name}: no heading in docs/glossary.md for #{anchor}"
+
+
+def _linked_anchors() -> set[str]:
+    return {a for path in NOTEBOOKS for a in glossary_links(path.read_text())}
+
+
+def test_jupyterlab_gives_every_linked_heading_the_anchor_its_links_use():
+    # JupyterLab's id for a heading is its text with spaces turned into hyphens, case kept;
+    # GitHub's is slug(). A linked heading must read the same both ways.
+    headings = re.findall(r"^#+\s+(.+)$", GLOSSARY.read_text(), re.M)
+    jupyterlab = {h.strip().replace(" ", "-") for h in headings}
+    assert _linked_anchors() - jupyterlab == set()
+
+
+def test_the_report_inlines_the_glossary_and_ships_it_beside_the_executed_copies(
+        tmp_path, monkeypatch):
+    import nbformat
+
+    from labkit.lab.report import page
+    from labkit.lab.running.notebook_run import Outcome
+
+    assert page.glossary_slug("cross-CPU wake-up") == slug("cross-CPU wake-up")
+    section = page.glossary_html()
+    assert {a for a in _linked_anchors()
+            if f"id='glossary-{a}'" not in section} == set()
+    assert 'href="#glossary-kernel"' in section  # the glossary's own links follow it
+    monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path))
+    (tmp_path / "data").mkdir()
+    executed = tmp_path / "out" / "executed" / "02_optimisation_levels.ipynb"
+    executed.parent.mkdir(parents=True)
+    nb = nbformat.v4.new_notebook()
+    nb.cells.append(nbformat.v4.new_markdown_cell(
+        "An [ABBA](../docs/glossary.md#abba) pass and [the README](../README.md)."))
+    nbformat.write(nb, executed)
+    text = page.build([Outcome("02_optimisation_levels", True, 1.0, executed)],
+                      out_dir=tmp_path / "out", quick=True).read_text()
+    assert 'href="#glossary-abba"' in text
+    assert re.search(r"id=[\"']glossary-abba[\"']", text)
+    assert "docs/glossary.md" not in text and 'href="../README.md"' in text
+    # The executed copy's own link, ../docs/glossary.md from executed/, now leads somewhere.
+    shipped = (executed.parent / "../docs/glossary.md").resolve()
+    assert shipped.read_text() == GLOSSARY.read_text()

@@ -11,9 +11,11 @@ import datetime
 import html
 import html.parser
 import re
+import shutil
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import mistune
 import nbformat
 import pandas as pd
 from nbconvert import HTMLExporter
@@ -27,6 +29,10 @@ from labkit.lab.report import articles, choosing
 from labkit.lab.running.notebooks import LEDGER
 
 REPORT_NAME = "labkit-report.html"
+# The notebooks link their words to ../docs/glossary.md#<slug>: from notebooks/ in the
+# checkout, and from <report dir>/executed/ once a copy is shipped beside the report.
+GLOSSARY = Path(__file__).resolve().parents[3] / "docs" / "glossary.md"
+_GLOSSARY_LINK = re.compile(r"""href=(["'])(?:\.\./)*docs/glossary\.md#([^"']*)\1""")
 # A table longer than this is folded into a <details> block.
 FOLD_ROWS = 20
 # Progress-bar text (tqdm's '42%|'), which belongs in a terminal.
@@ -194,7 +200,8 @@ def _toc(outcomes, tables) -> str:
     return ("<nav id='toc'><b>Contents</b>: <a href='#summary'>Summary</a> | "
             f"<a href='#articles'>The articles' tables</a> ({items}) | "
             f"<a href='#notebooks'>The notebooks</a> ({nbs or 'none'}) | "
-            "<a href='#closing'>Closing note</a> | <a href='#machine'>Machine</a></nav>")
+            "<a href='#closing'>Closing note</a> | <a href='#machine'>Machine</a> | "
+            "<a href='#glossary'>Glossary</a></nav>")
 
 
 def _figure_html(t) -> str:
@@ -458,6 +465,39 @@ nav#toc{font-size:0.9em;margin:1em 0;padding:0.5em;background:#f7f7f7}
 </style>"""
 
 
+def glossary_slug(heading: str) -> str:
+    """A heading's anchor as GitHub and JupyterLab make it: lower case, punctuation
+    dropped, spaces turned into hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def glossary_html() -> str:
+    """docs/glossary.md as a section of the report, each heading's id 'glossary-<slug>'
+    (empty when the glossary is not beside the package)."""
+    if not GLOSSARY.exists():
+        return ""
+    body = mistune.html(GLOSSARY.read_text())
+    body = re.sub(r"<h(\d)>(.*?)</h\1>", lambda m: (
+        f"<h{m[1]} id='glossary-{glossary_slug(re.sub('<[^>]+>', '', html.unescape(m[2])))}'>"
+        f"{m[2]}</h{m[1]}>"), body)
+    # The glossary's links to its own headings, #<slug>, follow them.
+    body = re.sub(r'href="#([^"]*)"', r'href="#glossary-\1"', body)
+    return f"<section id='glossary'>{body}</section>"
+
+
+def local_glossary_links(body: str) -> str:
+    """Point the notebooks' links to docs/glossary.md at the report's own glossary."""
+    return _GLOSSARY_LINK.sub(lambda m: f"href={m[1]}#glossary-{m[2]}{m[1]}", body)
+
+
+def ship_glossary(out_dir: Path) -> None:
+    """Copy docs/glossary.md to out_dir/docs/, where the executed notebooks' links
+    (out_dir/executed/*.ipynb, ../docs/glossary.md) lead."""
+    if GLOSSARY.exists():
+        (out_dir / "docs").mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(GLOSSARY, out_dir / "docs" / "glossary.md")
+
+
 def make_offline(body: str) -> str:
     """Remove every script and stylesheet fetched from the network (nbconvert's templates
     pull require.js and MathJax from a CDN); the report needs no script to be read."""
@@ -500,13 +540,15 @@ def build(outcomes, *, out_dir: Path, quick: bool) -> Path:
             report.cells.append(cell)
     report.cells.append(_html_cell(nbformat, _closing_html(tables)))
     report.cells.append(_html_cell(nbformat, _machine_html(outcomes, info, where)))
+    report.cells.append(_html_cell(nbformat, glossary_html()))
     report.metadata["kernelspec"] = {"name": "labkit", "display_name": "labkit (Python 3)",
                                      "language": "python"}
     exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True,
                             exclude_output_prompt=True)
     body, _ = exporter.from_notebook_node(report)
-    body = make_offline(strip_ansi(body))
+    body = local_glossary_links(make_offline(strip_ansi(body)))
     out_dir.mkdir(parents=True, exist_ok=True)
+    ship_glossary(out_dir)
     path = out_dir / REPORT_NAME
     with atomic_path(path) as tmp:
         tmp.write_text(body)
