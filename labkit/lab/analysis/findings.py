@@ -1,7 +1,8 @@
 """'What this run shows': a few sentences computed from a notebook's own run, shown at its
 top. The top cell holds a place (placeholder); the notebook's last cells fill it (fill),
 and Jupyter redraws the first output where it stands, so a reader meets the findings
-before the method."""
+before the method. The same sentences title the figures (title), their ratios said one
+way (times)."""
 from __future__ import annotations
 
 import html
