@@ -127,3 +127,23 @@ def test_the_copy_stack_figure_draws_its_entries_in_their_colours_under_its_find
     assert plots.look_faults(fig) == []
     assert fig._suptitle.get_text().replace("\n", " ") == latency_ladder.copy_finding(copy, ns)
     plt.close(fig)
+
+
+def test_the_allocators_each_get_a_colour_no_other_allocator_or_entry_has(monkeypatch):
+    import pandas as pd
+
+    from labkit.experiments import frames
+    from labkit.lab.analysis import frames_allocators as fa
+
+    monkeypatch.setattr(fa.plots, "finish", lambda fig, name, caption=None: fig)
+    alloc = pd.DataFrame([{"allocator": a, "block": b, "pattern": p, "ns_shown": 5.0 + i,
+                           "baseline_ns_per_pair": 1.0}
+                          for i, a in enumerate(frames.ALLOCATORS) for b in (192, 256)
+                          for p in fa.PATTERNS for _ in range(3)])
+    fig = fa.alloc_figure(alloc, fa.alloc_summary(alloc), live_blocks=100)
+    assert plots.look_faults(fig) == []
+    drawn = {c.get_label(): c.lines[0].get_color() for c in fig.axes[0].containers}
+    assert set(drawn) == set(frames.ALLOCATORS)
+    assert len(set(drawn.values())) == len(drawn)
+    assert not set(drawn.values()) & set(systems.ENTRY_COLOURS.values())
+    plt.close(fig)

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from labkit.core import plots, results, stats
+from labkit.core.systems import OTHER_COLOURS
 from labkit.experiments import echo
 from labkit.lab.analysis import findings
 from labkit.lab.experiment import ECHO_SERVERS
@@ -209,12 +210,21 @@ def connections_figure(conn_runs, main):
     by = connection_summary(conn_runs, main)
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
     findings.title(fig, connections_finding(by))
-    plots.errorbars(axes[0], by, x="connections", hue="server")
+    # The servers are not entries: each gets its own of the colours no entry has (the
+    # names' hashes would give three pairs of them one colour each).
+    colours = dict(zip(echo.SERVER_NAMES, OTHER_COLOURS))
+
+    def draw(ax, **kw):
+        for server in _in_order(by.server):
+            plots.errorbars(ax, by[by.server == server], x="connections", hue="server",
+                            color=colours.get(server), **kw)
+
+    draw(axes[0])
     plots.log_axis(axes[0], "x")
     axes[0].set_ylabel("requests/s (median, IQR bars)")
     axes[0].set_title("throughput")
-    plots.errorbars(axes[1], by, x="connections", hue="server", y="server_cpu_us_per_msg",
-                    lo="server_cpu_us_per_msg_q1", hi="server_cpu_us_per_msg_q3")
+    draw(axes[1], y="server_cpu_us_per_msg", lo="server_cpu_us_per_msg_q1",
+         hi="server_cpu_us_per_msg_q3")
     plots.log_axis(axes[1], "x")
     axes[1].set_ylabel("server CPU µs per message\n(median, IQR bars)")
     axes[1].set_title("what a message costs the server")

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from labkit.core import plots, stats
+from labkit.core.systems import OTHER_COLOURS
 from labkit.experiments import frames
 from labkit.lab.analysis import article_part, findings
 from labkit.lab.experiment import FRAMES_AND_ALLOCATORS
@@ -172,10 +173,10 @@ def alloc_figure(alloc, al, *, live_blocks: int):
     findings.title(fig, alloc_finding(alloc))
     for ax, pattern in zip(axes, PATTERNS):
         at = al[al.pattern == pattern].assign(x=al.block.map(position))
-        # The allocators are not entries: each gets one of matplotlib's first colours,
-        # so that no two share one.
-        for i, a in enumerate(frames.ALLOCATORS):
-            plots.errorbars(ax, at[at.allocator == a], x="x", hue="allocator", color=f"C{i}")
+        # The allocators are not entries: each gets its own of the colours no entry has
+        # (the names' hashes would give two pairs of them one colour each).
+        for a, c in zip(frames.ALLOCATORS, OTHER_COLOURS):
+            plots.errorbars(ax, at[at.allocator == a], x="x", hue="allocator", color=c)
         ax.get_legend().remove()
         if pattern == "many live":
             ax.plot([position[b] for b in base.index], base.values, color="grey", ls="-", lw=2,
