@@ -109,6 +109,10 @@ def test_the_echo_findings_pick_the_right_servers_and_ends():
     assert es.connections_finding(by) == (
         "From 1 to 64 connections, throughput changes 1.5x (b) to 5x (a); at 64, a serves "
         "the most (50k requests/s).")
+    middle = pd.DataFrame({"server": ["a", "b"], "connections": [8, 8], "median": [90e3, 60e3]})
+    assert es.connections_finding(pd.concat([by, middle])) == (
+        "From 1 to 64 connections, throughput changes 1.5x (b) to 5x (a), most servers "
+        "peaking at 8; at 64, a serves the most (50k requests/s).")
     c15 = pd.DataFrame({"server": ["a", "a", "a", "b", "b", "b"],
                         "read_mode": ["whole", "some", "some"] * 2,
                         "chunk": [0, 1024, 4096] * 2,

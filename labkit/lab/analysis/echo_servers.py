@@ -192,15 +192,19 @@ def connections_finding(by) -> str:
     and connections): each end's throughput change from the fewest connections to the
     most, and the fastest server at the most."""
     few, many = by.connections.min(), by.connections.max()
-    q = by.pivot(index="server", columns="connections", values="median")[[few, many]].dropna()
+    every = by.pivot(index="server", columns="connections", values="median")
+    q = every[[few, many]].dropna()
     if q.empty or few == many:
         return "The sweep measured one number of connections only."
     gain = (q[many] / q[few]).sort_values()
     best = q[many].idxmax()
+    # Where most servers peak, when that is not the end of the sweep.
+    peak = every.idxmax(axis=1).mode().iloc[0]
     return (f"From {few:,} to {many:,} connections, throughput changes "
             f"{findings.times(gain.iloc[0])} ({gain.index[0]}) to "
-            f"{findings.times(gain.iloc[-1])} ({gain.index[-1]}); at {many:,}, {best} serves "
-            f"the most ({_kqps(q.loc[best, many])} requests/s).")
+            f"{findings.times(gain.iloc[-1])} ({gain.index[-1]})"
+            + (f", most servers peaking at {peak:,}" if peak != many else "")
+            + f"; at {many:,}, {best} serves the most ({_kqps(q.loc[best, many])} requests/s).")
 
 
 def connections_figure(conn_runs, main):
