@@ -181,12 +181,13 @@ def test_the_memory_findings_read_default_new_and_the_stack_ends():
     cs = pd.DataFrame({"variant": ["conn256", "conn192"], "allocator": ["heap", "pool"],
                        "bytes_per_coroutine": [300.0, 200.0],
                        "per_million_mib": [286.1, 190.7]})
-    stacks = pd.DataFrame({"stack_size": [4096, 65536, 4096], "touched": [False, False, True],
-                           "bytes_per_object": [4096.0, 8192.0, 8000.0]})
+    stacks = pd.DataFrame({"stack_size": [4096, 65536, 4096, 65536],
+                           "touched": [False, False, True, True],
+                           "bytes_per_object": [4096.0, 8192.0, 8000.0, 65536.0]})
     assert cm.memory_finding(cs, stacks) == (
         "A suspended C++20 coroutine with default new holds 300 B resident (the article: "
         "256 B); a stackful context holds 4 KiB with a 4 KiB stack and 8 KiB with a 64 KiB "
-        "one, untouched.")
+        "one, untouched, 64 KiB with the 64 KiB one touched.")
     rs = pd.DataFrame({"pool_size": [1024, 16], "per_million_mib": [60.0, 40.0],
                        "reuse / default": [0.21, 0.14], "ratio low": [0.2, 0.13],
                        "ratio high": [0.22, 0.15]})

@@ -191,7 +191,7 @@ def memory_finding(cs, stacks) -> str:
     said = (f"A suspended C++20 coroutine with default new holds "
             f"{plots.bytes_label(_conn256_heap(cs))} resident (the article: "
             f"{plots.bytes_label(CLAIMED_MB[DEFAULT])})")
-    untouched, _ = _by_touch(stacks)
+    untouched, touched = _by_touch(stacks)
     if not untouched.empty:
         small, big = untouched.index.min(), untouched.index.max()
         said += (f"; a stackful context holds "
@@ -199,6 +199,9 @@ def memory_finding(cs, stacks) -> str:
                  f"{plots.bytes_label(small)} stack and "
                  f"{plots.bytes_label(untouched.loc[big, 'bytes_per_object'])} with a "
                  f"{plots.bytes_label(big)} one, untouched")
+        if big in touched.index:
+            said += (f", {plots.bytes_label(touched.loc[big, 'bytes_per_object'])} with the "
+                     f"{plots.bytes_label(big)} one touched")
     return said + "."
 
 
@@ -228,7 +231,7 @@ def memory_figure(cs, stacks):
     ax.set_ylim(20, 600)
     ax.set_ylabel("resident bytes per suspended coroutine")
     ax.set_title(f"C++20 coroutines (n = {int(cxx.n.iloc[0]):,})")
-    ax.legend(fontsize=7, loc="upper right")
+    ax.legend(fontsize=7, loc="lower left")
     ax.grid(True, axis="y", which="both", alpha=0.3)
     ax = axes[1]
     for is_touched, d in zip((False, True), _by_touch(stacks)):
