@@ -140,8 +140,9 @@ def _recorded_note(bundle) -> str:
 def _lacks(bundle, what: str, notebook: str) -> ParameterError:
     """A bundle without what an exercise reads: which data, and what makes it."""
     return ParameterError("bundle", f"{bundle} holds no {what}: notebook {notebook} "
-                          f"measures it (`make reproduce ONLY={notebook}`, then `labkit "
-                          f"bundle -o <name>` on a machine that runs the kernels)")
+                          f"measures it in a full run (`make reproduce ONLY={notebook}`, "
+                          f"then `labkit bundle -o <name>` on a machine that runs the "
+                          f"kernels; a quick run may leave it out)")
 
 
 def _said_recorded(m: Measured, bundle, noisy: bool) -> Measured:
