@@ -77,6 +77,10 @@ def test_the_predictions_figure_shows_each_beside_its_measurement_and_counts_ins
         "prediction", "measured, with its interval"}
     four = _panel(fig, "04 explanation")
     assert four.get_title().startswith("exercise 04 explanation: 1 of 2 named the choice")
+    at = {ln.get_label(): list(ln.get_xdata()) for ln in four.get_lines()}
+    supported = at["the choice the measurement supports"]
+    assert at["prediction"][1] == supported[1]    # ben's "d" sits on "D", as checked
+    assert at["prediction"][0] != supported[0]    # ann's "C" does not
     assert "2 of 5 fell inside" in fig._suptitle.get_text()
 
 

@@ -64,6 +64,12 @@ def _finding(f: dict) -> str:
     return f"{f['inside']} of {f['predicted']} {said}"
 
 
+def _said(choice) -> str:
+    """A choice as shown: a single letter in upper case, as the check reads it."""
+    text = str(choice).strip()
+    return text.upper() if len(text) == 1 else text
+
+
 def _two_and_five(v, _pos) -> str:
     """A log axis's minor label at 2 and 5 times a power of ten only, where they fit."""
     lead = round(v / 10 ** math.floor(math.log10(v))) if v > 0 else 0
@@ -88,7 +94,7 @@ def predictions_figure(table):
         if f["choice"]:
             # A choice is told apart as the checks tell it: "c" is the letter "C".
             same = {str(v).strip().upper(): str(v) for v in rows.measured}
-            chosen = [same.get(str(v).strip().upper(), str(v)) for v in rows.prediction]
+            chosen = [same.get(str(v).strip().upper(), _said(v)) for v in rows.prediction]
             options = sorted({*chosen, *same.values()})
             at = {o: i for i, o in enumerate(options)}
             ax.plot([at[str(v)] for v in rows.measured], y, "o", ms=14, mfc="none",
@@ -108,8 +114,12 @@ def predictions_figure(table):
             values = np.concatenate([measured, low, high, predicted])
             if np.all(values[np.isfinite(values)] > 0):
                 ax.set_xscale("log")  # ratios and ticks spread over decades
-                ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-                ax.xaxis.set_minor_formatter(ticker.FuncFormatter(_two_and_five))
+                plain = ticker.FuncFormatter(lambda v, _: f"{v:g}")
+                ax.xaxis.set_major_formatter(plain)
+                finite = values[np.isfinite(values)]
+                # Within a decade every minor tick is labelled; across decades they crowd.
+                ax.xaxis.set_minor_formatter(plain if finite.max() < 10 * finite.min()
+                                             else ticker.FuncFormatter(_two_and_five))
             ax.margins(x=0.08)
             ax.set_xlabel(str(rows.what.iloc[0]))
         ax.set_yticks(y, list(rows.name))

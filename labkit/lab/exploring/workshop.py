@@ -480,7 +480,7 @@ def check_choice(choice, supported: str, *, uncertain: bool = False,
     c = c.upper() if c.upper() in options else c
     if c not in options:
         return Check(None, f"The choice must be one of {', '.join(options)}; got {choice!r}")
-    why = f"the measurements here support {supported}: {options[supported]}"
+    why = f"the measurements support {supported}: {options[supported]}"
     if uncertain:
         return Check(None, f"You chose {c}; {why}, but the data cannot decide: {undecided}. "
                            "Run the measurement again (more repeats, a quieter machine) "
