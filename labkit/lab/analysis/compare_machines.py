@@ -50,7 +50,7 @@ def prediction_findings(table) -> dict:
         for r in rows.itertuples():
             p, low, high = _number(r.prediction), _number(r.low), _number(r.high)
             if p is None:
-                hits += str(r.prediction).strip().upper() == str(r.measured).strip().upper()
+                hits += _choice_key(r.prediction) == _choice_key(r.measured)
             elif low is not None and high is not None:
                 hits += low <= p <= high
         out[exercise] = {"predicted": len(rows), "inside": hits,
@@ -62,6 +62,11 @@ def _finding(f: dict) -> str:
     said = ("named the choice the measurement supports" if f["choice"] else
             "fell inside the measured interval")
     return f"{f['inside']} of {f['predicted']} {said}"
+
+
+def _choice_key(choice) -> str:
+    """A choice as the checks compare it: "c" is the letter "C"."""
+    return str(choice).strip().upper()
 
 
 def _said(choice) -> str:
@@ -92,9 +97,8 @@ def predictions_figure(table):
         rows = table[table.exercise == exercise].sort_values("name")
         y = np.arange(len(rows))
         if f["choice"]:
-            # A choice is told apart as the checks tell it: "c" is the letter "C".
-            same = {str(v).strip().upper(): str(v) for v in rows.measured}
-            chosen = [same.get(str(v).strip().upper(), _said(v)) for v in rows.prediction]
+            same = {_choice_key(v): str(v) for v in rows.measured}
+            chosen = [same.get(_choice_key(v), _said(v)) for v in rows.prediction]
             options = sorted({*chosen, *same.values()})
             at = {o: i for i, o in enumerate(options)}
             ax.plot([at[str(v)] for v in rows.measured], y, "o", ms=14, mfc="none",
