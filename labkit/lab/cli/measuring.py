@@ -43,10 +43,16 @@ def _measure_arguments(m) -> None:
     m.add_argument("--stack-in-use", type=size("--stack-in-use"), default=None,
                    metavar="SIZE", help="copy_stack only: what each coroutine holds on its "
                    "stack: 1KiB, 1024 (default 0)")
+    m.add_argument("--export", action="append", default=[], metavar="FORMAT=FILE",
+                   help="also write the repeats as pyperf, google-benchmark or markdown "
+                        "(one run: this one worker process); may be repeated")
     add_format(m, "every repeat's row")
 
 
 def _measure(args) -> int:
+    from labkit.lab.comparing import context, export
+
+    targets = [export.parse_target(t) for t in args.export]  # refused before measuring
     keeps = None if args.keeps_fp_control is None else args.keeps_fp_control == "yes"
     try:
         df = labkit.measure(args.entry, source=args.source, python=args.python,
@@ -60,6 +66,13 @@ def _measure(args) -> int:
         # The switch was imported but failed its check: the first line says which check.
         said = (str(exc).strip().splitlines() or [""])[0]
         raise ParameterError("python", f"{args.python}: {said}") from exc
+    if targets:
+        # One worker measured every repeat: one fresh process, named by the entry alone so
+        # that two exports of it (two builds, before and after) are one benchmark to pyperf.
+        rows = export.rows_of(df.assign(side=df.entry, worker=0), "measure")
+        ctx = context.context(sys.argv[1:])
+        for fmt, path in targets:
+            export.write(fmt, path, rows, ctx)
 
     def text():
         s = labkit.summarize(df)
