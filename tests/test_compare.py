@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,8 @@ from labkit.core import sequential
 from labkit.lab import cli
 from labkit.lab.comparing import answer, calibration, saved
 from labkit.lab.judging import calibration as engine_calibration
+
+from conftest import EXAMPLES
 
 REPO = Path(__file__).resolve().parent.parent
 RUNS = REPO / "tests" / "fixtures" / "epyc-7461bd-runs"
@@ -85,21 +88,33 @@ def test_several_pairs_are_answered_together():
 
 # ---- live sides, through the command line ----
 
-@pytest.fixture
-def _switch_removed():
-    """The user's switch the test adds leaves this process's catalogue after it: later tests
-    list the catalogue."""
-    yield
-    import labkit
-
-    labkit.remove_switch("user:my_switch")
+SHORT = ["--looks", "2,3", "--repeats", "1", "--switches", "20000"]  # fast, not decisive
 
 
-def test_live_compare_of_an_entry_a_build_and_a_users_switch(tmp_path, capsys, _switch_removed):
+def _module(tmp_path, monkeypatch, name: str, body: str) -> str:
+    """A module of the user's in a folder on sys.path (a fresh name each test: the shared
+    worker keeps what it imported)."""
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(body))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name
+
+
+def _greenlet_switch(tmp_path, monkeypatch, name: str) -> str:
+    return _module(tmp_path, monkeypatch, name, """
+        import greenlet
+
+        def factory():
+            def swap(g):
+                g.switch()
+            return greenlet.greenlet, swap
+        """) + ":factory"
+
+
+@pytest.mark.usefixtures("forget_added")
+def test_live_compare_of_an_entry_a_build_and_a_users_switch(tmp_path, capsys):
     pyperf_file, fig = tmp_path / "runs.json", tmp_path / "pairs.png"
     argv = ["compare", "asm", "asm_fpu@O3", "--source", str(REPO / "docs/examples/my_switch.c"),
-            "--looks", "2,3", "--repeats", "1", "--switches", "20000", "--json",
-            "--figure", str(fig), "--export", f"pyperf={pyperf_file}"]
+            *SHORT, "--json", "--figure", str(fig), "--export", f"pyperf={pyperf_file}"]
     assert cli.main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["schema"] == "labkit.compare/1" and out["kind"] == "live"
@@ -119,6 +134,41 @@ def test_live_compare_of_an_entry_a_build_and_a_users_switch(tmp_path, capsys, _
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "compare/asm" in done.stdout
+
+
+@pytest.mark.usefixtures("forget_added")
+def test_two_users_python_switches_are_compared(tmp_path, monkeypatch, capsys):
+    pythons = [_greenlet_switch(tmp_path, monkeypatch, n) for n in ("before_4c1e", "after_4c1e")]
+    argv = ["compare", "--python", pythons[0], "--python", pythons[1], *SHORT, "--json"]
+    assert cli.main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [s["label"] for s in out["sides"]] == ["user:before_4c1e", "user:after_4c1e"]
+    (pair,) = out["pairs"]
+    assert (pair["a"], pair["b"]) == ("user:before_4c1e", "user:after_4c1e")
+    assert pair["outcome"] in (answer.FASTER, answer.SLOWER, answer.SAME, answer.UNDECIDED)
+    assert pair["processes"] == out["schedule"]["processes"] == len(pair["values"])
+    assert 2 <= pair["processes"] <= 3 and pair["text"]
+
+
+@pytest.mark.usefixtures("forget_added")
+def test_a_side_that_fails_to_build_or_load_is_named(tmp_path, monkeypatch, capsys):
+    not_c = tmp_path / "not_c.c"
+    not_c.write_text("this is not C\n")
+    still = _module(tmp_path, monkeypatch, "still_4c1e", """
+        def factory():
+            return (lambda fn: fn), (lambda ctx: None)
+        """)
+    cases = [
+        (["asm", "--source", str(not_c)], "labkit compare: --source "),
+        (["asm", "--source", str(EXAMPLES / "broken_switch.c")], "labkit compare: --source "),
+        (["asm", "--python", "no_such_module_4c1e:factory"], "labkit compare: --python "),
+        (["asm", "--python", f"{still}:factory"], "labkit compare: --python "),
+    ]
+    for argv, said in cases:
+        assert cli.main(["compare", *argv, *SHORT]) == 2, argv
+        err = capsys.readouterr().err  # a build says "building ..." on the line before
+        assert err.count("labkit compare:") == 1, (argv, err)
+        assert err.splitlines()[-1].startswith(said), (argv, err)
 
 
 # ---- saved runs of one machine ----
