@@ -31,33 +31,46 @@ LIMIT = sequential.ALPHA + engine_calibration.tolerance(SIMS)
 # ---- calibration: simulated data of known truth ----
 
 @pytest.fixture(scope="module")
-def equal():
-    return calibration.rates([1.0, 1.0], SIMS)
+def cases():
+    """calibration.table: every case docs/compare.md states, by its name."""
+    return {r["case"]: r for r in calibration.table(SIMS)}
 
 
-def test_equal_speeds_are_rarely_called_different(equal):
+def test_equal_speeds_are_rarely_called_different(cases):
+    equal = cases["two sides at equal speed"]
     # The allowance over alpha is Monte-Carlo error only (2.58 standard errors).
     assert equal["false_difference"] <= LIMIT, equal
     # and mostly said to be the same: a calibration that never decides would pass the above
     assert equal[answer.SAME] >= 0.9, equal
 
 
-def test_three_equal_sides_keep_the_familywise_rate_under_holm():
-    got = calibration.rates([1.0, 1.0, 1.0], SIMS, seed=7)
+def test_three_equal_sides_keep_the_familywise_rate_under_holm(cases):
+    got = cases["three sides at equal speed (3 pairs, Holm)"]
+    assert got["pairs"] == 3 * got["runs"]
     assert got["false_difference"] <= LIMIT, got
 
 
-def test_power_for_a_ten_percent_difference():
+def test_power_for_a_ten_percent_difference(cases):
     # A takes 1/1.1 of B's time: A is 10% faster. docs/compare.md states this power.
-    got = calibration.rates([1 / 1.1, 1.0], SIMS, seed=3)
+    got = cases["A 10% faster"]
     assert got[answer.FASTER] >= 0.95, got
     assert got["false_difference"] <= LIMIT, got
 
 
-def test_no_difference_is_not_said_when_the_truth_is_beyond_the_margin():
-    got = calibration.rates([1.08, 1.0], SIMS, seed=5)
+def test_no_difference_is_not_said_when_the_truth_is_beyond_the_margin(cases):
+    got = cases["A 8% slower (beyond the ±5% margin)"]
     assert got[answer.SAME] <= LIMIT, got
     assert got["false_difference"] <= LIMIT, got
+
+
+def test_each_share_has_its_interval(cases):
+    assert calibration.wilson(0, 10)[0] == 0 and calibration.wilson(10, 10)[1] == 1
+    assert calibration.wilson(50, 100) == pytest.approx((0.4038, 0.5962), abs=1e-4)
+    for r in cases.values():
+        for k in ("false_difference", *calibration.OUTCOMES):
+            lo, hi = r[f"{k}_interval"]
+            assert lo <= r[k] <= hi, (r["case"], k)
+        assert sum(r[k] for k in calibration.OUTCOMES) == pytest.approx(1)
 
 
 def test_the_answer_reads_as_a_speed_ratio():
@@ -243,6 +256,9 @@ def test_two_machines_are_refused_unless_asked(tmp_path, capsys):
     (["asm", "tests/fixtures/epyc-7461bd-runs"], "sides must be all live"),
     (["asm", "./nowhere"], "sides ./nowhere: no such bundle or results folder"),
     (["asm", "--source", "/nonexistent/switch.c"], "--source must be an existing file"),
+    (["asm", "--calibration"], "sides must be left out with --calibration"),
+    (["asm", "asm_ret", "--export", "pyperf=/nonexistent/x.json"], "--export /nonexistent/x.json: "
+                                                                    "cannot be written"),
 ])
 def test_bad_input_is_one_line_naming_the_parameter(argv, said, capsys, monkeypatch):
     monkeypatch.chdir(REPO)
@@ -250,3 +266,11 @@ def test_bad_input_is_one_line_naming_the_parameter(argv, said, capsys, monkeypa
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("labkit compare: "), err
     assert said in err, err
+
+
+def test_the_doc_shows_what_the_calibration_command_prints(capsys):
+    assert cli.main(["compare", "--calibration"]) == 0
+    rows = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("| ")]
+    assert len(rows) == 1 + len(calibration.CASES)
+    doc = (REPO / "docs" / "compare.md").read_text()
+    assert all(row in doc for row in rows), "docs/compare.md: rerun labkit compare --calibration"

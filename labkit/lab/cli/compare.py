@@ -39,6 +39,8 @@ def _arguments(p) -> None:
                    help="draw each pair's per-process values and interval (.png, .svg)")
     p.add_argument("--export", action="append", default=[], metavar="FORMAT=FILE",
                    help="also write the live runs as pyperf, google-benchmark or markdown")
+    flag(p, "--calibration", "instead of comparing: the answers' error rates and power on "
+         "simulated measurements of known truth, each with its 95%% interval (no sides)")
 
 
 def margin_of(text) -> float:
@@ -99,6 +101,8 @@ def _run(args) -> int:
     from labkit.lab.comparing import context, export, figure, live, saved, sides
 
     margin = margin_of(args.margin)
+    if args.calibration:
+        return _calibration(args, margin)
     targets = [export.parse_target(t) for t in args.export]
     chosen = sides.gather(args.sides, sources=args.source, pythons=args.python)
     ctx = context.context(sys.argv[1:])
@@ -136,6 +140,40 @@ def _run(args) -> int:
         print(json.dumps(_clean(out), indent=1))
     else:
         print(_text(out))
+    return 0
+
+
+def _calibration(args, margin: float) -> int:
+    """The calibration table (labkit.lab.comparing.calibration.table) at this margin."""
+    from labkit.errors import ParameterError
+    from labkit.lab.comparing import calibration, context
+
+    if args.sides or args.source or args.python:
+        raise ParameterError("sides", "must be left out with --calibration: it simulates its "
+                             "sides")
+    rows = calibration.table(margin=margin)
+    if args.json:
+        out = {"schema": context.SCHEMA, "context": context.context(sys.argv[1:]),
+               "kind": "calibration", "cases": rows}
+        print(json.dumps(_clean(out), indent=1))
+        return 0
+    print(f"{rows[0]['runs']} simulated comparisons per case (seed {calibration.SEED}), the "
+          f"default schedule, margin ±{margin:.0%}; each share with its 95% interval "
+          "(Wilson).\n")
+    print("| truth | said to differ wrongly | A faster | B faster | no difference | undecided "
+          "| mean processes |\n|---|---|---|---|---|---|---|")
+
+    def share(r, k):
+        lo, hi = r[f"{k}_interval"]
+        return f"{100 * r[k]:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+    for r in rows:
+        shares = [share(r, k) for k in calibration.OUTCOMES]
+        print(f"| {r['case']} | {share(r, 'false_difference')} | {' | '.join(shares)} | "
+              f"{r['mean_processes']:.0f} |")
+    print("\nSaid to differ wrongly: the share of comparisons in which some pair was said to "
+          "differ where the truth has none, or the wrong way round; the other shares are of "
+          "pairs.")
     return 0
 
 
