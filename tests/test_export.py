@@ -121,7 +121,7 @@ def test_measure_exports_its_repeats(tmp_path, capsys):
     argv = ["measure", "asm", "--switches", "20000", "--repeats", "3", "--json",
             "--export", f"pyperf={pyperf_file}", "--export", f"google-benchmark={gb_file}"]
     assert cli.main(argv) == 0
-    df = pd.DataFrame(json.loads(capsys.readouterr().out))
+    df = pd.DataFrame(json.loads(capsys.readouterr().out)["records"])
     done = _pyperf("stats", str(pyperf_file))
     assert done.returncode == 0, done.stderr
     bench = pyperf.Benchmark.load(str(pyperf_file))

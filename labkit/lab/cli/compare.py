@@ -2,11 +2,10 @@
 saved runs of one machine compared claim by claim; `labkit export` is in export.py."""
 from __future__ import annotations
 
-import json
 import sys
 
 from labkit.lab.cli.command import Command
-from labkit.lab.cli.options import flag
+from labkit.lab.cli.options import flag, print_json
 
 
 def _arguments(p) -> None:
@@ -69,23 +68,6 @@ def looks_of(text):
                              f"(8,16,32); got {text!r}") from None
 
 
-def _clean(v):
-    """JSON without NaN or infinities (null)."""
-    import math
-
-    import numpy as np
-
-    if isinstance(v, dict):
-        return {str(k): _clean(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple, np.ndarray)):
-        return [_clean(x) for x in v]
-    if isinstance(v, (np.integer,)):
-        return int(v)
-    if isinstance(v, (float, np.floating)):
-        return None if not math.isfinite(v) else float(v)
-    return v
-
-
 def _progress():
     if not sys.stderr.isatty():
         return None
@@ -106,7 +88,6 @@ def _run(args) -> int:
     targets = [export.parse_target(t) for t in args.export]
     chosen = sides.gather(args.sides, sources=args.source, pythons=args.python)
     ctx = context.context(sys.argv[1:])
-    out = {"schema": context.SCHEMA, "context": ctx}
     if chosen[0].live:
         plan = live.schedule(looks=looks_of(args.looks), repeats=args.repeats,
                              seconds=args.seconds, quick=args.quick)
@@ -115,7 +96,7 @@ def _run(args) -> int:
         if sys.stderr.isatty():
             print(file=sys.stderr)
         answers, values = got["answers"], got["stats"]
-        out |= {"kind": "live",
+        out = {"kind": "live",
                 "sides": [{"label": s.label, "entry": s.entry, "build": s.build}
                           for s in chosen],
                 "schedule": {**got["schedule"], "looks_taken": got["looks_taken"],
@@ -132,12 +113,12 @@ def _run(args) -> int:
         got = saved.compare(chosen[0].path, chosen[1].path, margin=margin,
                             other_machine=args.other_machine)
         answers, values = got["answers"], None
-        out |= {"kind": "saved", "sides": got["sides"], "pairs": answers,
+        out = {"kind": "saved", "sides": got["sides"], "pairs": answers,
                 "skipped": got["skipped"]}
     if args.figure:
         figure.draw(answers, values, args.figure, caption=_caption(ctx))
     if args.json:
-        print(json.dumps(_clean(out), indent=1))
+        print_json("compare", out, ctx)
     else:
         print(_text(out))
     return 0
@@ -146,16 +127,14 @@ def _run(args) -> int:
 def _calibration(args, margin: float) -> int:
     """The calibration table (labkit.lab.comparing.calibration.table) at this margin."""
     from labkit.errors import ParameterError
-    from labkit.lab.comparing import calibration, context
+    from labkit.lab.comparing import calibration
 
     if args.sides or args.source or args.python:
         raise ParameterError("sides", "must be left out with --calibration: it simulates its "
                              "sides")
     rows = calibration.table(margin=margin)
     if args.json:
-        out = {"schema": context.SCHEMA, "context": context.context(sys.argv[1:]),
-               "kind": "calibration", "cases": rows}
-        print(json.dumps(_clean(out), indent=1))
+        print_json("compare", {"kind": "calibration", "cases": rows})
         return 0
     print(f"{rows[0]['runs']} simulated comparisons per case (seed {calibration.SEED}), the "
           f"default schedule, margin ±{margin:.0%}; each share with its 95% interval "

@@ -2,7 +2,6 @@
 measured, what can be measured here, and what on this machine moves timings."""
 from __future__ import annotations
 
-import json
 import sys
 
 import labkit
@@ -10,7 +9,7 @@ from labkit.core import envcheck
 from labkit.core.systems import FP_CONTROL_MODES
 from labkit.errors import ParameterError, UserSwitchError
 from labkit.lab.cli.command import Command
-from labkit.lab.cli.options import add_format, flag, size
+from labkit.lab.cli.options import add_format, flag, print_json, size
 
 
 def _measure_arguments(m) -> None:
@@ -78,27 +77,30 @@ def _measure(args) -> int:
         s = labkit.summarize(df)
         return "\n".join([*labkit.noise_warnings(s), s.T.to_string(header=False)])
 
-    _print_frame(df, args, text)
+    _print_frame("measure", df, args, text)
     return 0
 
 
 def _catalogue(args) -> int:
     table = labkit.catalogue()
-    _print_frame(table, args, lambda: table[["entry", "system", "kind", "available",
+    _print_frame("catalogue", table, args, lambda: table[["entry", "system", "kind", "available",
                                               "why_not"]].to_string(index=False))
     return 0
 
 
 def _check(args) -> int:
     rows = envcheck.check()
-    print(json.dumps(envcheck.record(rows), indent=1) if args.json else envcheck.explain(rows))
+    if args.json:
+        print_json("check", envcheck.record(rows))
+    else:
+        print(envcheck.explain(rows))
     return 0
 
 
-def _print_frame(df, args, text) -> None:
+def _print_frame(command: str, df, args, text) -> None:
     """A table as --json records, --csv, or `text()` for a person."""
     if args.json:
-        print(df.to_json(orient="records", indent=1, default_handler=str))
+        print_json(command, df)
     elif args.csv:
         df.to_csv(sys.stdout, index=False)
     else:
