@@ -97,11 +97,11 @@ def _run(args) -> int:
             print(file=sys.stderr)
         answers, values = got["answers"], got["stats"]
         out = {"kind": "live",
-                "sides": [{"label": s.label, "entry": s.entry, "build": s.build}
-                          for s in chosen],
-                "schedule": {**got["schedule"], "looks_taken": got["looks_taken"],
-                             "processes": int(got["runs"].worker.nunique())},
-                "pairs": [{**r, "values": list(values[(r["a"], r["b"])])} for r in answers]}
+               "sides": [{"label": s.label, "entry": s.entry, "build": s.build}
+                         for s in chosen],
+               "schedule": {**got["schedule"], "looks_taken": got["looks_taken"],
+                            "processes": int(got["runs"].worker.nunique())},
+               "pairs": [{**r, "values": list(values[(r["a"], r["b"])])} for r in answers]}
         for fmt, path in targets:
             export.write(fmt, path, export.rows_of(got["runs"], "compare"), ctx)
     else:
@@ -114,7 +114,7 @@ def _run(args) -> int:
                             other_machine=args.other_machine)
         answers, values = got["answers"], None
         out = {"kind": "saved", "sides": got["sides"], "pairs": answers,
-                "skipped": got["skipped"]}
+               "skipped": got["skipped"]}
     if args.figure:
         figure.draw(answers, values, args.figure, caption=_caption(ctx))
     if args.json:
