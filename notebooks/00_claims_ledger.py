@@ -74,7 +74,7 @@ import pandas as pd
 from labkit.core import plots, results
 from labkit.lab.analysis import claims_ledger
 from labkit.lab.experiment import CLAIMS_LEDGER, LATENCY_LADDER
-from labkit.lab.judging import ledger
+from labkit.lab.judging import ledger, pictures
 
 pd.set_option("display.max_colwidth", 120)
 table = ledger.ledger()
@@ -93,6 +93,16 @@ try:
 except FileNotFoundError:
     ladder_runs = None
 plots.finish(claims_ledger.summary_figure(table, ladder_runs), "00_claims_ledger-summary")
+
+# %% [markdown]
+# ## Every claim against its rule
+#
+# One row per claim: the interval of its rule's `x`, the claim's region and the
+# refutation's shaded. The rules measure different quantities, so each row has its own
+# axis, with the rule's bounds at the dotted lines (the caption says how it is scaled).
+
+# %%
+plots.finish(pictures.forest(table), "00_claims_ledger-forest", pictures.forest_caption(table))
 
 # %% [markdown]
 # ## Amendments

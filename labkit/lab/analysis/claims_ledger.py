@@ -1,5 +1,6 @@
 """Notebook 00's analysis: the summary figure of the ledger (the latency ladder's medians
-and the count of claims under each verdict), one colour per verdict."""
+and the count of claims under each verdict, one colour per verdict: the palette of
+labkit.lab.judging.pictures, which draws the forest of every claim too)."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
@@ -7,12 +8,7 @@ import matplotlib.pyplot as plt
 import labkit
 from labkit.core import plots
 from labkit.lab.judging import ledger
-
-# One colour per verdict, in the ledger's order: decided outcomes in strong colours, the
-# undecided and the unmeasured in greys, so that no two verdicts look alike.
-VERDICT_COLOURS = dict(zip(ledger.LEDGER_VERDICTS,
-                           ("#2a9d8f", "#e76f51", "#e9c46a", "#8d99ae", "#d9d9d9", "#5c5c5c"),
-                           strict=True))
+from labkit.lab.judging.pictures import VERDICT_COLOURS
 
 
 def finding(table) -> str:
@@ -50,3 +46,4 @@ def summary_figure(table, ladder_runs=None):
     axes[1].set_title(f"verdicts ({len(table)} claims)")
     fig.suptitle(finding(table), fontsize=10)
     return fig
+

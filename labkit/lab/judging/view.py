@@ -1,14 +1,20 @@
 """A verdict table as a learner reads it: one row per claim with what it says, the
 article's value, the value measured here with its interval, the verdict (with its lean when
-inconclusive) and why; the full table folded under it."""
+inconclusive), why, and the per-process values the interval stands on (a small strip in
+HTML); the full table folded under it."""
 from __future__ import annotations
 
+import html
+
+import numpy as np
 import pandas as pd
 
-from labkit.lab.judging import claims
+from labkit.lab.judging import claims, pictures, verdicts
 
 # The readable table's columns, in order.
-COLUMNS = ("claim", "what it says", "article", "measured here", "verdict", "why")
+COLUMNS = ("claim", "what it says", "article", "measured here", "verdict", "why",
+           "per process")
+PER_PROCESS = COLUMNS[-1]
 
 
 def _verdict(row) -> str:
@@ -25,24 +31,56 @@ def _says(claim_id: str) -> str:
         return ""
 
 
-def readable(table):
-    """The verdict table's rows in COLUMNS' words."""
+def _none_said(row) -> str:
+    if row["verdict"] in ("not-measured", "not-applicable-here"):
+        return "no per-process values: not measured here"
+    if row.get("method") == verdicts.EXACT:
+        return "no per-process values: an exact count"
+    return "no per-process values: its runs are not saved here"
+
+
+def _values_said(values: dict) -> str:
+    return "; ".join(f"{'' if k == 'x' else k + ': '}{len(v)} processes, median "
+                     f"{np.median(v):.3g}, from {np.min(v):.3g} to {np.max(v):.3g}"
+                     for k, v in values.items())
+
+
+def per_process_values(table) -> dict:
+    """Claim id -> the per-process values its interval was taken over
+    (pictures.per_process, from the runs saved in data/), or None."""
+    return {cid: pictures.per_process(cid) for cid in table["claim_id"]}
+
+
+def readable(table, values: dict | None = None):
+    """The verdict table's rows in COLUMNS' words; values: claim id -> per-process values
+    (default: per_process_values(table))."""
+    values = per_process_values(table) if values is None else values
     return pd.DataFrame([{"claim": r["claim_id"], "what it says": _says(r["claim_id"]),
                           "article": r["claimed_value"], "measured here": r["measured_value"],
-                          "verdict": _verdict(r), "why": r["rule"]}
+                          "verdict": _verdict(r), "why": r["rule"],
+                          PER_PROCESS: _values_said(values[r["claim_id"]])
+                          if values.get(r["claim_id"]) else _none_said(r)}
                          for r in table.to_dict("records")], columns=list(COLUMNS))
 
 
 class VerdictView:
-    """What a notebook shows for its verdict table: the readable one, the full one folded.
-    `.full` is the table itself."""
+    """What a notebook shows for its verdict table: the readable one, each row with a strip
+    of its per-process values, the full one folded. `.full` is the table itself."""
 
-    def __init__(self, table):
+    def __init__(self, table, values: dict | None = None):
         self.full = table
-        self.readable = readable(table)
+        self.values = per_process_values(table) if values is None else values
+        self.readable = readable(table, self.values)
+
+    def _cell(self, claim_id: str, text: str) -> str:
+        vals = self.values.get(claim_id)
+        return pictures.strip_svg(vals, claim_id) if vals else html.escape(text)
 
     def _repr_html_(self) -> str:
-        return (self.readable.to_html(index=False, escape=True)
+        shown = self.readable.map(lambda v: html.escape(str(v)))
+        shown[PER_PROCESS] = [self._cell(c, t) for c, t in
+                              zip(self.readable["claim"], self.readable[PER_PROCESS])]
+        return (shown.to_html(index=False, escape=False)
                 + "<details><summary>The full verdict table (every column the verdict "
                 "stands on)</summary>" + self.full.to_html(index=False, escape=True)
                 + "</details>")
@@ -51,6 +89,7 @@ class VerdictView:
         return self.readable.to_string(index=False)
 
 
-def show(table) -> VerdictView:
-    """The notebook's view of a verdict table (designs.verdict_table's)."""
-    return VerdictView(table)
+def show(table, values: dict | None = None) -> VerdictView:
+    """The notebook's view of a verdict table (designs.verdict_table's), its per-process
+    values recomputed from the runs saved in data/ unless given."""
+    return VerdictView(table, values)
