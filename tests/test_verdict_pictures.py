@@ -103,8 +103,8 @@ def test_the_forest_draws_each_interval_in_its_verdicts_colour_inside_the_region
     assert re.search(r"^7 claims.*3 reproduced, 1 contradicted, 1 in-between, 1 "
                      r"inconclusive, 1 not-applicable-here$", title)
     caption = pictures.forest_caption(table)
-    assert "C000.7 (judged on several named values)" in caption
-    assert "C003.1 (not-applicable-here)" in caption
+    assert "Not drawn, judged on several named values: C000.7." in caption
+    assert "Not drawn, not-applicable-here: C003.1." in caption
     boxes = _boxes(ax)
     for y, cid in enumerate(drawn):
         verdict = table.set_index("claim_id").verdict[cid]

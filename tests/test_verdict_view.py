@@ -26,8 +26,8 @@ def test_the_view_folds_the_full_table_under_the_readable_one():
     v = view.show(_table())
     page = v._repr_html_()
     readable_at, folded_at = page.index("what it says"), page.index("<details>")
-    assert readable_at < folded_at and "<th>processes</th>" in page[folded_at:]
-    assert "<th>processes</th>" not in page[:folded_at]
+    assert readable_at < folded_at and "<th>fresh processes</th>" in page[folded_at:]
+    assert "<th>fresh processes</th>" not in page[:folded_at]
     assert v.full is not None and "C000.3" in repr(v)
 
 

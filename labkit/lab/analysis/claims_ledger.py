@@ -7,8 +7,25 @@ import matplotlib.pyplot as plt
 
 import labkit
 from labkit.core import plots
-from labkit.lab.judging import ledger
+from labkit.lab.judging import ledger, view
 from labkit.lab.judging.pictures import VERDICT_COLOURS
+
+
+# What notebook 00 shows of the ledger: every claim, and the amended ones.
+EVERY_CLAIM = ("claim_id", "source", "claim", "claimed_value", "measured_quantity",
+               "measured_value", "verdict", "lean", "processes", "original_verdict", "noisy",
+               "note", "notebook", "figures")
+AMENDED = ("claim_id", "original_verdict", "verdict", "original_rule", "rule", "amendment")
+
+
+def every_claim(table):
+    """The ledger's rows as notebook 00 shows them, headers in words."""
+    return view.worded(table[list(EVERY_CLAIM)])
+
+
+def amended(table):
+    """The amended claims, each with its verdict under both rules and why, in words."""
+    return view.worded(table.loc[table.amendment != "", list(AMENDED)])
 
 
 def finding(table) -> str:

@@ -17,7 +17,7 @@ import numpy as np
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from labkit.core import plots
+from labkit.core import plots, sequential
 from labkit.lab.judging import claims, engine, rule_expr, rules, verdicts
 
 # One colour per verdict: the decided outcomes and the undecided in hues of Okabe and Ito's
@@ -29,18 +29,20 @@ VERDICT_COLOURS = dict(zip(verdicts.VERDICTS,
                            strict=True))
 # The regions' shades on the forest: each in the colour of the verdict it gives.
 REGION_COLOURS = {v: VERDICT_COLOURS[v] for v in ("reproduced", "contradicted")}
+_EDGE = 2.0  # how far past the outermost bounds, in steps, each row's frame reaches
 # How the forest places each row's x (stated in its caption).
 FOREST_CAPTION = (
     "Each row is on its own axis: the numbers its rule compares x with sit at the dotted "
-    "gridlines, one unit apart, and x is linear between them (logarithmic for a ratio); "
-    "beyond the outermost bound the axis goes on at the nearest step's scale, and an "
-    "interval running past the frame ends in an arrow. Green: the claim's region; "
-    "vermilion: the refutation's; the point is x, the bar its 95% interval (repeated "
-    "confidence interval over fresh processes, or none for an exact count).")
+    "gridlines, evenly spaced, and x is linear between them (logarithmic for a ratio); "
+    "beyond the outermost bound the axis goes on at the nearest step's scale for "
+    f"{_EDGE:g} steps, and an interval running past the frame ends in an arrow. Green: the "
+    "claim's region; vermilion: the refutation's; the point is x, the bar its "
+    f"{1 - sequential.ALPHA:.0%} interval (repeated "
+    "confidence interval over fresh processes, or none for an exact count), written "
+    "beside the row.")
 _NUMBER = r"-?\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?"
 _MEASURED = re.compile(rf"^\s*(?:x\s*=\s*)?(?P<v>{_NUMBER})(?:\s*\[(?P<lo>{_NUMBER}),\s*"
                        rf"(?P<hi>{_NUMBER})\])?", re.I)
-_EDGE = 2.0  # how far past the outermost bounds, in steps, each row's frame reaches
 _SAMPLES = 400  # points per row at which the rule's regions are evaluated
 
 
@@ -158,8 +160,12 @@ def forest_caption(table, info: dict | None = None) -> str:
     """FOREST_CAPTION, the claims the forest leaves out with why, and the machine (info:
     its metadata, default this one's; an exact count can be in bytes or nanoseconds)."""
     _, left = forest_rows(table)
-    return FOREST_CAPTION + ("" if not left else " Not drawn: " + "; ".join(
-        f"{c} ({why})" for c, why in left.items()) + ".") + " " + plots.machine_caption(info)
+    why: dict = {}
+    for cid, reason in left.items():
+        why.setdefault(reason, []).append(cid)
+    return FOREST_CAPTION + "".join(f" Not drawn, {reason}: {', '.join(ids)}."
+                                    for reason, ids in why.items()) \
+        + " " + plots.machine_caption(info)
 
 
 def forest(table):
@@ -201,7 +207,9 @@ def forest(table):
     ax.set_ylim(-0.7, len(rows) - 0.3)
     ax.set_xlim(0, 1)
     ax.set_xticks([])
-    ax.set_xlabel("x on each row's own axis: the rule's bounds at the dotted lines")
+    if not rows:
+        ax.text(0.5, 0.5, "no claim has an interval of x yet", ha="center", va="center",
+                fontsize=8, transform=ax.transAxes)
     ax.set_title(forest_title(table), fontsize=10)
     shown = dict.fromkeys(r["verdict"] for r in rows)
     handles = [Line2D([], [], color=VERDICT_COLOURS[v], marker="o", lw=2, label=v)
@@ -209,7 +217,7 @@ def forest(table):
     handles += [Patch(color=REGION_COLOURS[v], alpha=0.3, label=f"{v} region")
                 for v in REGION_COLOURS]
     ax.legend(handles=handles, fontsize=7, loc="upper center", ncol=4,
-              bbox_to_anchor=(0.5, -0.06))
+              bbox_to_anchor=(0.5, 0))
     return fig
 
 

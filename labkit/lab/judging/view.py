@@ -15,6 +15,18 @@ from labkit.lab.judging import claims, pictures, verdicts
 COLUMNS = ("claim", "what it says", "article", "measured here", "verdict", "why",
            "per process")
 PER_PROCESS = COLUMNS[-1]
+# The verdict tables' and the ledger's columns (verdicts.COLUMNS, ledger.ledger) in words,
+# for every table a reader sees; a column not named here keeps its name.
+HEADERS = {
+    "claim_id": "claim", "source": "source text", "claim": "what it says",
+    "claimed_value": "article's value", "measured_quantity": "what x is",
+    "measured_value": "measured here", "verdict": "verdict", "rule": "rule", "note": "note",
+    "noisy": "noisy (pyperf's rule)", "original_verdict": "verdict under the first rule",
+    "original_rule": "rule as first written", "method": "interval's method",
+    "straddle": "bound straddled", "lean": "leans", "processes": "fresh processes",
+    "look": "look that decided", "amendment": "why amended", "notebook": "notebook",
+    "figures": "figures", "opposite": "opposite verdicts",
+}
 
 
 def _verdict(row) -> str:
@@ -51,6 +63,11 @@ def per_process_values(table) -> dict:
     return {cid: pictures.per_process(cid) for cid in table["claim_id"]}
 
 
+def worded(frame):
+    """`frame` with its columns in HEADERS' words."""
+    return frame.rename(columns=HEADERS)
+
+
 def readable(table, values: dict | None = None):
     """The verdict table's rows in COLUMNS' words; values: claim id -> per-process values
     (default: per_process_values(table))."""
@@ -82,7 +99,7 @@ class VerdictView:
                               zip(self.readable["claim"], self.readable[PER_PROCESS])]
         return (shown.to_html(index=False, escape=False)
                 + "<details><summary>The full verdict table (every column the verdict "
-                "stands on)</summary>" + self.full.to_html(index=False, escape=True)
+                "stands on)</summary>" + worded(self.full).to_html(index=False, escape=True)
                 + "</details>")
 
     def __repr__(self) -> str:

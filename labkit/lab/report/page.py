@@ -287,8 +287,10 @@ def _environment_html(env: dict) -> str:
 def _machine_html(outcomes, info: dict, where: str = "") -> str:
     """The machine that measured (`info`, and `where` that description came from), its
     environment check, and each notebook's outcome."""
-    rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(', '.join(v) if isinstance(v, list) else v)}"
-                   "</td></tr>" for k, v in info.items())
+    # The fields by their names in the data's columns, so that a reader can find them there.
+    rows = "".join(f"<tr><td><code>{_e(k)}</code></td><td>"
+                   f"{_e(', '.join(v) if isinstance(v, list) else v)}</td></tr>"
+                   for k, v in info.items())
     env = envcheck.latest()
     # The check's own warnings are its table's rows, right below.
     warns = machine_warnings(info, [])
@@ -310,7 +312,8 @@ def _machine_html(outcomes, info: dict, where: str = "") -> str:
             f"<h3>Results may be unstable</h3><ul>{warn_html}</ul>"
             f"{_environment_html(env)}"
             f"<h3>Notebooks run</h3><ul>{status}</ul>"
-            f"<details><summary>Every metadata field</summary><table>{rows}</table></details>")
+            "<details><summary>Every metadata field</summary><table><tr><th>field</th>"
+            f"<th>value</th></tr>{rows}</table></details>")
 
 
 def _parameters_html(outcome) -> str:
