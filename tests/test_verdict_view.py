@@ -47,6 +47,8 @@ def test_each_row_draws_its_per_process_values_or_says_it_has_none():
     assert "&lt;" not in readable.split("<svg")[1].split("</svg>")[0]  # drawn, not escaped
 
 
-def test_by_default_the_values_are_the_saved_runs_of_each_claim():
+def test_by_default_the_values_are_the_saved_runs_of_each_measured_claim():
     v = view.show(_table())
     assert v.values["C000.2"] is not None and "<svg" in v._repr_html_()
+    unmeasured = _table().assign(verdict="not-measured")
+    assert view.per_process_values(unmeasured) == {"C000.2": None, "C000.3": None}

@@ -15,6 +15,7 @@ from labkit.lab.judging import claims, pictures, verdicts
 COLUMNS = ("claim", "what it says", "article", "measured here", "verdict", "why",
            "per process")
 PER_PROCESS = COLUMNS[-1]
+_UNMEASURED = ("not-measured", "not-applicable-here")
 # The verdict tables' and the ledger's columns (verdicts.COLUMNS, ledger.ledger) in words,
 # for every table a reader sees; a column not named here keeps its name.
 HEADERS = {
@@ -44,7 +45,7 @@ def _says(claim_id: str) -> str:
 
 
 def _none_said(row) -> str:
-    if row["verdict"] in ("not-measured", "not-applicable-here"):
+    if row["verdict"] in _UNMEASURED:
         return "no per-process values: not measured here"
     if row.get("method") == verdicts.EXACT:
         return "no per-process values: an exact count"
@@ -59,8 +60,10 @@ def _values_said(values: dict) -> str:
 
 def per_process_values(table) -> dict:
     """Claim id -> the per-process values its interval was taken over
-    (pictures.per_process, from the runs saved in data/), or None."""
-    return {cid: pictures.per_process(cid) for cid in table["claim_id"]}
+    (pictures.per_process, from the runs saved in data/), or None; None too for a claim
+    the table says was not measured, whatever runs are saved."""
+    return {r["claim_id"]: None if r["verdict"] in _UNMEASURED
+            else pictures.per_process(r["claim_id"]) for r in table.to_dict("records")}
 
 
 def worded(frame):
