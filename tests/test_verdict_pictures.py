@@ -143,10 +143,17 @@ def test_the_strip_has_one_tick_per_process_and_refuses_no_values():
     assert svg.startswith("<svg") and svg.count("stroke='#0072B2'") == 4
     assert "4 fresh processes" in svg and "http" not in svg
     two = pictures.strip_svg({"a": [1, 2], "b": [3, 4, 5]})
-    assert two.count("<g>") == 2
+    assert two.count("<g>") == 2 and "<rect" not in two
+    banded = pictures.strip_svg({"x": [1.0, 2.0]}, interval=(0.5, 3.0))
+    # The band spans the interval, which widens the strip's range past the values.
+    (x, w), = re.findall(r"<rect x='([\d.]+)' y='\d+' width='([\d.]+)'", banded)
+    assert float(x) == 4 and float(x) + float(w) == 176 and "[0.5, 3]" in banded
+    assert ">0.5</text>" in banded and ">3</text>" in banded  # the ends, written
     assert_each_raises(
         (lambda: pictures.strip_svg({}), ValueError, "values must"),
-        (lambda: pictures.strip_svg({"x": []}), ValueError, "values must"))
+        (lambda: pictures.strip_svg({"x": []}), ValueError, "values must"),
+        (lambda: pictures.strip_svg({"a": [1], "b": [2]}, interval=(0, 1)), ValueError,
+         "interval must"))
 
 
 @pytest.mark.parametrize("verdict", verdicts.VERDICTS)

@@ -224,8 +224,7 @@ def forest(table):
 def per_process(claim_id: str, data_dir=None) -> dict | None:
     """The per-process values the claim's interval was taken over, recomputed from its
     saved runs, up to the look that decided: name -> values on the rule's scale (a ratio,
-    not its log); None for a claim
-    judged on an exact count or whose runs are missing."""
+    not its log); None for a claim judged on an exact count or whose runs are missing."""
     if claim_id not in rules.RULES:
         return None
     with engine.capture() as seen:
@@ -243,34 +242,52 @@ def per_process(claim_id: str, data_dir=None) -> dict | None:
     return out
 
 
-def strip_svg(values: dict, label: str = "", *, width: int = 180) -> str:
+def strip_svg(values: dict, label: str = "", *, interval=None, width: int = 180) -> str:
     """A small inline SVG: one strip per named value, each process a tick, the median a
-    black bar, the smallest and largest value written under it; log-spaced for positive
-    values spanning more than a factor of 3. ValueError when there is no value."""
+    black bar, the strip's two ends written under it, and `interval` ((low,
+    high) of the one value, as the verdict row states it) a pale band behind them;
+    log-spaced for positive values spanning more than a factor of 3. ValueError when there
+    is no value, or an interval beside several values."""
     if not values or not all(len(v) for v in values.values()):
         raise ValueError("values must map each name to at least one per-process value")
+    if interval is not None and len(values) != 1:
+        raise ValueError("interval must be left out when values has several names")
     each = 26
     parts = []
     for i, (name, v) in enumerate(values.items()):
         y0 = i * each
         v = np.asarray(v, float)
-        log = v.min() > 0 and v.max() / v.min() > 3
-        t = np.log(v) if log else v
-        lo, hi = float(t.min()), float(t.max())
-        span = hi - lo or 1.0
-        px = 4 + (t - lo) / span * (width - 8)
-        med = 4 + (float(np.median(t)) - lo) / span * (width - 8)
+        ends = [float(e) for e in interval if math.isfinite(e)] if interval else []
+        log = v.min() > 0 and v.max() / v.min() > 3 and all(e > 0 for e in ends)
+        scale = np.log if log else (lambda a: np.asarray(a, float))
+        back = math.exp if log else float
+        t = scale(v)
+        both = np.concatenate([t, scale(np.asarray(ends, float))])
+        lo, hi = float(both.min()), float(both.max())
+        span = (hi - lo) or 1.0
+
+        def px(a, lo=lo, span=span):
+            return 4 + (np.asarray(a, float) - lo) / span * (width - 8)
+
+        band = ""
+        if len(ends) == 2:
+            a, b = px(scale(ends))
+            band = (f"<rect x='{a:.1f}' y='{y0 + 1}' width='{max(b - a, 1):.1f}' height='12' "
+                    "fill='#999999' fill-opacity='0.3'><title>the interval "
+                    f"[{ends[0]:.3g}, {ends[1]:.3g}]</title></rect>")
         ticks = "".join(f"<line x1='{p:.1f}' x2='{p:.1f}' y1='{y0 + 3}' y2='{y0 + 11}' "
-                        "stroke='#0072B2' stroke-opacity='0.6'/>" for p in px)
+                        "stroke='#0072B2' stroke-opacity='0.6'/>" for p in px(t))
+        med = float(px(np.median(t)))
         name_said = "" if name == "x" else f"{html.escape(name)}: "
         parts.append(
-            f"<g><title>{name_said}{v.size} fresh processes, median {np.median(v):.3g}"
-            f"{' (log-spaced)' if log else ''}</title>{ticks}"
+            f"<g><title>{name_said}{v.size} fresh processes, from {v.min():.3g} to "
+            f"{v.max():.3g}, median {np.median(v):.3g}"
+            f"{' (log-spaced)' if log else ''}</title>{band}{ticks}"
             f"<line x1='{med:.1f}' x2='{med:.1f}' y1='{y0 + 1}' y2='{y0 + 13}' "
             "stroke='#000' stroke-width='2'/>"
-            f"<text x='2' y='{y0 + 23}' font-size='9'>{name_said}{v.min():.3g}</text>"
+            f"<text x='2' y='{y0 + 23}' font-size='9'>{name_said}{back(lo):.3g}</text>"
             f"<text x='{width - 2}' y='{y0 + 23}' font-size='9' text-anchor='end'>"
-            f"{v.max():.3g}</text></g>")
+            f"{back(hi):.3g}</text></g>")
     n = max(len(v) for v in values.values())
     return (f"<svg width='{width}' "
             f"height='{each * len(values)}' role='img' aria-label='{html.escape(label)}: "

@@ -92,14 +92,18 @@ class VerdictView:
         self.values = per_process_values(table) if values is None else values
         self.readable = readable(table, self.values)
 
-    def _cell(self, claim_id: str, text: str) -> str:
-        vals = self.values.get(claim_id)
-        return pictures.strip_svg(vals, claim_id) if vals else html.escape(text)
+    def _cell(self, row: dict, text: str) -> str:
+        vals = self.values.get(row["claim_id"])
+        if not vals:
+            return html.escape(text)
+        got = pictures.measured_interval(row["measured_value"]) if len(vals) == 1 else None
+        return pictures.strip_svg(vals, row["claim_id"],
+                                  interval=got[1:] if got else None)
 
     def _repr_html_(self) -> str:
         shown = self.readable.map(lambda v: html.escape(str(v)))
-        shown[PER_PROCESS] = [self._cell(c, t) for c, t in
-                              zip(self.readable["claim"], self.readable[PER_PROCESS])]
+        shown[PER_PROCESS] = [self._cell(r, t) for r, t in
+                              zip(self.full.to_dict("records"), self.readable[PER_PROCESS])]
         return (shown.to_html(index=False, escape=False)
                 + "<details><summary>The full verdict table (every column the verdict "
                 "stands on)</summary>" + worded(self.full).to_html(index=False, escape=True)
