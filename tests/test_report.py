@@ -280,10 +280,3 @@ def test_no_table_of_the_report_has_a_raw_column_name_for_a_header(tmp_path, mon
     assert "<svg" in text and "data:image/png;base64" in text
     assert snake_headers(text) == []
 
-
-@pytest.mark.notebook
-def test_the_quick_report_last_built_here_has_no_raw_column_name_for_a_header():
-    path = results.REPO / "reports" / "quick" / page.REPORT_NAME
-    if not path.exists():
-        pytest.skip(f"no quick report at {path}: run `labkit reproduce --quick` first")
-    assert snake_headers(path.read_text()) == []
