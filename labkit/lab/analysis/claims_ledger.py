@@ -10,7 +10,6 @@ from labkit.core import plots
 from labkit.lab.judging import ledger, view
 from labkit.lab.judging.pictures import VERDICT_COLOURS
 
-
 # What notebook 00 shows of the ledger: every claim, and the amended ones.
 EVERY_CLAIM = ("claim_id", "source", "claim", "claimed_value", "measured_quantity",
                "measured_value", "verdict", "lean", "processes", "original_verdict", "noisy",
@@ -63,4 +62,3 @@ def summary_figure(table, ladder_runs=None):
     axes[1].set_title(f"verdicts ({len(table)} claims)")
     fig.suptitle(finding(table), fontsize=10)
     return fig
-
