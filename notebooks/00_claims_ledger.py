@@ -34,27 +34,27 @@
 #   weaker or stronger than claimed, and the note says which and by how much.
 # - `inconclusive`: at the [stopping rule](../docs/glossary.md#stopping-rule)'s last look,
 #   the interval still [straddles](../docs/glossary.md#straddle) a bound. The `straddle`
-#   column names the bound. The [`lean`](../docs/glossary.md#lean) column says which way
-#   the interval leans.
+#   column of `data/00_claims_ledger.csv` names the bound. The
+#   [*leans*](../docs/glossary.md#lean) column says which way the interval leans.
 # - `not-measured`: a system the claim needs is missing here (the note says what to
 #   install). Or no notebook produced a verdict for it in the last run. It is never a
 #   pass.
 # - `not-applicable-here`: the claim needs hardware this machine lacks.
 #
 # Timings are judged over [fresh processes](../docs/glossary.md#fresh-process). The
-# `processes` column says how many the interval stands on. The intervals are repeated
+# *fresh processes* column says how many the interval stands on. The intervals are repeated
 # confidence intervals, taken at the [looks](../docs/glossary.md#look) of
 # `labkit.core.sequential`. A decided verdict is wrong with probability at most 5% per
 # claim. So the expected number of wrong decided verdicts is at most 5% of the claims. The
 # report's summary gives that number for this ledger's count. Exact counts have no
-# interval. `measured_quantity` says what the rule's `x` is. `measured_value` is x, with
+# interval. *What x is* says what the rule's `x` is. *Measured here* is x, with
 # the interval the verdict stands on.
 #
 # Some rules were misread when first written. Each
 # [amendment](../docs/glossary.md#amendment) is recorded beside its rule in
 # `data/claims_amendments.csv`, with the date, the reason and the misreading. The original
-# rule is never edited. `verdict` is the verdict under the amended rule, and
-# `original_verdict` under the first one.
+# rule is never edited. *verdict* is the verdict under the amended rule, and *verdict
+# under the first rule* the one under the rule as first written.
 #
 # `make reproduce` runs this notebook last, so it sees every experiment's fresh results.
 
@@ -74,7 +74,7 @@ import pandas as pd
 from labkit.core import plots, results
 from labkit.lab.analysis import claims_ledger
 from labkit.lab.experiment import CLAIMS_LEDGER, LATENCY_LADDER
-from labkit.lab.judging import ledger
+from labkit.lab.judging import ledger, pictures
 
 pd.set_option("display.max_colwidth", 120)
 table = ledger.ledger()
@@ -95,23 +95,30 @@ except FileNotFoundError:
 plots.finish(claims_ledger.summary_figure(table, ladder_runs), "00_claims_ledger-summary")
 
 # %% [markdown]
+# ## Every claim against its rule
+#
+# One row per claim: the interval of its rule's `x`, the claim's region and the
+# refutation's shaded. The rules measure different quantities, so each row has its own
+# axis, with the rule's bounds at the dotted lines (the caption says how it is scaled).
+
+# %%
+plots.finish(pictures.forest(table), "00_claims_ledger-forest", pictures.forest_caption(table))
+
+# %% [markdown]
 # ## Amendments
 #
 # Each amended claim has two verdicts: one under the rule as first written, one under the
 # amended rule. The last column says why the rule was amended.
 
 # %%
-amended = table[table.amendment != ""]
-amended[["claim_id", "original_verdict", "verdict", "original_rule", "rule", "amendment"]]
+claims_ledger.amended(table)
 
 # %% [markdown]
 # ## Every claim
 
 # %%
 results.save_csv(table, CLAIMS_LEDGER.data)
-table[["claim_id", "source", "claim", "claimed_value", "measured_quantity", "measured_value",
-       "verdict", "lean", "processes", "original_verdict", "noisy", "note", "notebook",
-       "figures"]]
+claims_ledger.every_claim(table)
 
 # %% [markdown]
 # ## Where the variance lies
@@ -171,8 +178,8 @@ calibrated.round(3)
 # would mean the engine is wrong. Below: the claims that did not keep one verdict.
 
 # %%
-from labkit.lab.judging import stability
+from labkit.lab.judging import stability, view
 
 checked, text = stability.on_record(table)
 print(text)
-stability.moved(checked) if checked is not None else None
+view.worded(stability.moved(checked)) if checked is not None else None

@@ -69,6 +69,7 @@ from labkit.lab.advising import cold, evidence, grid
 from labkit.lab.analysis import findings, your_workload as yw
 from labkit.lab.experiment import YOUR_WORKLOAD as exp
 from labkit.lab.judging import verdicts
+from labkit.lab.report import choosing
 findings.placeholder(exp.name)
 
 info = labkit.machine_info()
@@ -109,8 +110,7 @@ results.save_csv(cold.cold_rows(ev).assign(**meta), evidence.COLD_SWITCHES)
 grid.calibrate(ev, g)
 print(f"measured on the spot: {len(ev.measured_now)} terms this machine's data lacked "
       "(their lines: spot_log.getvalue())")
-scores = grid.scores(g)
-scores.round(3).fillna("not predicted")  # a design whose memory the data cannot predict
+choosing.score_table(grid.scores(g))  # in words, as the report's section shows them
 
 # %%
 yw.calibration_figure(g, info);
@@ -119,17 +119,17 @@ yw.calibration_figure(g, info);
 # The diagnosis: the step-fed model, scored the same way.
 
 # %%
-grid.scores(g, on="predicted").round(3).fillna("not predicted")
+choosing.score_table(grid.scores(g, on="predicted"))
 
 # %%
 yw.error_figure(g, info);
 
 # %% [markdown]
-# How to read it. `coverage` is the share of points whose measurement lies inside the
-# advice's interval. `median_half_width` is that interval's width, as a fraction of the
-# advice. `model_coverage` is the same for the model's own interval. That interval knows
-# nothing of the model's error, and holds few measurements. `interval_score` weighs width
-# and misses together (lower is better).
+# How to read it. *Coverage of the 95% interval* is the share of points whose measurement
+# lies inside the advice's interval. *Median half-width* is that interval's width, as a
+# fraction of the advice. *Coverage of the model's own interval* is the same for the
+# model's own interval. That interval knows nothing of the model's error, and holds few
+# measurements. *Interval score* weighs width and misses together (lower is better).
 #
 # `labkit advise` gives the same interval. It reads this machine's
 # `data/advisor_calibration.csv` for the advice's error. Where the points miss, and why,

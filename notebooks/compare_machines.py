@@ -34,6 +34,31 @@ room_only = []    # with room_file: only these notebooks (empty: all)
 room_out = "../room-results"  # with room_file: where the machines' bundles are saved
 quick = False     # with room_file: the suite's quick mode
 
+# %% [markdown]
+# ## The room's predictions beside its measurements
+#
+# With `room_file` set, the room also holds what the learners' exercises sent it
+# (`docs/workshop.md`, "Predictions through the room"). One panel per exercise: each
+# learner's prediction beside the measurement their exercise checked it against, with
+# its interval. Each title counts the predictions that fell inside.
+
+# %%
+if room_file:
+    from IPython.display import display
+
+    from labkit.core import plots
+    from labkit.lab.analysis import compare_machines
+    from labkit.lab.room import predictions as room_predictions
+
+    predicted = room_predictions.collect(room_file)
+    figure = compare_machines.predictions_figure(predicted)
+    if figure is None:
+        print("No learner has sent a prediction to this room yet.")
+    else:
+        plots.finish(figure, "compare_machines-predictions",
+                     compare_machines.PREDICTIONS_CAPTION)
+        display(predicted)
+
 # %%
 if room_file:
     from labkit.lab.room import view

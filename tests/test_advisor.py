@@ -406,7 +406,7 @@ def test_cli_json_shape(tmp_path):
     finally:
         results.set_home(None)  # --results sets the process's results home
     assert rc == 0
-    rows = json.loads(out.getvalue())
+    rows = json.loads(out.getvalue())["records"]
     assert [r["design"] for r in rows] == ["asm"]
     r = rows[0]
     assert set(r) >= {"design", "ns_per_request", "switch_share", "bytes_per_coroutine",

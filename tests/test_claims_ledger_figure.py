@@ -6,6 +6,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.container import BarContainer  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
 from labkit.lab.analysis import claims_ledger  # noqa: E402
@@ -39,6 +40,20 @@ def test_the_ladder_is_points_on_a_log_axis_and_the_verdicts_bars_in_their_colou
     assert fig._suptitle.get_text() == claims_ledger.finding(_table())
     assert claims_ledger.finding(_table()).startswith(
         "Of 13 claims, 5 reproduced, 3 contradicted and 2 in-between")
+    plt.close(fig)
+
+
+def test_every_log_axis_of_the_summary_holds_dots_and_no_bar():
+    runs = pd.DataFrame({"entry": ["asm"] * 3 + ["ucontext"] * 3,
+                         "ns_per_switch": [2.0, 2.1, 2.2, 150, 160, 155]})
+    fig = claims_ledger.summary_figure(_table(), runs)
+    logs = [ax for ax in fig.axes if "log" in (ax.get_xscale(), ax.get_yscale())]
+    assert logs
+    for ax in logs:
+        assert not ax.patches
+        assert not any(isinstance(c, BarContainer) for c in ax.containers)
+        markers = {ln.get_marker() for ln in ax.get_lines()} - {"None", "", "|", "_"}
+        assert markers == {"o"}
     plt.close(fig)
 
 

@@ -64,7 +64,7 @@ def test_version_is_the_package_s_and_its_commit(capsys):
 
 def test_measure_json_and_csv(capsys):
     assert cli.main(["measure", "asm", "--switches", "1000", "--repeats", "2", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = json.loads(capsys.readouterr().out)["records"]
     assert len(rows) == 2 and all("ns_per_switch" in r and "machine_id" in r for r in rows)
     assert cli.main(["measure", "asm", "--switches", "1000", "--repeats", "2", "--csv"]) == 0
     df = pd.read_csv(io.StringIO(capsys.readouterr().out))
@@ -75,7 +75,7 @@ def test_measure_passes_build_and_fp_control(capsys):
     build = labkit.builds()[0]
     assert cli.main(["measure", "asm_fpu", "--switches", "1000", "--repeats", "2",
                      "--build", build, "--fp-control", "differ", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = json.loads(capsys.readouterr().out)["records"]
     assert {r["build"] for r in rows} == {build}
     assert {r["fp_control"] for r in rows} == {"differ"}
 
@@ -133,7 +133,7 @@ def test_measure_python_is_refused_beside_an_entry_or_a_source(capsys):
 
 def test_kernels_json(capsys):
     assert cli.main(["kernels", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = json.loads(capsys.readouterr().out)["records"]
     assert [r["entry"] for r in rows] == list(labkit.catalogue().entry)
     assert all(r["why_not"] for r in rows if not r["available"])
 
@@ -402,7 +402,7 @@ def test_check_json_has_the_rows_reproduce_records(tmp_path, monkeypatch, capsys
     monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path))
     envcheck.announce(io.StringIO())  # what `labkit reproduce` does before its first notebook
     recorded = json.loads((tmp_path / "data" / envcheck.FILE).read_text())
-    assert set(shown) == set(recorded) == {"taken", "rows"}
+    assert set(shown) - {"schema", "context"} == set(recorded) == {"taken", "rows"}
     assert [r["key"] for r in shown["rows"]] == [r["key"] for r in recorded["rows"]] \
         == list(envcheck.KEYS)
     assert [set(r) for r in shown["rows"]] == [set(r) for r in recorded["rows"]]
@@ -490,6 +490,7 @@ def test_reproduce_json_is_the_only_thing_on_stdout(tmp_path, monkeypatch, capsy
     assert status == 0
     captured = capsys.readouterr()
     summary = json.loads(captured.out)  # stdout holds the JSON and nothing else
+    assert summary["schema"] == "labkit.reproduce/1" and summary["context"]["machine"]
     assert "environment check" in captured.err and "1 notebooks ok" in captured.err
     assert summary["notebooks"] == [{"name": "01_stack_size", "ok": True, "seconds": 2.5,
                                      "earlier": False, "error": None}]

@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,8 @@ from labkit.lab import cli
 from labkit.lab.comparing import answer, calibration, saved
 from labkit.lab.judging import calibration as engine_calibration
 
+from conftest import EXAMPLES
+
 REPO = Path(__file__).resolve().parent.parent
 RUNS = REPO / "tests" / "fixtures" / "epyc-7461bd-runs"
 SIMS = 1000
@@ -28,33 +31,46 @@ LIMIT = sequential.ALPHA + engine_calibration.tolerance(SIMS)
 # ---- calibration: simulated data of known truth ----
 
 @pytest.fixture(scope="module")
-def equal():
-    return calibration.rates([1.0, 1.0], SIMS)
+def cases():
+    """calibration.table: every case docs/compare.md states, by its name."""
+    return {r["case"]: r for r in calibration.table(SIMS)}
 
 
-def test_equal_speeds_are_rarely_called_different(equal):
+def test_equal_speeds_are_rarely_called_different(cases):
+    equal = cases["two sides at equal speed"]
     # The allowance over alpha is Monte-Carlo error only (2.58 standard errors).
     assert equal["false_difference"] <= LIMIT, equal
     # and mostly said to be the same: a calibration that never decides would pass the above
     assert equal[answer.SAME] >= 0.9, equal
 
 
-def test_three_equal_sides_keep_the_familywise_rate_under_holm():
-    got = calibration.rates([1.0, 1.0, 1.0], SIMS, seed=7)
+def test_three_equal_sides_keep_the_familywise_rate_under_holm(cases):
+    got = cases["three sides at equal speed (3 pairs, Holm)"]
+    assert got["pairs"] == 3 * got["runs"]
     assert got["false_difference"] <= LIMIT, got
 
 
-def test_power_for_a_ten_percent_difference():
+def test_power_for_a_ten_percent_difference(cases):
     # A takes 1/1.1 of B's time: A is 10% faster. docs/compare.md states this power.
-    got = calibration.rates([1 / 1.1, 1.0], SIMS, seed=3)
+    got = cases["A 10% faster"]
     assert got[answer.FASTER] >= 0.95, got
     assert got["false_difference"] <= LIMIT, got
 
 
-def test_no_difference_is_not_said_when_the_truth_is_beyond_the_margin():
-    got = calibration.rates([1.08, 1.0], SIMS, seed=5)
+def test_no_difference_is_not_said_when_the_truth_is_beyond_the_margin(cases):
+    got = cases["A 8% slower (beyond the ±5% margin)"]
     assert got[answer.SAME] <= LIMIT, got
     assert got["false_difference"] <= LIMIT, got
+
+
+def test_each_share_has_its_interval(cases):
+    assert calibration.wilson(0, 10)[0] == 0 and calibration.wilson(10, 10)[1] == 1
+    assert calibration.wilson(50, 100) == pytest.approx((0.4038, 0.5962), abs=1e-4)
+    for r in cases.values():
+        for k in ("false_difference", *calibration.OUTCOMES):
+            lo, hi = r[f"{k}_interval"]
+            assert lo <= r[k] <= hi, (r["case"], k)
+        assert sum(r[k] for k in calibration.OUTCOMES) == pytest.approx(1)
 
 
 def test_the_answer_reads_as_a_speed_ratio():
@@ -85,21 +101,33 @@ def test_several_pairs_are_answered_together():
 
 # ---- live sides, through the command line ----
 
-@pytest.fixture
-def _switch_removed():
-    """The user's switch the test adds leaves this process's catalogue after it: later tests
-    list the catalogue."""
-    yield
-    import labkit
-
-    labkit.remove_switch("user:my_switch")
+SHORT = ["--looks", "2,3", "--repeats", "1", "--switches", "20000"]  # fast, not decisive
 
 
-def test_live_compare_of_an_entry_a_build_and_a_users_switch(tmp_path, capsys, _switch_removed):
+def _module(tmp_path, monkeypatch, name: str, body: str) -> str:
+    """A module of the user's in a folder on sys.path (a fresh name each test: the shared
+    worker keeps what it imported)."""
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(body))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name
+
+
+def _greenlet_switch(tmp_path, monkeypatch, name: str) -> str:
+    return _module(tmp_path, monkeypatch, name, """
+        import greenlet
+
+        def factory():
+            def swap(g):
+                g.switch()
+            return greenlet.greenlet, swap
+        """) + ":factory"
+
+
+@pytest.mark.usefixtures("forget_added")
+def test_live_compare_of_an_entry_a_build_and_a_users_switch(tmp_path, capsys):
     pyperf_file, fig = tmp_path / "runs.json", tmp_path / "pairs.png"
     argv = ["compare", "asm", "asm_fpu@O3", "--source", str(REPO / "docs/examples/my_switch.c"),
-            "--looks", "2,3", "--repeats", "1", "--switches", "20000", "--json",
-            "--figure", str(fig), "--export", f"pyperf={pyperf_file}"]
+            *SHORT, "--json", "--figure", str(fig), "--export", f"pyperf={pyperf_file}"]
     assert cli.main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["schema"] == "labkit.compare/1" and out["kind"] == "live"
@@ -119,6 +147,41 @@ def test_live_compare_of_an_entry_a_build_and_a_users_switch(tmp_path, capsys, _
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "compare/asm" in done.stdout
+
+
+@pytest.mark.usefixtures("forget_added")
+def test_two_users_python_switches_are_compared(tmp_path, monkeypatch, capsys):
+    pythons = [_greenlet_switch(tmp_path, monkeypatch, n) for n in ("before_4c1e", "after_4c1e")]
+    argv = ["compare", "--python", pythons[0], "--python", pythons[1], *SHORT, "--json"]
+    assert cli.main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [s["label"] for s in out["sides"]] == ["user:before_4c1e", "user:after_4c1e"]
+    (pair,) = out["pairs"]
+    assert (pair["a"], pair["b"]) == ("user:before_4c1e", "user:after_4c1e")
+    assert pair["outcome"] in (answer.FASTER, answer.SLOWER, answer.SAME, answer.UNDECIDED)
+    assert pair["processes"] == out["schedule"]["processes"] == len(pair["values"])
+    assert 2 <= pair["processes"] <= 3 and pair["text"]
+
+
+@pytest.mark.usefixtures("forget_added")
+def test_a_side_that_fails_to_build_or_load_is_named(tmp_path, monkeypatch, capsys):
+    not_c = tmp_path / "not_c.c"
+    not_c.write_text("this is not C\n")
+    still = _module(tmp_path, monkeypatch, "still_4c1e", """
+        def factory():
+            return (lambda fn: fn), (lambda ctx: None)
+        """)
+    cases = [
+        (["asm", "--source", str(not_c)], "labkit compare: --source "),
+        (["asm", "--source", str(EXAMPLES / "broken_switch.c")], "labkit compare: --source "),
+        (["asm", "--python", "no_such_module_4c1e:factory"], "labkit compare: --python "),
+        (["asm", "--python", f"{still}:factory"], "labkit compare: --python "),
+    ]
+    for argv, said in cases:
+        assert cli.main(["compare", *argv, *SHORT]) == 2, argv
+        err = capsys.readouterr().err  # a build says "building ..." on the line before
+        assert err.count("labkit compare:") == 1, (argv, err)
+        assert err.splitlines()[-1].startswith(said), (argv, err)
 
 
 # ---- saved runs of one machine ----
@@ -193,6 +256,9 @@ def test_two_machines_are_refused_unless_asked(tmp_path, capsys):
     (["asm", "tests/fixtures/epyc-7461bd-runs"], "sides must be all live"),
     (["asm", "./nowhere"], "sides ./nowhere: no such bundle or results folder"),
     (["asm", "--source", "/nonexistent/switch.c"], "--source must be an existing file"),
+    (["asm", "--calibration"], "sides must be left out with --calibration"),
+    (["asm", "asm_ret", "--export", "pyperf=/nonexistent/x.json"], "--export /nonexistent/x.json: "
+                                                                    "cannot be written"),
 ])
 def test_bad_input_is_one_line_naming_the_parameter(argv, said, capsys, monkeypatch):
     monkeypatch.chdir(REPO)
@@ -200,3 +266,11 @@ def test_bad_input_is_one_line_naming_the_parameter(argv, said, capsys, monkeypa
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("labkit compare: "), err
     assert said in err, err
+
+
+def test_the_doc_shows_what_the_calibration_command_prints(capsys):
+    assert cli.main(["compare", "--calibration"]) == 0
+    rows = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("| ")]
+    assert len(rows) == 1 + len(calibration.CASES)
+    doc = (REPO / "docs" / "compare.md").read_text()
+    assert all(row in doc for row in rows), "docs/compare.md: rerun labkit compare --calibration"

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pyperf
 import pytest
 
 from labkit.core import results
@@ -111,3 +112,42 @@ def test_bad_input_exits_2_in_one_line(tmp_path, capsys):
     with pytest.raises(SystemExit) as done:
         cli.main(["export", "csv", "-o", "x"])
     assert done.value.code == 2
+
+
+# ---- `labkit measure --export`: one worker's repeats ----
+
+def test_measure_exports_its_repeats(tmp_path, capsys):
+    pyperf_file, gb_file = tmp_path / "m.json", tmp_path / "m.gb.json"
+    argv = ["measure", "asm", "--switches", "20000", "--repeats", "3", "--json",
+            "--export", f"pyperf={pyperf_file}", "--export", f"google-benchmark={gb_file}"]
+    assert cli.main(argv) == 0
+    df = pd.DataFrame(json.loads(capsys.readouterr().out)["records"])
+    done = _pyperf("stats", str(pyperf_file))
+    assert done.returncode == 0, done.stderr
+    bench = pyperf.Benchmark.load(str(pyperf_file))
+    assert bench.get_name() == "measure/asm"
+    (run,) = bench.get_runs()  # one worker process: one run, its values the repeats
+    assert run.values == pytest.approx([v * 1e-9 for v in df.ns_per_switch if v > 0])
+    gb = json.loads(gb_file.read_text())
+    assert {"date", "num_cpus", "mhz_per_cpu", "caches", "library_build_type"} <= set(gb["context"])
+    assert gb["context"]["labkit"]["machine"]["machine_id"] == df.machine_id.iloc[0]
+    (row,) = gb["benchmarks"]  # one repetition per process: the median of its repeats
+    assert row["name"] == "measure/asm" and row["run_type"] == "iteration"
+    assert row["iterations"] == 20000 and row["time_unit"] == "ns"
+    assert row["real_time"] == pytest.approx(df.ns_per_switch.median())
+
+
+def test_measure_refuses_a_bad_export_before_measuring(tmp_path, capsys, monkeypatch):
+    import labkit
+
+    def measured(*_, **__):
+        raise AssertionError("measured before --export was checked")
+
+    monkeypatch.setattr(labkit, "measure", measured)
+    for target in ("csv=x.csv", "pyperf", f"pyperf={tmp_path / 'no' / 'x.json'}",
+                   f"markdown={tmp_path}"):
+        assert cli.main(["measure", "asm", "--export", f"markdown={tmp_path / 'ok.md'}",
+                         "--export", target]) == 2, target
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("labkit measure: --export "), err
+    assert not (tmp_path / "ok.md").exists()

@@ -366,15 +366,17 @@ def test_c000_3a_between_the_reference_epyc_and_this_checkouts_machine(registry)
 def test_the_cli_answers_in_json_and_refuses_bad_registries(registry, tmp_path):
     done = labkit_cli("registry", "claims", "--registry", str(registry), "--json")
     assert done.returncode == 0, done.stderr
-    rows = json.loads(done.stdout)
+    rows = json.loads(done.stdout)["records"]
     assert any(r["claim_id"] == "C000.3a" for r in rows)
     done = labkit_cli("registry", "machines", "--registry", "ftp://nowhere/x")
     assert done.returncode == 2 and "registry" in done.stderr
-    before = labkit_cli("registry", "claims", "--registry", str(registry), "--json").stdout
+    before = json.loads(labkit_cli("registry", "claims", "--registry", str(registry),
+                                   "--json").stdout)["records"]
     done = labkit_cli("registry", "compact", "--registry", str(registry))
     assert done.returncode == 0, done.stderr
     assert set(json.loads(done.stdout)) == {"adopted", "compacted", "absorbed"}
-    assert labkit_cli("registry", "claims", "--registry", str(registry), "--json").stdout == before
+    assert json.loads(labkit_cli("registry", "claims", "--registry", str(registry),
+                                 "--json").stdout)["records"] == before
     done = labkit_cli("registry", "compact", "--registry", "ftp://nowhere/x")
     assert done.returncode == 2 and "registry" in done.stderr
     a_file = tmp_path / "notes.txt"

@@ -105,7 +105,7 @@ def test_an_admitting_registry_refuses_strangers_in_one_line_each(world, tmp_pat
     assert (out["publisher"], out["fingerprint"]) == ("Alice L.", world["alice"].fingerprint)
     claims = labkit_cli("registry", "claims", "--registry", str(reg), "--json")
     assert claims.returncode == 0 and "open registry" not in claims.stderr
-    rows = [v for r in json.loads(claims.stdout) for v in r["verdicts"]]
+    rows = [v for r in json.loads(claims.stdout)["records"] for v in r["verdicts"]]
     assert rows and {(v["publisher"], v["fingerprint"]) for v in rows} == \
         {("Alice L.", world["alice"].fingerprint)}
     m = query.machines(reg)
@@ -118,7 +118,7 @@ def test_an_open_registry_says_so_and_names_unsigned_publishers(world, tmp_path)
     assert admission.admitted(reg) is None
     done = labkit_cli("registry", "machines", "--registry", str(reg), "--json")
     assert done.returncode == 0 and done.stderr.strip() == admission.OPEN
-    assert json.loads(done.stdout)[0]["publisher"] == "unsigned"
+    assert json.loads(done.stdout)["records"][0]["publisher"] == "unsigned"
 
 
 @pytest.fixture(scope="module")

@@ -132,7 +132,8 @@ def test_machine_section_shows_the_cpu_and_the_runs_environment_check(tmp_path, 
     info = machine_info()
     text = page._machine_html([], info)
     assert "Environment check" in text and "2 (as recorded)" in text
-    assert text.count("<tr><td>") == len(envcheck.KEYS)
+    check = text[:text.index("Every metadata field")]
+    assert check.count("<tr><td>") == len(envcheck.KEYS)
     assert all(page._e(r["effect"]) in text for r in rows)
     assert f"microcode {page._e(info['microcode'])}" in text
     assert f"XCR0 {info['xcr0']}" in text
@@ -231,3 +232,51 @@ def test_the_advisor_scores_read_as_words_and_percent():
     cov = shown.set_index("design").loc["all", "coverage of the 95% interval"]
     assert cov == f"{100 * raw.set_index('design').loc['all', 'coverage']:.1f}%"
     assert set(shown["all four targets met"]) <= {"yes", "no"}
+
+
+# A header that is a column's raw name (`claim_id`, `targets_met`), not words.
+_SNAKE = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$")
+
+
+def snake_headers(text: str) -> list[str]:
+    """The <th> of `text` that are raw snake_case names."""
+    return sorted({h.strip() for h in re.findall(r"<th[^>]*>(.*?)</th>", text, flags=re.S)
+                   if _SNAKE.match(h.strip())})
+
+
+def test_snake_headers_finds_raw_column_names_only():
+    text = ("<tr><th>claim_id</th><th>ns/switch, here (asm_fpu, sweep)</th>"
+            "<th class='x'> targets_met </th><th>fresh processes</th></tr>")
+    assert snake_headers(text) == ["claim_id", "targets_met"]
+
+
+@pytest.mark.notebook
+def test_no_table_of_the_report_has_a_raw_column_name_for_a_header(tmp_path, monkeypatch):
+    """The report from the recorded results, with notebook 00's tables and a verdict table
+    among the notebooks' outputs, as the notebooks show them."""
+    import shutil
+
+    from labkit.lab.analysis import claims_ledger
+    from labkit.lab.judging import designs, ledger, view
+    from labkit.lab.running.notebook_run import Outcome
+
+    shutil.copytree(results.REPO / "data", tmp_path / "data")
+    monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path))
+    table = ledger.ledger()
+    verdict_table = results.read_csv(tmp_path / "data" / "01_stack_size_verdicts.csv")
+    shown = [claims_ledger.every_claim(table), claims_ledger.amended(table),
+             designs.variance_table()]
+    nb = nbformat.v4.new_notebook()
+    nb.cells.append(_cell(*[nbformat.v4.new_output("execute_result", data={
+        "text/html": f.to_html(), "text/plain": "table"}, execution_count=1) for f in shown],
+        nbformat.v4.new_output("display_data", data={
+            "text/html": view.show(verdict_table)._repr_html_(), "text/plain": "view"})))
+    executed = tmp_path / "00_claims_ledger.ipynb"
+    nbformat.write(nb, executed)
+    path = page.build([Outcome("00_claims_ledger", True, 1.0, executed)],
+                      out_dir=tmp_path / "out", quick=False)
+    text = path.read_text()
+    assert "claim_id" in str(table.columns.tolist())  # the raw names were there to word
+    assert "<svg" in text and "data:image/png;base64" in text
+    assert snake_headers(text) == []
+

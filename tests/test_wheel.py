@@ -102,7 +102,7 @@ def test_installed_wheel_measures(installed):
     said = res.stdout.split("(commit ", 1)[1].rstrip(")\n")
     res = _run([str(labkit), "measure", "asm", "--json", "--switches", "10000",
                 "--repeats", "2"], cwd=work, env=env, timeout=600)
-    rows = json.loads(res.stdout)
+    rows = json.loads(res.stdout)["records"]
     assert len(rows) == 2 and rows[0]["entry"] == "asm"
     assert all(r["counted_switches"] == r["switches"] for r in rows)
     # The commit it was built from, not whatever git repository the venv sits in.

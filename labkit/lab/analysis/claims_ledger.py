@@ -1,18 +1,30 @@
 """Notebook 00's analysis: the summary figure of the ledger (the latency ladder's medians
-and the count of claims under each verdict), one colour per verdict."""
+and the count of claims under each verdict, one colour per verdict: the palette of
+labkit.lab.judging.pictures, which draws the forest of every claim too)."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
 import labkit
 from labkit.core import plots
-from labkit.lab.judging import ledger
+from labkit.lab.judging import ledger, view
+from labkit.lab.judging.pictures import VERDICT_COLOURS
 
-# One colour per verdict, in the ledger's order: decided outcomes in strong colours, the
-# undecided and the unmeasured in greys, so that no two verdicts look alike.
-VERDICT_COLOURS = dict(zip(ledger.LEDGER_VERDICTS,
-                           ("#2a9d8f", "#e76f51", "#e9c46a", "#8d99ae", "#d9d9d9", "#5c5c5c"),
-                           strict=True))
+# What notebook 00 shows of the ledger: every claim, and the amended ones.
+EVERY_CLAIM = ("claim_id", "source", "claim", "claimed_value", "measured_quantity",
+               "measured_value", "verdict", "lean", "processes", "original_verdict", "noisy",
+               "note", "notebook", "figures")
+AMENDED = ("claim_id", "original_verdict", "verdict", "original_rule", "rule", "amendment")
+
+
+def every_claim(table):
+    """The ledger's rows as notebook 00 shows them, headers in words."""
+    return view.worded(table[list(EVERY_CLAIM)])
+
+
+def amended(table):
+    """The amended claims, each with its verdict under both rules and why, in words."""
+    return view.worded(table.loc[table.amendment != "", list(AMENDED)])
 
 
 def finding(table) -> str:

@@ -2,11 +2,10 @@
 checked on workloads off its calibration grid."""
 from __future__ import annotations
 
-import json
 
 from labkit.core import machine, results
 from labkit.lab.cli.command import Command
-from labkit.lab.cli.options import flag
+from labkit.lab.cli.options import flag, print_json
 # The lab's modules load when a command runs: parsing loads only the parsers.
 
 ADVISE_DESCRIPTION = (
@@ -61,7 +60,7 @@ def _advise(args) -> int:
                              connections=args.connections, designs=args.design,
                              bundle=args.bundle)
     if args.json:
-        print(json.dumps(advice.records(), indent=1))
+        print_json("advise", advice.records())
     else:
         print(advice.text())
     return 0

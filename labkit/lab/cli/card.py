@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from labkit.lab.cli.command import Command
-from labkit.lab.cli.options import flag
+from labkit.lab.cli.options import flag, print_json
 
 
 def _arguments(p) -> None:
@@ -22,9 +22,7 @@ def _run(args) -> int:
 
     c = card(switches=args.switches, repeats=args.repeats, cpu=args.cpu)
     if args.json:
-        import json
-
-        print(json.dumps(c.records(), indent=1))
+        print_json("card", c.records())
     else:
         print(c)
     return 0

@@ -2,11 +2,10 @@
 saved runs of one machine compared claim by claim; `labkit export` is in export.py."""
 from __future__ import annotations
 
-import json
 import sys
 
 from labkit.lab.cli.command import Command
-from labkit.lab.cli.options import flag
+from labkit.lab.cli.options import flag, print_json
 
 
 def _arguments(p) -> None:
@@ -39,6 +38,8 @@ def _arguments(p) -> None:
                    help="draw each pair's per-process values and interval (.png, .svg)")
     p.add_argument("--export", action="append", default=[], metavar="FORMAT=FILE",
                    help="also write the live runs as pyperf, google-benchmark or markdown")
+    flag(p, "--calibration", "instead of comparing: the answers' error rates and power on "
+         "simulated measurements of known truth, each with its 95%% interval (no sides)")
 
 
 def margin_of(text) -> float:
@@ -67,23 +68,6 @@ def looks_of(text):
                              f"(8,16,32); got {text!r}") from None
 
 
-def _clean(v):
-    """JSON without NaN or infinities (null)."""
-    import math
-
-    import numpy as np
-
-    if isinstance(v, dict):
-        return {str(k): _clean(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple, np.ndarray)):
-        return [_clean(x) for x in v]
-    if isinstance(v, (np.integer,)):
-        return int(v)
-    if isinstance(v, (float, np.floating)):
-        return None if not math.isfinite(v) else float(v)
-    return v
-
-
 def _progress():
     if not sys.stderr.isatty():
         return None
@@ -99,10 +83,11 @@ def _run(args) -> int:
     from labkit.lab.comparing import context, export, figure, live, saved, sides
 
     margin = margin_of(args.margin)
+    if args.calibration:
+        return _calibration(args, margin)
     targets = [export.parse_target(t) for t in args.export]
     chosen = sides.gather(args.sides, sources=args.source, pythons=args.python)
     ctx = context.context(sys.argv[1:])
-    out = {"schema": context.SCHEMA, "context": ctx}
     if chosen[0].live:
         plan = live.schedule(looks=looks_of(args.looks), repeats=args.repeats,
                              seconds=args.seconds, quick=args.quick)
@@ -111,12 +96,12 @@ def _run(args) -> int:
         if sys.stderr.isatty():
             print(file=sys.stderr)
         answers, values = got["answers"], got["stats"]
-        out |= {"kind": "live",
-                "sides": [{"label": s.label, "entry": s.entry, "build": s.build}
-                          for s in chosen],
-                "schedule": {**got["schedule"], "looks_taken": got["looks_taken"],
-                             "processes": int(got["runs"].worker.nunique())},
-                "pairs": [{**r, "values": list(values[(r["a"], r["b"])])} for r in answers]}
+        out = {"kind": "live",
+               "sides": [{"label": s.label, "entry": s.entry, "build": s.build}
+                         for s in chosen],
+               "schedule": {**got["schedule"], "looks_taken": got["looks_taken"],
+                            "processes": int(got["runs"].worker.nunique())},
+               "pairs": [{**r, "values": list(values[(r["a"], r["b"])])} for r in answers]}
         for fmt, path in targets:
             export.write(fmt, path, export.rows_of(got["runs"], "compare"), ctx)
     else:
@@ -128,14 +113,46 @@ def _run(args) -> int:
         got = saved.compare(chosen[0].path, chosen[1].path, margin=margin,
                             other_machine=args.other_machine)
         answers, values = got["answers"], None
-        out |= {"kind": "saved", "sides": got["sides"], "pairs": answers,
-                "skipped": got["skipped"]}
+        out = {"kind": "saved", "sides": got["sides"], "pairs": answers,
+               "skipped": got["skipped"]}
     if args.figure:
         figure.draw(answers, values, args.figure, caption=_caption(ctx))
     if args.json:
-        print(json.dumps(_clean(out), indent=1))
+        print_json("compare", out, ctx)
     else:
         print(_text(out))
+    return 0
+
+
+def _calibration(args, margin: float) -> int:
+    """The calibration table (labkit.lab.comparing.calibration.table) at this margin."""
+    from labkit.errors import ParameterError
+    from labkit.lab.comparing import calibration
+
+    if args.sides or args.source or args.python:
+        raise ParameterError("sides", "must be left out with --calibration: it simulates its "
+                             "sides")
+    rows = calibration.table(margin=margin)
+    if args.json:
+        print_json("compare", {"kind": "calibration", "cases": rows})
+        return 0
+    print(f"{rows[0]['runs']} simulated comparisons per case (seed {calibration.SEED}), the "
+          f"default schedule, margin ±{margin:.0%}; each share with its 95% interval "
+          "(Wilson).\n")
+    print("| truth | said to differ wrongly | A faster | B faster | no difference | undecided "
+          "| mean processes |\n|---|---|---|---|---|---|---|")
+
+    def share(r, k):
+        lo, hi = r[f"{k}_interval"]
+        return f"{100 * r[k]:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+    for r in rows:
+        shares = [share(r, k) for k in calibration.OUTCOMES]
+        print(f"| {r['case']} | {share(r, 'false_difference')} | {' | '.join(shares)} | "
+              f"{r['mean_processes']:.0f} |")
+    print("\nSaid to differ wrongly: the share of comparisons in which some pair was said to "
+          "differ where the truth has none, or the wrong way round; the other shares are of "
+          "pairs.")
     return 0
 
 

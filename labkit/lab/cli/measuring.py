@@ -2,7 +2,6 @@
 measured, what can be measured here, and what on this machine moves timings."""
 from __future__ import annotations
 
-import json
 import sys
 
 import labkit
@@ -10,7 +9,7 @@ from labkit.core import envcheck
 from labkit.core.systems import FP_CONTROL_MODES
 from labkit.errors import ParameterError, UserSwitchError
 from labkit.lab.cli.command import Command
-from labkit.lab.cli.options import add_format, flag, size
+from labkit.lab.cli.options import add_format, flag, print_json, size
 
 
 def _measure_arguments(m) -> None:
@@ -43,10 +42,16 @@ def _measure_arguments(m) -> None:
     m.add_argument("--stack-in-use", type=size("--stack-in-use"), default=None,
                    metavar="SIZE", help="copy_stack only: what each coroutine holds on its "
                    "stack: 1KiB, 1024 (default 0)")
+    m.add_argument("--export", action="append", default=[], metavar="FORMAT=FILE",
+                   help="also write the repeats as pyperf, google-benchmark or markdown "
+                        "(one run: this one worker process); may be repeated")
     add_format(m, "every repeat's row")
 
 
 def _measure(args) -> int:
+    from labkit.lab.comparing import context, export
+
+    targets = [export.parse_target(t) for t in args.export]  # refused before measuring
     keeps = None if args.keeps_fp_control is None else args.keeps_fp_control == "yes"
     try:
         df = labkit.measure(args.entry, source=args.source, python=args.python,
@@ -60,32 +65,42 @@ def _measure(args) -> int:
         # The switch was imported but failed its check: the first line says which check.
         said = (str(exc).strip().splitlines() or [""])[0]
         raise ParameterError("python", f"{args.python}: {said}") from exc
+    if targets:
+        # One worker measured every repeat: one fresh process, named by the entry alone so
+        # that two exports of it (two builds, before and after) are one benchmark to pyperf.
+        rows = export.rows_of(df.assign(side=df.entry, worker=0), "measure")
+        ctx = context.context(sys.argv[1:])
+        for fmt, path in targets:
+            export.write(fmt, path, rows, ctx)
 
     def text():
         s = labkit.summarize(df)
         return "\n".join([*labkit.noise_warnings(s), s.T.to_string(header=False)])
 
-    _print_frame(df, args, text)
+    _print_frame("measure", df, args, text)
     return 0
 
 
 def _catalogue(args) -> int:
     table = labkit.catalogue()
-    _print_frame(table, args, lambda: table[["entry", "system", "kind", "available",
+    _print_frame("catalogue", table, args, lambda: table[["entry", "system", "kind", "available",
                                               "why_not"]].to_string(index=False))
     return 0
 
 
 def _check(args) -> int:
     rows = envcheck.check()
-    print(json.dumps(envcheck.record(rows), indent=1) if args.json else envcheck.explain(rows))
+    if args.json:
+        print_json("check", envcheck.record(rows))
+    else:
+        print(envcheck.explain(rows))
     return 0
 
 
-def _print_frame(df, args, text) -> None:
+def _print_frame(command: str, df, args, text) -> None:
     """A table as --json records, --csv, or `text()` for a person."""
     if args.json:
-        print(df.to_json(orient="records", indent=1, default_handler=str))
+        print_json(command, df)
     elif args.csv:
         df.to_csv(sys.stdout, index=False)
     else:

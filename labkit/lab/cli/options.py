@@ -1,7 +1,10 @@
-"""Options several commands share: on/off flags, --json/--csv, sizes with units."""
+"""Options several commands share: on/off flags, --json/--csv and what --json prints,
+sizes with units."""
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 
 from labkit.core import units
 from labkit.errors import ParameterError
@@ -17,6 +20,18 @@ def add_format(p: argparse.ArgumentParser, what: str) -> None:
     fmt = p.add_mutually_exclusive_group()
     flag(fmt, "--json", f"print {what} as JSON records")
     flag(fmt, "--csv", f"print {what} as CSV")
+
+
+def print_json(command: str, body, ctx: dict | None = None) -> None:
+    """Print `body` as every --json does: with its schema and context block
+    (labkit.lab.comparing.context.stamped; ctx if the command has taken it); a DataFrame
+    as its records."""
+    from labkit.lab.comparing import context
+
+    if hasattr(body, "to_json"):
+        body = json.loads(body.to_json(orient="records", default_handler=str))
+    print(json.dumps(context.stamped(command, body, sys.argv[1:], ctx=ctx), indent=1,
+                     default=str))
 
 
 def size(option: str):

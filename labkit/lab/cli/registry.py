@@ -9,7 +9,7 @@ from pathlib import Path
 
 from labkit.errors import ParameterError
 from labkit.lab.cli.command import Command
-from labkit.lab.cli.options import flag
+from labkit.lab.cli.options import flag, print_json
 # The registry's modules load when a command runs: parsing loads only the parsers.
 
 QUESTIONS = {"claims": "each claim's verdicts across machines, with a tally",
@@ -29,8 +29,10 @@ def _publish(args) -> int:
     from labkit.lab.registry import publish
 
     out = publish.publish(args.bundle, args.registry, include_host=args.include_host)
-    print(json.dumps(out, indent=1) if args.json else
-          f"published {out['bundle']} as {out['stored_as']} by {out['publisher']}"
+    if args.json:
+        print_json("publish", out)
+        return 0
+    print(f"published {out['bundle']} as {out['stored_as']} by {out['publisher']}"
           + (f" ({out['fingerprint']})" if out["fingerprint"] else "")
           + (f", flagged: {out['flags']}" if out.get("flags") else "")
           + f" ({out['recomputed_agree']} of "
@@ -201,8 +203,10 @@ def _print_machines(args, kw) -> None:
 
     df = query.machines(args.registry, **kw)
     _note(args)
-    print(df.to_json(orient="records", indent=1) if args.json
-          else df.to_string(index=False) if not df.empty else "no machines")
+    if args.json:
+        print_json("registry.machines", df)
+    else:
+        print(df.to_string(index=False) if not df.empty else "no machines")
 
 
 def _print_claims(args, kw) -> None:
@@ -211,7 +215,7 @@ def _print_claims(args, kw) -> None:
     rows = query.tally(query.claims(args.registry, **kw))
     _note(args)
     if args.json:
-        print(json.dumps(rows, indent=1, default=str))
+        print_json("registry.claims", rows)
         return
     lines = []
     for r in rows:
@@ -232,7 +236,7 @@ def _print_ladder(args, kw) -> None:
     df = query.ladder(args.registry, **kw)
     _note(args)
     if args.json:
-        print(df.to_json(orient="records", indent=1))
+        print_json("registry.ladder", df)
     elif df.empty:
         print("no ladder")
     else:
@@ -256,8 +260,10 @@ def _print_effects(args, kw) -> None:
            "(--claim asks for one)" if len(runs) >= 2 else
            f"{len(runs)} machine with verdict runs (a bundle of format 4 or later carries "
            "them); a machine effect needs two")
-    print(json.dumps(rows, indent=1, default=str) if args.json
-          else "\n".join(effects.line(r) for r in rows) or f"no comparisons: {why}")
+    if args.json:
+        print_json("registry.effects", rows)
+    else:
+        print("\n".join(effects.line(r) for r in rows) or f"no comparisons: {why}")
 
 
 PUBLISH = Command("publish", "send a bundle to a registry of machines",

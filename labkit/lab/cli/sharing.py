@@ -2,12 +2,11 @@
 several machines' bundles side by side."""
 from __future__ import annotations
 
-import json
 import os
 import sys
 
 from labkit.lab.cli.command import Command
-from labkit.lab.cli.options import flag
+from labkit.lab.cli.options import flag, print_json
 # The lab's modules load when a command runs: parsing loads only the parsers.
 
 
@@ -50,7 +49,7 @@ def _merge(args) -> int:
 
     out = merge.merge(args.bundles, same_commit=not args.allow_other_commits)
     if args.json:
-        print(json.dumps(merge.merged_records(out), indent=1, default=str))
+        print_json("merge", merge.merged_records(out))
     else:
         _print_comparison(merge, out)
     if args.out:

@@ -36,12 +36,50 @@ def answers(rng, times, *, looks=sequential.LOOKS, repeats: int = sequential.REP
     return answer.decide(stats, looks, margin=margin)
 
 
-def rates(times, runs: int, *, seed: int = 20261205, **kw) -> dict:
+# The cases docs/compare.md states and tests/test_compare.py holds: each side's typical time.
+CASES = {"two sides at equal speed": (1.0, 1.0),
+         "three sides at equal speed (3 pairs, Holm)": (1.0, 1.0, 1.0),
+         "A 10% faster": (1 / 1.1, 1.0),
+         "A 8% slower (beyond the ±5% margin)": (1.08, 1.0),
+         "A 2% slower (inside the ±5% margin)": (1.02, 1.0)}
+RUNS = 1000
+SEED = 20261205
+OUTCOMES = (answer.FASTER, answer.SLOWER, answer.SAME, answer.UNDECIDED)
+Z95 = 1.959964
+
+
+def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson's score interval of a share of k in n (95% by default)."""
+    if n <= 0:
+        return math.nan, math.nan
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (0.0 if k == 0 else centre - half), (1.0 if k == n else centre + half)
+
+
+def table(runs: int = RUNS, *, seed: int = SEED, cases=None, **kw) -> list[dict]:
+    """Every case of CASES simulated `runs` times (seeded per case; kw as answers()):
+    rates() with each share's 95% interval beside it (`<share>_interval`) and the case's
+    name and times."""
+    rows = []
+    for i, (name, times) in enumerate((cases or CASES).items()):
+        got = rates(list(times), runs, seed=[seed, i], **kw)
+        # The false difference is a share of runs (familywise), an outcome one of pairs.
+        intervals = {f"{k}_interval": wilson(got[f"{k}_count"], got["runs"])
+                     for k in ("false_difference",)}
+        intervals |= {f"{k}_interval": wilson(got[f"{k}_count"], got["pairs"]) for k in OUTCOMES}
+        rows.append({"case": name, "times": list(times), **got, **intervals})
+    return rows
+
+
+def rates(times, runs: int, *, seed=SEED, **kw) -> dict:
     """Over `runs` seeded comparisons: the share in which some pair is said to differ
     wrongly (`false_difference`: a difference said where the truth has none, or the wrong
-    way round), the share of pairs per outcome, and the mean processes."""
+    way round), the share of pairs per outcome (with the counts, `<share>_count`, of runs
+    and of pairs), and the mean processes."""
     rng = np.random.default_rng(seed)
-    counts = dict.fromkeys((answer.FASTER, answer.SLOWER, answer.SAME, answer.UNDECIDED), 0)
+    counts = dict.fromkeys(OUTCOMES, 0)
     wrong, procs, pairs = 0, [], 0
     for _ in range(runs):
         got = answers(rng, times, **kw)
@@ -57,4 +95,5 @@ def rates(times, runs: int, *, seed: int = 20261205, **kw) -> dict:
             pairs += 1
         wrong += bad
     return {"false_difference": wrong / runs, **{k: v / pairs for k, v in counts.items()},
-            "mean_processes": float(np.mean(procs)), "runs": runs}
+            "false_difference_count": wrong, **{f"{k}_count": v for k, v in counts.items()},
+            "mean_processes": float(np.mean(procs)), "runs": runs, "pairs": pairs}

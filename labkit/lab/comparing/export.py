@@ -10,6 +10,7 @@ queries per second (the echo servers) is left out and said so."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -70,7 +71,8 @@ def pyperf_suite(rows, context: dict):
     left out: pyperf takes only positive values)."""
     machine = context.get("machine", {})
     common = {"unit": "second", "cpu_model_name": str(machine.get("cpu_model", "unknown")),
-              "labkit_machine_id": str(machine.get("machine_id", "unknown"))}
+              "labkit_machine_id": str(machine.get("machine_id", "unknown")),
+              "labkit_command": str(context.get("command", "unknown"))}
     benches = []
     for name, g in rows.groupby("benchmark", sort=False):
         runs = []
@@ -149,11 +151,17 @@ def write(fmt: str, out, rows, context: dict) -> Path:
 
 
 def parse_target(text: str) -> tuple[str, str]:
-    """FORMAT=FILE, as --export takes it."""
+    """FORMAT=FILE, as --export takes it, checked before anything is measured: a known
+    format, and a file that can be written."""
     fmt, sep, path = str(text).partition("=")
     if not sep or not path:
         raise ParameterError("export", f"must be FORMAT=FILE with FORMAT one of "
                              f"{', '.join(FORMATS)}; got {text!r}")
     if fmt not in FORMATS:
         raise ParameterError("export", f"format must be one of {', '.join(FORMATS)}; got {fmt!r}")
+    out = Path(path)
+    if out.is_dir() or not out.parent.is_dir() or not os.access(out.parent, os.W_OK) \
+            or (out.exists() and not os.access(out, os.W_OK)):
+        raise ParameterError("export", f"{path}: cannot be written (its folder must exist "
+                             "and be writable, and it must not be a folder)")
     return fmt, path

@@ -21,6 +21,10 @@ from labkit.errors import ParameterError
 CACHE_DIR = Path("/sys/devices/system/cpu/cpu0/cache")
 CPUINFO = Path("/proc/cpuinfo")
 NOT_REPORTED = "not reported"
+# The page size Linux counts its "TLB size" in ("3072 4K pages").
+TLB_PAGE = 4 << 10
+TLB_UNKNOWN = ("not reported: /proc/cpuinfo gives no TLB size here (Intel's kernels print "
+               "none), so the card cannot say how much memory the TLB reaches")
 
 # What the card times, in the order it prints them: (label, how, entry or mode).
 LATENCIES = (
@@ -34,18 +38,21 @@ LATENCIES = (
 
 @dataclass
 class Card:
-    """The card's fields: `caches` (one dict per cache of CPU 0), `tlb` (the OS's words,
-    or NOT_REPORTED), `page_size` in bytes, `latencies` (one dict each: what, entry, ns,
-    low, high, repeats; the interval is the quartiles over repeats) and `machine`."""
+    """The card's fields: `caches` (one dict per cache of CPU 0), `tlb` (the OS's words
+    and the reach they give, or TLB_UNKNOWN), `tlb_entries` (the 4 KiB-page entries the
+    OS reports, or None), `page_size` in bytes, `latencies` (one dict each: what, entry,
+    ns, low, high, repeats; the interval is the quartiles over repeats) and `machine`."""
     caches: list = field(default_factory=list)
-    tlb: str = NOT_REPORTED
+    tlb: str = TLB_UNKNOWN
+    tlb_entries: int | None = None
     page_size: int = 0
     latencies: list = field(default_factory=list)
     machine: str = ""
 
     def records(self) -> dict:
-        return {"caches": self.caches, "tlb": self.tlb, "page_size": self.page_size,
-                "latencies": self.latencies, "machine": self.machine}
+        return {"caches": self.caches, "tlb": self.tlb, "tlb_entries": self.tlb_entries,
+                "page_size": self.page_size, "latencies": self.latencies,
+                "machine": self.machine}
 
     def __str__(self):
 
@@ -109,15 +116,25 @@ def caches(root: Path = CACHE_DIR) -> list[dict]:
     return out
 
 
-def tlb(cpuinfo: Path = CPUINFO) -> str:
+def tlb(cpuinfo: Path = CPUINFO) -> tuple[str, int | None]:
     """The TLB as /proc/cpuinfo says it for the first CPU ("TLB size: 3072 4K pages" on
-    AMD); Intel's kernels do not report it, and then the card says so."""
+    AMD: its second-level data and instruction TLBs' 4 KiB entries, from cpuid) with the
+    memory those entries reach, and the number of entries; Intel's kernels do not report
+    it, and then the card says it cannot (TLB_UNKNOWN, None)."""
     try:
         text = cpuinfo.read_text()
     except OSError:
-        return NOT_REPORTED
+        return TLB_UNKNOWN, None
     m = re.search(r"^TLB size\s*:\s*(.+)$", text, re.M)
-    return m[1].strip() + " (as /proc/cpuinfo says)" if m else NOT_REPORTED
+    if not m:
+        return TLB_UNKNOWN, None
+    said = m[1].strip()
+    n = re.fullmatch(r"(\d+) 4K pages", said)
+    if not n:
+        return f"{said} (as /proc/cpuinfo says)", None
+    entries = int(n[1])
+    return (f"{said} (as /proc/cpuinfo says): they reach {bytes_label(entries * TLB_PAGE)} "
+            f"of 4 KiB pages", entries)
 
 
 def _latency(what, how, name, *, switches, repeats, cpu) -> dict:
@@ -148,7 +165,9 @@ def card(*, switches: int = 200_000, repeats: int = 5, cpu: int | None = 0) -> C
     if repeats < 3:
         raise ParameterError("repeats", f"must be at least 3, for quartiles; got {repeats}")
     cpu = validate.cpu(cpu)
-    return Card(caches=caches(), tlb=tlb(), page_size=os.sysconf("SC_PAGE_SIZE"),
+    tlb_said, entries = tlb()
+    return Card(caches=caches(), tlb=tlb_said, tlb_entries=entries,
+                page_size=os.sysconf("SC_PAGE_SIZE"),
                 latencies=[_latency(*x, switches=switches, repeats=repeats, cpu=cpu)
                            for x in LATENCIES],
                 machine=machine_caption())

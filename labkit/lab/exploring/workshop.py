@@ -26,6 +26,7 @@ from labkit.core.machine import machine_info
 from labkit.core.plots import bytes_label
 from labkit.errors import ParameterError
 from labkit.experiments import frequency
+from labkit.lab import experiment
 from labkit.lab.judging import verdicts
 from labkit.lab.room import predictions as room_predictions
 from labkit.lab.sharing.bundle import read_bundle
@@ -136,6 +137,24 @@ def _recorded_note(bundle) -> str:
             f"from the bundle {bundle}")
 
 
+def _lacks(bundle, what: str, notebook: str) -> ParameterError:
+    """A bundle without what an exercise reads: which data, and what makes it."""
+    return ParameterError("bundle", f"{bundle} holds no {what}: notebook {notebook} "
+                          f"measures it in a full run (`make reproduce ONLY={notebook}`, "
+                          f"then `labkit bundle -o <name>` on a machine that runs the "
+                          f"kernels; a quick run may leave it out)")
+
+
+def _said_recorded(m: Measured, bundle, noisy: bool) -> Measured:
+    """Mark a Measured read from a bundle: whose machine, and its noise as recorded."""
+    m.where = "recorded on another machine"
+    m.notes.insert(0, _recorded_note(bundle))
+    if noisy:
+        m.notes.append("noisy: on that machine the standard deviation was 10% of the "
+                       "mean or more")
+    return m
+
+
 def ratio(a: str, b: str, *, quick: bool = False, bundle=None, **kwargs) -> Measured:
     """Measure kernels a and b here (interleaved) and return median(a) / median(b); with a
     `bundle`, read them from that machine's recorded measurements instead."""
@@ -149,35 +168,56 @@ def ratio(a: str, b: str, *, quick: bool = False, bundle=None, **kwargs) -> Meas
     m = Measured(f"{a} / {b}", r, lo, hi, s)
     m.frame = df
     if bundle is not None:
-        m.where = "recorded on another machine"
-        m.notes.append(_recorded_note(bundle))
-        if s.noisy.any():
-            m.notes.append("noisy: on that machine the standard deviation was 10% of the "
-                           "mean or more")
+        _said_recorded(m, bundle, s.noisy.any())
     elif s.noisy.any():
         m.notes.append("noisy: the standard deviation is 10% of the mean or more; close "
                        "other programs, plug the laptop in, and run the cell again")
     return m
 
 
+def _recorded_handoff(bundle, mode: str, kernel: str) -> pd.DataFrame:
+    """`mode`'s hand-offs on one CPU from a bundle's notebook 05, and `kernel`'s ping-pong
+    from the notebook that ran it most (recorded); the notes say they were not interleaved."""
+    notebook = experiment.KERNEL_SWITCHES.name
+    df = read_bundle(bundle)["measurements"]
+    if {"notebook", "mode", "placement"} <= set(df.columns):
+        df = df[(df.notebook == notebook) & (df["mode"] == mode) &
+                (df.placement == "same-cpu")]
+    else:
+        df = df.iloc[:0]
+    if df.ns_per_switch.dropna().empty:
+        raise _lacks(bundle, f"{mode} hand-offs between two OS threads on one CPU", notebook)
+    return pd.concat([df.assign(entry=mode, round=0), recorded(bundle, [kernel])],
+                     ignore_index=True)
+
+
 def thread_vs_coroutine(*, quick: bool = False, kernel: str = "asm_fpu",
-                        mode: str = "thread_futex", cpu: int = 0) -> Measured:
+                        mode: str = "thread_futex", cpu: int = 0, bundle=None) -> Measured:
     """One hand-off between two OS threads on one CPU (a real context switch, through
-    the scheduler) over one coroutine switch with `kernel`, both pinned to `cpu`."""
-    switches, repeats, rounds = _sizes(quick, None, None, None)
-    frames = []
-    for r in range(rounds):
-        frames.append(labkit.measure_handoff(mode, cpus=(cpu, cpu),
-                                                   switches=switches // 25, repeats=repeats)
-                      .assign(entry=mode, round=r))
-        frames.append(labkit.measure(kernel, switches=switches, repeats=repeats, cpu=cpu)
-                      .assign(round=r))
-    df = pd.concat(frames, ignore_index=True)
+    the scheduler) over one coroutine switch with `kernel`, both pinned to `cpu`; with a
+    `bundle`, both read from that machine's recorded measurements instead."""
+    if bundle is None:
+        switches, repeats, rounds = _sizes(quick, None, None, None)
+        frames = []
+        for r in range(rounds):
+            frames.append(labkit.measure_handoff(mode, cpus=(cpu, cpu),
+                                                 switches=switches // 25, repeats=repeats)
+                          .assign(entry=mode, round=r))
+            frames.append(labkit.measure(kernel, switches=switches, repeats=repeats, cpu=cpu)
+                          .assign(round=r))
+        df = pd.concat(frames, ignore_index=True)
+    else:
+        df = _recorded_handoff(bundle, mode, kernel)
     r, lo, hi = verdicts.ratio_with_spread(df[df.entry == mode].ns_per_switch,
                                            df[df.entry == kernel].ns_per_switch)
-    m = Measured(f"{mode} (one CPU) / {kernel}", r, lo, hi,
-                 _summary(df, "entry").rename(columns={"median": "median ns"}))
+    s = _summary(df, "entry").rename(columns={"median": "median ns"})
+    m = Measured(f"{mode} (one CPU) / {kernel}", r, lo, hi, s)
     m.frame = df
+    if bundle is not None:
+        where = df.groupby("entry").notebook.first()
+        m.notes.append(f"{mode} from notebook {where[mode]}, {kernel} from notebook "
+                       f"{where[kernel]}: recorded apart, not interleaved")
+        _said_recorded(m, bundle, s.noisy.any())
     return m
 
 
@@ -195,12 +235,8 @@ EXPLANATIONS = {
 }
 
 
-def stack_ring(*, quick: bool = False, contexts: int = 4096, kernel: str = "asm_fpu",
-               small: int = 4096, big: int = 8 << 20) -> Measured:
-    """The measurements that tell the four explanations apart: rings of `contexts` with
-    small and big stacks, tops aligned and coloured (64-byte steps), and the two-context
-    ping-pong with the same two stack sizes. The Measured value is the ring's slowdown
-    (big / small, tops aligned); `ratios` holds the three ratios the rule uses."""
+def _measured_ring(quick: bool, contexts: int, kernel: str, small: int,
+                   big: int) -> pd.DataFrame:
     switches = 100_000 if quick else 400_000
     repeats = 3 if quick else 7
     laps = max(1, switches // (contexts + 1))
@@ -213,7 +249,41 @@ def stack_ring(*, quick: bool = False, contexts: int = 4096, kernel: str = "asm_
                                 "aligned"))
         rows.append(labkit.measure(kernel, stack_size=size, switches=switches,
                                    repeats=repeats).assign(test="ping-pong", tops="-"))
-    df = pd.concat(rows, ignore_index=True)
+    return pd.concat(rows, ignore_index=True)
+
+
+def _recorded_ring(bundle, contexts: int, kernel: str, small: int,
+                   big: int) -> pd.DataFrame:
+    """The same six measurements from a bundle's notebook 01 (its rings and ping-pongs)."""
+    notebook = experiment.STACK_SIZE.name
+    df = read_bundle(bundle)["measurements"]
+    if not {"notebook", "pattern", "contexts", "colour_step", "stack_size"} <= set(df.columns):
+        raise _lacks(bundle, f"{kernel} rings of {contexts}", notebook)
+    df = df[(df.notebook == notebook) & (df.entry == kernel) & df.stack_size.isin([small, big])]
+    ring = df[(df.pattern == "ring") & (df.contexts == contexts)]
+    ring = ring.assign(test=f"ring of {contexts}",
+                       tops=ring.colour_step.gt(0).map({True: "coloured", False: "aligned"}))
+    pingpong = df[df.pattern == "pingpong"].assign(test="ping-pong", tops="-")
+    df = pd.concat([ring, pingpong], ignore_index=True)
+    for test, tops in ((f"ring of {contexts}", "aligned"), (f"ring of {contexts}", "coloured"),
+                       ("ping-pong", "-")):
+        for size in (small, big):
+            if df[(df.test == test) & (df.tops == tops) & (df.stack_size == size)].empty:
+                tops_said = "" if tops == "-" else f", tops {tops}"
+                raise _lacks(bundle, f"{kernel} {test} with {bytes_label(size)} "
+                             f"stacks{tops_said}", notebook)
+    return df
+
+
+def stack_ring(*, quick: bool = False, contexts: int = 4096, kernel: str = "asm_fpu",
+               small: int = 4096, big: int = 8 << 20, bundle=None) -> Measured:
+    """The measurements that tell the four explanations apart: rings of `contexts` with
+    small and big stacks, tops aligned and coloured (64-byte steps), and the two-context
+    ping-pong with the same two stack sizes (with a `bundle`, that machine's recorded
+    ones). The Measured value is the ring's slowdown (big / small, tops aligned);
+    `ratios` holds the three ratios the rule uses."""
+    df = (_measured_ring(quick, contexts, kernel, small, big) if bundle is None else
+          _recorded_ring(bundle, contexts, kernel, small, big))
     df["stack"] = df.stack_size.map(bytes_label)
 
     def r(test, tops):
@@ -234,6 +304,8 @@ def stack_ring(*, quick: bool = False, contexts: int = 4096, kernel: str = "asm_
     m.frame = df
     m.notes.append("big / small, each: " + "; ".join(
         f"{k} {x:.2f} ({a:.2f} .. {b:.2f})" for k, (x, a, b) in ratios.items()))
+    if bundle is not None:
+        _said_recorded(m, bundle, s.noisy.any())
     return m
 
 
@@ -261,19 +333,41 @@ def supported_explanation(m: Measured) -> tuple[str, bool]:
 SHARE = 0.05
 
 
+def _recorded_probe(bundle, probe_cycles: int, stack_size: int):
+    """Notebook 08's independent-work runs at `probe_cycles` from a bundle's parts (64
+    coroutines, one task per resumption), and that machine's TSC in GHz."""
+    notebook = experiment.SWITCH_FREQUENCY
+    got = read_bundle(bundle)
+    parts = got["parts"]
+    need = {"data", "work_cycles", "stack_size", "batch", "coroutines", "total_ns"}
+    if parts is None or not need <= set(parts.columns):
+        parts = pd.DataFrame(columns=sorted(need))
+    probe = parts[(parts.data == notebook.part("independent")) &
+                  (parts.work_cycles == probe_cycles) & (parts.stack_size == stack_size) &
+                  (parts.batch == 1) & (parts.coroutines == 64)]
+    if probe.empty:
+        raise _lacks(bundle, f"scheduler runs with independent work at {probe_cycles} ticks "
+                     f"and {bytes_label(stack_size)} stacks", notebook.name)
+    return probe, float(got["machine"]["tsc_ghz"])
+
+
 def work_for_share(*, quick: bool = False, share: float = SHARE, probe_cycles: int = 100,
-                   stack_size: int = 64 << 10) -> Measured:
+                   stack_size: int = 64 << 10, bundle=None) -> Measured:
     """The work per task, in cycle-counter ticks, at which switching is `share` of the
     time: notebook 08's scheduler (asm_fpu, 64 coroutines, one task per resumption,
     independent work, so no switch hides behind it) measured at `probe_cycles`; its
     switching time per task s gives W = s (1 - share) / share. The notes give the share
-    measured again at that W."""
+    measured again at that W. With a `bundle`, the probe is that machine's recorded
+    notebook 08 runs, and the share at W is left to a machine that measures."""
     if not 0 < share < 1:
         raise ValueError(f"share must be between 0 and 1; got {share!r}")
     repeats = 5 if quick else 15
-    ghz = machine_info()["tsc_ghz"]
-    probe = frequency.measure(probe_cycles, stack_size=stack_size, repeats=repeats,
-                              work="independent")
+    if bundle is None:
+        ghz = machine_info()["tsc_ghz"]
+        probe = frequency.measure(probe_cycles, stack_size=stack_size, repeats=repeats,
+                                  work="independent")
+    else:
+        probe, ghz = _recorded_probe(bundle, probe_cycles, stack_size)
     s = stats.net(probe.total_ns, probe.work_only_ns, per=float(probe.tasks.iloc[0]))
     scale = (1 - share) / share * ghz  # ns of switching per task -> ticks of work
     value, low, high = (s[k] * scale for k in ("median", "low", "high"))
@@ -283,7 +377,7 @@ def work_for_share(*, quick: bool = False, share: float = SHARE, probe_cycles: i
     m = Measured(f"ticks of work per task for {share:.0%} switching", value, low, high)
     m.frame = probe
     m.ratios = {"switching ns per task": (s["median"], s["low"], s["high"])}
-    if value >= 1:
+    if value >= 1 and bundle is None:
         at = frequency.measure(round(value), stack_size=stack_size, repeats=repeats,
                                work="independent")
         got = stats.share(at.total_ns, at.work_only_ns)
@@ -296,6 +390,10 @@ def work_for_share(*, quick: bool = False, share: float = SHARE, probe_cycles: i
     m.notes.append(f"W = {(1 - share) / share:.3g} x the switching per task at {probe_cycles} "
                    f"ticks, in ticks of the cycle counter ({ghz:.2f} GHz)"
                    + ("; the second row measures the share at that W" if len(rows) > 1 else ""))
+    if bundle is not None:
+        m.notes.append("the share at that W is not in the bundle: only a machine that "
+                       "measures runs the scheduler there")
+        _said_recorded(m, bundle, False)
     return m
 
 
@@ -382,7 +480,7 @@ def check_choice(choice, supported: str, *, uncertain: bool = False,
     c = c.upper() if c.upper() in options else c
     if c not in options:
         return Check(None, f"The choice must be one of {', '.join(options)}; got {choice!r}")
-    why = f"the measurements here support {supported}: {options[supported]}"
+    why = f"the measurements support {supported}: {options[supported]}"
     if uncertain:
         return Check(None, f"You chose {c}; {why}, but the data cannot decide: {undecided}. "
                            "Run the measurement again (more repeats, a quieter machine) "

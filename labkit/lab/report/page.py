@@ -10,6 +10,7 @@ import base64
 import datetime
 import html
 import html.parser
+import io
 import re
 import shutil
 from pathlib import Path
@@ -24,7 +25,7 @@ from labkit.core import envcheck, results, sequential
 from labkit.core.machine import machine_info
 from labkit.core.results import atomic_path
 from labkit.lab import experiment
-from labkit.lab.judging import claims, ledger, verdicts
+from labkit.lab.judging import claims, ledger, pictures, verdicts
 from labkit.lab.report import articles, choosing
 from labkit.lab.running.notebooks import LEDGER
 
@@ -111,7 +112,7 @@ def _notebook_anchor(name: str) -> str:
 def _summary(outcomes, info: dict, quick: bool, tables) -> str:
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     led_path = results.data_dir() / f"{LEDGER}.csv"
-    counts = ""
+    counts = forest = ""
     n_claims = None
     if led_path.exists():
         led = pd.read_csv(led_path, dtype=str).fillna("")
@@ -120,6 +121,7 @@ def _summary(outcomes, info: dict, quick: bool, tables) -> str:
                          for v, n in ledger.counts(led).items())
         counts = (f"<table class='lk-counts'><tr><th>verdict</th><th>claims</th></tr>{counts}"
                   f"<tr><td><b>total</b></td><td><b>{len(led)}</b></td></tr></table>")
+        forest = _forest_html(led, info)
     else:
         counts = "<p>No claims ledger in this run.</p>"
     per_table = "".join(
@@ -148,10 +150,24 @@ def _summary(outcomes, info: dict, quick: bool, tables) -> str:
         + "<div class='lk-row'><div>" + counts + "</div><div><table class='lk-counts'>"
         "<tr><th>the article's table</th><th>its rows' verdicts</th></tr>" + per_table
         + "</table></div></div>"
+        + forest
         + _legend(quick, n_claims)
         + (f"<p class='lk-note'>Noise: {_noise(info)} make timings less stable here (see "
            "<a href='#machine'>Machine</a>).</p>" if warns else "")
     )
+
+
+def _forest_html(led, info: dict) -> str:
+    """The forest of every claim against its rule (labkit.lab.judging.pictures) as an
+    inline PNG, with its caption."""
+    fig = pictures.forest(led)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=results.FIGURE_DPI, bbox_inches="tight")
+    plt.close(fig)
+    data = base64.b64encode(buf.getvalue()).decode()
+    return (f"<img class='lk-fig' alt='{_e(pictures.forest_title(led))}' "
+            f"src='data:image/png;base64,{data}'>"
+            f"<p class='lk-note'>{_e(pictures.forest_caption(led, info))}</p>")
 
 
 def _legend(quick: bool, n_claims: int | None = None) -> str:
@@ -278,8 +294,10 @@ def _environment_html(env: dict) -> str:
 def _machine_html(outcomes, info: dict, where: str = "") -> str:
     """The machine that measured (`info`, and `where` that description came from), its
     environment check, and each notebook's outcome."""
-    rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(', '.join(v) if isinstance(v, list) else v)}"
-                   "</td></tr>" for k, v in info.items())
+    # The fields by their names in the data's columns, so that a reader can find them there.
+    rows = "".join(f"<tr><td><code>{_e(k)}</code></td><td>"
+                   f"{_e(', '.join(v) if isinstance(v, list) else v)}</td></tr>"
+                   for k, v in info.items())
     env = envcheck.latest()
     # The check's own warnings are its table's rows, right below.
     warns = machine_warnings(info, [])
@@ -301,7 +319,8 @@ def _machine_html(outcomes, info: dict, where: str = "") -> str:
             f"<h3>Results may be unstable</h3><ul>{warn_html}</ul>"
             f"{_environment_html(env)}"
             f"<h3>Notebooks run</h3><ul>{status}</ul>"
-            f"<details><summary>Every metadata field</summary><table>{rows}</table></details>")
+            "<details><summary>Every metadata field</summary><table><tr><th>field</th>"
+            f"<th>value</th></tr>{rows}</table></details>")
 
 
 def _parameters_html(outcome) -> str:

@@ -10,6 +10,7 @@ from IPython.display import HTML, display
 
 from labkit.core import plots
 from labkit.lab import experiment
+from labkit.lab.judging import view
 from labkit.lab.report.articles.measured import measured_machines
 from labkit.lab.report.articles.rows import save_article_verdicts
 from labkit.lab.report.articles.tables import ArticleTable, by_notebook, table
@@ -99,5 +100,5 @@ def section(notebook: str) -> None:
     v = save_article_verdicts(notebook)
     if len(v):
         display(HTML("<p>The row claims judged from this notebook's data:</p>"
-                     + v[["claim_id", "measured_value", "verdict", "note"]].to_html(
+                     + view.worded(v[["claim_id", "measured_value", "verdict", "note"]]).to_html(
                          index=False, border=0)))
