@@ -54,13 +54,14 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 # %%
 import labkit
 from labkit.core import plots, results
+from labkit.lab.headers import shown
 from labkit.lab.analysis import findings, stack_size as analysis
 from labkit.lab.experiment import STACK_SIZE as exp
 from labkit.lab.running.sweep import grid, sweep
 findings.placeholder(exp.name)
 
 print(plots.machine_caption())
-labkit.catalogue()[["entry", "kind", "saves", "available", "why_not"]]
+shown(labkit.catalogue()[["entry", "kind", "saves", "available", "why_not"]])
 
 # %% [markdown]
 # ## Two contexts, ping-pong: the author's test
@@ -89,14 +90,14 @@ pingpong = analysis.label_stacks(sweep(
 pp = analysis.pingpong_summary(pingpong)
 plots.finish(analysis.pingpong_figure(pp, sizes, analysis.pingpong_finding(pingpong, kernels)),
              "01_stack_size-pingpong")
-pp
+shown(pp)
 
 # %% [markdown]
 # The page faults inside the timed loops, summed over all repeats. A ping-pong touches the
 # top page of each stack once, and that happens when the context is made.
 
 # %%
-analysis.faults(pingpong)
+shown(analysis.faults(pingpong))
 
 # %% [markdown]
 # ## N contexts in a ring: where stack tops collide
@@ -118,7 +119,7 @@ ring = sweep(
 rs = analysis.ring_summary(ring)
 plots.finish(analysis.ring_figure(rs, analysis.ring_finding(ring, ring_counts)),
              "01_stack_size-ring")
-rs
+shown(rs)
 
 # %% [markdown]
 # ## What the data says

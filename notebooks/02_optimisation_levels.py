@@ -48,6 +48,7 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 # %%
 import labkit
 from labkit.core import plots, results
+from labkit.lab.headers import shown
 from labkit.lab.analysis import findings, optimisation_levels as analysis
 from labkit.lab.experiment import OPTIMISATION_LEVELS as exp
 from labkit.lab.running.sweep import grid, sweep
@@ -56,7 +57,7 @@ findings.placeholder(exp.name)
 print(plots.machine_caption())
 builds = labkit.builds()
 kernels, available = analysis.kernels_here()
-available.loc[analysis.CANDIDATES, ["system", "kind", "available", "why_not"]]
+shown(available.loc[analysis.CANDIDATES, ["system", "kind", "available", "why_not"]])
 
 # %% [markdown]
 # ## Time per switch at each level
@@ -71,7 +72,7 @@ timed = sweep(
     grid(entry=kernels, build=builds), desc="builds", checkpoint=exp.data,
 )
 ts = analysis.summary(timed, builds)
-analysis.pivot(ts, builds, "median")
+shown(analysis.pivot(ts, builds, "median"))
 
 # %% [markdown]
 # ## Instructions per switch (callgrind)
@@ -82,7 +83,7 @@ analysis.pivot(ts, builds, "median")
 
 # %%
 counts = analysis.instruction_counts(kernels, builds, count_instructions, count_builds)
-analysis.pivot(counts, builds, "net")
+shown(analysis.pivot(counts, builds, "net"))
 
 # %%
 plots.finish(analysis.figure(ts, counts, builds, kernels, analysis.finding(timed, kernels)),
@@ -98,7 +99,7 @@ plots.finish(analysis.figure(ts, counts, builds, kernels, analysis.finding(timed
 
 # %%
 ratios = analysis.ratios(timed, counts, kernels)
-ratios.round(2)
+shown(ratios.round(2))
 
 # %% [markdown]
 # ## Verdict

@@ -52,6 +52,7 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 # %%
 import labkit
 from labkit.core import plots, results
+from labkit.lab.headers import shown
 from labkit.lab.analysis import findings, symmetric as analysis
 from labkit.lab.experiment import SYMMETRIC_VS_ASYMMETRIC as exp
 from labkit.lab.running.sweep import grid, sweep
@@ -67,7 +68,7 @@ shapes = sweep(
     grid(entry=analysis.KERNELS, contexts=counts, asymmetric=[False, True]),
     desc="shapes", checkpoint=exp.data)
 per_transfer, per_resume = analysis.summaries(shapes)
-per_transfer.pivot(index="contexts", columns=["entry", "pattern"], values="median").round(2)
+shown(per_transfer.pivot(index="contexts", columns=["entry", "pattern"], values="median").round(2))
 
 # %%
 plots.finish(analysis.figure(per_transfer, per_resume), "03_symmetric_vs_asymmetric-shapes");
@@ -82,7 +83,7 @@ plots.finish(analysis.figure(per_transfer, per_resume), "03_symmetric_vs_asymmet
 
 # %%
 ratios = analysis.ratios(shapes, counts)
-ratios.pivot(index="contexts", columns="entry", values="asym / sym").round(2)
+shown(ratios.pivot(index="contexts", columns="entry", values="asym / sym").round(2))
 
 # %% [markdown]
 # ## Verdict

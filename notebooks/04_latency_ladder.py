@@ -61,6 +61,7 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 # %%
 import labkit
 from labkit.core import plots, results
+from labkit.lab.headers import shown
 from labkit.lab.analysis import findings, latency_ladder as analysis
 from labkit.lab.experiment import LATENCY_LADDER as exp
 from labkit.lab.running.sweep import grid, sweep
@@ -69,7 +70,7 @@ findings.placeholder(exp.name)
 info = labkit.machine_info()
 print(plots.machine_caption(info))
 catalogue, available, missing = analysis.catalogue_parts()
-catalogue[["entry", "system", "kind", "saves", "available", "why_not"]]
+shown(catalogue[["entry", "system", "kind", "saves", "available", "why_not"]])
 
 # %% [markdown]
 # ## One run, one CPU
@@ -97,11 +98,11 @@ runs, missing = analysis.split_failed(sweep(
         repeats=repeats, cpu=cpu),
     grid(entry=available), desc="ladder", checkpoint=exp.part("runs"),
     on_error="record"), catalogue, missing)
-missing
+shown(missing)
 
 # %%
 ns, ticks = analysis.summaries(runs, catalogue)
-ns[["entry", "system", "kind", "repeats", "median", "q1", "q3", "median_ticks", "noisy"]]
+shown(ns[["entry", "system", "kind", "repeats", "median", "q1", "q3", "median_ticks", "noisy"]])
 
 # %% [markdown]
 # ## The ladder
@@ -135,7 +136,7 @@ instr = analysis.instruction_counts(ns, only_judged=count_only_judged,
 if len(instr):
     results.save_csv(instr, exp.part("instructions"))
 ladder = analysis.ladder_table(ns, catalogue, instr)
-ladder.round(2)
+shown(ladder.round(2))
 
 # %% [markdown]
 # ## `ucontext` against the Kunpeng figure (C003.2, judged in notebook 05)
@@ -171,7 +172,7 @@ copy_runs, copy = analysis.copy_summary(sweep(
     desc="copy stack", checkpoint=exp.part("copy_stack"), on_error="record"))
 results.save_csv(copy_runs, exp.part("copy_stack"))
 plots.finish(analysis.copy_figure(copy, ns, cpu), "04_latency_ladder-copy-stack")
-copy.round(2)
+shown(copy.round(2))
 
 # %% [markdown]
 # ## `cxx20_symmetric`: raw and net
@@ -197,7 +198,7 @@ copy.round(2)
 # %%
 raw_net = analysis.raw_net(runs, instr)
 print(analysis.raw_net_text(raw_net))
-raw_net.round(2)
+shown(raw_net.round(2))
 
 # %% [markdown]
 # ## Verdicts

@@ -83,6 +83,7 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 # %%
 import labkit
 from labkit.core import plots, results
+from labkit.lab.headers import shown
 from labkit.lab.analysis import findings, kernel_switches as analysis
 from labkit.lab.experiment import KERNEL_SWITCHES as exp
 from labkit.lab.running.sweep import grid, sweep
@@ -115,7 +116,8 @@ def measure_one(task, placement):
 handoffs = sweep(measure_one, analysis.points(placements), desc="hand-offs",
                  checkpoint=exp.part("handoffs"))
 hs = analysis.summary(handoffs)
-hs[["task", "placement", "what", "repeats", "median", "q1", "q3", "median_ticks", "cv", "noisy"]]
+shown(hs[["task", "placement", "what", "repeats", "median", "q1", "q3", "median_ticks", "cv",
+          "noisy"]])
 
 # %% [markdown]
 # ## Did the OS switch as often as we handed off?
@@ -143,7 +145,7 @@ hs[["task", "placement", "what", "repeats", "median", "q1", "q3", "median_ticks"
 counts = analysis.os_counts(handoffs)
 for warning in analysis.count_warnings(counts):
     print(warning)
-counts.round(3)
+shown(counts.round(3))
 
 # %% [markdown]
 # ## One-way cost by mechanism and placement
@@ -188,7 +190,7 @@ yields = sweep(
 ys = analysis.yield_summary(yields)
 plots.finish(analysis.yield_figure(ys, yield_every, cpu, analysis.yield_finding(yields)),
              "05_kernel_switches-yield")
-ys
+shown(ys, value="units of work per second")
 
 # %% [markdown]
 # ## What the data says
@@ -201,7 +203,7 @@ ys
 # stand on their own interleaved measurement of the same groups.
 
 # %%
-analysis.spreads(handoffs, yields, pair)
+shown(analysis.spreads(handoffs, yields, pair), value="measured quantity")
 
 # %% [markdown]
 # ## Verdicts

@@ -62,6 +62,7 @@ cpu, switches, repeats, xstate_pairs, xstate_repeats = params.resolve(
 # %%
 import labkit
 from labkit.core import plots, results
+from labkit.lab.headers import shown
 from labkit.lab.analysis import findings, fp_state as analysis
 from labkit.lab.experiment import FP_STATE_AND_RETURN as exp
 from labkit.lab.running.sweep import grid, sweep
@@ -69,7 +70,7 @@ findings.placeholder(exp.name)
 
 print(plots.machine_caption())
 ladder, catalogue = analysis.ladder_here()
-catalogue.loc[analysis.LADDER, ["saves", "returns_by", "frame_bytes", "available", "why_not"]]
+shown(catalogue.loc[analysis.LADDER, ["saves", "returns_by", "frame_bytes", "available", "why_not"]])
 
 # %% [markdown]
 # ## What saving more costs
@@ -87,14 +88,14 @@ runs = analysis.label_fp_control(sweep(
     checkpoint=exp.data))
 summary = analysis.summary(runs)
 same = analysis.same_words(summary)
-same.round(2)
+shown(same.round(2))
 
 # %% [markdown]
 # ## Instructions per switch (callgrind)
 
 # %%
 counts, why = analysis.instruction_counts(ladder)
-counts[["entry", "loop", "base", "net"]].round(1)
+shown(counts[["entry", "loop", "base", "net"]].round(1))
 
 # %%
 plots.finish(analysis.ladder_figure(same, summary, ladder, analysis.ladder_finding(runs)),
@@ -104,7 +105,7 @@ plots.finish(analysis.ladder_figure(same, summary, ladder, analysis.ladder_findi
 # ## The two effects, as ratios measured in this run
 
 # %%
-analysis.effects(runs, ladder).round(3)
+shown(analysis.effects(runs, ladder).round(3))
 
 # %% [markdown]
 # ## The FP and vector state, by component
@@ -137,7 +138,7 @@ else:
     plots.finish(analysis.xstate_figure(xs_summary, analysis.xstate_finding(xs_summary)),
                  "06_fp_state_and_return-xstate")
     print(analysis.xstate_reading(xs_summary, xs_cpu))
-xs_summary.round(1) if not why_no_xstate else None
+shown(xs_summary.round(1)) if not why_no_xstate else None
 
 # %% [markdown]
 # ## Verdicts

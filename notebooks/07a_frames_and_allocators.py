@@ -68,6 +68,7 @@ from IPython.display import Markdown, display
 
 import labkit
 from labkit.core import native, plots, results
+from labkit.lab.headers import shown
 from labkit.experiments import frames
 from labkit.lab.analysis import article_part
 from labkit.lab.analysis import findings, frames_allocators as fa
@@ -95,7 +96,7 @@ print(plots.machine_caption(labkit.machine_info()))
 sizes = frames.frame_sizes()
 frame_table, line = fa.frame_table(sizes)
 print(line)
-frame_table
+shown(frame_table)
 
 # %% [markdown]
 # GCC lays the frame out in its front end, before any optimisation. So `-O2` neither
@@ -135,16 +136,16 @@ fa.sizes_figure(sizes);
 alloc = frames.alloc_runs(fa.sweep, fa.blocks(sizes), live_blocks=live_blocks,
                           memory_budget=memory_budget, pairs=pairs, repeats=repeats, build=build)
 al = fa.alloc_summary(alloc)
-shown, lines = fa.alloc_table(alloc, al)
+alloc_shown, lines = fa.alloc_table(alloc, al)
 print(lines)
-shown
+shown(alloc_shown)
 
 # %%
 fa.alloc_figure(alloc, al, live_blocks=live_blocks);
 
 # %%
 ratios = fa.ratios(alloc)
-fa.shown_ratios(ratios)
+shown(fa.shown_ratios(ratios))
 
 # %% [markdown]
 # ## 3. Does the pool give every block back?
@@ -159,7 +160,7 @@ fa.shown_ratios(ratios)
 
 # %%
 cycles_df = frames.cycle_runs(cycles=cycles, build=build)
-fa.cycle_table(cycles_df)
+shown(fa.cycle_table(cycles_df))
 
 # %% [markdown]
 # ## Verdicts

@@ -71,6 +71,7 @@ from IPython.display import Markdown, display
 
 import labkit
 from labkit.core import native, plots, results
+from labkit.lab.headers import shown
 from labkit.experiments import frames
 from labkit.lab.analysis import article_part
 from labkit.lab.analysis import findings, coroutine_memory as cm
@@ -113,7 +114,7 @@ coros = frames.coroutine_runs(cm.sweep, n=n_coroutines, repeats=coroutine_repeat
                               memory_budget=memory_budget)
 cs = cm.per_coroutine(coros)
 print(cm.pool_check(coros))
-cs.round(2)
+shown(cs.round(2))
 
 # %% [markdown]
 # `malloc` puts an 8-byte header in front of each block, and rounds to 16 bytes. So a
@@ -150,7 +151,7 @@ reuse = frames.reuse_runs(cm.sweep, reuse_pool_sizes, n=n_coroutines, repeats=co
                           build=build, memory_budget=memory_budget)
 results.save_csv(reuse.assign(part="pool_reuse"), exp.part("pool_reuse"))
 rs = cm.per_pool(reuse, coros)
-rs.round(3)
+shown(rs.round(3))
 
 # %%
 cm.reuse_figure(rs, cs);
@@ -175,13 +176,13 @@ stacks = frames.stackful_runs(cm.sweep, stack_sizes, n=n_contexts, build=build,
                               memory_budget=memory_budget)
 guard_check = frames.guard_runs(n=guard_contexts, build=build)
 kernel_rss.append(cm.kernel_rss_mib())
-notes, shown = cm.per_context(stacks)
+notes, context_table = cm.per_context(stacks)
 print(notes)
-shown
+shown(context_table)
 
 # %%
-guard_check[["stack_size", "guard", "n", "bytes_per_object", "pte_bytes_per_object",
-             "ns_create_per_object"]].round(1)
+shown(guard_check[["stack_size", "guard", "n", "bytes_per_object", "pte_bytes_per_object",
+                   "ns_create_per_object"]].round(1))
 
 # %% [markdown]
 # ### Lazily committed stack pages
@@ -219,7 +220,7 @@ cm.memory_figure(cs, stacks);
 # %%
 copies = frames.copy_runs(cm.sweep, copy_in_use, n=n_copy, build=build, memory_budget=memory_budget)
 results.save_csv(copies, exp.part("copy_stack"))
-cm.copy_table(copies)
+shown(cm.copy_table(copies))
 
 # %%
 display(Markdown(cm.copy_text(copies, stacks, cs)))

@@ -59,6 +59,7 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 # %%
 import labkit
 from labkit.core import results
+from labkit.lab.headers import shown
 from labkit.experiments import frequency
 from labkit.lab.analysis import findings, switch_frequency as sf
 from labkit.lab.experiment import SWITCH_FREQUENCY as exp
@@ -102,7 +103,7 @@ indep = frequency.sweep_runs(sf.sweep, sorted({0, judge_work}), rounds=rounds, t
                              coroutines=coroutines, repeats=repeats, cpu=cpu, work="independent")
 share, speed, warnings = sf.summaries(runs)
 print("\n".join([sf.load_text("after"), *warnings]))
-sf.share_table(share)
+shown(sf.share_table(share))
 
 # %% [markdown]
 # The table above is the [median](../docs/glossary.md#median) share of time switching, in
@@ -115,11 +116,11 @@ sf.share_table(share)
 
 # %%
 checks = sf.checks(runs)
-checks.pivot(index="work_cycles", columns="setup",
-             values=["work_ticks_per_task", "switches_per_task"]).round(3)
+shown(checks.pivot(index="work_cycles", columns="setup",
+                   values=["work_ticks_per_task", "switches_per_task"]).round(3))
 
 # %%
-checks.pivot(index="work_cycles", columns="setup", values=["preempted_runs", "page_faults"])
+shown(checks.pivot(index="work_cycles", columns="setup", values=["preempted_runs", "page_faults"]))
 
 # %%
 sf.share_figure(share, judge_work=judge_work, coroutines=coroutines,
@@ -184,10 +185,10 @@ sf.throughput_figure(runs, speed, judge_work=judge_work);
 # %%
 # The article's row claim C000.7a reads these beside the dependent-work runs.
 results.save_csv(indep, exp.part("independent"))
-sf.at_w(runs, indep, judge_work=judge_work)
+shown(sf.at_w(runs, indep, judge_work=judge_work))
 
 # %%
-sf.by_rotation(runs, judge_work=judge_work)
+shown(sf.by_rotation(runs, judge_work=judge_work))
 
 # %% [markdown]
 # Two things to read the claim by.
@@ -207,7 +208,7 @@ sf.by_rotation(runs, judge_work=judge_work)
 author, hidden_note = sf.author_beside_here(runs, indep, judge_work=judge_work)
 if hidden_note:
     print(hidden_note)
-author
+shown(author)
 
 # %% [markdown]
 # ## Verdict

@@ -85,6 +85,7 @@ quick = False  # True: small sweeps and few repeats (what CI runs)
 
 # %%
 from labkit.core import plots
+from labkit.lab.headers import shown
 from labkit.experiments import echo, echo_hostile
 from labkit.lab.analysis import findings, echo_servers as es
 from labkit.lab.experiment import ECHO_SERVERS as exp
@@ -94,7 +95,7 @@ findings.placeholder(exp.name)
 
 where, names = echo.placement()[2], echo.available()
 print(plots.machine_caption(), where, sep="\n")
-es.servers()
+shown(es.servers())
 
 # %% [markdown]
 # ## Bad clients first
@@ -118,7 +119,7 @@ es.servers()
 # %%
 robust = echo_hostile.robustness_of(names, rounds=robustness_rounds)
 print(es.failures(robust))
-es.survived(robust)
+shown(es.survived(robust))
 
 # %% [markdown]
 # ## The article's table: 1000 connections, small messages
@@ -148,7 +149,7 @@ main, echo_rows = designs.run_rounds(
     names, quick=quick)
 ms = es.summary(main)
 print(es.conditions(main, ms))
-es.load_table(ms)
+shown(es.load_table(ms))
 
 # %% [markdown]
 # `server_cpu_util` and `client_cpu_util` are the share of the window each side spent on
@@ -219,10 +220,10 @@ es.reads_figure(c15, message_bytes=c15_message_bytes, connections=c15_connection
 # %%
 have_order = all(s in names for s in es.CLAIMED_ORDER)
 print("C001.1:", es.c001_1_text(main, ms) if have_order else "not all its servers run here")
-es.twins(main, ms).round(3)
+shown(es.twins(main, ms).round(3))
 
 # %%
-es.reads_table(c15, chunk=c15_judge_chunk).round(2)
+shown(es.reads_table(c15, chunk=c15_judge_chunk).round(2))
 
 # %% [markdown]
 # ## Verdicts
@@ -254,7 +255,7 @@ notes = es.verdict_notes(main, ms, c15, names, connections=connections,
 # (`labkit.lab.judging.rules.c004_2`).
 
 # %%
-es.c004_table(main, ms)
+shown(es.c004_table(main, ms))
 
 # %% [markdown]
 # ## The table per server
@@ -263,7 +264,7 @@ es.c004_table(main, ms)
 # B messages. The QPS spread is the interquartile range.
 
 # %%
-es.closing_table(ms)
+shown(es.closing_table(ms))
 
 # %%
 es.save(main=main, connections=conn_runs, reads=c15, robust=robust)

@@ -65,6 +65,7 @@ import os
 
 import labkit
 from labkit.core import machine, plots, results
+from labkit.lab.headers import shown
 from labkit.lab.advising import cold, evidence, grid
 from labkit.lab.analysis import findings, your_workload as yw
 from labkit.lab.experiment import YOUR_WORKLOAD as exp
@@ -110,7 +111,7 @@ results.save_csv(cold.cold_rows(ev).assign(**meta), evidence.COLD_SWITCHES)
 grid.calibrate(ev, g)
 print(f"measured on the spot: {len(ev.measured_now)} terms this machine's data lacked "
       "(their lines: spot_log.getvalue())")
-choosing.score_table(grid.scores(g))  # in words, as the report's section shows them
+shown(choosing.score_table(grid.scores(g)))  # in words, as the report's section shows them
 
 # %%
 yw.calibration_figure(g, info);
@@ -119,7 +120,7 @@ yw.calibration_figure(g, info);
 # The diagnosis: the step-fed model, scored the same way.
 
 # %%
-choosing.score_table(grid.scores(g, on="predicted"))
+shown(choosing.score_table(grid.scores(g, on="predicted")))
 
 # %%
 yw.error_figure(g, info);

@@ -47,6 +47,7 @@ if room_file:
     from IPython.display import display
 
     from labkit.core import plots
+    from labkit.lab.headers import shown
     from labkit.lab.analysis import compare_machines
     from labkit.lab.room import predictions as room_predictions
 
@@ -57,7 +58,7 @@ if room_file:
     else:
         plots.finish(figure, "compare_machines-predictions",
                      compare_machines.PREDICTIONS_CAPTION)
-        display(predicted)
+        display(shown(predicted))
 
 # %%
 if room_file:
@@ -70,6 +71,7 @@ if room_file:
 # %%
 import pandas as pd
 
+from labkit.lab.headers import shown
 from labkit.lab.sharing import merge
 
 pd.set_option("display.max_colwidth", 60)
@@ -87,10 +89,11 @@ merge.checked(cmp)  # each machine: how many of its verdicts were recomputed her
 # claim, how each was checked. (A bundle before format 4 carries no runs.)
 
 # %%
-cmp["verdicts"]
+shown(cmp["verdicts"].rename_axis(columns=["machine", None]))
 
 # %% [markdown]
 # ## The ladder, in each machine's own `asm` units
 
 # %%
-merge.shown(cmp["ladder"])  # "not measured" where a machine has no such rung
+# "not measured" where a machine has no such rung
+shown(merge.shown(cmp["ladder"]).rename_axis(columns=["machine", None]))

@@ -9,6 +9,7 @@ import html
 import numpy as np
 import pandas as pd
 
+from labkit.lab.headers import HEADERS
 from labkit.lab.judging import claims, pictures, verdicts
 
 # The readable table's columns, in order.
@@ -16,18 +17,6 @@ COLUMNS = ("claim", "what it says", "article", "measured here", "verdict", "why"
            "per process")
 PER_PROCESS = COLUMNS[-1]
 _UNMEASURED = ("not-measured", "not-applicable-here")
-# The verdict tables' and the ledger's columns (verdicts.COLUMNS, ledger.ledger) in words,
-# for every table a reader sees; a column not named here keeps its name.
-HEADERS = {
-    "claim_id": "claim", "source": "source text", "claim": "what it says",
-    "claimed_value": "article's value", "measured_quantity": "what x is",
-    "measured_value": "measured here", "verdict": "verdict", "rule": "rule", "note": "note",
-    "noisy": "noisy (pyperf's rule)", "original_verdict": "verdict under the first rule",
-    "original_rule": "rule as first written", "method": "interval's method",
-    "straddle": "bound straddled", "lean": "leans", "processes": "fresh processes",
-    "look": "look that decided", "amendment": "why amended", "notebook": "notebook",
-    "figures": "figures", "opposite": "opposite verdicts",
-}
 
 
 def _verdict(row) -> str:
@@ -67,7 +56,7 @@ def per_process_values(table) -> dict:
 
 
 def worded(frame):
-    """`frame` with its columns in HEADERS' words."""
+    """`frame` with its columns in HEADERS' words (labkit.lab.headers)."""
     return frame.rename(columns=HEADERS)
 
 
