@@ -140,11 +140,7 @@ shown(rs)
 
 # %%
 rings = analysis.rings(ring, ring_sizes, ring_counts)
-print("1. ping-pong, median ns per switch, cheapest and dearest stack size:",
-      analysis.flatness(pingpong).round(2).to_string(), "",
-      "2. and 3. rings of N contexts (asm_fpu), median ns per switch:",
-      rings.round(2).to_string(index=False), "", analysis.ring_reading(rings, ring_counts),
-      analysis.pingpong_ratio_text(pingpong, kernels), sep="\n")
+print(analysis.reading(pingpong, rings, ring_counts, kernels))
 judge_kernel = analysis.judged(kernels)[0]
 
 # %% [markdown]

@@ -159,7 +159,7 @@ print(analysis.ucontext_text(ladder, missing))
 #
 # Main resumes two coroutines in turn. So every resume copies the other one's used stack
 # out, and this one's in. On average, that is one copy of the bytes in use per switch
-# (`copied_bytes_per_switch`, counted by the kernel itself). The ladder above ran it with
+# (*bytes copied per switch*, counted by the kernel itself). The ladder above ran it with
 # nothing on the stack but its frames. Here each coroutine holds `stack_in_use` bytes
 # more. `asm_fpu`, the switch underneath, is the floor. libaco's own benchmark (another
 # machine) reports about 33 ns at 8 B, rising to about 1 µs at 8 KB.

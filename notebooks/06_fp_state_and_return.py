@@ -70,7 +70,8 @@ findings.placeholder(exp.name)
 
 print(plots.machine_caption())
 ladder, catalogue = analysis.ladder_here()
-shown(catalogue.loc[analysis.LADDER, ["saves", "returns_by", "frame_bytes", "available", "why_not"]])
+shown(catalogue.loc[analysis.LADDER,
+                    ["saves", "returns_by", "frame_bytes", "available", "why_not"]])
 
 # %% [markdown]
 # ## What saving more costs

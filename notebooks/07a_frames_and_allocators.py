@@ -88,7 +88,7 @@ print(plots.machine_caption(labkit.machine_info()))
 # Each variant is one coroutine body. All start suspended and share one promise type. It
 # holds one 8-byte word, as a real promise holds a result or an id. The size is the
 # argument the compiler passes to the promise's `operator new`: the whole frame, promise
-# included. A size of 0 would mean the compiler elided the allocation. `live_bytes` is the
+# included. A size of 0 would mean the compiler elided the allocation. *live bytes* is the
 # sum of `sizeof` over the locals and parameters the body keeps alive across its
 # `co_await`.
 

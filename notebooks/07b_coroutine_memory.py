@@ -94,7 +94,7 @@ kernel_rss = [cm.kernel_rss_mib()]   # this process is the Jupyter kernel, not t
 # written, the way a connection waits for its next read. The C++ code reads VmRSS three
 # times. The first is before making any coroutine (after its handle array is allocated and
 # written). The second is while all of them are alive, and the third after destroying
-# them. `bytes_per_object` is the rise divided by n. The kinds follow the rows of the
+# them. *bytes per object* is the rise divided by n. The kinds follow the rows of the
 # article's table:
 #
 # | article row | here |
@@ -123,7 +123,7 @@ shown(cs.round(2))
 # And a million suspended coroutines need a million frames at once, whoever allocates
 # them.
 #
-# `left_after_destroy_mib` is what stays resident once every coroutine is destroyed. glibc
+# *MiB left after destroying all* is what stays resident once every coroutine is destroyed. glibc
 # keeps small freed blocks (the 48-byte ones of the empty coroutine) in its bins, rather
 # than giving the pages back. The pools keep their chunks until they are released. Then
 # `rss_released_kb` falls back.
@@ -134,7 +134,7 @@ shown(cs.round(2))
 # The article's last row is a different design, not a different allocator. A pool of P
 # coroutines is made once. Each serves connection after connection, its frame reset and
 # reused, never freed. A connection is then a small record of its own: a descriptor, a
-# state word, a byte count (`connection_bytes`). Only the P connections being served at a
+# state word, a byte count (*bytes per connection record*). Only the P connections being served at a
 # moment have a frame.
 #
 # Here n connections are served in rounds of P. Each pooled coroutine is handed a
@@ -143,8 +143,8 @@ shown(cs.round(2))
 # flight, all n records resident. The pool's counters prove the design: it allocated
 # exactly P frames for n connections.
 #
-# The resident memory should be n × `connection_bytes` plus P × frame bytes. So it follows
-# the pool size. At P = n, it is one frame per connection again.
+# The resident memory should be n × *bytes per connection record* plus P × frame bytes. So
+# it follows the pool size. At P = n, it is one frame per connection again.
 
 # %%
 reuse = frames.reuse_runs(cm.sweep, reuse_pool_sizes, n=n_coroutines, repeats=coroutine_repeats,
@@ -168,7 +168,7 @@ cm.reuse_figure(rs, cs);
 # A million guard pages would need two million VMAs, far beyond `vm.max_map_count`. So
 # these runs have none. The runs after them compare `guard_contexts` stacks with and
 # without guards. Sometimes n contexts would keep more than the memory budget resident.
-# Then n is scaled down, and the row says so (`n_requested`, `scaled`, `plan_note`). The
+# Then n is scaled down: the row says so (*n asked for*, *n scaled down*), a note why. The
 # per-context figures do not depend on n.
 
 # %%
@@ -189,7 +189,7 @@ shown(guard_check[["stack_size", "guard", "n", "bytes_per_object", "pte_bytes_pe
 #
 # `mmap` only reserves address space. A page becomes resident when it is first written.
 # The OS then also fills in page-table entries for it. A context that has run once and
-# suspended has written a few dozen bytes at the top of its stack. (`used_bytes` runs from
+# suspended has written a few dozen bytes at the top of its stack. (*stack bytes used* runs from
 # the top down to its saved stack pointer.) So an untouched stack costs one page, whatever
 # its size. A touched one costs its full size.
 #
@@ -213,8 +213,8 @@ cm.memory_figure(cs, stacks);
 # bytes of its stack. It is copied off the run stack when the next one needs it.
 #
 # A suspended coroutine then keeps its used stack in a heap buffer of exactly that size,
-# plus a 40-byte context. `saved_bytes_per_object` counts those bytes: its frames and
-# registers. `bytes_per_object` is the worker's VmRSS growth per coroutine, while all are
+# plus a 40-byte context. *saved bytes per object* counts those bytes: its frames and
+# registers. *bytes per object* is the worker's VmRSS growth per coroutine, while all are
 # held. Notebook 04 shows what that memory costs in time: every switch copies it.
 
 # %%

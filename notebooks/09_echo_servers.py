@@ -152,9 +152,9 @@ print(es.conditions(main, ms))
 shown(es.load_table(ms))
 
 # %% [markdown]
-# `server_cpu_util` and `client_cpu_util` are the share of the window each side spent on
+# *server CPU use* and *client CPU use* are the share of the window each side spent on
 # its CPU. When both are near 1, neither side waits for the other. The QPS is then shared
-# out between a server's cost and the client's. So `server_cpu_us_per_msg`, the server's
+# out between a server's cost and the client's. So *server CPU µs per message*, the server's
 # CPU time per message, is the cleaner measure of what a server costs. When both are well
 # below 1, something else had the CPUs. Two things say how much: the involuntary context
 # switches of the two pinned processes (`*_preempted_per_s`), and the load average.

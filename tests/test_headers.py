@@ -9,9 +9,9 @@ import pytest
 
 import labkit
 from labkit.core import plots, results
-from labkit.lab.analysis import (coroutine_memory, echo_servers, fp_state, frames_allocators, kernel_switches,
-                                 latency_ladder, optimisation_levels, stack_size,
-                                 switch_frequency, symmetric)
+from labkit.lab.analysis import (coroutine_memory, echo_servers, fp_state, frames_allocators,
+                                 kernel_switches, latency_ladder, optimisation_levels,
+                                 stack_size, switch_frequency, symmetric)
 from labkit.lab.headers import HEADERS, shown, unworded, words
 from labkit.lab.judging import view
 
@@ -134,7 +134,11 @@ def _tables():
         pp = d[d.part == "pingpong"]
         yield "01 ping-pong", stack_size.pingpong_summary(pp), None
         yield "01 faults", stack_size.faults(pp), None
-        yield "01 ring", stack_size.ring_summary(d[d.part == "ring"]), None
+        ring = d[d.part == "ring"]
+        yield "01 ring", stack_size.ring_summary(ring), None
+        yield "01 flatness", stack_size.flatness(pp), None
+        yield "01 rings read", stack_size.rings(ring, sorted(set(ring.stack_size)),
+                                                sorted(set(ring.contexts))), None
         timed = _data("02_optimisation_levels")
         timed = timed[timed.ns_per_switch.notna()]
         builds = [b for b in ("O0", "O1", "O2", "O3") if b in set(timed.build)]

@@ -11,6 +11,7 @@ import labkit
 from labkit.core import plots
 from labkit.core.units import KiB, MiB
 from labkit.lab.experiment import STACK_SIZE
+from labkit.lab.headers import shown
 from labkit.lab.judging.claims import claim
 from labkit.lab.running.sweep import grid
 _S = STACK_SIZE.sides
@@ -195,6 +196,17 @@ def ring_note(table, ring_counts) -> str:
 def judged(kernels):
     """(kernel, stacks) the verdict's ping-pong uses: Boost's fiber, else asm_fpu prefaulted."""
     return ("boost_fiber", BOOST_STACKS) if "boost_fiber" in kernels else ("asm_fpu", "prefaulted")
+
+
+def reading(pingpong, table, ring_counts, kernels) -> str:
+    """The sweep's reading as printed: the ping-pong's flatness over sizes and the ring
+    table (`rings`), their headers in words, then what they say."""
+    return "\n".join([
+        "1. ping-pong, median ns per switch, cheapest and dearest stack size:",
+        shown(flatness(pingpong).round(2)).to_string(), "",
+        "2. and 3. rings of N contexts (asm_fpu), median ns per switch:",
+        shown(table.round(2)).to_string(index=False), "", ring_reading(table, ring_counts),
+        pingpong_ratio_text(pingpong, kernels)])
 
 
 def pingpong_ratio_text(pingpong, kernels) -> str:
