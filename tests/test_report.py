@@ -252,11 +252,12 @@ def test_snake_headers_finds_raw_column_names_only():
 
 @pytest.mark.notebook
 def test_no_table_of_the_report_has_a_raw_column_name_for_a_header(tmp_path, monkeypatch):
-    """The report from the recorded results, with notebook 00's tables and a verdict table
-    among the notebooks' outputs, as the notebooks show them."""
+    """The report from the recorded results, with notebook 00's tables, one of notebook
+    01's and a verdict table among the notebooks' outputs, as the notebooks show them."""
     import shutil
 
-    from labkit.lab.analysis import claims_ledger
+    from labkit.lab import headers
+    from labkit.lab.analysis import claims_ledger, stack_size
     from labkit.lab.judging import designs, ledger, view
     from labkit.lab.running.notebook_run import Outcome
 
@@ -264,8 +265,10 @@ def test_no_table_of_the_report_has_a_raw_column_name_for_a_header(tmp_path, mon
     monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path))
     table = ledger.ledger()
     verdict_table = results.read_csv(tmp_path / "data" / "01_stack_size_verdicts.csv")
+    pingpong = results.read_csv(tmp_path / "data" / "01_stack_size.csv").query(
+        "part == 'pingpong'")
     shown = [claims_ledger.every_claim(table), claims_ledger.amended(table),
-             designs.variance_table()]
+             designs.variance_table(), headers.shown(stack_size.pingpong_summary(pingpong))]
     nb = nbformat.v4.new_notebook()
     nb.cells.append(_cell(*[nbformat.v4.new_output("execute_result", data={
         "text/html": f.to_html(), "text/plain": "table"}, execution_count=1) for f in shown],
