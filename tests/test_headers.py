@@ -9,11 +9,13 @@ import pytest
 
 import labkit
 from labkit.core import plots, results
+from labkit.experiments import xstate
 from labkit.lab.analysis import (coroutine_memory, echo_servers, fp_state, frames_allocators,
                                  kernel_switches, latency_ladder, optimisation_levels,
                                  stack_size, switch_frequency, symmetric)
 from labkit.lab.headers import HEADERS, shown, unworded, words
 from labkit.lab.judging import view
+from labkit.lab.room import predictions as room_predictions
 
 NOTEBOOKS = sorted(p for p in (results.REPO / "notebooks").glob("*.py")
                    if re.match(r"(0[1-9][ab]?|10)_", p.name) or p.name == "compare_machines.py")
@@ -144,10 +146,14 @@ def _tables():
         builds = [b for b in ("O0", "O1", "O2", "O3") if b in set(timed.build)]
         yield "02 pivot", optimisation_levels.pivot(
             optimisation_levels.summary(timed, builds), builds, "median"), None
+        yield "02 ratios", optimisation_levels.ratios(
+            timed, pd.DataFrame(), sorted(set(timed.entry))), None
         shapes = _data("03_symmetric_vs_asymmetric")
         per_transfer, _ = symmetric.summaries(shapes)
         yield "03 shapes", per_transfer.pivot(index="contexts", columns=["entry", "pattern"],
                                               values="median"), None
+        yield "03 ratios", symmetric.ratios(shapes, sorted(set(shapes.contexts))).pivot(
+            index="contexts", columns="entry", values="asym / sym"), None
         runs = _data("04_latency_ladder")
         _, _, missing = latency_ladder.catalogue_parts()
         runs, missing = latency_ladder.split_failed(runs, cat, missing)
@@ -170,6 +176,7 @@ def _tables():
         yield "05 spreads", kernel_switches.spreads(hand, yields, None), "measured quantity"
         fp = fp_state.label_fp_control(_data("06_fp_state_and_return"))
         yield "06 same", fp_state.same_words(fp_state.summary(fp)), None
+        yield "06 FP/vector state", xstate.summary(_data("06_fp_state_and_return_xstate")), None
         yield "06 effects", fp_state.effects(fp, sorted(set(fp.entry))), "ratio"
         fa = _data("07a_frames_and_allocators")
         alloc = fa[fa.part == "allocation"]
@@ -212,6 +219,7 @@ def _tables():
         yield "09 reads", echo_servers.reads_table(reads, chunk=chunk), None
         yield "09 C004.1", echo_servers.c004_table(main, ms), None
         yield "09 closing", echo_servers.closing_table(ms), None
+        yield "room predictions", pd.DataFrame(columns=room_predictions.COLUMNS), None
 
 
 def test_the_notebooks_tables_from_saved_data_show_words(tmp_path, monkeypatch):

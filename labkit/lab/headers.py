@@ -43,6 +43,15 @@ HEADERS = {
     "cv": "coefficient of variation", "low": "interval's low end",
     "high": "interval's high end", "gain": "gain", "effect": "effect",
     "ratio": "ratio of medians", "ratio_to_asm_fpu": "ratio to asm_fpu",
+    "spread": "spread of the ratio",
+    # the FP/vector state's save and restore (notebook 06)
+    "instruction": "instruction", "mask": "component mask", "step": "step",
+    "components": "components", "area_bytes": "save area (bytes)",
+    "median_ns": "ns per save/restore pair (median)",
+    "q1_ns": "ns per save/restore pair (first quartile)",
+    "q3_ns": "ns per save/restore pair (third quartile)",
+    "raw_ns": "ns per pair, raw (median)", "baseline_ns": "ns per pair, baseline loop (median)",
+    "xinuse": "components in use (XINUSE)",
     "copied_bytes_per_switch": "bytes copied per switch",
     # OS counts and hand-offs
     "handoffs": "hand-offs", "vol": "voluntary switches", "invol": "involuntary switches",
