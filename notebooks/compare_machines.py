@@ -71,7 +71,7 @@ if room_file:
 # %%
 import pandas as pd
 
-from labkit.lab.headers import shown
+from labkit.lab.analysis import compare_machines
 from labkit.lab.sharing import merge
 
 pd.set_option("display.max_colwidth", 60)
@@ -89,11 +89,11 @@ merge.checked(cmp)  # each machine: how many of its verdicts were recomputed her
 # claim, how each was checked. (A bundle before format 4 carries no runs.)
 
 # %%
-shown(cmp["verdicts"].rename_axis(columns=["machine", None]))
+compare_machines.by_machine(cmp["verdicts"])
 
 # %% [markdown]
 # ## The ladder, in each machine's own `asm` units
 
 # %%
 # "not measured" where a machine has no such rung
-shown(merge.shown(cmp["ladder"]).rename_axis(columns=["machine", None]))
+compare_machines.by_machine(merge.shown(cmp["ladder"]))

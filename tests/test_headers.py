@@ -8,21 +8,25 @@ import pandas as pd
 import pytest
 
 import labkit
+import test_bundle
 from labkit.core import plots, results
 from labkit.experiments import xstate
-from labkit.lab.analysis import (coroutine_memory, echo_servers, fp_state, frames_allocators,
-                                 kernel_switches, latency_ladder, optimisation_levels,
-                                 stack_size, switch_frequency, symmetric)
+from labkit.lab.analysis import (compare_machines, coroutine_memory, echo_servers, fp_state,
+                                 frames_allocators, kernel_switches, latency_ladder,
+                                 optimisation_levels, stack_size, switch_frequency, symmetric)
 from labkit.lab.headers import HEADERS, shown, unworded, words
 from labkit.lab.judging import view
 from labkit.lab.room import predictions as room_predictions
+from labkit.lab.sharing import merge
 
+# test_bundle's two bundles, this machine's and a synthetic one, as fixtures here.
+this_machine, other_machine = test_bundle.here, test_bundle.FIXTURE
 NOTEBOOKS = sorted(p for p in (results.REPO / "notebooks").glob("*.py")
                    if re.match(r"(0[1-9][ab]?|10)_", p.name) or p.name == "compare_machines.py")
 # A header that is a column's raw name (`claim_id`, `median_ticks`), not words.
 _SNAKE = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$")
 # What a cell's last expression may be that is not a table.
-_NOT_TABLES = {"print", "display", "finish", "section", "show", "controls", "checked",
+_NOT_TABLES = {"by_machine", "print", "display", "finish", "section", "show", "controls", "checked",
                "placeholder", "fill", "and_verdicts", "save_anatomy"}
 
 
@@ -233,3 +237,14 @@ def test_the_notebooks_tables_from_saved_data_show_words(tmp_path, monkeypatch):
     raw = {name: [h for h in html_headers(shown(frame, value)) if _SNAKE.match(h)
                   and h not in _values(frame)] for name, frame, value in tables}
     assert {name: headers for name, headers in raw.items() if headers} == {}
+
+
+def test_a_merge_of_machines_shows_words_and_keeps_machine_labels(this_machine, other_machine):
+    cmp = merge.merge([this_machine, other_machine])
+    for frame in (cmp["verdicts"], merge.shown(cmp["ladder"]), pd.DataFrame()):
+        table = compare_machines.by_machine(frame)
+        labels = set(cmp["machines"])
+        assert [h for h in html_headers(table) if _SNAKE.match(h) and h not in labels] == []
+    verdicts = compare_machines.by_machine(cmp["verdicts"])
+    assert verdicts.index.name == "claim" and verdicts.columns.names[0] == "machine"
+    assert set(verdicts.columns.get_level_values(0)) == set(cmp["machines"]) | {"all machines"}

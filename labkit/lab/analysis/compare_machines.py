@@ -1,4 +1,4 @@
-"""compare_machines.py's figures: a merge of several machines' bundles
+"""compare_machines.py's figures and tables: a merge of several machines' bundles
 (labkit.lab.sharing.merge), drawn, and the room's predictions beside its measurements."""
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ import math
 import matplotlib.pyplot as plt
 import matplotlib.ticker as ticker
 import numpy as np
+import pandas as pd
+
+from labkit.lab.headers import shown
 
 
 def ladder_figure(comparison: dict):
@@ -137,3 +140,11 @@ def predictions_figure(table):
     fig.tight_layout()
     plt.close(fig)
     return fig
+
+
+def by_machine(frame):
+    """A merge's frame (its verdicts, or its ladder through merge.shown) with its headers in
+    words: its first column level, the machines' labels, named `machine`."""
+    if isinstance(frame.columns, pd.MultiIndex):
+        frame = frame.rename_axis(columns=["machine", *frame.columns.names[1:]])
+    return shown(frame)
