@@ -9,12 +9,13 @@ import pytest
 
 import labkit
 import test_bundle
+from conftest import assert_each_raises
 from labkit.core import plots, results
 from labkit.experiments import xstate
 from labkit.lab.analysis import (compare_machines, coroutine_memory, echo_servers, fp_state,
                                  frames_allocators, kernel_switches, latency_ladder,
                                  optimisation_levels, stack_size, switch_frequency, symmetric)
-from labkit.lab.headers import HEADERS, shown, unworded, words
+from labkit.lab.headers import HEADERS, NS_PER_SWITCH, shown, unworded, words
 from labkit.lab.judging import view
 from labkit.lab.room import predictions as room_predictions
 from labkit.lab.sharing import merge
@@ -25,9 +26,10 @@ NOTEBOOKS = sorted(p for p in (results.REPO / "notebooks").glob("*.py")
                    if re.match(r"(0[1-9][ab]?|10)_", p.name) or p.name == "compare_machines.py")
 # A header that is a column's raw name (`claim_id`, `median_ticks`), not words.
 _SNAKE = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$")
-# What a cell's last expression may be that is not a table.
-_NOT_TABLES = {"by_machine", "print", "display", "finish", "section", "show", "controls", "checked",
-               "placeholder", "fill", "and_verdicts", "save_anatomy"}
+# What a cell's last expression may be besides shown(...): a call that shows no table, or
+# one that shows its table through shown (by_machine).
+_NOT_TABLES = {"by_machine", "print", "display", "finish", "section", "show", "controls",
+               "checked", "placeholder", "fill", "and_verdicts", "save_anatomy"}
 
 
 def html_headers(frame) -> list[str]:
@@ -73,10 +75,12 @@ def test_a_header_with_no_words_is_refused_when_strict_and_warned_otherwise(monk
         assert "brand_new_column" in shown(frame).columns
 
 
-def test_shown_takes_frames_and_series_only():
-    assert list(shown(pd.Series([1], name="page_faults")).columns) == ["page faults in timed loops"]
-    with pytest.raises(TypeError, match="frame"):
-        shown([{"median": 1}])
+def test_shown_takes_frames_and_series_only_and_words_for_value():
+    assert list(shown(pd.Series([1], name="page_faults")).columns) == [HEADERS["page_faults"]]
+    frame = pd.DataFrame({"median": [1.0]})
+    assert_each_raises((lambda: shown([{"median": 1}]), TypeError, "frame"),
+                       (lambda: shown(frame, value=3), TypeError, "value"),
+                       (lambda: shown(frame, value=" "), ValueError, "value"))
 
 
 def test_the_verdict_tables_words_are_the_labs_words():
@@ -230,7 +234,7 @@ def test_the_notebooks_tables_from_saved_data_show_words(tmp_path, monkeypatch):
     # Some table functions save what they show: they write to a copy.
     shutil.copytree(results.REPO / "data", tmp_path / "data")
     monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path))
-    tables = [(name, frame, value or words.__defaults__[0]) for name, frame, value in _tables()]
+    tables = [(name, frame, value or NS_PER_SWITCH) for name, frame, value in _tables()]
     assert len(tables) >= 25
     assert {name: unworded(frame, value) for name, frame, value in tables
             if unworded(frame, value)} == {}

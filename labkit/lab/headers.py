@@ -146,6 +146,10 @@ def shown(frame, value: str = NS_PER_SWITCH):
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(f"frame must be a pandas DataFrame or Series, not "
                         f"{type(frame).__name__}")
+    if not isinstance(value, str):
+        raise TypeError(f"value must be words (a str), not {type(value).__name__}")
+    if not value.strip():
+        raise ValueError("value must name what the median and quartiles are of; got ''")
     missing = unworded(frame, value)
     if missing:
         said = "no words declared in labkit.lab.headers.HEADERS for " + ", ".join(missing)
