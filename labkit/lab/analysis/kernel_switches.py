@@ -10,6 +10,7 @@ import pandas as pd
 
 import labkit
 from labkit.core import handoff, plots, stats
+from labkit.core.systems import colours
 from labkit.lab.analysis import findings
 from labkit.lab.experiment import KERNEL_SWITCHES
 from labkit.lab.judging import verdicts
@@ -116,9 +117,11 @@ def oneway_figure(hs, cpu: int, pair, finding: str | None = None):
               "cross-cpu": f"two CPUs {pair}: a cross-CPU wake-up"}
     fig, ax = plt.subplots(figsize=(9, 5))
     findings.title(fig, finding, 95)
+    palette = colours(legend)
     for (placement, g), dx in zip(hs.groupby("placement", sort=False), (-0.08, 0.08)):
         plots.errorbars(ax, g.assign(pos=g.task.map(order.index) + dx), x="pos",
-                        hue="placement", label_fmt=legend[placement], linestyle="none")
+                        hue="placement", label_fmt=legend[placement], linestyle="none",
+                        palette=palette)
     ax.set_xticks(range(len(order)), order)
     plots.log_axis(ax, "y")
     ax.set_xlabel("mechanism (asm, ucontext: coroutine switches; others: two OS tasks)")
