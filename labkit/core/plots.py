@@ -175,9 +175,13 @@ def _names_entry(label: str) -> bool:
     return bool(label) and label.split()[0] in ENTRY_COLOURS
 
 
+def _is_none(c) -> bool:
+    return isinstance(c, str) and c.lower() == "none"
+
+
 def _labelled_colours(artists):
-    """(label, colour) for each labelled line or scatter of (label, artist): a line's
-    colour and a scatter's face colours, as hex. Patches (bars, bands) are left out: their
+    """(label, colour) for each labelled line or scatter of (label, artist): the colours a
+    line shows (its line, its markers' edge and face) and a scatter's face colours, as hex. Patches (bars, bands) are left out: their
     colour is often a shade, not a series' (a translucent entry band is its entry's)."""
     from matplotlib.collections import PathCollection
     from matplotlib.colors import to_hex
@@ -187,10 +191,13 @@ def _labelled_colours(artists):
         if not label or label.startswith("_") or artist is None:
             continue
         if isinstance(artist, Line2D):
-            if artist.get_linestyle() in ("None", "none", "") and artist.get_marker() in (
-                    None, "None", "none", ""):
-                continue
-            yield label, to_hex(artist.get_color())
+            seen = []
+            if artist.get_linestyle() not in ("None", "none", ""):
+                seen.append(artist.get_color())
+            if artist.get_marker() not in (None, "None", "none", ""):
+                seen += [artist.get_markeredgecolor(), artist.get_markerfacecolor()]
+            for c in dict.fromkeys(to_hex(c) for c in seen if not _is_none(c)):
+                yield label, c
         elif isinstance(artist, PathCollection):
             for c in dict.fromkeys(to_hex(f) for f in artist.get_facecolors()):
                 yield label, c
