@@ -181,8 +181,9 @@ def _is_none(c) -> bool:
 
 def _labelled_colours(artists):
     """(label, colour) for each labelled line or scatter of (label, artist): the colours a
-    line shows (its line, its markers' edge and face) and a scatter's face colours, as hex. Patches (bars, bands) are left out: their
-    colour is often a shade, not a series' (a translucent entry band is its entry's)."""
+    line shows (its line, its markers' edge and face) and a scatter's face colours, as
+    hex. Patches (bars, bands) are left out: their colour is often a shade, not a
+    series' (a translucent entry band is its entry's)."""
     from matplotlib.collections import PathCollection
     from matplotlib.colors import to_hex
     from matplotlib.lines import Line2D

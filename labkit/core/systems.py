@@ -503,7 +503,8 @@ ENTRY_COLOURS = {
     "greenlet_switch": "#9467bd", "generator_send": "#c5b0d5", "asyncio_task": "#7b4173",
 }
 # Colours for anything else a figure groups by (a user's switch, a stack size, an OS
-# hand-off), none of them an entry's, picked by the name's hash so a name keeps its colour.
+# hand-off), none of them an entry's, picked by the name's hash so a name keeps its colour
+# (colours() moves one aside when another name of the same figure has it).
 OTHER_COLOURS = ("#f7b6d2", "#8c6d31", "#843c39", "#5254a3", "#6b6ecf", "#b5cf6b",
                  "#e7ba52", "#d6616b", "#ce6dbd", "#9c9ede", "#3182bd", "#31a354")
 

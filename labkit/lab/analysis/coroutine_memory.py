@@ -128,7 +128,8 @@ def reuse_figure(rs, cs):
     ax.plot(rs.pool_size, rs.expected_mib * 1e6 / rs.n, ls="--", color="grey",
             label="records + P frames (expected)")
     default = _default_mib(cs)
-    ax.axhline(default, color=palette["default new"], ls=":", label=f"default new, one 256-B frame per "
+    ax.axhline(default, color=palette["default new"], ls=":",
+               label=f"default new, one 256-B frame per "
                f"connection ({default:.0f} MiB)")
     ax.axhline(CLAIMED_MB[REUSE] * 1e6 / MiB, color="k", ls="-.", lw=1,
                label=f"claimed ~{CLAIMED_MB[REUSE]:g} MB (pooled reuse)")
