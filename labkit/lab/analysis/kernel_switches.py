@@ -154,11 +154,12 @@ def yield_figure(ys, yield_every, cpu: int, finding: str | None = None):
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.4))
     findings.title(fig, finding)
     at = ys.assign(pos=ys.every.map(list(yield_every).index))
-    plots.errorbars(left, at, x="pos")
+    # One series and no entry: black, so that no entry's colour is borrowed.
+    plots.errorbars(left, at, x="pos", color="k")
     left.set_ylim(bottom=0)
     left.set_ylabel("units of work per second, both threads\n(median, IQR bars)")
     plots.errorbars(right, at, x="pos", y="switches_per_unit", lo="switches_per_unit_q1",
-                    hi="switches_per_unit_q3")
+                    hi="switches_per_unit_q3", color="k")
     right.set_ylabel("kernel switches per unit of work\n(median, IQR bars)")
     for ax in (left, right):
         ax.set_xticks(range(len(yield_every)), labels)
