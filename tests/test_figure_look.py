@@ -72,8 +72,8 @@ def test_every_entry_has_its_own_colour_and_other_names_keep_theirs():
 def test_lines_across_the_axes_are_not_data_a_log_axis_drops():
     fig, ax = _fig()
     ax.plot([1, 10], [1, 10])
-    ax.axhline(5, label="a level")
-    ax.axvline(3, label="a position")
+    ax.axhline(5, color="grey", label="a level")
+    ax.axvline(3, color="grey", label="a position")
     ax.set_xscale("log")
     ax.set_yscale("log")
     assert plots.look_faults(fig) == []

@@ -30,17 +30,20 @@ def bars(frame, y: str = "median", lo: str = "q1", hi: str = "q3", scale: float 
 
 
 def errorbars(ax, summary, *, x: str, hue: str | None = None, y: str = "median",
-              lo: str = "q1", hi: str = "q3", label_fmt: str = "{}", **kw):
+              lo: str = "q1", hi: str = "q3", label_fmt: str = "{}", palette=None, **kw):
     """Draw medians with [lo, hi] error bars (quartiles by default), one line per hue, each
-    in its name's colour (systems.colour) unless `color` is given."""
-    from labkit.core.systems import colour
+    in its colour from `palette` (a figure's systems.colours, so that its panels agree; by
+    default the hues' own), unless `color` is given."""
+    from labkit.core.systems import colours
 
     groups = summary.groupby(hue, sort=False) if hue else [(None, summary)]
+    if hue and palette is None:
+        palette = colours(summary[hue].unique())
     for key, g in groups:
         g = g.sort_values(x)
         opts = {"marker": "o", "capsize": 3, **kw}
         if hue and "color" not in kw:
-            opts["color"] = colour(key)
+            opts["color"] = palette[str(key)]
         ax.errorbar(g[x], g[y], yerr=bars(g, y, lo, hi),
                     label=label_fmt.format(key) if hue else None, **opts)
     if hue:
@@ -114,14 +117,18 @@ STRICT_LOOK = "LABKIT_STRICT_LOOK"
 
 def look_faults(fig) -> list[str]:
     """What in `fig` breaks the lab's one look: bars on a log axis (a bar's length means
-    nothing there), values a log axis cannot draw (zeros and negatives vanish), and an
-    entry drawn in a colour not its own (systems.colour)."""
+    nothing there), values a log axis cannot draw (zeros and negatives vanish), an
+    entry drawn in a colour not its own (systems.colour), and a labelled line, scatter or
+    legend handle that is not an entry drawn in an entry's colour (a reader takes it for
+    that entry)."""
     import numpy as np
     from matplotlib.colors import to_hex
+    from matplotlib.collections import PathCollection
     from matplotlib.container import BarContainer, ErrorbarContainer
 
     from labkit.core.systems import ENTRY_COLOURS
 
+    entry_colours = set(ENTRY_COLOURS.values())
     faults = []
     for n, ax in enumerate(fig.axes):
         where = f"axes {n} ({ax.get_title() or 'untitled'})"
@@ -144,7 +151,57 @@ def look_faults(fig) -> list[str]:
                     to_hex(line.get_color()) != ENTRY_COLOURS[label]:
                 faults.append(f"{where}: {label} drawn in {to_hex(line.get_color())}, not "
                               f"its colour {ENTRY_COLOURS[label]}")
-    return faults
+        legend = ax.get_legend()
+        shown = [(t.get_text(), h) for t, h in zip(legend.get_texts(), legend.legend_handles)
+                 ] if legend else []
+        faults += [f"{where}: {label!r} is not an entry but drawn in {c}, an entry's colour"
+                   for label, c in _labelled_colours(drawn + [
+                       (c.get_label(), c) for c in ax.collections
+                       if isinstance(c, PathCollection)] + shown)
+                   if not _names_entry(label) and c in entry_colours]
+    for legend in fig.legends:
+        faults += [f"figure legend: {label!r} is not an entry but drawn in {c}, an entry's "
+                   f"colour" for label, c in _labelled_colours(
+                       zip((t.get_text() for t in legend.get_texts()), legend.legend_handles))
+                   if not _names_entry(label) and c in entry_colours]
+    return list(dict.fromkeys(faults))
+
+
+def _names_entry(label: str) -> bool:
+    """True when a series' label names an entry: the entry itself, or its name first and
+    words after it ('asm_fpu (stackful)')."""
+    from labkit.core.systems import ENTRY_COLOURS
+
+    return bool(label) and label.split()[0] in ENTRY_COLOURS
+
+
+def _is_none(c) -> bool:
+    return isinstance(c, str) and c.lower() == "none"
+
+
+def _labelled_colours(artists):
+    """(label, colour) for each labelled line or scatter of (label, artist): the colours a
+    line shows (its line, its markers' edge and face) and a scatter's face colours, as
+    hex. Patches (bars, bands) are left out: their colour is often a shade, not a
+    series' (a translucent entry band is its entry's)."""
+    from matplotlib.collections import PathCollection
+    from matplotlib.colors import to_hex
+    from matplotlib.lines import Line2D
+
+    for label, artist in artists:
+        if not label or label.startswith("_") or artist is None:
+            continue
+        if isinstance(artist, Line2D):
+            seen = []
+            if artist.get_linestyle() not in ("None", "none", ""):
+                seen.append(artist.get_color())
+            if artist.get_marker() not in (None, "None", "none", ""):
+                seen += [artist.get_markeredgecolor(), artist.get_markerfacecolor()]
+            for c in dict.fromkeys(to_hex(c) for c in seen if not _is_none(c)):
+                yield label, c
+        elif isinstance(artist, PathCollection):
+            for c in dict.fromkeys(to_hex(f) for f in artist.get_facecolors()):
+                yield label, c
 
 
 def finish(fig, name: str, caption: str | None = None):

@@ -490,27 +490,49 @@ def worker_py_pingpong(peer: str, stack_size: int, rounds: int, warmup: int,
 
 
 # One colour per entry, the same in every figure: labkit's kernels warm, the C++ peers'
-# calls grey, their coroutines green and fibres blue, the Python peers purple.
+# calls grey and the syscall gold (black stays free for marks and references), their
+# coroutines green and fibres blue, the Python peers purple.
 ENTRY_COLOURS = {
     "asm": "#d62728", "asm_ret": "#ff9896", "asm_fpu": "#ff7f0e", "asm_fxsave": "#ffbb78",
     "asm_xsave": "#8c564b", "ucontext": "#e377c2", "stackless": "#bcbd22",
     "libco_design": "#c49c94", "copy_stack": "#637939",
     "direct_call": "#7f7f7f", "indirect_call": "#c7c7c7", "virtual_call": "#525252",
-    "syscall_getppid": "#000000", "cxx20_generator": "#2ca02c", "cxx20_symmetric": "#98df8a",
+    "syscall_getppid": "#bd9e39", "cxx20_generator": "#2ca02c", "cxx20_symmetric": "#98df8a",
     "boost_fcontext": "#1f77b4", "boost_fiber": "#aec7e8", "boost_fibers_yield": "#17becf",
     "boost_coroutine2": "#393b79",
     "greenlet_switch": "#9467bd", "generator_send": "#c5b0d5", "asyncio_task": "#7b4173",
 }
 # Colours for anything else a figure groups by (a user's switch, a stack size, an OS
-# hand-off), none of them an entry's, picked by the name's hash so a name keeps its colour.
+# hand-off), none of them an entry's, picked by the name's hash so a name keeps its colour
+# (colours() moves one aside when another name of the same figure has it).
 OTHER_COLOURS = ("#f7b6d2", "#8c6d31", "#843c39", "#5254a3", "#6b6ecf", "#b5cf6b",
                  "#e7ba52", "#d6616b", "#ce6dbd", "#9c9ede", "#3182bd", "#31a354")
 
 
 def colour(name) -> str:
-    """The colour every figure draws `name` in: the entry's own, or one of OTHER_COLOURS
-    that stays the name's from figure to figure and run to run."""
+    """The colour `name` is drawn in when alone: the entry's own, or one of OTHER_COLOURS
+    that stays the name's from figure to figure and run to run (two names can share it:
+    a figure of several names takes colours())."""
     key = str(name)
     if key in ENTRY_COLOURS:
         return ENTRY_COLOURS[key]
     return OTHER_COLOURS[zlib.crc32(key.encode()) % len(OTHER_COLOURS)]
+
+
+def colours(names) -> dict:
+    """One colour per name of one figure, no two alike: each entry its own, each other
+    name its colour() unless a name before it took that, then the next free one of
+    OTHER_COLOURS. ValueError when there are more other names than OTHER_COLOURS."""
+    keys = list(dict.fromkeys(str(n) for n in names))
+    others = [k for k in keys if k not in ENTRY_COLOURS]
+    if len(others) > len(OTHER_COLOURS):
+        raise ValueError(f"names: {len(others)} names that are not entries, but only "
+                         f"{len(OTHER_COLOURS)} colours for them ({', '.join(others)})")
+    taken, given = set(), {}
+    for k in others:
+        i = OTHER_COLOURS.index(colour(k))
+        while OTHER_COLOURS[i] in taken:
+            i = (i + 1) % len(OTHER_COLOURS)
+        taken.add(OTHER_COLOURS[i])
+        given[k] = OTHER_COLOURS[i]
+    return {k: ENTRY_COLOURS.get(k) or given[k] for k in keys}

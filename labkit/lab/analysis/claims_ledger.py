@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt
 
 import labkit
 from labkit.core import plots
+from labkit.core.systems import colour
 from labkit.lab.judging import ledger, view
 from labkit.lab.judging.pictures import VERDICT_COLOURS
 
@@ -47,8 +48,10 @@ def summary_figure(table, ladder_runs=None):
     else:
         s = labkit.summarize(ladder_runs, by=["entry"]).sort_values("median")
         y = range(len(s))
-        axes[0].errorbar(s["median"].clip(lower=0.05), y, xerr=plots.bars(s), fmt="o",
-                         capsize=2)
+        axes[0].errorbar(s["median"].clip(lower=0.05), y, xerr=plots.bars(s), fmt="none",
+                         ecolor="grey", capsize=2)
+        axes[0].scatter(s["median"].clip(lower=0.05), y, color=[colour(e) for e in s.entry],
+                        zorder=3)
         axes[0].set_yticks(y, s.entry)
         plots.log_axis(axes[0], "x")
         axes[0].set_xlabel("ns per switch (median, quartile bars; notebook 04)")

@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from labkit.core import plots, procfs, stats
+from labkit.core.systems import colours
 from labkit.core.units import MiB
 from labkit.experiments import frames
 from labkit.lab.analysis import article_part, findings
@@ -121,12 +122,14 @@ def reuse_figure(rs, cs):
     (figures/07b_coroutine_memory-reuse)."""
     fig, ax = plt.subplots(figsize=(7, 4.8))
     findings.title(fig, reuse_finding(rs, cs), 75)
-    ax.plot(rs.pool_size, rs.per_million_mib, marker="o",
+    palette = colours(["measured", "default new"])
+    ax.plot(rs.pool_size, rs.per_million_mib, marker="o", color=palette["measured"],
             label="measured (per million connections)")
     ax.plot(rs.pool_size, rs.expected_mib * 1e6 / rs.n, ls="--", color="grey",
             label="records + P frames (expected)")
     default = _default_mib(cs)
-    ax.axhline(default, color="tab:blue", ls=":", label=f"default new, one 256-B frame per "
+    ax.axhline(default, color=palette["default new"], ls=":",
+               label=f"default new, one 256-B frame per "
                f"connection ({default:.0f} MiB)")
     ax.axhline(CLAIMED_MB[REUSE] * 1e6 / MiB, color="k", ls="-.", lw=1,
                label=f"claimed ~{CLAIMED_MB[REUSE]:g} MB (pooled reuse)")
@@ -213,7 +216,8 @@ def memory_figure(cs, stacks):
     fig, axes = plt.subplots(1, 2, figsize=(13, 5), gridspec_kw={"width_ratios": [1.1, 1]})
     findings.title(fig, memory_finding(cs, stacks))
     ax = axes[0]
-    plots.dots(ax, range(len(cxx)), cxx.bytes_per_coroutine, color="tab:blue",
+    palette = colours(["measured", "untouched", "touched", "C++20 conn256 / heap"])
+    plots.dots(ax, range(len(cxx)), cxx.bytes_per_coroutine, color=palette["measured"],
                label="measured")
     ax.scatter(range(len(cxx)), cxx.frame_bytes, marker="_", s=400, color="k", zorder=3,
                label="frame bytes (operator new)")
@@ -237,12 +241,15 @@ def memory_figure(cs, stacks):
     for is_touched, d in zip((False, True), _by_touch(stacks)):
         d = d.sort_index()
         name = "touched" if is_touched else "untouched"
-        ax.plot(d.index, d.bytes_per_object, marker="o", label=f"{name}: VmRSS")
-        ax.plot(d.index, d.pte_bytes_per_object, marker="x" if is_touched else "+",
+        ax.plot(d.index, d.bytes_per_object, marker="o", color=palette[name],
+                label=f"{name}: VmRSS")
+        ax.plot(d.index, d.pte_bytes_per_object, color=palette[name],
+                marker="x" if is_touched else "+",
                 ms=9 if is_touched else 13, ls="--" if is_touched else ":",
                 label=f"{name}: page tables (VmPTE)")
     heap = _conn256_heap(cs)
-    ax.axhline(heap, color="tab:blue", ls=":", lw=1, label=f"C++20 conn256 / heap ({heap:.0f} B)")
+    ax.axhline(heap, color=palette["C++20 conn256 / heap"], ls=":", lw=1,
+               label=f"C++20 conn256 / heap ({heap:.0f} B)")
     sizes = sorted(set(stacks.stack_size))
     plots.log_axis(ax, "x", base=2)
     ax.set_yscale("log", base=2)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from labkit.core import plots, results, stats
-from labkit.core.systems import OTHER_COLOURS
+from labkit.core.systems import colours
 from labkit.experiments import echo
 from labkit.lab.analysis import findings
 from labkit.lab.experiment import ECHO_SERVERS
@@ -159,17 +159,19 @@ def table_figure(ms, *, connections: int, message_bytes: int, where: str):
     order = ms.sort_values("median").server.tolist()
     msx = ms.set_index("server").loc[order]
     y = np.arange(len(order))
+    # One colour per quantity, none an entry's: the bars are servers, not entries.
+    tint = list(colours(["throughput", "p99", "allocations", "RSS"]).values())
     axes[0].barh(y, msx["median"] / 1e3, xerr=plots.bars(msx, scale=1e3), capsize=3,
-                 color="tab:blue")
+                 color=tint[0])
     axes[0].set_xlabel("thousand requests/s (median, IQR bars)")
     axes[1].barh(y, msx.p99_us / 1e3, xerr=_iqr(msx, "p99_us", 1e3), capsize=3,
-                 color="tab:orange")
+                 color=tint[1])
     axes[1].set_xlabel("p99 latency, ms (median of runs, IQR bars)")
     axes[2].barh(y, msx.allocs_per_s / 1e3, xerr=_iqr(msx, "allocs_per_s", 1e3), capsize=3,
-                 color="tab:red")
+                 color=tint[2])
     axes[2].set_xlabel("thousand heap allocations/s in the server\n(median, IQR bars)")
     axes[3].barh(y, msx.rss_kb / 1024, xerr=_iqr(msx, "rss_kb", 1024), capsize=3,
-                 color="tab:green")
+                 color=tint[3])
     axes[3].set_xlabel(f"server RSS, MiB, {connections} connections open\n(median, IQR bars)")
     for ax in axes:
         ax.set_yticks(y, order if ax is axes[0] else [""] * len(order))
@@ -214,14 +216,12 @@ def connections_figure(conn_runs, main):
     by = connection_summary(conn_runs, main)
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
     findings.title(fig, connections_finding(by))
-    # The servers are not entries: each gets its own of the colours no entry has (the
-    # names' hashes would give three pairs of them one colour each).
-    colours = dict(zip(echo.SERVER_NAMES, OTHER_COLOURS))
+    palette = colours([*echo.SERVER_NAMES, *by.server])
 
     def draw(ax, **kw):
         for server in _in_order(by.server):
             plots.errorbars(ax, by[by.server == server], x="connections", hue="server",
-                            color=colours.get(server), **kw)
+                            palette=palette, **kw)
 
     draw(axes[0])
     plots.log_axis(axes[0], "x")

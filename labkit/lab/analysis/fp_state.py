@@ -7,7 +7,7 @@ import pandas as pd
 
 import labkit
 from labkit.core import plots
-from labkit.core.systems import colour
+from labkit.core.systems import colour, colours
 from labkit.experiments import callgrind, xstate
 from labkit.lab.analysis import findings
 from labkit.lab.judging import verdicts
@@ -173,12 +173,14 @@ def xstate_figure(xs_summary, finding: str | None = None):
     steps = list(dict.fromkeys(xs_summary.step))
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6), sharey=True)
     findings.title(fig, finding)
+    # The instructions are not entries: the default colour cycle would draw them in entries'
+    palette = colours(dict.fromkeys(xs_summary.instruction))
     for ax, state in zip(axes, ["dirty", "clean"]):
-        for insn in dict.fromkeys(xs_summary.instruction):
+        for insn in palette:
             g = xs_summary[(xs_summary.instruction == insn) & (xs_summary.state == state)]
             ax.errorbar([steps.index(s) for s in g.step], g.median_ns,
                         yerr=[g.median_ns - g.q1_ns, g.q3_ns - g.median_ns],
-                        marker="o", capsize=3, label=insn)
+                        marker="o", capsize=3, label=insn, color=palette[insn])
         ax.set_xticks(range(len(steps)), [f"{s}\n{b} B" for s, b in zip(
             steps, xs_summary.drop_duplicates("step").area_bytes)], fontsize="small")
         ax.set_title(f"registers {state}")

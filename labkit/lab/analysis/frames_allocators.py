@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from labkit.core import plots, stats
-from labkit.core.systems import OTHER_COLOURS
+from labkit.core.systems import colours
 from labkit.experiments import frames
 from labkit.lab.analysis import article_part, findings
 from labkit.lab.experiment import FRAMES_AND_ALLOCATORS
@@ -91,9 +91,10 @@ def sizes_figure(sizes):
     shown = [c for c in ("O0", "O2") if c in b.columns]
     y = np.arange(len(b))
     h = 0.8 / len(shown)
+    palette = colours(f"g++ -{c}" for c in shown)
     for i, c in enumerate(shown):
         plots.dots(ax, y + i * h, b[c], horizontal=True, marker="os"[i % 2],
-                   color=("tab:orange", "tab:blue")[i % 2], label=f"g++ -{c}")
+                   color=palette[f"g++ -{c}"], label=f"g++ -{c}")
         for yy, v in zip(y + i * h, b[c]):
             ax.text(v * 1.08, yy, f"{v:,}", va="center", fontsize=7)
     ax.set_yticks(y + h * (len(shown) - 1) / 2, b.index)
@@ -173,10 +174,7 @@ def alloc_figure(alloc, al, *, live_blocks: int):
     findings.title(fig, alloc_finding(alloc))
     for ax, pattern in zip(axes, PATTERNS):
         at = al[al.pattern == pattern].assign(x=al.block.map(position))
-        # The allocators are not entries: each gets its own of the colours no entry has
-        # (the names' hashes would give two pairs of them one colour each).
-        for a, c in zip(frames.ALLOCATORS, OTHER_COLOURS):
-            plots.errorbars(ax, at[at.allocator == a], x="x", hue="allocator", color=c)
+        plots.errorbars(ax, at, x="x", hue="allocator", palette=colours(frames.ALLOCATORS))
         ax.get_legend().remove()
         if pattern == "many live":
             ax.plot([position[b] for b in base.index], base.values, color="grey", ls="-", lw=2,

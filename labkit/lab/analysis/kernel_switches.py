@@ -10,6 +10,7 @@ import pandas as pd
 
 import labkit
 from labkit.core import handoff, plots, stats
+from labkit.core.systems import colours
 from labkit.lab.analysis import findings
 from labkit.lab.experiment import KERNEL_SWITCHES
 from labkit.lab.judging import verdicts
@@ -116,9 +117,11 @@ def oneway_figure(hs, cpu: int, pair, finding: str | None = None):
               "cross-cpu": f"two CPUs {pair}: a cross-CPU wake-up"}
     fig, ax = plt.subplots(figsize=(9, 5))
     findings.title(fig, finding, 95)
+    palette = colours(legend)
     for (placement, g), dx in zip(hs.groupby("placement", sort=False), (-0.08, 0.08)):
         plots.errorbars(ax, g.assign(pos=g.task.map(order.index) + dx), x="pos",
-                        hue="placement", label_fmt=legend[placement], linestyle="none")
+                        hue="placement", label_fmt=legend[placement], linestyle="none",
+                        palette=palette)
     ax.set_xticks(range(len(order)), order)
     plots.log_axis(ax, "y")
     ax.set_xlabel("mechanism (asm, ucontext: coroutine switches; others: two OS tasks)")
@@ -151,11 +154,12 @@ def yield_figure(ys, yield_every, cpu: int, finding: str | None = None):
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.4))
     findings.title(fig, finding)
     at = ys.assign(pos=ys.every.map(list(yield_every).index))
-    plots.errorbars(left, at, x="pos")
+    # One series and no entry: black, so that no entry's colour is borrowed.
+    plots.errorbars(left, at, x="pos", color="k")
     left.set_ylim(bottom=0)
     left.set_ylabel("units of work per second, both threads\n(median, IQR bars)")
     plots.errorbars(right, at, x="pos", y="switches_per_unit", lo="switches_per_unit_q1",
-                    hi="switches_per_unit_q3")
+                    hi="switches_per_unit_q3", color="k")
     right.set_ylabel("kernel switches per unit of work\n(median, IQR bars)")
     for ax in (left, right):
         ax.set_xticks(range(len(yield_every)), labels)

@@ -19,6 +19,7 @@ import pandas as pd
 from matplotlib.ticker import FuncFormatter, SymmetricalLogLocator
 
 from labkit.core import plots, stats
+from labkit.core.systems import colours
 from labkit.core.units import KiB, MiB
 from labkit.experiments import frequency
 from labkit.lab.analysis import findings
@@ -115,6 +116,10 @@ def checks(runs):
     ).reset_index()
 
 
+# The set-ups are not entries: none may be drawn in an entry's colour.
+_TINT = colours(("one task per yield", "batched", "independent work"))
+
+
 def _draw(ax, summary):
     """One line per set-up: colour for the batch, solid/filled for 1 MiB, dashed/open for
     64 KiB. The 64 KiB points are drawn 6% to the right so that equal results stay
@@ -123,7 +128,8 @@ def _draw(ax, summary):
         big = stack_size == 1 * MiB
         g = g.assign(work_cycles=g.work_cycles * (1.0 if big else 1.06))
         plots.errorbars(ax, g, x="work_cycles", hue="setup",
-                        color="C0" if batch == 1 else "C3", linestyle="-" if big else "--",
+                        color=_TINT["one task per yield" if batch == 1 else "batched"],
+                        linestyle="-" if big else "--",
                         markerfacecolor=None if big else "none")
 
 
@@ -172,7 +178,8 @@ def share_figure(share, *, judge_work: int, coroutines: int, independent=None):
         ind = independent[independent.setup == frequency.setup_label(*BEFORE)]
         ind = ind.assign(**{k: ind[k] * 100 for k in ("median", "q1", "q3")})
         plots.errorbars(ax, ind.assign(setup=ind.setup + ", independent work"),
-                        x="work_cycles", hue="setup", color="C2", marker="D", linestyle="none")
+                        x="work_cycles", hue="setup", color=_TINT["independent work"],
+                        marker="D", linestyle="none")
     ax.plot([judge_work], [100 * c["share_before"]], "k*", markersize=11,
             label=f"author: 1 MB, 1 task/yield ({100 * c['share_before']:.0f}%)")
     ax.plot([judge_work], [100 * c["share_after"]], "kP", markersize=9,

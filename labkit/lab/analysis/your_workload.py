@@ -21,8 +21,8 @@ from IPython.display import display
 from matplotlib.ticker import FuncFormatter
 
 from labkit.core import plots, procfs
-from labkit.core.systems import colour as design_colour
-from labkit.lab.advising import cold, evidence, inputs, memory, model
+from labkit.core.systems import colours
+from labkit.lab.advising import cold, evidence, inputs, memory, model, taxonomy
 from labkit.lab.advising import grid as _grid
 from labkit.lab.analysis import findings
 from labkit.lab.experiment import YOUR_WORKLOAD
@@ -66,6 +66,11 @@ def calibration_finding(g, on: str = "advice", targets=None) -> str:
             f"median half-width {plots.percent_label(a.median_half_width)}% (target "
             f"{plots.percent_label(t['half_width'])}%), median error "
             f"{plots.percent_label(a.median_time_error)}%.")
+
+
+def design_colour(design) -> str:
+    """A design's colour, the same in every figure and apart from every other design's."""
+    return colours([*taxonomy.names(), design])[str(design)]
 
 
 def calibration_figure(g, info=None, on: str = "advice", name: str = "calibration",
@@ -139,11 +144,12 @@ def error_figure(g, info=None):
     findings.title(fig, error_finding(g))
     designs = list(dict.fromkeys(g.design))
     alives = sorted(g.alive.unique())
+    tint = colours(f"N = {n:,}" for n in alives)
     for _, r in g.iterrows():
         x = designs.index(r.design) + (alives.index(r.alive) - 1) * 0.25 \
             + 0.06 * _grid.IN_USE.index(r.stack_in_use) if r.stack_in_use in _grid.IN_USE \
             else designs.index(r.design)
-        c = f"C{alives.index(r.alive)}"
+        c = tint[f"N = {r.alive:,}"]
         e = 100 * r.advice_error
         lo, hi = 100 * (r.advice_ns / r.measured_high - 1), 100 * (r.advice_ns / r.measured_low - 1)
         at.errorbar([x], [e], yerr=[[max(e - lo, 0)], [max(hi - e, 0)]], fmt=_marker(r.work),
@@ -163,8 +169,7 @@ def error_figure(g, info=None):
     at.set_title(f"time (grey: the ±{bands['time']:g}% target; bar: the measurement's 95% "
                  "interval; hollow: outside the prediction interval)", fontsize=8)
     am.set_title(f"memory (grey: the ±{bands['memory']:g}% target)", fontsize=8)
-    handles = [plt.Line2D([], [], color=f"C{i}", marker="o", ls="", label=f"N = {n:,}")
-               for i, n in enumerate(alives)]
+    handles = [plt.Line2D([], [], color=c, marker="o", ls="", label=n) for n, c in tint.items()]
     handles += [plt.Line2D([], [], color="k", marker=m, ls="", mfc="none",
                            label=_work_words(w)) for w, m in MARKERS.items()]
     am.legend(handles=handles, fontsize="small")

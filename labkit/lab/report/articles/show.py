@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt
 from IPython.display import HTML, display
 
 from labkit.core import plots
+from labkit.core.systems import colours
 from labkit.lab import experiment
 from labkit.lab.judging import view
 from labkit.lab.report.articles.measured import measured_machines
@@ -30,16 +31,17 @@ def figure(t: ArticleTable, *, save: bool = True):
     here = [p[2] for p in t.points]
     lo = [max(0.0, p[2] - p[3]) if _finite(p[2], p[3]) else 0.0 for p in t.points]
     hi = [max(0.0, p[4] - p[2]) if _finite(p[2], p[4]) else 0.0 for p in t.points]
-    ax.errorbar(list(xs), here, yerr=[lo, hi], fmt="o", capsize=3, color="C0",
+    tint = colours(["here", "article", *t.extra])
+    ax.errorbar(list(xs), here, yerr=[lo, hi], fmt="o", capsize=3, color=tint["here"],
                 label="here: median, spread")
     for i, (name, series) in enumerate(t.extra.items()):
         v = [p[0] for p in series]
         lo_ = [max(0.0, p[0] - p[1]) if _finite(p[0], p[1]) else 0.0 for p in series]
         hi_ = [max(0.0, p[2] - p[0]) if _finite(p[0], p[2]) else 0.0 for p in series]
         ax.errorbar([x + 0.15 * (i + 1) for x in xs], v, yerr=[lo_, hi_], fmt="s",
-                    capsize=3, color=f"C{i + 1}", label=name)
+                    capsize=3, color=tint[str(name)], label=name)
         here = here + v
-    ax.plot(list(xs), art, "D", mfc="none", mec="C3", ms=8, label="article")
+    ax.plot(list(xs), art, "D", mfc="none", color=tint["article"], ms=8, label="article")
     ax.set_xticks(list(xs), labels, rotation=20, ha="right", fontsize=8)
     ax.set_ylabel(t.ylabel or f"relative to {t.reference}")
     # The intervals' low ends count: a log axis drops an end at zero with its cap.
