@@ -22,6 +22,17 @@ HEADERS = {
     "straddle": "bound straddled", "lean": "leans", "processes": "fresh processes",
     "look": "look that decided", "amendment": "why amended", "notebook": "notebook",
     "figures": "figures", "opposite": "opposite verdicts",
+    # the advisor's scores (grid.scores), as the report's choosing section shows them
+    "design": "design", "points": "points", "coverage": "coverage of the 95% interval",
+    "median_time_error": "median time error", "median_memory_error": "median memory error",
+    "median_half_width": "median half-width",
+    "interval_score": "interval score (log; lower is better)",
+    "model_coverage": "coverage of the model's own interval",
+    "median_model_error": "median error of the model alone",
+    "original_coverage": "coverage, original rule",
+    "original_median_half_width": "median half-width, original rule",
+    "original_interval_score": "interval score, original rule",
+    "targets_met": "all four targets met",
     # the catalogue
     "entry": "entry", "system": "system", "kind": "kind", "saves": "what it saves",
     "returns_by": "how it returns", "frame_bytes": "frame bytes",

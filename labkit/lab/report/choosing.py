@@ -16,6 +16,7 @@ from labkit.core import results
 from labkit.lab.advising import grid as _grid
 from labkit.lab.analysis import your_workload as yw
 from labkit.lab.experiment import YOUR_WORKLOAD
+from labkit.lab.headers import shown
 
 CURVES = YOUR_WORKLOAD.data
 GRID = YOUR_WORKLOAD.own("advisor_calibration")
@@ -29,39 +30,27 @@ def _png(fig) -> str:
             f"src='data:image/png;base64,{base64.b64encode(buf.getvalue()).decode()}'>")
 
 
-# The scores' columns as a reader names them, fractions shown in percent; the others stay
-# as they are (counts, the interval score, a yes or no).
-SCORE_LABELS = {
-    "design": ("design", None), "points": ("points", None),
-    "coverage": ("coverage of the 95% interval", "%"),
-    "median_time_error": ("median time error", "%"),
-    "median_memory_error": ("median memory error", "%"),
-    "median_half_width": ("median half-width", "%"),
-    "interval_score": ("interval score (log; lower is better)", None),
-    "model_coverage": ("coverage of the model's own interval", "%"),
-    "median_model_error": ("median error of the model alone", "%"),
-    "original_coverage": ("coverage, original rule", "%"),
-    "original_median_half_width": ("median half-width, original rule", "%"),
-    "original_interval_score": ("interval score, original rule", None),
-    "targets_met": ("all four targets met", None),
-}
+# The scores shown in percent (they are fractions); the others stay as they are (counts,
+# the interval score, a yes or no).
+PERCENT_SCORES = {"coverage", "median_time_error", "median_memory_error", "median_half_width",
+                  "model_coverage", "median_model_error", "original_coverage",
+                  "original_median_half_width"}
 
 
 def score_table(scores):
-    """grid.scores' table for a reader: labelled columns, fractions in percent, the
-    targets met as yes or no, a score the grid cannot give as "not estimated"."""
+    """grid.scores' table for a reader: headers in words (labkit.lab.headers), fractions in
+    percent, the targets met as yes or no, a score the grid cannot give as "not estimated"."""
     out = {}
     for col in scores.columns:
-        label, unit = SCORE_LABELS.get(col, (col.replace("_", " "), None))
         v = scores[col]
-        if unit == "%":
+        if col in PERCENT_SCORES:
             v = v.map(lambda x: "not estimated" if pd.isna(x) else f"{100 * x:.1f}%")
         elif v.dtype == bool:
             v = v.map({True: "yes", False: "no"})
         elif pd.api.types.is_float_dtype(v):
             v = v.map(lambda x: "not estimated" if pd.isna(x) else f"{x:.3g}")
-        out[label] = v
-    return pd.DataFrame(out)
+        out[col] = v
+    return shown(pd.DataFrame(out))
 
 
 def section_html() -> str:
