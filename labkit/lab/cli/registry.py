@@ -30,7 +30,7 @@ def _publish(args) -> int:
 
     out = publish.publish(args.bundle, args.registry, include_host=args.include_host)
     if args.json:
-        print_json("publish", out)
+        print_json(args, "publish", out)
         return 0
     print(f"published {out['bundle']} as {out['stored_as']} by {out['publisher']}"
           + (f" ({out['fingerprint']})" if out["fingerprint"] else "")
@@ -204,7 +204,7 @@ def _print_machines(args, kw) -> None:
     df = query.machines(args.registry, **kw)
     _note(args)
     if args.json:
-        print_json("registry.machines", df)
+        print_json(args, "registry.machines", df)
     else:
         print(df.to_string(index=False) if not df.empty else "no machines")
 
@@ -215,7 +215,7 @@ def _print_claims(args, kw) -> None:
     rows = query.tally(query.claims(args.registry, **kw))
     _note(args)
     if args.json:
-        print_json("registry.claims", rows)
+        print_json(args, "registry.claims", rows)
         return
     lines = []
     for r in rows:
@@ -236,7 +236,7 @@ def _print_ladder(args, kw) -> None:
     df = query.ladder(args.registry, **kw)
     _note(args)
     if args.json:
-        print_json("registry.ladder", df)
+        print_json(args, "registry.ladder", df)
     elif df.empty:
         print("no ladder")
     else:
@@ -261,7 +261,7 @@ def _print_effects(args, kw) -> None:
            f"{len(runs)} machine with verdict runs (a bundle of format 4 or later carries "
            "them); a machine effect needs two")
     if args.json:
-        print_json("registry.effects", rows)
+        print_json(args, "registry.effects", rows)
     else:
         print("\n".join(effects.line(r) for r in rows) or f"no comparisons: {why}")
 
