@@ -167,6 +167,8 @@ def test_usage_errors_exit_2(capsys):
      "labkit publish: refused /nonexistent.labkit: not a labkit bundle"),
     (["registry", "claims", "--registry", "/nonexistent-registry"],
      "labkit registry: --registry /nonexistent-registry: no registry there"),
+    (["registry", "bench", "--scratch", "/nonexistent-scratch", "--bundles", "-1"],
+     "labkit registry: --bundles must be an integer from 0 "),
 ], ids=lambda v: " ".join(v[:2]) if isinstance(v, list) else None)
 def test_a_bad_value_exits_2_naming_its_option(argv, said, capsys):
     assert cli.main(argv) == 2

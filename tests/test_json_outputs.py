@@ -61,6 +61,10 @@ def cases(registry) -> dict:
         "registry.claims": ["registry", "claims", *at],
         "registry.ladder": ["registry", "ladder", *at],
         "registry.effects": ["registry", "effects", *at],
+        "registry.compact": ["registry", "compact", *at],
+        # no bundles: the envelope is what is checked, not the figures (minutes at scale)
+        "registry.bench": ["registry", "bench", "--scratch", str(reg.parent / "scratch"),
+                           "--bundles", "0", "--json"],
     }
 
 
