@@ -484,15 +484,17 @@ def test_reproduce_json_is_the_only_thing_on_stdout(tmp_path, monkeypatch, capsy
     monkeypatch.setattr(reproduce, "run_notebook", run_notebook)
     monkeypatch.setattr(reproduce, "ensure_kernel", lambda: None)
     monkeypatch.setattr(page, "build", lambda outcomes, out_dir, quick: out_dir / "r.html")
+    argv = ["--results", str(tmp_path), "reproduce", "--only", "01_stack_size", "--json",
+            "--no-progress"]
     try:
-        status = cli.main(["--results", str(tmp_path), "reproduce", "--only", "01_stack_size",
-                           "--json", "--no-progress"])
+        status = cli.main(argv)
     finally:
         results.set_home(None)
     assert status == 0
     captured = capsys.readouterr()
     summary = json.loads(captured.out)  # stdout holds the JSON and nothing else
     assert summary["schema"] == "labkit.reproduce/1" and summary["context"]["machine"]
+    assert summary["context"]["command"] == " ".join(["labkit", *argv])  # not pytest's
     assert "environment check" in captured.err and "1 notebooks ok" in captured.err
     assert summary["notebooks"] == [{"name": "01_stack_size", "ok": True, "seconds": 2.5,
                                      "earlier": False, "error": None}]
