@@ -78,8 +78,10 @@ class BuildEverything(build_ext):
 
 
 class BuildPyWithShipped(build_py):
-    """build_py, plus the claims registry and the notebooks as package data
-    (labkit/shipped/), so that an installed labkit outside a checkout finds them."""
+    """build_py, plus the claims registry, the notebooks and the glossary as package data
+    (labkit/shipped/, laid out as the checkout: data/, notebooks/, docs/, so the notebooks'
+    ../docs/glossary.md links hold there too), so that an installed labkit outside a
+    checkout finds them. The checkout's files stay the one source: these are copies."""
 
     def run(self):
         super().run()
@@ -92,6 +94,8 @@ class BuildPyWithShipped(build_py):
             shutil.copy2(HERE / "data" / name, shipped / "data" / name)
         shutil.copytree(HERE / "notebooks", shipped / "notebooks",
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        (shipped / "docs").mkdir()
+        shutil.copy2(HERE / "docs" / "glossary.md", shipped / "docs" / "glossary.md")
 
 
 if __name__ == "__main__":  # as pip's build backend runs it; a test imports the helpers

@@ -167,6 +167,8 @@ def test_usage_errors_exit_2(capsys):
      "labkit publish: refused /nonexistent.labkit: not a labkit bundle"),
     (["registry", "claims", "--registry", "/nonexistent-registry"],
      "labkit registry: --registry /nonexistent-registry: no registry there"),
+    (["registry", "bench", "--scratch", "/nonexistent-scratch", "--bundles", "-1"],
+     "labkit registry: --bundles must be an integer from 0 "),
 ], ids=lambda v: " ".join(v[:2]) if isinstance(v, list) else None)
 def test_a_bad_value_exits_2_naming_its_option(argv, said, capsys):
     assert cli.main(argv) == 2
@@ -482,15 +484,17 @@ def test_reproduce_json_is_the_only_thing_on_stdout(tmp_path, monkeypatch, capsy
     monkeypatch.setattr(reproduce, "run_notebook", run_notebook)
     monkeypatch.setattr(reproduce, "ensure_kernel", lambda: None)
     monkeypatch.setattr(page, "build", lambda outcomes, out_dir, quick: out_dir / "r.html")
+    argv = ["--results", str(tmp_path), "reproduce", "--only", "01_stack_size", "--json",
+            "--no-progress"]
     try:
-        status = cli.main(["--results", str(tmp_path), "reproduce", "--only", "01_stack_size",
-                           "--json", "--no-progress"])
+        status = cli.main(argv)
     finally:
         results.set_home(None)
     assert status == 0
     captured = capsys.readouterr()
     summary = json.loads(captured.out)  # stdout holds the JSON and nothing else
     assert summary["schema"] == "labkit.reproduce/1" and summary["context"]["machine"]
+    assert summary["context"]["command"] == " ".join(["labkit", *argv])  # not pytest's
     assert "environment check" in captured.err and "1 notebooks ok" in captured.err
     assert summary["notebooks"] == [{"name": "01_stack_size", "ok": True, "seconds": 2.5,
                                      "earlier": False, "error": None}]

@@ -1,6 +1,6 @@
 """Every `--json` of the command line, found by walking its parser, prints `schema`
 (labkit.<command>/<version>) and the context block (machine, build, commit, command, date)
-before what it answers (labkit.lab.comparing.context.stamped)."""
+before what it answers (labkit.lab.envelope.stamped)."""
 import argparse
 import json
 from pathlib import Path
@@ -11,7 +11,7 @@ from conftest import copy_bundle
 from labkit.core import results
 from labkit.lab import cli
 from labkit.lab.cli.main import COMMANDS, build_parser
-from labkit.lab.comparing import context
+from labkit.lab import envelope
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 XEON = FIXTURES / "intel-xeon-kvm.labkit"
@@ -61,6 +61,10 @@ def cases(registry) -> dict:
         "registry.claims": ["registry", "claims", *at],
         "registry.ladder": ["registry", "ladder", *at],
         "registry.effects": ["registry", "effects", *at],
+        "registry.compact": ["registry", "compact", *at],
+        # no bundles: the envelope is what is checked, not the figures (minutes at scale)
+        "registry.bench": ["registry", "bench", "--scratch", str(reg.parent / "scratch"),
+                           "--bundles", "0", "--json"],
     }
 
 
@@ -75,15 +79,17 @@ def test_every_json_output_carries_its_schema_and_context(registry, tmp_path, ca
             assert cli.main(argv) == 0, (name, capsys.readouterr().err)
             out = json.loads(capsys.readouterr().out)
             assert list(out)[:2] == ["schema", "context"], name
-            assert out["schema"] == context.schema(name) == f"labkit.{name}/1"
+            assert out["schema"] == envelope.schema(name) == f"labkit.{name}/1"
             ctx = out["context"]
             assert {"machine", "build", "labkit_commit", "command", "date"} <= set(ctx), name
             assert ctx["machine"]["machine_id"] and ctx["build"]["labkit_version"], name
+            # the command run, not the argv of the process calling cli.main (pytest's)
+            assert ctx["command"] == " ".join(["labkit", *argv]), name
             assert len(out) > 2, name  # and what it answers
     finally:
         results.set_home(None)
 
 
 def test_a_list_goes_under_records_and_nan_is_null():
-    got = context.stamped("x", [{"v": float("nan")}], [], ctx={"date": "d"})
+    got = envelope.stamped("x", [{"v": float("nan")}], [], ctx={"date": "d"})
     assert got == {"schema": "labkit.x/1", "context": {"date": "d"}, "records": [{"v": None}]}

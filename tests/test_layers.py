@@ -104,8 +104,6 @@ def test_imports_go_down_or_across_never_up(name, path):
                     + ", ".join(f"{m} ({_layer(m)})" for m in up))
 
 
-# A developer's benchmark with a command line of its own (python -m ...), not labkit's.
-OWN_COMMAND_LINE = {"lab.registry.bench"}
 # What every command group of the command line may use of the package besides itself.
 CLI_SHARED = {f"{CLI}.command", f"{CLI}.options"}
 
@@ -123,7 +121,7 @@ def test_only_the_command_line_parses_arguments():
     """Options are parsed and refused in labkit/lab/cli alone: the modules below it take
     values and raise ParameterError, which the command line says in its options."""
     parsing = sorted(name for name, path in _modules() if path.suffix == ".py"
-                     and _layer(name) != "cli" and name not in OWN_COMMAND_LINE
+                     and _layer(name) != "cli"
                      and _uses_argparse(path))
     assert not parsing, f"argparse outside labkit/lab/cli: {parsing}"
 

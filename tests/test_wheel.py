@@ -6,6 +6,7 @@ Slow (a build, an install and a quick run of the whole lab, minutes): marked `wh
 `make test` runs it."""
 import json
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -22,6 +23,7 @@ from labkit.lab.running import notebooks
 pytestmark = pytest.mark.wheel
 
 REPO = Path(__file__).resolve().parent.parent
+GLOSSARY = REPO / "docs" / "glossary.md"
 NOTEBOOKS = [p.stem for p in notebooks.notebook_sources()]
 
 
@@ -86,6 +88,9 @@ def test_wheel_holds_its_package_data(wheel):
     assert "labkit/bin/liblabkit_c-O2.so" in names and "labkit/bin/lk_count" in names
     assert "labkit/bin/build.json" in names  # and the reasons for anything skipped
     assert "labkit/shipped/data/claims.csv" in names
+    # The glossary the report inlines, a copy of docs/glossary.md as the build made it.
+    shipped_glossary = zipfile.ZipFile(wheel).read("labkit/shipped/docs/glossary.md").decode()
+    assert shipped_glossary == GLOSSARY.read_text()
     shipped = {f"labkit/shipped/notebooks/{name}.py" for name in NOTEBOOKS}
     assert not shipped - names, f"notebooks missing from the wheel: {sorted(shipped - names)}"
     meta = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
@@ -113,6 +118,22 @@ def test_installed_wheel_measures(installed):
         assert said.removesuffix("-dirty") == head
 
 
+def test_installed_wheel_reports_with_its_glossary(installed):
+    """Outside a checkout the report still inlines the glossary and ships it beside its
+    executed notebooks (labkit.lab.report.page), from the package's own copy."""
+    venv, work, env = installed
+    out = work / "glossary-check"
+    code = ("import sys; from pathlib import Path; from labkit.lab.report import page; "
+            "page.ship_glossary(Path(sys.argv[1])); print(page.GLOSSARY); "
+            "print(page.glossary_html().count(\"id='glossary-\"))")
+    res = _run([str(venv / "bin" / "python"), "-c", code, str(out)], cwd=work, env=env,
+               timeout=300)
+    found, headings = res.stdout.split()
+    assert Path(found).is_relative_to(venv), found  # the package's copy, not the checkout's
+    assert int(headings) == len(re.findall(r"^#+ ", GLOSSARY.read_text(), re.M))
+    assert (out / "docs" / "glossary.md").read_text() == GLOSSARY.read_text()
+
+
 def _errors(executed: Path) -> list[str]:
     """The error outputs of an executed notebook, and papermill's record of an exception."""
     nb = nbformat.read(executed, as_version=4)
@@ -138,6 +159,11 @@ def test_installed_wheel_reproduces_every_notebook(installed):
 
     home = work / "labkit-results" / "reports" / "quick"
     assert (home / "labkit-report.html").exists(), said
+    report = (home / "labkit-report.html").read_text()
+    assert len(re.findall(r"""id=["']glossary-""", report)) == len(
+        re.findall(r"^#+ ", GLOSSARY.read_text(), re.M)), "the report's glossary"
+    # The executed notebooks' ../docs/glossary.md links lead to the shipped copy.
+    assert (home / "executed" / ".." / "docs" / "glossary.md").read_text() == GLOSSARY.read_text()
     registered = claims.registry()
     for name in NOTEBOOKS:
         executed = home / "executed" / f"{name}.ipynb"

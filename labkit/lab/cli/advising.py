@@ -60,7 +60,7 @@ def _advise(args) -> int:
                              connections=args.connections, designs=args.design,
                              bundle=args.bundle)
     if args.json:
-        print_json("advise", advice.records())
+        print_json(args, "advise", advice.records())
     else:
         print(advice.text())
     return 0

@@ -22,7 +22,7 @@ def _run(args) -> int:
 
     c = card(switches=args.switches, repeats=args.repeats, cpu=args.cpu)
     if args.json:
-        print_json("card", c.records())
+        print_json(args, "card", c.records())
     else:
         print(c)
     return 0

@@ -80,14 +80,15 @@ def _progress():
 
 def _run(args) -> int:
     from labkit.errors import ParameterError
-    from labkit.lab.comparing import context, export, figure, live, saved, sides
+    from labkit.lab import envelope
+    from labkit.lab.comparing import export, figure, live, saved, sides
 
     margin = margin_of(args.margin)
     if args.calibration:
         return _calibration(args, margin)
     targets = [export.parse_target(t) for t in args.export]
     chosen = sides.gather(args.sides, sources=args.source, pythons=args.python)
-    ctx = context.context(sys.argv[1:])
+    ctx = envelope.context(args.argv)
     if chosen[0].live:
         plan = live.schedule(looks=looks_of(args.looks), repeats=args.repeats,
                              seconds=args.seconds, quick=args.quick)
@@ -118,7 +119,7 @@ def _run(args) -> int:
     if args.figure:
         figure.draw(answers, values, args.figure, caption=_caption(ctx))
     if args.json:
-        print_json("compare", out, ctx)
+        print_json(args, "compare", out, ctx)
     else:
         print(_text(out))
     return 0
@@ -134,7 +135,7 @@ def _calibration(args, margin: float) -> int:
                              "sides")
     rows = calibration.table(margin=margin)
     if args.json:
-        print_json("compare", {"kind": "calibration", "cases": rows})
+        print_json(args, "compare", {"kind": "calibration", "cases": rows})
         return 0
     print(f"{rows[0]['runs']} simulated comparisons per case (seed {calibration.SEED}), the "
           f"default schedule, margin ±{margin:.0%}; each share with its 95% interval "

@@ -2,7 +2,6 @@
 Google Benchmark's JSON or a Markdown table."""
 from __future__ import annotations
 
-import sys
 
 from labkit.lab.cli.command import Command
 
@@ -15,10 +14,11 @@ def _arguments(p) -> None:
 
 
 def _run(args) -> int:
-    from labkit.lab.comparing import context, export
+    from labkit.lab import envelope
+    from labkit.lab.comparing import export
 
     rows, left = export.collect()
-    path = export.write(args.format, args.output, rows, context.context(sys.argv[1:]))
+    path = export.write(args.format, args.output, rows, envelope.context(args.argv))
     print(f"{path}: {rows.benchmark.nunique()} benchmarks, {len(rows)} rows over fresh "
           "processes" + "".join(f"; {f} left out: {why}" for f, why in left.items()))
     return 0

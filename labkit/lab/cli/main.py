@@ -83,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if command.extra is not None:
         setattr(args, command.extra, [*getattr(args, command.extra), *extra])
+    args.argv = argv  # the command line really run, for the --json context block
     _apply_globals(args)
 
     try:

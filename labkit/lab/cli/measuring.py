@@ -49,7 +49,8 @@ def _measure_arguments(m) -> None:
 
 
 def _measure(args) -> int:
-    from labkit.lab.comparing import context, export
+    from labkit.lab import envelope
+    from labkit.lab.comparing import export
 
     targets = [export.parse_target(t) for t in args.export]  # refused before measuring
     keeps = None if args.keeps_fp_control is None else args.keeps_fp_control == "yes"
@@ -69,7 +70,7 @@ def _measure(args) -> int:
         # One worker measured every repeat: one fresh process, named by the entry alone so
         # that two exports of it (two builds, before and after) are one benchmark to pyperf.
         rows = export.rows_of(df.assign(side=df.entry, worker=0), "measure")
-        ctx = context.context(sys.argv[1:])
+        ctx = envelope.context(args.argv)
         for fmt, path in targets:
             export.write(fmt, path, rows, ctx)
 
@@ -91,7 +92,7 @@ def _catalogue(args) -> int:
 def _check(args) -> int:
     rows = envcheck.check()
     if args.json:
-        print_json("check", envcheck.record(rows))
+        print_json(args, "check", envcheck.record(rows))
     else:
         print(envcheck.explain(rows))
     return 0
@@ -100,7 +101,7 @@ def _check(args) -> int:
 def _print_frame(command: str, df, args, text) -> None:
     """A table as --json records, --csv, or `text()` for a person."""
     if args.json:
-        print_json(command, df)
+        print_json(args, command, df)
     elif args.csv:
         df.to_csv(sys.stdout, index=False)
     else:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from labkit.core import units
 from labkit.errors import ParameterError
@@ -22,15 +21,15 @@ def add_format(p: argparse.ArgumentParser, what: str) -> None:
     flag(fmt, "--csv", f"print {what} as CSV")
 
 
-def print_json(command: str, body, ctx: dict | None = None) -> None:
-    """Print `body` as every --json does: with its schema and context block
-    (labkit.lab.comparing.context.stamped; ctx if the command has taken it); a DataFrame
-    as its records."""
-    from labkit.lab.comparing import context
+def print_json(args, command: str, body, ctx: dict | None = None) -> None:
+    """Print `body` as every --json does: in the envelope (labkit.lab.envelope.stamped),
+    its context naming the command line `args` were parsed from (ctx if the command has
+    taken it); a DataFrame as its records."""
+    from labkit.lab import envelope
 
     if hasattr(body, "to_json"):
         body = json.loads(body.to_json(orient="records", default_handler=str))
-    print(json.dumps(context.stamped(command, body, sys.argv[1:], ctx=ctx), indent=1,
+    print(json.dumps(envelope.stamped(command, body, args.argv, ctx=ctx), indent=1,
                      default=str))
 
 

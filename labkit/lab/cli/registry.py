@@ -3,7 +3,6 @@ registry asked about its machines, claims, ladder and machine effects, or served
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -30,7 +29,7 @@ def _publish(args) -> int:
 
     out = publish.publish(args.bundle, args.registry, include_host=args.include_host)
     if args.json:
-        print_json("publish", out)
+        print_json(args, "publish", out)
         return 0
     print(f"published {out['bundle']} as {out['stored_as']} by {out['publisher']}"
           + (f" ({out['fingerprint']})" if out["fingerprint"] else "")
@@ -66,9 +65,23 @@ def _registry_arguments(p) -> None:
     c = sub.add_parser("compact", help="compact a registry's index: one file per partition",
                        description="Fold each partition's index files into one (publishes "
                        "do it themselves every 200), and index any whole bundle folder the "
-                       "index lacks. Prints what it did as JSON.")
+                       "index lacks.")
     c.add_argument("--registry", required=True, help="folder path or S3 URL of the registry")
     flag(c, "--no-adopt", "leave bundle folders the index lacks unindexed")
+    flag(c, "--json", "print what it did as JSON")
+    b = sub.add_parser("bench", help="the registry at scale: synthetic bundles, timed",
+                       description="Fill a scratch store with synthetic bundles, compact it "
+                       "and time the claims query and the gallery there (and, with --seaweed "
+                       "or --storm, on SeaweedFS on loopback): docs/registry.md, \"Scale\".")
+    b.add_argument("--scratch", required=True, help="a scratch store folder (made if absent; "
+                   "refused if it holds a real bundle)")
+    b.add_argument("--bundles", type=int, default=1000, help="synthetic bundles in the scratch "
+                   "store (0: skip the local figures)")
+    b.add_argument("--seaweed", type=int, default=0, help="also synthesise this many bundles "
+                   "into a SeaweedFS store on loopback and time the queries there")
+    b.add_argument("--storm", type=int, default=0,
+                   help="clients publishing at once to SeaweedFS")
+    flag(b, "--json", "print the figures as JSON")
     a = sub.add_parser("admit", help="admit a publisher's key: only admitted keys publish",
                        description="Add a public key (the line `labkit key show` prints) to "
                        "the registry's list of admitted keys. A registry with the list takes "
@@ -161,6 +174,8 @@ def _answer(args) -> int:
         from labkit.lab.registry import serve
 
         return serve.run_forever(args.data, args.address, args.bucket, args.private)
+    if args.registry_command == "bench":
+        return _bench(args)
     where = store.open_store(args.registry)
     if args.registry_command == "admit":
         return _admit(args, where)
@@ -168,7 +183,12 @@ def _answer(args) -> int:
         raise ValueError(f"--registry {args.registry}: no registry there; publish a bundle to "
                          f"it first (labkit publish B.labkit --registry {args.registry})")
     if args.registry_command == "compact":
-        print(json.dumps(index.compact(where, adopt=not args.no_adopt)))
+        done = index.compact(where, adopt=not args.no_adopt)
+        if args.json:
+            print_json(args, "registry.compact", done)
+        else:
+            print(f"{done['compacted']} index files written in place of {done['absorbed']}; "
+                  f"{done['adopted']} bundle folders indexed")
         return 0
     from labkit.lab.registry import admission
 
@@ -198,13 +218,29 @@ def _note(args) -> None:
         print(args.open_note, file=sys.stderr)
 
 
+def _bench(args) -> int:
+    from labkit.lab.registry import bench
+
+    figures = bench.figures(args.scratch, args.bundles, args.seaweed, args.storm)
+    if args.json:
+        print_json(args, "registry.bench", figures)
+        return 0
+    print(f"measured on {bench.machine_text()}")
+    print(f"each time the median of {figures.pop('repeats')} runs")
+    for store_kind, found in figures.items():
+        for name, value in found.items():
+            if name != "plan":  # the query plan's filter lines stand for it
+                print(f"{store_kind}.{name}: {value}")
+    return 0
+
+
 def _print_machines(args, kw) -> None:
     from labkit.lab.registry import query
 
     df = query.machines(args.registry, **kw)
     _note(args)
     if args.json:
-        print_json("registry.machines", df)
+        print_json(args, "registry.machines", df)
     else:
         print(df.to_string(index=False) if not df.empty else "no machines")
 
@@ -215,7 +251,7 @@ def _print_claims(args, kw) -> None:
     rows = query.tally(query.claims(args.registry, **kw))
     _note(args)
     if args.json:
-        print_json("registry.claims", rows)
+        print_json(args, "registry.claims", rows)
         return
     lines = []
     for r in rows:
@@ -236,7 +272,7 @@ def _print_ladder(args, kw) -> None:
     df = query.ladder(args.registry, **kw)
     _note(args)
     if args.json:
-        print_json("registry.ladder", df)
+        print_json(args, "registry.ladder", df)
     elif df.empty:
         print("no ladder")
     else:
@@ -261,7 +297,7 @@ def _print_effects(args, kw) -> None:
            f"{len(runs)} machine with verdict runs (a bundle of format 4 or later carries "
            "them); a machine effect needs two")
     if args.json:
-        print_json("registry.effects", rows)
+        print_json(args, "registry.effects", rows)
     else:
         print("\n".join(effects.line(r) for r in rows) or f"no comparisons: {why}")
 

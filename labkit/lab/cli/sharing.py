@@ -49,7 +49,7 @@ def _merge(args) -> int:
 
     out = merge.merge(args.bundles, same_commit=not args.allow_other_commits)
     if args.json:
-        print_json("merge", merge.merged_records(out))
+        print_json(args, "merge", merge.merged_records(out))
     else:
         _print_comparison(merge, out)
     if args.out:

@@ -1,14 +1,10 @@
 """The registry at scale, measured (docs/registry.md, "Scale"): a scratch store of synthetic
 bundles (labkit.lab.registry.synthetic), its size per bundle, the claims query's and the
 gallery's times, the query plan's partition filter, and optionally the same on SeaweedFS
-with a storm of concurrent publishers. A benchmark, not a test: it prints figures.
-
-    python -m labkit.lab.registry.bench --scratch /tmp/reg --bundles 1000 [--seaweed N]
-        [--storm 100] [--json]
-"""
+with a storm of concurrent publishers. A benchmark, not a test: `labkit registry bench`
+prints its figures."""
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -20,12 +16,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from labkit.core import validate
 from labkit.core.results import REPO
 from labkit.lab.registry import gallery, index, query, serve, synthetic
 from labkit.lab.registry import store as stores
 from labkit.lab.sharing import bundle
 
 REPEATS = 3  # each timing is the median of this many runs, each on a fresh connection
+MOST_BUNDLES = 100_000  # synthetic bundles in one store: far above any run docs/registry.md shows
+MOST_PUBLISHERS = 1_000  # the storm's publishers: one process each, all at once
 
 
 def _timed(fn, repeats: int = REPEATS) -> tuple[float, list]:
@@ -160,28 +159,16 @@ def seaweed_figures(k: int, storm: int) -> dict:
     return out
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m labkit.lab.registry.bench",
-                                description=__doc__.split("\n\n")[0])
-    p.add_argument("--scratch", required=True, help="a scratch store folder (made if absent; "
-                   "refused if it holds a real bundle)")
-    p.add_argument("--bundles", type=int, default=1000, help="synthetic bundles in the scratch "
-                   "store (0: skip the local figures)")
-    p.add_argument("--seaweed", type=int, default=0, help="also synthesise this many bundles "
-                   "into a SeaweedFS store on loopback and time the queries there")
-    p.add_argument("--storm", type=int, default=0, help="clients publishing at once to SeaweedFS")
-    p.add_argument("--json", action="store_true")
-    args = p.parse_args(argv)
-    if args.bundles < 0 or args.seaweed < 0 or args.storm < 0:
-        p.error("--bundles, --seaweed and --storm must be at least 0")
-    figures = {"machine": machine_text()}
-    if args.bundles:
-        figures["local"] = local_figures(args.scratch, args.bundles)
-    if args.seaweed or args.storm:
-        figures["seaweedfs"] = seaweed_figures(args.seaweed, args.storm)
-    print(json.dumps(figures, indent=1))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def figures(scratch, bundles: int = 1000, seaweed: int = 0, storm: int = 0) -> dict:
+    """The figures of `bundles` synthetic bundles in the scratch store `scratch` (0: none),
+    and, with `seaweed` or `storm`, of a SeaweedFS store on loopback; `repeats`: the runs
+    each time is the median of."""
+    for name, n, most in (("bundles", bundles, MOST_BUNDLES), ("seaweed", seaweed, MOST_BUNDLES),
+                          ("storm", storm, MOST_PUBLISHERS)):
+        validate.integer_in(name, n, 0, most)
+    out = {"repeats": REPEATS}
+    if bundles:
+        out["local"] = local_figures(scratch, bundles)
+    if seaweed or storm:
+        out["seaweedfs"] = seaweed_figures(seaweed, storm)
+    return out

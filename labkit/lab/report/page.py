@@ -32,7 +32,8 @@ from labkit.lab.running.notebooks import LEDGER
 REPORT_NAME = "labkit-report.html"
 # The notebooks link their words to ../docs/glossary.md#<slug>: from notebooks/ in the
 # checkout, and from <report dir>/executed/ once a copy is shipped beside the report.
-GLOSSARY = Path(__file__).resolve().parents[3] / "docs" / "glossary.md"
+# docs/glossary.md of the checkout, or its copy the wheel ships (setup.py, BuildPyWithShipped).
+GLOSSARY = (results.checkout() or results.SHIPPED) / "docs" / "glossary.md"
 _GLOSSARY_LINK = re.compile(r"""href=(["'])(?:\.\./)*docs/glossary\.md#([^"']*)\1""")
 # A table longer than this is folded into a <details> block.
 FOLD_ROWS = 20
@@ -491,10 +492,7 @@ def glossary_slug(heading: str) -> str:
 
 
 def glossary_html() -> str:
-    """docs/glossary.md as a section of the report, each heading's id 'glossary-<slug>'
-    (empty when the glossary is not beside the package)."""
-    if not GLOSSARY.exists():
-        return ""
+    """docs/glossary.md as a section of the report, each heading's id 'glossary-<slug>'."""
     body = mistune.html(GLOSSARY.read_text())
     body = re.sub(r"<h(\d)>(.*?)</h\1>", lambda m: (
         f"<h{m[1]} id='glossary-{glossary_slug(re.sub('<[^>]+>', '', html.unescape(m[2])))}'>"
@@ -512,9 +510,8 @@ def local_glossary_links(body: str) -> str:
 def ship_glossary(out_dir: Path) -> None:
     """Copy docs/glossary.md to out_dir/docs/, where the executed notebooks' links
     (out_dir/executed/*.ipynb, ../docs/glossary.md) lead."""
-    if GLOSSARY.exists():
-        (out_dir / "docs").mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(GLOSSARY, out_dir / "docs" / "glossary.md")
+    (out_dir / "docs").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(GLOSSARY, out_dir / "docs" / "glossary.md")
 
 
 def make_offline(body: str) -> str:

@@ -37,7 +37,7 @@ from pathlib import Path
 from labkit.core import envcheck, results
 from labkit.core.results import atomic_path
 from labkit.errors import ParameterError
-from labkit.lab.comparing import context
+from labkit.lab import envelope
 from labkit.lab.judging import ledger
 from labkit.lab.report import page
 from labkit.lab.running import keep, params
@@ -230,9 +230,9 @@ def run(args) -> int:
         say(f"verdicts: not available ({exc})")
     exit_status = 1 if failed else 0
     if args.json:
-        print(json.dumps(context.stamped("reproduce", summary(
+        print(json.dumps(envelope.stamped("reproduce", summary(
             outcomes, table, quick=args.quick, results_dir=results_dir, report=html,
-            status=exit_status), sys.argv[1:]), indent=1))
+            status=exit_status), args.argv), indent=1))
     return exit_status
 
 

@@ -1,11 +1,11 @@
-"""What every machine-readable output of the command line (each `--json`, `labkit export`'s
-files) carries: a schema version and a context block (the machine, the labkit commit, the
-command, the date), so that a file read later says where and how it was made."""
+"""The envelope of every machine-readable output of the command line (each `--json`,
+`labkit export`'s files): a schema (`labkit.<command>/<version>`) and a context block (the
+machine, the build, the labkit commit, the command, the date), so that a file read later
+says where and how it was made."""
 from __future__ import annotations
 
 import datetime
 import math
-import sys
 
 import numpy as np
 
@@ -22,12 +22,11 @@ MACHINE_FIELDS = ("machine_id", "cpu_model", "arch", "cpu_count", "cpu_family", 
 BUILD_FIELDS = ("compiler", "cflags", "opt_level", "python")
 
 
-def context(argv=None, *, machine: dict | None = None) -> dict:
+def context(argv, *, machine: dict | None = None) -> dict:
     """The context block: `machine` (this machine's, measured now, unless given), `build`
     (labkit's version and how its C core was compiled), labkit's commit, the command line
-    (argv) and the date (UTC)."""
+    (`argv`: the arguments after `labkit`) and the date (UTC)."""
     info = _machine.machine_info() if machine is None else machine
-    argv = sys.argv if argv is None else argv
     return {"machine": {k: info.get(k) for k in MACHINE_FIELDS if k in info},
             "build": {"labkit_version": labkit.__version__,
                       **{k: info.get(k) for k in BUILD_FIELDS if k in info}},
@@ -42,7 +41,7 @@ def schema(command: str) -> str:
     return f"labkit.{command}/{SCHEMA_VERSION}"
 
 
-def stamped(command: str, body, argv=None, *, ctx: dict | None = None) -> dict:
+def stamped(command: str, body, argv, *, ctx: dict | None = None) -> dict:
     """`body` as --json prints it: `schema` and `context` (ctx, else this machine's now)
     first, then body's keys (a list goes under `records`), NaN and infinities as null."""
     out = {"schema": schema(command), "context": context(argv) if ctx is None else ctx}
