@@ -231,7 +231,8 @@ EXPLANATIONS = {
          "the hot frames compete for the same cache sets",
     "C": "address translation: every top is on its own page, far from the others, so the "
          "TLB cannot hold them all and each miss walks page tables that are spread out too",
-    "D": "there is no slowdown on this machine at this size of ring",
+    "D": f"the big stacks cost less than {BOUND:g} times the small ones on this machine at "
+         f"this size of ring (no slowdown, by the rule)",
 }
 
 
