@@ -144,6 +144,24 @@ def test_figure_overlays_the_article_on_ours_with_the_machine(results_dir):
     assert any("CPUs" in t.get_text() for t in fig.texts)  # the machine caption
 
 
+def test_figure_titles_its_finding_from_the_points():
+    from labkit.lab.report.articles.show import finding
+    from labkit.lab.report.articles.tables import ArticleTable
+
+    # (label, article, here, low, high): the article inside the spread at N=2 only, and
+    # furthest from here, by ratio, at N=1024 (0.5 against 2), not at N=64 (1.4 against 1).
+    t = ArticleTable(key="tx", source="s.txt", title="T", notebook="03",
+                     points=[("N=2", 1.0, 1.05, 0.9, 1.1), ("N=64", 1.0, 1.4, 1.3, 1.5),
+                             ("N=1024", 2.0, 0.5, 0.45, 0.55), ("N=4096", None, 1.0, 1, 1)])
+    said = finding(t)
+    assert "at 1 of 3 points" in said
+    assert "furthest apart at N=1024: 0.5 [0.45, 0.55] here against 2 in the article" in said
+    fig = articles.figure(t, save=False)
+    assert fig._suptitle.get_text().replace("\n", " ") == said
+    assert finding(ArticleTable(key="ty", source="s", title="T", notebook="03")) == \
+        "No point has both the article's value and one measured here."
+
+
 def _committed_verdicts() -> dict:
     """Every committed verdict row (data/*_verdicts.csv, the article rows' too), by claim,
     with the ledger's row for a claim the ledger judges itself from two notebooks."""

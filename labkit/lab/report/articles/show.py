@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html as _html
 import math
+import textwrap
 
 import matplotlib.pyplot as plt
 from IPython.display import HTML, display
@@ -17,16 +18,30 @@ from labkit.lab.report.articles.rows import save_article_verdicts
 from labkit.lab.report.articles.tables import ArticleTable, by_notebook, table
 
 
+def finding(t: ArticleTable) -> str:
+    """What the overlay shows, from its points: at how many the article's value lies in
+    this machine's spread, and the point where the two are furthest apart (by ratio)."""
+    both = [p for p in t.points if _finite(p[1], p[2]) and p[1] > 0 and p[2] > 0]
+    if not both:
+        return "No point has both the article's value and one measured here."
+    inside = sum(1 for p in both if _finite(p[3], p[4]) and p[3] <= p[1] <= p[4])
+    far = max(both, key=lambda p: abs(math.log(p[2] / p[1])))
+    spread = f" [{far[3]:.3g}, {far[4]:.3g}]" if _finite(far[3], far[4]) else ""
+    return (f"The article's value lies in this machine's spread at {inside} of {len(both)} "
+            f"points; they are furthest apart at {far[0]}: {far[2]:.3g}{spread} here against "
+            f"{far[1]:.3g} in the article.")
+
+
 def figure(t: ArticleTable, *, save: bool = True):
     """The article's points (normalised to its reference row) over the measured ones with
-    their spread, log scale, titled, the machine in the caption. Saves
+    their spread, log scale, titled with its finding, the machine in the caption. Saves
     figures/articles-<key>.png/.svg when save is True; returns the figure."""
     if not isinstance(t, ArticleTable):
         raise TypeError(f"t must be an ArticleTable from articles.table(), not {type(t).__name__}")
 
     labels = [p[0] for p in t.points]
     xs = range(len(labels))
-    fig, ax = plt.subplots(figsize=(max(5.5, 0.9 * len(labels) + 2), 3.0))
+    fig, ax = plt.subplots(figsize=(max(5.5, 0.9 * len(labels) + 2), 3.6))
     art = [p[1] for p in t.points]
     here = [p[2] for p in t.points]
     lo = [max(0.0, p[2] - p[3]) if _finite(p[2], p[3]) else 0.0 for p in t.points]
@@ -58,6 +73,7 @@ def figure(t: ArticleTable, *, save: bool = True):
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")
     ax.set_title(f"{t.title}\n({t.source}: article vs this machine)", fontsize=9)
+    fig.suptitle(textwrap.fill(finding(t), 90), fontsize=9)
     # The machine that measured the rows, as the data records it (the one drawing the
     # figure may be another).
     measured = measured_machines()
