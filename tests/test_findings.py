@@ -100,8 +100,8 @@ def test_the_echo_findings_pick_the_right_servers_and_ends():
                        "median": [100e3, 120e3, 130e3, 90e3], "q1": [95e3, 118e3, 128e3, 80e3],
                        "q3": [105e3, 122e3, 133e3, 91e3]})
     said = es.table_finding(ms)
-    assert said.startswith("Requests per second here, [quartiles]: fastest cxx20_pool_sym 130k "
-                           "[128k, 133k], slowest asio 90k [80k, 91k].")
+    assert said.startswith("Requests per second here: fastest cxx20_pool_sym 130k (quartiles "
+                           "128k to 133k), slowest asio 90k (quartiles 80k to 91k).")
     assert said.endswith("had 138k > 125k > 108k; here 130k, 120k, 100k.")  # C001.1
     assert "article" not in es.table_finding(ms[ms.server != "cxx20_new"])
     by = pd.DataFrame({"server": ["a", "a", "b", "b"], "connections": [1, 64, 1, 64],
@@ -145,9 +145,9 @@ def test_the_fp_state_findings_read_the_right_kernels_and_component_sets():
                        "q1_ns": [99.0, 98, 149, 139, 150, 89],
                        "q3_ns": [101.0, 100, 151, 141, 152, 91]})
     assert fp_state.xstate_finding(xs) == (
-        "A dirty xsave + xrstor costs 100 ns [99 ns, 101 ns] on x87+SSE (576 B) and 150 ns "
-        "[149 ns, 151 ns] on all (2.62 KiB); with clean registers, xsaveopt is cheapest "
-        "there, 90 ns [89 ns, 91 ns] (medians, [quartiles]).")
+        "A dirty xsave + xrstor costs 100 ns (quartiles 99 ns to 101 ns) on x87+SSE (576 B) "
+        "and 150 ns (quartiles 149 ns to 151 ns) on all (2.62 KiB); with clean registers, "
+        "xsaveopt is cheapest there, 90 ns (quartiles 89 ns to 91 ns) (medians).")
 
 
 def test_the_frame_findings_read_the_array_and_the_judged_block():
@@ -211,7 +211,7 @@ def test_the_gain_finding_reads_the_authors_second_setup_at_the_claims_w():
                       rows(sf.AFTER, 100, [12.0, 12, 12.2, 11.8, 12]),
                       rows(sf.BEFORE, 0, [1.0] * 5), rows(sf.AFTER, 0, [9.0] * 5)])
     said = sf.gain_finding(runs, judge_work=100)
-    assert said.startswith("At W = 100 ticks, 64 KiB, 32 tasks/switch runs 1.2x [")
+    assert said.startswith("At W = 100 ticks, 64 KiB, 32 tasks/switch runs 1.2x (quartiles ")
     assert said.endswith("the throughput of 1 MiB, 1 task/switch; the author gained 1.4x.")
     assert sf.gain_finding(runs, judge_work=5).startswith("No run of 64 KiB")
 
@@ -223,8 +223,9 @@ def test_the_copy_stack_finding_reads_both_ends_and_the_switch_without_a_copy():
                          "q1": [390.0, 9.0], "q3": [410.0, 11.0], "GB/s": [20.5, 6.4]})
     ns = pd.DataFrame({"entry": ["asm_fpu"], "median": [4.0]})
     assert latency_ladder.copy_finding(copy, ns) == (
-        "Copying the stack, a switch costs 10 ns [9 ns, 11 ns] at 64 B copied and 400 ns "
-        "[390 ns, 410 ns] at 8 KiB (20.5 GB/s); asm_fpu switches in 4 ns without a copy. "
+        "Copying the stack, a switch costs 10 ns (quartiles 9 ns to 11 ns) at 64 B copied and "
+        "400 ns (quartiles 390 ns to 410 ns) at 8 KiB (20.5 GB/s); asm_fpu switches in 4 ns "
+        "without a copy. "
         "libaco reported 33 ns at 8 B and 1 us at 8 KiB.")
     assert latency_ladder.copy_finding(copy.iloc[:0], ns) == "No copy-stack switch ran here."
 

@@ -140,9 +140,10 @@ def table_finding(ms) -> str:
         return "No server ran the main load here."
     m = ms.set_index("server").sort_values("median")
     def said(s):
-        return f"{s} {_kqps(m.loc[s, 'median'])} [{_kqps(m.loc[s, 'q1'])}, {_kqps(m.loc[s, 'q3'])}]"
+        return (f"{s} {_kqps(m.loc[s, 'median'])} "
+                f"{findings.quartiles(_kqps(m.loc[s, 'q1']), _kqps(m.loc[s, 'q3']))}")
 
-    text = (f"Requests per second here, [quartiles]: fastest {said(m.index[-1])}, slowest "
+    text = (f"Requests per second here: fastest {said(m.index[-1])}, slowest "
             f"{said(m.index[0])}.")
     named = [s for s in CLAIMED_ORDER if s in m.index]
     if len(named) == len(CLAIMED_ORDER):

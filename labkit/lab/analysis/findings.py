@@ -30,8 +30,14 @@ def _figures(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
 
 
+def quartiles(low: str, high: str) -> str:
+    """A spread of repeats as a finding says it, '(quartiles 9 ns to 11 ns)': brackets are
+    kept for 95% intervals."""
+    return f"(quartiles {low} to {high})"
+
+
 def times(r: float, lo: float | None = None, hi: float | None = None) -> str:
-    """A ratio as a finding says it: 5.2 -> '5.2x', 1234 -> '1,234x', with its interval
+    """A ratio as a finding says it: 5.2 -> '5.2x', 1234 -> '1,234x', with its 95% interval
     '[lo, hi]' after it when both ends are finite."""
     if not math.isfinite(r):
         return "n/a"

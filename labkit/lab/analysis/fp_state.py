@@ -152,8 +152,8 @@ def xstate_finding(xs_summary) -> str:
 
     def at(insn, step, state):
         r = ns.loc[(insn, step, state)]
-        return (f"{plots.ns_label(r.median_ns)} [{plots.ns_label(r.q1_ns)}, "
-                f"{plots.ns_label(r.q3_ns)}]")
+        return (f"{plots.ns_label(r.median_ns)} "
+                f"{findings.quartiles(plots.ns_label(r.q1_ns), plots.ns_label(r.q3_ns))}")
 
     said = (f"A dirty xsave + xrstor costs {at('xsave', steps[0], 'dirty')} on {steps[0]} "
             f"({plots.bytes_label(ns.loc[('xsave', steps[0], 'dirty')].area_bytes)}) and "
@@ -164,7 +164,7 @@ def xstate_finding(xs_summary) -> str:
         best = clean.loc[clean.median_ns.idxmin()]
         said += (f"; with clean registers, {best.instruction} is cheapest there, "
                  f"{at(best.instruction, steps[-1], 'clean')}")
-    return said + " (medians, [quartiles])."
+    return said + " (medians)."
 
 
 def xstate_figure(xs_summary, finding: str | None = None):

@@ -214,8 +214,9 @@ def copy_finding(copy, ns) -> str:
     few, most = c.iloc[0], c.iloc[-1]
 
     def at(r):
-        return (f"{plots.ns_label(r['median'])} [{plots.ns_label(r.q1)}, "
-                f"{plots.ns_label(r.q3)}] at {plots.bytes_label(r.copied_bytes_per_switch)}")
+        return (f"{plots.ns_label(r['median'])} "
+                f"{findings.quartiles(plots.ns_label(r.q1), plots.ns_label(r.q3))} at "
+                f"{plots.bytes_label(r.copied_bytes_per_switch)}")
 
     said = (f"Copying the stack, a switch costs {at(few)} copied and {at(most)} "
             f"({most['GB/s']:.3g} GB/s)")

@@ -218,7 +218,8 @@ def gain_finding(runs, *, judge_work: int) -> str:
     if g.empty:
         return f"No run of {after} at W = {judge_work} ticks here."
     r = g.iloc[0]
-    return (f"At W = {judge_work} ticks, {after} runs {findings.times(r['median'], r.q1, r.q3)}"
+    return (f"At W = {judge_work} ticks, {after} runs {findings.times(r['median'])} "
+            f"{findings.quartiles(findings.times(r.q1), findings.times(r.q3))}"
             f" the throughput of {before}; the author gained "
             f"{findings.times(claimed()['gain'])}.")
 
