@@ -90,6 +90,27 @@ def test_the_answer_reads_as_a_speed_ratio():
     assert "at 20 of 96 processes (time budget)" in row["text"]
 
 
+def test_the_figure_ticks_the_margins_ends_on_a_narrow_axis(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    from labkit.lab.comparing import figure
+
+    stats = {("a", "b"): np.random.default_rng(3).normal(0, 0.005, 96)}
+    (row,) = answer.decide(stats, sequential.LOOKS)
+    assert row["outcome"] == answer.SAME
+    drawn = {}
+
+    def keep(self, path, **kw):  # the Figure as drawn, read before it is written
+        drawn["fig"] = self
+
+    monkeypatch.setattr(Figure, "savefig", keep)
+    figure.draw([row], stats, tmp_path / "pair.png")
+    ax = drawn["fig"].axes[0]
+    lo, hi = ax.get_xlim()
+    shown = {t.get_text() for t in ax.get_xticklabels() if lo <= t.get_position()[0] <= hi}
+    assert {"0.952x", "1x", "1.05x"} <= shown, shown
+
+
 def test_several_pairs_are_answered_together():
     rng = np.random.default_rng(4)
     stats = {("a", "b"): -0.3 + rng.normal(0, 0.02, 96), ("a", "c"): -0.3 + rng.normal(0, 0.02, 96),

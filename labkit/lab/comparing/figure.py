@@ -42,8 +42,10 @@ def draw(answers: list[dict], values: dict | None, path, *, caption: str = ""):
     ax.set_xscale("log")
     left, right = ax.get_xlim()
     ax.set_xlim(max(left, 1 / EDGE), min(right, EDGE))
-    ax.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(TICKS))
-    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:g}x"))
+    # The margin's two ends are ticked too: a narrow axis may hold no other tick than 1x.
+    ax.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(
+        sorted({*TICKS, 1 / (1 + margin), 1 + margin})))
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:.3g}x"))
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_yticks(range(len(answers)))
     ax.set_yticklabels([f"{r.get('name') or r['a'] + ' / ' + r['b']}\n"
