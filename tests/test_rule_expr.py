@@ -46,7 +46,7 @@ def test_every_rule_of_the_registry_parses(rule):
 def test_every_bound_verdicts_reads_from_a_rule_parses():
     """straddles() evaluates the left side of each comparison on its own."""
     for rule in RULES:
-        for expr, _, _ in verdicts._bounds(rule):
+        for expr, _, _ in verdicts.bounds_of(rule):
             rule_expr.parse(expr)
 
 

@@ -35,6 +35,10 @@ PREDICTIONS_CAPTION = ("each measurement is the one its learner's exercise check
                        "it read")
 
 
+# The predictions figure's two series, in colours no entry has.
+MEASURED_COLOUR, PREDICTION_COLOUR = "#1a7f37", "#b00020"
+
+
 def _number(x):
     """A prediction or measurement as a float, or None when it is a choice or missing."""
     if isinstance(x, bool) or not isinstance(x, (int, float)):
@@ -105,8 +109,8 @@ def predictions_figure(table):
             options = sorted({*chosen, *same.values()})
             at = {o: i for i, o in enumerate(options)}
             ax.plot([at[str(v)] for v in rows.measured], y, "o", ms=14, mfc="none",
-                    color="#1a7f37", label="the choice the measurement supports")
-            ax.plot([at[v] for v in chosen], y, "o", color="#b00020", label="prediction")
+                    color=MEASURED_COLOUR, label="the choice the measurement supports")
+            ax.plot([at[v] for v in chosen], y, "o", color=PREDICTION_COLOUR, label="prediction")
             ax.set_xticks(range(len(options)), options)
             ax.set_xlim(-0.5, len(options) - 0.5)
         else:
@@ -115,9 +119,9 @@ def predictions_figure(table):
             high = rows.high.map(_number).astype(float).fillna(rows.measured).to_numpy()
             predicted = rows.prediction.map(_number).astype(float).to_numpy()
             ax.errorbar(measured, y, xerr=[measured - low, high - measured], fmt="o",
-                        color="#1a7f37", capsize=3,
+                        color=MEASURED_COLOUR, capsize=3,
                         label="measured, with its interval")
-            ax.plot(predicted, y, "D", color="#b00020", label="prediction")
+            ax.plot(predicted, y, "D", color=PREDICTION_COLOUR, label="prediction")
             values = np.concatenate([measured, low, high, predicted])
             if np.all(values[np.isfinite(values)] > 0):
                 ax.set_xscale("log")  # ratios and ticks spread over decades

@@ -2,14 +2,13 @@
 the two figures, and the numbers the notebook reads out of its ping-pong and ring sweeps."""
 from __future__ import annotations
 
-import textwrap
-
 import matplotlib.pyplot as plt
 import pandas as pd
 
 import labkit
 from labkit.core import plots
 from labkit.core.units import KiB, MiB
+from labkit.lab.analysis import findings
 from labkit.lab.experiment import STACK_SIZE
 from labkit.lab.headers import shown
 from labkit.lab.judging.claims import claim
@@ -93,8 +92,7 @@ def pingpong_figure(pp, sizes, finding: str | None = None):
     """Two panels: prefaulted stacks (with Boost's) and untouched ones, ns against size;
     `finding` (pingpong_finding) as its title."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-    if finding:
-        fig.suptitle(textwrap.fill(finding, 110), fontsize=10)
+    findings.title(fig, finding)
     panels = [("prefaulted stacks (Boost: malloc'd)", ["prefaulted", BOOST_STACKS]),
               ("untouched stacks", ["untouched"])]
     for ax, (title, kinds) in zip(axes, panels):
@@ -125,8 +123,7 @@ def ring_figure(rs, finding: str | None = None):
     """Two panels, aligned and coloured stack tops: ns against the ring's size, per stack;
     `finding` (ring_finding) as its title."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-    if finding:
-        fig.suptitle(textwrap.fill(finding, 110), fontsize=10)
+    findings.title(fig, finding)
     for ax, step in zip(axes, [0, 64]):
         plots.errorbars(ax, rs[rs.colour_step == step], x="contexts", hue="stack")
         plots.log_axis(ax, "x", base=2)

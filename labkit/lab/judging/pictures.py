@@ -7,7 +7,6 @@ per-process values one verdict stands on (a small inline SVG for the verdict tab
 """
 from __future__ import annotations
 
-import ast
 import html
 import math
 import re
@@ -58,14 +57,8 @@ def measured_interval(text: str):
 
 
 def _bounds(*rule_texts) -> list[float]:
-    """The numbers the rules compare x with, sorted, each once."""
-    out = set()
-    for text in rule_texts:
-        if text.strip() in ("never", "False", "True"):
-            continue
-        out |= {float(n.value) for n in ast.walk(rule_expr.parse(text))
-                if isinstance(n, ast.Constant) and not isinstance(n.value, bool)}
-    return sorted(out)
+    """The numbers the rules compare x with (verdicts.bounds_of), sorted, each once."""
+    return sorted({b for text in rule_texts for _, b, _ in verdicts.bounds_of(text)})
 
 
 class _Axis:

@@ -148,7 +148,7 @@ def _number(text: str):
         return None
 
 
-def _bounds(rule: str):
+def bounds_of(rule: str):
     """(expression, bound, atom text) for every comparison of an expression with a number."""
     out = []
     for atom in re.split(r"\band\b|\bor\b", rule):
@@ -175,7 +175,7 @@ def straddles(rule: str, points: list[dict], seen: set | None = None) -> list[st
     (expression, bound) pairs already named, so a bound both rules share is named once."""
     out = []
     seen = set() if seen is None else seen
-    for expr, bound, atom in _bounds(rule):
+    for expr, bound, atom in bounds_of(rule):
         if (expr, bound) in seen:
             continue
         try:
@@ -206,7 +206,7 @@ def _direction(reproduced_if: str, points: list[dict], null: float | None) -> st
     (name,) = points[0]
     vals = [float(p[name]) for p in points]
     lo, hi = min(vals), max(vals)
-    bounds = [b for e, b, _ in _bounds(reproduced_if) if e.strip() == name]
+    bounds = [b for e, b, _ in bounds_of(reproduced_if) if e.strip() == name]
     if not bounds:
         return "between the claimed region and the contradicted one"
     nearest = min(bounds, key=lambda b: min(abs(b - lo), abs(b - hi)))
@@ -242,7 +242,7 @@ def decide(reproduced_if: str, contradicted_if: str, value, low=None, high=None,
     if reproduced_if.strip() == "never":
         return {**out, "verdict": "not-applicable-here"}
     cuts: dict = {}
-    for expr, b, _ in _bounds(reproduced_if) + _bounds(contradicted_if):
+    for expr, b, _ in bounds_of(reproduced_if) + bounds_of(contradicted_if):
         cuts.setdefault(expr.strip(), set()).add(b)
     points = _corners(value, low, high, cuts)
     rep = [_holds(reproduced_if, p) for p in points]
